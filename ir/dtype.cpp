@@ -1,0 +1,55 @@
+// Element types: spellings, sizes and the storage -> compute type mapping (see dtype.h).
+#include "ir/dtype.h"
+
+namespace kiln {
+
+std::string_view to_string(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::i32:
+      return "i32";
+    case DType::boolean:
+      return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view s) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::boolean}) {
+    if (to_string(t) == s) return t;
+  }
+  return std::nullopt;
+}
+
+size_t size_of(DType t) {
+  switch (t) {
+    case DType::f32:
+    case DType::i32:
+      return 4;
+    case DType::f16:
+    case DType::bf16:
+      return 2;
+    case DType::boolean:
+      return 1;
+  }
+  return 0;
+}
+
+bool is_float(DType t) {
+  return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
+
+bool is_storage_type(DType t) {
+  return t != DType::boolean;
+}
+
+DType compute_type(DType t) {
+  return t == DType::f16 || t == DType::bf16 ? DType::f32 : t;
+}
+
+}  // namespace kiln

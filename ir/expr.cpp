@@ -1,0 +1,277 @@
+// Expression constructors, structural equality and hashing.
+//
+// The make_* functions are the type checker: every rule of expr.h is enforced here, so that
+// an Expr that exists is well typed, whether it came from the parser or from the API. Weak
+// operands (literals, symbols, index variables) are converted i32 -> f32 when the other side
+// of a binary operator or select is f32, and when a math function or mean needs f32. A
+// negated literal folds into a negative literal, so that `-1` means the same when parsed and
+// when built.
+#include "ir/expr.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <functional>
+
+namespace kiln {
+namespace {
+
+template <class T>
+Expr make_node(DType type, SourceLoc loc, T v) {
+  return Expr(std::make_shared<const ExprNode>(ExprNode{type, loc, std::move(v)}));
+}
+
+bool is_number_type(DType t) {
+  return t == DType::f32 || t == DType::i32;
+}
+
+/// e converted to `to` when it already has that type or is a weak i32 and `to` is f32;
+/// otherwise an undefined Expr.
+Expr convert_weak(const Expr& e, DType to) {
+  if (e.type() == to) return e;
+  if (!is_weak(e) || e.type() != DType::i32 || to != DType::f32) return Expr();
+  if (const auto* c = e.as<Const>()) return make_const(c->value, to, e.loc());
+  if (const auto* s = e.as<SymRef>()) return make_sym(s->name, to, e.loc());
+  return make_index(e.as<IndexRef>()->name, to, e.loc());
+}
+
+/// The f32 operand of a math function (or pow, mean): f32 itself or a converted weak i32.
+Expr require_f32(const Expr& a, std::string_view what, SourceLoc loc) {
+  if (Expr c = convert_weak(a, DType::f32); c.defined()) return c;
+  if (a.type() == DType::i32) {
+    throw UserError(loc, fmt::format("{} needs an f32 operand but got i32; convert it with "
+                                     "f32(...)",
+                                     what));
+  }
+  throw UserError(loc,
+                  fmt::format("{} needs an f32 operand but got {}", what, to_string(a.type())));
+}
+
+/// Gives a and b one type by converting a weak operand; false when they cannot agree.
+bool unify(Expr& a, Expr& b) {
+  if (a.type() == b.type()) return true;
+  if (Expr c = convert_weak(a, b.type()); c.defined()) {
+    a = c;
+    return true;
+  }
+  if (Expr c = convert_weak(b, a.type()); c.defined()) {
+    b = c;
+    return true;
+  }
+  return false;
+}
+
+std::string_view quoted_op(BinaryOp op) {
+  return to_string(op);
+}
+
+bool same_const(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
+size_t hash_combine(size_t seed, size_t v) {
+  return seed ^ (v + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
+}
+
+bool nodes_equal(const ExprNode& x, const ExprNode& y);
+
+bool ptr_equal(const std::shared_ptr<const ExprNode>& a, const std::shared_ptr<const ExprNode>& b) {
+  return a == b || (a && b && nodes_equal(*a, *b));
+}
+
+bool nodes_equal(const ExprNode& x, const ExprNode& y) {
+  if (x.type != y.type || x.v.index() != y.v.index()) return false;
+  return std::visit(
+      [&](const auto& a) {
+        using T = std::decay_t<decltype(a)>;
+        const T& b = std::get<T>(y.v);
+        if constexpr (std::is_same_v<T, Const>) {
+          return same_const(a.value, b.value);
+        } else if constexpr (std::is_same_v<T, SymRef> || std::is_same_v<T, IndexRef>) {
+          return a.name == b.name;
+        } else if constexpr (std::is_same_v<T, Load>) {
+          return a.tensor == b.tensor && a.indices == b.indices && a.stored == b.stored;
+        } else if constexpr (std::is_same_v<T, Unary>) {
+          return a.op == b.op && ptr_equal(a.a, b.a);
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          return a.op == b.op && ptr_equal(a.a, b.a) && ptr_equal(a.b, b.b);
+        } else if constexpr (std::is_same_v<T, Select>) {
+          return ptr_equal(a.cond, b.cond) && ptr_equal(a.a, b.a) && ptr_equal(a.b, b.b);
+        } else if constexpr (std::is_same_v<T, Cast>) {
+          return a.to == b.to && ptr_equal(a.a, b.a);
+        } else {
+          return a.op == b.op && a.index == b.index && ptr_equal(a.body, b.body);
+        }
+      },
+      x.v);
+}
+
+}  // namespace
+
+bool operator==(const Expr& a, const Expr& b) {
+  return ptr_equal(a.ptr(), b.ptr());
+}
+
+size_t Expr::hash() const {
+  if (!node_) return 0;
+  size_t h = hash_combine(static_cast<size_t>(node_->type), node_->v.index());
+  std::hash<std::string> hs;
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, Const>) {
+          h = hash_combine(h, std::bit_cast<uint64_t>(n.value));
+        } else if constexpr (std::is_same_v<T, SymRef> || std::is_same_v<T, IndexRef>) {
+          h = hash_combine(h, hs(n.name));
+        } else if constexpr (std::is_same_v<T, Load>) {
+          h = hash_combine(h, hs(n.tensor));
+          for (const auto& i : n.indices) h = hash_combine(h, hs(i));
+          h = hash_combine(h, static_cast<size_t>(n.stored));
+        } else if constexpr (std::is_same_v<T, Unary> || std::is_same_v<T, Binary>) {
+          h = hash_combine(h, static_cast<size_t>(n.op));
+        } else if constexpr (std::is_same_v<T, Cast>) {
+          h = hash_combine(h, static_cast<size_t>(n.to));
+        } else if constexpr (std::is_same_v<T, Reduce>) {
+          h = hash_combine(h, static_cast<size_t>(n.op));
+          h = hash_combine(h, hs(n.index));
+        }
+      },
+      node_->v);
+  for_each_child(*this, [&](const Expr& c) { h = hash_combine(h, c.hash()); });
+  return h;
+}
+
+bool is_weak(const Expr& e) {
+  return e.as<Const>() || e.as<SymRef>() || e.as<IndexRef>();
+}
+
+Expr make_const(double value, DType type, SourceLoc loc) {
+  switch (type) {
+    case DType::f32:
+      value = static_cast<float>(value);
+      if (!std::isfinite(value)) throw UserError(loc, "an f32 literal must be finite");
+      break;
+    case DType::i32:
+      if (value != std::trunc(value) || value < INT32_MIN || value > INT32_MAX) {
+        throw UserError(loc, fmt::format("{} is not an i32 value", value));
+      }
+      break;
+    case DType::boolean:
+      internal_check(value == 0 || value == 1, "a bool constant must be 0 or 1");
+      break;
+    default:
+      throw UserError(loc, fmt::format("a literal cannot have type {}", to_string(type)));
+  }
+  return make_node(type, loc, Const{value});
+}
+
+Expr make_sym(std::string name, DType type, SourceLoc loc) {
+  internal_check(is_number_type(type), "a symbol is i32 or f32");
+  return make_node(type, loc, SymRef{std::move(name)});
+}
+
+Expr make_index(std::string name, DType type, SourceLoc loc) {
+  internal_check(is_number_type(type), "an index variable is i32 or f32");
+  return make_node(type, loc, IndexRef{std::move(name)});
+}
+
+Expr make_load(std::string tensor, std::vector<std::string> indices, DType stored, SourceLoc loc) {
+  if (!is_storage_type(stored)) throw UserError(loc, "a tensor cannot hold bool");
+  return make_node(compute_type(stored), loc, Load{std::move(tensor), std::move(indices), stored});
+}
+
+Expr make_unary(UnaryOp op, Expr a, SourceLoc loc) {
+  internal_check(a.defined(), "make_unary: undefined operand");
+  if (op == UnaryOp::neg || op == UnaryOp::abs) {
+    if (!is_number_type(a.type())) {
+      throw UserError(loc,
+                      fmt::format("{} needs an f32 or i32 operand but got {}",
+                                  op == UnaryOp::neg ? "unary '-'" : "abs", to_string(a.type())));
+    }
+    if (const auto* c = a.as<Const>(); c && op == UnaryOp::neg) {
+      double v = -c->value;
+      if (a.type() == DType::i32 && v > INT32_MAX) v = INT32_MIN;  // -INT32_MIN wraps
+      return make_const(v, a.type(), loc);
+    }
+    return make_node(a.type(), loc, Unary{op, a.ptr()});
+  }
+  Expr x = require_f32(a, to_string(op), loc);
+  return make_node(DType::f32, loc, Unary{op, x.ptr()});
+}
+
+Expr make_binary(BinaryOp op, Expr a, Expr b, SourceLoc loc) {
+  internal_check(a.defined() && b.defined(), "make_binary: undefined operand");
+  if (op == BinaryOp::pow) {
+    Expr x = require_f32(a, "pow", loc), y = require_f32(b, "pow", loc);
+    return make_node(DType::f32, loc, Binary{op, x.ptr(), y.ptr()});
+  }
+  bool call = op == BinaryOp::max || op == BinaryOp::min;
+  std::string what = call ? std::string(to_string(op)) : fmt::format("'{}'", quoted_op(op));
+  if (!unify(a, b)) {
+    throw UserError(loc, fmt::format("type mismatch: {} {} {}; convert one side with f32(...) "
+                                     "or i32(...)",
+                                     to_string(a.type()), quoted_op(op), to_string(b.type())));
+  }
+  if (!is_number_type(a.type())) {
+    throw UserError(
+        loc, fmt::format("{} needs f32 or i32 operands but got {}", what, to_string(a.type())));
+  }
+  DType result = is_comparison(op) ? DType::boolean : a.type();
+  return make_node(result, loc, Binary{op, a.ptr(), b.ptr()});
+}
+
+Expr make_select(Expr cond, Expr a, Expr b, SourceLoc loc) {
+  internal_check(cond.defined() && a.defined() && b.defined(), "make_select: undefined operand");
+  if (cond.type() != DType::boolean) {
+    throw UserError(loc, fmt::format("where() needs a bool condition (a comparison) but got {}",
+                                     to_string(cond.type())));
+  }
+  if (!unify(a, b)) {
+    throw UserError(loc, fmt::format("where() branches have different types: {} and {}",
+                                     to_string(a.type()), to_string(b.type())));
+  }
+  return make_node(a.type(), loc, Select{cond.ptr(), a.ptr(), b.ptr()});
+}
+
+Expr make_cast(DType to, Expr a, SourceLoc loc) {
+  internal_check(a.defined(), "make_cast: undefined operand");
+  if (!is_storage_type(to)) throw UserError(loc, "cannot cast to bool; use a comparison");
+  return make_node(compute_type(to), loc, Cast{to, a.ptr()});
+}
+
+Expr make_reduce(ReduceOp op, std::string index, Expr body, SourceLoc loc) {
+  internal_check(body.defined(), "make_reduce: undefined body");
+  internal_check(!index.empty(), "make_reduce: empty index name");
+  if (op == ReduceOp::mean) {
+    body = require_f32(body, "mean", loc);
+  } else if (!is_number_type(body.type())) {
+    throw UserError(loc, fmt::format("{} needs an f32 or i32 body but got {}", to_string(op),
+                                     to_string(body.type())));
+  }
+  return make_node(body.type(), loc, Reduce{op, std::move(index), body.ptr()});
+}
+
+std::string_view to_string(UnaryOp op) {
+  static constexpr std::string_view names[] = {"neg",   "abs",  "exp",     "log", "sqrt",
+                                               "rsqrt", "tanh", "sigmoid", "erf"};
+  return names[static_cast<int>(op)];
+}
+
+std::string_view to_string(BinaryOp op) {
+  static constexpr std::string_view names[] = {"+", "-",  "*", "/",  "max", "min", "pow",
+                                               "<", "<=", ">", ">=", "==",  "!="};
+  return names[static_cast<int>(op)];
+}
+
+std::string_view to_string(ReduceOp op) {
+  static constexpr std::string_view names[] = {"sum", "max", "min", "prod", "mean"};
+  return names[static_cast<int>(op)];
+}
+
+bool is_comparison(BinaryOp op) {
+  return op >= BinaryOp::lt;
+}
+
+}  // namespace kiln

@@ -1,0 +1,173 @@
+// Expressions of the Kiln IR: immutable nodes behind a cheap value handle.
+//
+// An expression computes one element of a statement's iteration space. Every node has a
+// compute type (DType::f32, i32 or boolean) and the source location it was parsed from
+// (ignored by equality and hashing). Semantics, which the CPU interpreter
+// (ir/interpreter.h) and the GPU code generator must both honour:
+//  - f32 arithmetic is IEEE single precision (the interpreter computes in f64 and rounds only
+//    where a value is stored or cast; the comparison tolerance absorbs the difference).
+//  - i32 arithmetic wraps (two's complement). i32 division truncates toward zero; x / 0 is 0
+//    and INT32_MIN / -1 is INT32_MIN, so no input traps.
+//  - max/min on f32 propagate NaN (like torch.maximum); on i32 they are the usual ones.
+//  - Comparisons yield bool; bool is only consumed by where() or a cast (false->0, true->1).
+//  - Cast to f16/bf16 rounds to nearest even and the result is computed on in f32; cast from
+//    f32 to i32 truncates toward zero (NaN -> 0, out of range saturates).
+//  - Math functions (exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow) take and return f32;
+//    abs and neg take f32 or i32.
+//  - A reduction folds its body over one index variable (not bound by the statement's
+//    left-hand side) in f64 in the interpreter and f32 on the GPU; mean is sum / extent.
+//
+// Weak operands: a literal, a dimension symbol (SymRef) or an index variable (IndexRef) has
+// no fixed type; make_binary and make_select convert such an operand to the other operand's
+// type when that is lossless in kind (i32 -> f32). Everything else must match exactly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/diag.h"
+#include "ir/dtype.h"
+
+namespace kiln {
+
+class Expr;
+
+enum class UnaryOp : uint8_t { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, erf };
+enum class BinaryOp : uint8_t { add, sub, mul, div, max, min, pow, lt, le, gt, ge, eq, ne };
+enum class ReduceOp : uint8_t { sum, max, min, prod, mean };
+
+/// A literal. For f32 the value is already rounded to float; for i32 it is integral; for
+/// boolean it is 0 or 1.
+struct Const {
+  double value;
+};
+/// The value of a dimension symbol bound at launch (e.g. `N` in `x / N`).
+struct SymRef {
+  std::string name;
+};
+/// The value of an index variable of the enclosing statement (e.g. `i` in `where(i > j, ..)`).
+struct IndexRef {
+  std::string name;
+};
+/// Element of a tensor (an input, or a temporary defined by an earlier statement) at the
+/// given index variables, one per dimension. `stored` is the tensor's storage type; the
+/// node's type is compute_type(stored).
+struct Load {
+  std::string tensor;
+  std::vector<std::string> indices;
+  DType stored;
+};
+struct Unary {
+  UnaryOp op;
+  std::shared_ptr<const struct ExprNode> a;
+};
+struct Binary {
+  BinaryOp op;
+  std::shared_ptr<const struct ExprNode> a, b;
+};
+/// where(cond, a, b): cond is boolean, a and b share the result type.
+struct Select {
+  std::shared_ptr<const struct ExprNode> cond, a, b;
+};
+/// Conversion to `to` (a storage type); the node's type is compute_type(to).
+struct Cast {
+  DType to;
+  std::shared_ptr<const struct ExprNode> a;
+};
+/// op(body, index): folds body over every value of `index`.
+struct Reduce {
+  ReduceOp op;
+  std::string index;
+  std::shared_ptr<const struct ExprNode> body;
+};
+
+struct ExprNode {
+  DType type;
+  SourceLoc loc;
+  std::variant<Const, SymRef, IndexRef, Load, Unary, Binary, Select, Cast, Reduce> v;
+};
+
+/// Value handle to an immutable node; copy, compare and hash by structure.
+class Expr {
+ public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  DType type() const { return node_->type; }
+  SourceLoc loc() const { return node_->loc; }
+  const ExprNode& node() const { return *node_; }
+  const std::shared_ptr<const ExprNode>& ptr() const { return node_; }
+  template <class T>
+  const T* as() const {
+    return std::get_if<T>(&node_->v);
+  }
+
+  /// Structural equality; source locations are ignored.
+  friend bool operator==(const Expr& a, const Expr& b);
+  /// Structural hash consistent with ==.
+  size_t hash() const;
+
+ private:
+  std::shared_ptr<const ExprNode> node_;
+};
+
+/// Operand i of a node as a handle (Unary.a, Binary.a/b, ...).
+inline Expr wrap(const std::shared_ptr<const ExprNode>& p) {
+  return Expr(p);
+}
+
+// Constructors. Each validates its operands and throws UserError (at `loc`) when the types do
+// not fit; that is how the parser reports type errors.
+Expr make_const(double value, DType type, SourceLoc loc = {});
+Expr make_sym(std::string name, DType type = DType::i32, SourceLoc loc = {});
+Expr make_index(std::string name, DType type = DType::i32, SourceLoc loc = {});
+Expr make_load(std::string tensor, std::vector<std::string> indices, DType stored,
+               SourceLoc loc = {});
+Expr make_unary(UnaryOp op, Expr a, SourceLoc loc = {});
+Expr make_binary(BinaryOp op, Expr a, Expr b, SourceLoc loc = {});
+Expr make_select(Expr cond, Expr a, Expr b, SourceLoc loc = {});
+Expr make_cast(DType to, Expr a, SourceLoc loc = {});
+Expr make_reduce(ReduceOp op, std::string index, Expr body, SourceLoc loc = {});
+
+/// True for Const, SymRef and IndexRef: operands that adopt the other side's type.
+bool is_weak(const Expr& e);
+
+std::string_view to_string(UnaryOp op);   // "neg", "exp", ...
+std::string_view to_string(BinaryOp op);  // "+", "-", "max", "<", ...
+std::string_view to_string(ReduceOp op);  // "sum", ...
+bool is_comparison(BinaryOp op);
+
+/// Calls f(child) for each direct operand of e.
+template <class F>
+void for_each_child(const Expr& e, F&& f) {
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, Unary>) {
+          f(wrap(n.a));
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          f(wrap(n.a));
+          f(wrap(n.b));
+        } else if constexpr (std::is_same_v<T, Select>) {
+          f(wrap(n.cond));
+          f(wrap(n.a));
+          f(wrap(n.b));
+        } else if constexpr (std::is_same_v<T, Cast>) {
+          f(wrap(n.a));
+        } else if constexpr (std::is_same_v<T, Reduce>) {
+          f(wrap(n.body));
+        }
+      },
+      e.node().v);
+}
+
+}  // namespace kiln
+
+template <>
+struct std::hash<kiln::Expr> {
+  size_t operator()(const kiln::Expr& e) const { return e.hash(); }
+};

@@ -1,0 +1,141 @@
+// The canonical printer and the content hash.
+//
+// One spelling per program: two-space indentation, one statement per line, one blank line
+// between kernels, single spaces around binary operators and after commas, and the fewest
+// parentheses that parse back to the same tree (binary operators are left-associative, so a
+// right operand of equal precedence keeps its parentheses; comparisons do not associate).
+// f32 literals print as the shortest decimal that reads back to the same float, with ".0"
+// added when that would look like an integer; i32 literals print as integers.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "ir/text.h"
+
+namespace kiln {
+namespace {
+
+// Precedence levels: the grammar's rules from loosest to tightest.
+constexpr int kCompare = 1, kAdditive = 2, kTerm = 3, kUnary = 4, kPrimary = 5;
+
+int precedence(const Expr& e) {
+  if (const auto* b = e.as<Binary>()) {
+    switch (b->op) {
+      case BinaryOp::add:
+      case BinaryOp::sub:
+        return kAdditive;
+      case BinaryOp::mul:
+      case BinaryOp::div:
+        return kTerm;
+      case BinaryOp::max:
+      case BinaryOp::min:
+      case BinaryOp::pow:
+        return kPrimary;
+      default:
+        return kCompare;
+    }
+  }
+  if (const auto* u = e.as<Unary>(); u && u->op == UnaryOp::neg) return kUnary;
+  if (const auto* c = e.as<Const>(); c && std::signbit(c->value)) return kUnary;
+  return kPrimary;
+}
+
+std::string print_const(const Expr& e, double v) {
+  if (e.type() != DType::f32) return fmt::format("{}", static_cast<int64_t>(v));
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
+  std::string s(buf, end);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // 'n': inf, nan
+  return s;
+}
+
+std::string paren(const std::string& s, bool wrap) {
+  return wrap ? fmt::format("({})", s) : s;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ", ";
+    out += v[i];
+  }
+  return out;
+}
+
+std::string print_decl(const TensorDecl& t) {
+  std::vector<std::string> dims;
+  for (const Dim& d : t.shape) dims.push_back(d.to_string());
+  return fmt::format("{}: {}[{}]", t.name, to_string(t.dtype), join(dims));
+}
+
+std::string print_decls(const std::vector<TensorDecl>& list) {
+  std::vector<std::string> parts;
+  for (const TensorDecl& t : list) parts.push_back(print_decl(t));
+  return join(parts);
+}
+
+}  // namespace
+
+std::string print(const Expr& e) {
+  return std::visit(
+      [&](const auto& n) -> std::string {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, Const>) {
+          return print_const(e, n.value);
+        } else if constexpr (std::is_same_v<T, SymRef> || std::is_same_v<T, IndexRef>) {
+          return n.name;
+        } else if constexpr (std::is_same_v<T, Load>) {
+          return fmt::format("{}[{}]", n.tensor, join(n.indices));
+        } else if constexpr (std::is_same_v<T, Unary>) {
+          Expr a = wrap(n.a);
+          if (n.op == UnaryOp::neg)
+            return fmt::format("-{}", paren(print(a), precedence(a) <= kUnary));
+          return fmt::format("{}({})", to_string(n.op), print(a));
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          Expr a = wrap(n.a), b = wrap(n.b);
+          int p = precedence(e);
+          if (p == kPrimary) return fmt::format("{}({}, {})", to_string(n.op), print(a), print(b));
+          bool wrap_a = precedence(a) < p || (p == kCompare && precedence(a) == p);
+          return fmt::format("{} {} {}", paren(print(a), wrap_a), to_string(n.op),
+                             paren(print(b), precedence(b) <= p));
+        } else if constexpr (std::is_same_v<T, Select>) {
+          return fmt::format("where({}, {}, {})", print(wrap(n.cond)), print(wrap(n.a)),
+                             print(wrap(n.b)));
+        } else if constexpr (std::is_same_v<T, Cast>) {
+          return fmt::format("{}({})", to_string(n.to), print(wrap(n.a)));
+        } else {
+          return fmt::format("{}({}, {})", to_string(n.op), print(wrap(n.body)), n.index);
+        }
+      },
+      e.node().v);
+}
+
+std::string print(const KernelDef& k) {
+  std::string out = fmt::format("kernel {}({}) -> ({}) {{\n", k.name, print_decls(k.inputs),
+                                print_decls(k.outputs));
+  for (const Stmt& s : k.body) {
+    out += fmt::format("  {}[{}] = {}\n", s.target, join(s.indices), print(s.value));
+  }
+  return out + "}\n";
+}
+
+std::string print(const Program& p) {
+  std::string out;
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    if (i) out += '\n';
+    out += print(p.kernels[i]);
+  }
+  return out;
+}
+
+std::string content_hash(const KernelDef& k) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : print(k)) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace kiln
