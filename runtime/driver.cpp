@@ -1,0 +1,67 @@
+// Resolves the Driver API from libcuda.so.1 (see driver.h).
+//
+// Each entry point is looked up under the name cuda.h maps it to (the macro-expanded name,
+// e.g. cuMemAlloc_v2), which is the symbol a program linked against libcuda would bind.
+// cuEventElapsedTime_v2 only exists in drivers >= 12.8; older drivers export the original
+// cuEventElapsedTime with the same signature, which we accept instead.
+#include "runtime/driver.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <string_view>
+
+namespace kiln {
+namespace {
+
+#define KILN_STR2(x) #x
+#define KILN_STR(x) KILN_STR2(x)  // stringifies after macro expansion: the exported name
+
+// Older exported names accepted when the versioned one is missing.
+const char* fallback_symbol(std::string_view symbol) {
+  if (symbol == "cuEventElapsedTime_v2") return "cuEventElapsedTime";
+  return nullptr;
+}
+
+void* resolve(void* lib, const char* symbol) {
+  if (void* p = dlsym(lib, symbol)) return p;
+  if (const char* old = fallback_symbol(symbol)) return dlsym(lib, old);
+  return nullptr;
+}
+
+}  // namespace
+
+Status load_driver_api(void*& lib, DriverApi& api) {
+  lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* why = dlerror();
+    return Status::error(std::string("no CUDA driver: libcuda.so.1 could not be loaded (") +
+                         (why ? why : "unknown reason") + ")");
+  }
+#define KILN_RESOLVE(name)                                                                     \
+  api.name = reinterpret_cast<decltype(api.name)>(resolve(lib, KILN_STR(name)));               \
+  if (api.name == nullptr) {                                                                   \
+    return Status::error("CUDA driver too old: libcuda.so.1 does not export " KILN_STR(name)); \
+  }
+  KILN_DRIVER_FUNCTIONS(KILN_RESOLVE)
+#undef KILN_RESOLVE
+  return Status::ok_status();
+}
+
+std::string describe_cuda_error(const DriverApi& api, CUresult r) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api.cuGetErrorName == nullptr || api.cuGetErrorName(r, &name) != CUDA_SUCCESS ||
+      name == nullptr) {
+    return "CUresult " + std::to_string(static_cast<int>(r));
+  }
+  std::string s = name;
+  if (api.cuGetErrorString != nullptr && api.cuGetErrorString(r, &text) == CUDA_SUCCESS &&
+      text != nullptr) {
+    s += ": ";
+    s += text;
+  }
+  return s;
+}
+
+}  // namespace kiln

@@ -1,0 +1,77 @@
+// The CUDA Driver API entry points Kiln uses, resolved from libcuda.so.1 with dlopen/dlsym.
+//
+// Nothing in Kiln links libcuda: a program that uses the runtime starts on any machine and
+// reports "no CUDA driver" where there is none. Each member of DriverApi is named after the
+// cuda.h function and has its exact type; cuda.h maps several names to versioned symbols
+// (cuMemAlloc -> cuMemAlloc_v2) and those macros apply to the member names as well, so
+// `api.cuMemAlloc(&p, n)` calls the entry point that linking libcuda would have called.
+// Invariant: after a successful load_driver_api every member is non-null.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+#include "runtime/status.h"
+
+namespace kiln {
+
+// X(name) for every entry point; `name` is spelled as in cuda.h.
+#define KILN_DRIVER_FUNCTIONS(X) \
+  X(cuGetErrorName)              \
+  X(cuGetErrorString)            \
+  X(cuInit)                      \
+  X(cuDriverGetVersion)          \
+  X(cuDeviceGet)                 \
+  X(cuDeviceGetCount)            \
+  X(cuDeviceGetName)             \
+  X(cuDeviceGetAttribute)        \
+  X(cuDeviceTotalMem)            \
+  X(cuDevicePrimaryCtxRetain)    \
+  X(cuDevicePrimaryCtxRelease)   \
+  X(cuCtxGetCurrent)             \
+  X(cuCtxSetCurrent)             \
+  X(cuCtxSynchronize)            \
+  X(cuModuleLoadDataEx)          \
+  X(cuModuleUnload)              \
+  X(cuModuleGetFunction)         \
+  X(cuFuncGetAttribute)          \
+  X(cuFuncSetAttribute)          \
+  X(cuLaunchKernel)              \
+  X(cuMemGetInfo)                \
+  X(cuMemAlloc)                  \
+  X(cuMemFree)                   \
+  X(cuMemcpyHtoD)                \
+  X(cuMemcpyDtoH)                \
+  X(cuMemcpyHtoDAsync)           \
+  X(cuMemcpyDtoHAsync)           \
+  X(cuMemcpyDtoDAsync)           \
+  X(cuMemsetD8)                  \
+  X(cuMemsetD8Async)             \
+  X(cuMemsetD32Async)            \
+  X(cuStreamCreate)              \
+  X(cuStreamDestroy)             \
+  X(cuStreamSynchronize)         \
+  X(cuEventCreate)               \
+  X(cuEventRecord)               \
+  X(cuEventSynchronize)          \
+  X(cuEventElapsedTime)          \
+  X(cuEventDestroy)
+
+/// Function pointers into libcuda, one per entry point of KILN_DRIVER_FUNCTIONS.
+struct DriverApi {
+#define KILN_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
+  KILN_DRIVER_FUNCTIONS(KILN_DRIVER_MEMBER)
+#undef KILN_DRIVER_MEMBER
+};
+
+/// Opens libcuda.so.1 and resolves every entry point into `api`; `lib` receives the dlopen
+/// handle (which is never closed: the driver keeps threads that outlive it). Fails with
+/// "no CUDA driver: libcuda.so.1 could not be loaded (...)" or names a missing symbol.
+/// Calls no driver function, not even cuInit.
+Status load_driver_api(void*& lib, DriverApi& api);
+
+/// A driver error code as "CUDA_ERROR_X: description" (or "CUresult N" when unknown).
+std::string describe_cuda_error(const DriverApi& api, CUresult r);
+
+}  // namespace kiln

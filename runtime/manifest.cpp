@@ -1,0 +1,436 @@
+// Reading and writing manifest.json (see manifest.h for the format's meaning).
+//
+// parse_manifest treats its input as hostile: every field is type- and range-checked, file
+// names may not leave the bundle directory, and every symbol a shape uses must be declared.
+// Checks fail by throwing a private Invalid (path + reason) that parse_manifest turns into
+// an error Status "ORIGIN: PATH: reason"; nothing escapes the public functions.
+#include "runtime/manifest.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace kiln::bundle {
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+constexpr uintmax_t kMaxManifestBytes = uintmax_t{256} << 20;
+
+// ---- writing ----
+
+OrderedJson dim_json(const Dim& d) {
+  return d.is_fixed() ? OrderedJson(d.value()) : OrderedJson(d.name());
+}
+
+OrderedJson dims_json(const std::vector<Dim>& dims) {
+  OrderedJson a = OrderedJson::array();
+  for (const Dim& d : dims) a.push_back(dim_json(d));
+  return a;
+}
+
+OrderedJson image_json(const ArchImage& im) {
+  return {{"arch", im.arch},
+          {"ptx", im.ptx},
+          {"cubin", im.cubin},
+          {"registers", im.registers},
+          {"spill_bytes", im.spill_bytes},
+          {"shared_bytes", im.shared_bytes}};
+}
+
+OrderedJson variant_json(const Variant& v) {
+  OrderedJson config = OrderedJson::object();
+  for (const auto& [k, x] : v.config) config[k] = x;
+  OrderedJson images = OrderedJson::array();
+  for (const ArchImage& im : v.images) images.push_back(image_json(im));
+  return {{"id", v.id},
+          {"config", config},
+          {"is_default", v.is_default},
+          {"entry", v.entry},
+          {"geometry", v.geometry},
+          {"block_threads", v.block_threads},
+          {"elements_per_block", v.elements_per_block},
+          {"align_bytes", v.align_bytes},
+          {"aligned_params", v.aligned_params},
+          {"images", images}};
+}
+
+OrderedJson step_json(const Step& s) {
+  OrderedJson variants = OrderedJson::array();
+  for (const Variant& v : s.variants) variants.push_back(variant_json(v));
+  return {
+      {"name", s.name}, {"kind", s.kind}, {"space", dims_json(s.space)}, {"variants", variants}};
+}
+
+OrderedJson kernel_json(const KernelInfo& k) {
+  OrderedJson params = OrderedJson::array();
+  for (const ParamInfo& p : k.params) {
+    params.push_back({{"name", p.name},
+                      {"dtype", std::string(to_string(p.dtype))},
+                      {"shape", dims_json(p.shape)},
+                      {"output", p.output}});
+  }
+  OrderedJson steps = OrderedJson::array();
+  for (const Step& s : k.steps) steps.push_back(step_json(s));
+  return {{"name", k.name},   {"hash", k.hash},       {"ir", k.ir},
+          {"params", params}, {"symbols", k.symbols}, {"steps", steps}};
+}
+
+// ---- reading ----
+
+struct Invalid {
+  std::string path;
+  std::string reason;
+};
+
+[[noreturn]] void fail(const std::string& path, std::string reason) {
+  throw Invalid{path, std::move(reason)};
+}
+
+std::string key_path(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+std::string index_path(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+const char* type_name(const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "an unsupported value";
+  }
+}
+
+// A JSON object being read at `path`.
+class Obj {
+ public:
+  Obj(const Json& j, std::string path) : j_(j), path_(std::move(path)) {
+    if (!j.is_object()) fail(path_, fmt::format("expected an object, got {}", type_name(j)));
+  }
+  const std::string& path() const { return path_; }
+  std::string at(std::string_view key) const { return key_path(path_, key); }
+
+  const Json& get(std::string_view key, const char* expected) const {
+    auto it = j_.find(key);
+    if (it == j_.end()) fail(at(key), fmt::format("missing (expected {})", expected));
+    return *it;
+  }
+  std::string str(std::string_view key) const {
+    const Json& v = get(key, "a string");
+    if (!v.is_string()) fail(at(key), fmt::format("expected a string, got {}", type_name(v)));
+    return v.get<std::string>();
+  }
+  std::string nonempty_str(std::string_view key) const {
+    std::string s = str(key);
+    if (s.empty()) fail(at(key), "expected a non-empty string");
+    return s;
+  }
+  bool boolean(std::string_view key) const {
+    const Json& v = get(key, "a boolean");
+    if (!v.is_boolean()) fail(at(key), fmt::format("expected a boolean, got {}", type_name(v)));
+    return v.get<bool>();
+  }
+  int64_t integer(std::string_view key, int64_t lo, int64_t hi) const {
+    return read_integer(get(key, "an integer"), at(key), lo, hi);
+  }
+  const Json& array(std::string_view key) const {
+    const Json& v = get(key, "an array");
+    if (!v.is_array()) fail(at(key), fmt::format("expected an array, got {}", type_name(v)));
+    return v;
+  }
+
+  static int64_t read_integer(const Json& v, const std::string& path, int64_t lo, int64_t hi) {
+    std::string range =
+        hi < std::numeric_limits<int64_t>::max()   ? fmt::format("an integer in {}..{}", lo, hi)
+        : lo > std::numeric_limits<int64_t>::min() ? fmt::format("an integer >= {}", lo)
+                                                   : "an integer";
+    if (!v.is_number_integer()) fail(path, fmt::format("expected {}", range));
+    if (v.is_number_unsigned() &&
+        v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      fail(path, fmt::format("expected {}", range));
+    }
+    int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi) fail(path, fmt::format("expected {}", range));
+    return x;
+  }
+
+ private:
+  const Json& j_;
+  std::string path_;
+};
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// A file name inside the bundle directory: no separators, no "..", no NUL.
+std::string file_name(const Obj& o, std::string_view key, bool allow_empty) {
+  std::string s = o.str(key);
+  if (s.empty()) {
+    if (allow_empty) return s;
+    fail(o.at(key), "expected a file name");
+  }
+  if (s.find('/') != std::string::npos || s.find('\\') != std::string::npos ||
+      s.find("..") != std::string::npos || s.find('\0') != std::string::npos || s == ".") {
+    fail(o.at(key),
+         fmt::format("file name \"{}\" must name a file inside the bundle directory", s));
+  }
+  return s;
+}
+
+Dim read_dim(const Json& j, const std::string& path, const std::vector<std::string>& symbols) {
+  if (j.is_string()) {
+    std::string s = j.get<std::string>();
+    if (std::find(symbols.begin(), symbols.end(), s) == symbols.end()) {
+      fail(path, fmt::format("symbol \"{}\" is not listed in the kernel's symbols", s));
+    }
+    return Dim::symbol(std::move(s));
+  }
+  if (!j.is_number_integer()) {
+    fail(path,
+         fmt::format("expected a dimension (an integer >= 1 or a symbol), got {}", type_name(j)));
+  }
+  return Dim::fixed(Obj::read_integer(j, path, 1, kInt64Max));
+}
+
+std::vector<Dim> read_dims(const Obj& o, std::string_view key,
+                           const std::vector<std::string>& symbols) {
+  const Json& a = o.array(key);
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < a.size(); ++i)
+    dims.push_back(read_dim(a[i], index_path(o.at(key), i), symbols));
+  return dims;
+}
+
+bool parse_arch(std::string_view arch) {
+  if (arch.substr(0, 3) != "sm_") return false;
+  std::string_view digits = arch.substr(3);
+  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.remove_suffix(1);
+  if (digits.size() < 2 || digits.size() > 4) return false;
+  return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+ArchImage read_image(const Obj& o) {
+  ArchImage im;
+  im.arch = o.str("arch");
+  if (!parse_arch(im.arch))
+    fail(o.at("arch"), fmt::format("expected an architecture like \"sm_90\", got \"{}\"", im.arch));
+  im.ptx = file_name(o, "ptx", false);
+  im.cubin = file_name(o, "cubin", true);
+  im.registers = static_cast<int>(o.integer("registers", 0, kIntMax));
+  im.spill_bytes = static_cast<int>(o.integer("spill_bytes", 0, kIntMax));
+  im.shared_bytes = static_cast<int>(o.integer("shared_bytes", 0, kIntMax));
+  return im;
+}
+
+Variant read_variant(const Obj& o, size_t index, size_t num_params) {
+  Variant v;
+  v.id = static_cast<int>(o.integer("id", 0, kIntMax));
+  if (static_cast<size_t>(v.id) != index) {
+    fail(o.at("id"), fmt::format("expected {} (a variant's id is its index), got {}", index, v.id));
+  }
+  const Json& config = o.get("config", "an object");
+  Obj co(config, o.at("config"));
+  for (const auto& [k, x] : config.items()) {
+    v.config[k] = Obj::read_integer(x, co.at(k), std::numeric_limits<int64_t>::min(), kInt64Max);
+  }
+  v.is_default = o.boolean("is_default");
+  v.entry = o.nonempty_str("entry");
+  v.geometry = o.str("geometry");
+  if (v.geometry != "flat") {
+    fail(o.at("geometry"), fmt::format("unknown geometry \"{}\" (expected \"flat\")", v.geometry));
+  }
+  v.block_threads = static_cast<int>(o.integer("block_threads", 1, 1024));
+  v.elements_per_block = o.integer("elements_per_block", 1, kInt64Max);
+  v.align_bytes = static_cast<int>(o.integer("align_bytes", 1, 256));
+  if ((v.align_bytes & (v.align_bytes - 1)) != 0) {
+    fail(o.at("align_bytes"), "expected a power of two in 1..256");
+  }
+  const Json& aligned = o.array("aligned_params");
+  for (size_t i = 0; i < aligned.size(); ++i) {
+    int64_t p = Obj::read_integer(aligned[i], index_path(o.at("aligned_params"), i), 0,
+                                  static_cast<int64_t>(num_params) - 1);
+    v.aligned_params.push_back(static_cast<int>(p));
+  }
+  const Json& images = o.array("images");
+  if (images.empty()) fail(o.at("images"), "expected at least one image");
+  for (size_t i = 0; i < images.size(); ++i) {
+    v.images.push_back(read_image(Obj(images[i], index_path(o.at("images"), i))));
+  }
+  return v;
+}
+
+Step read_step(const Obj& o, const KernelInfo& k) {
+  Step s;
+  s.name = o.nonempty_str("name");
+  s.kind = o.nonempty_str("kind");
+  s.space = read_dims(o, "space", k.symbols);
+  const Json& variants = o.array("variants");
+  if (variants.empty()) fail(o.at("variants"), "expected at least one variant");
+  int defaults = 0;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    s.variants.push_back(
+        read_variant(Obj(variants[i], index_path(o.at("variants"), i)), i, k.params.size()));
+    defaults += s.variants.back().is_default;
+  }
+  if (defaults != 1) {
+    fail(o.at("variants"),
+         fmt::format("expected exactly one variant with is_default, found {}", defaults));
+  }
+  return s;
+}
+
+KernelInfo read_kernel(const Obj& o) {
+  KernelInfo k;
+  k.name = o.nonempty_str("name");
+  k.hash = o.str("hash");
+  k.ir = o.str("ir");
+  const Json& symbols = o.array("symbols");
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    std::string path = index_path(o.at("symbols"), i);
+    if (!symbols[i].is_string() || symbols[i].get<std::string>().empty()) {
+      fail(path, fmt::format("expected a symbol name, got {}", type_name(symbols[i])));
+    }
+    std::string s = symbols[i].get<std::string>();
+    if (std::find(k.symbols.begin(), k.symbols.end(), s) != k.symbols.end()) {
+      fail(path, fmt::format("symbol \"{}\" is listed twice", s));
+    }
+    k.symbols.push_back(std::move(s));
+  }
+  const Json& params = o.array("params");
+  std::set<std::string> names;
+  for (size_t i = 0; i < params.size(); ++i) {
+    Obj po(params[i], index_path(o.at("params"), i));
+    ParamInfo p;
+    p.name = po.nonempty_str("name");
+    if (!names.insert(p.name).second) {
+      fail(po.at("name"), fmt::format("parameter \"{}\" is declared twice", p.name));
+    }
+    std::string dtype = po.str("dtype");
+    std::optional<DType> t = parse_dtype(dtype);
+    if (!t || *t == DType::boolean) {
+      fail(po.at("dtype"), fmt::format("expected f32, f16, bf16 or i32, got \"{}\"", dtype));
+    }
+    p.dtype = *t;
+    p.shape = read_dims(po, "shape", k.symbols);
+    p.output = po.boolean("output");
+    if (!p.output && !k.params.empty() && k.params.back().output) {
+      fail(po.path(), "inputs must precede outputs");
+    }
+    k.params.push_back(std::move(p));
+  }
+  const Json& steps = o.array("steps");
+  if (steps.empty()) fail(o.at("steps"), "expected at least one step");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    k.steps.push_back(read_step(Obj(steps[i], index_path(o.at("steps"), i)), k));
+  }
+  return k;
+}
+
+Manifest read_top(const Json& j) {
+  Obj o(j, "");
+  if (o.str("format") != "kiln-bundle") fail("format", "expected \"kiln-bundle\"");
+  Manifest m;
+  int64_t version = o.integer("version", 0, kInt64Max);
+  if (version != kFormatVersion) {
+    fail("version", fmt::format("unsupported format version {} (this runtime reads version {})",
+                                version, kFormatVersion));
+  }
+  m.version = kFormatVersion;
+  m.kiln_version = o.str("kiln_version");
+  m.llvm_version = o.str("llvm_version");
+  const Json& kernels = o.array("kernels");
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    std::string path = index_path("kernels", i);
+    KernelInfo k = read_kernel(Obj(kernels[i], path));
+    if (m.find(k.name) != nullptr) {
+      fail(path + ".name", fmt::format("kernel \"{}\" is defined twice", k.name));
+    }
+    m.kernels.push_back(std::move(k));
+  }
+  return m;
+}
+
+}  // namespace
+
+const KernelInfo* Manifest::find(std::string_view name) const {
+  for (const KernelInfo& k : kernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+std::string to_json(const Manifest& m) {
+  OrderedJson kernels = OrderedJson::array();
+  for (const KernelInfo& k : m.kernels) kernels.push_back(kernel_json(k));
+  OrderedJson j = {{"format", "kiln-bundle"},
+                   {"version", m.version},
+                   {"kiln_version", m.kiln_version},
+                   {"llvm_version", m.llvm_version},
+                   {"kernels", kernels}};
+  return j.dump(2) + "\n";
+}
+
+Result<Manifest> parse_manifest(std::string_view json, std::string_view origin) {
+  try {
+    Json j = Json::parse(json.begin(), json.end());
+    return read_top(j);
+  } catch (const Invalid& e) {
+    if (e.path.empty()) return Status::error(fmt::format("{}: {}", origin, e.reason));
+    return Status::error(fmt::format("{}: {}: {}", origin, e.path, e.reason));
+  } catch (const Json::parse_error& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+    std::string_view what = e.what();
+    if (size_t p = what.find("] "); p != std::string_view::npos) what.remove_prefix(p + 2);
+    return Status::error(fmt::format("{}: invalid JSON: {}", origin, what));
+  } catch (const std::exception& e) {
+    return Status::error(fmt::format("{}: cannot read manifest: {}", origin, e.what()));
+  }
+}
+
+Result<Manifest> read_manifest(const std::string& bundle_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(bundle_dir, ec)) {
+    return Status::error(fmt::format("{}: bundle directory not found", bundle_dir));
+  }
+  std::string path = (fs::path(bundle_dir) / "manifest.json").string();
+  uintmax_t size = fs::file_size(path, ec);
+  if (ec) return Status::error(fmt::format("{}: cannot read: {}", path, ec.message()));
+  if (size > kMaxManifestBytes) {
+    return Status::error(fmt::format("{}: too large ({} bytes)", path, size));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uintmax_t>(in.gcount()) != size) {
+    return Status::error(fmt::format("{}: read {} of {} bytes", path, in.gcount(), size));
+  }
+  return parse_manifest(text, path);
+}
+
+}  // namespace kiln::bundle

@@ -1,0 +1,105 @@
+// The bundle manifest: the contract between the compiler (which writes it) and the runtime
+// (which reads it). A bundle is a directory holding manifest.json and, for every variant, a
+// PTX file and (when it could be assembled) a cubin per target architecture.
+//
+// Kernel ABI. A spec kernel runs as one or more GPU launches ("steps"). Every step's entry
+// function takes the same parameters: one global pointer per kernel parameter (inputs then
+// outputs, declared order), then one i64 per symbol (KernelInfo::symbols order). A step
+// iterates over its `space`; for geometry "flat" the launch is
+//   block = (block_threads, 1, 1)
+//   grid  = (min(ceil(numel(space) / elements_per_block), kMaxGridX), 1, 1)
+// and the kernel loops (grid-stride) over whatever the grid does not cover.
+// A variant with align_bytes > 1 reads and writes some parameters with vectors: it may only
+// run when every pointer in `aligned_params` is a multiple of align_bytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/program.h"
+#include "runtime/status.h"
+
+namespace kiln::bundle {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr int64_t kMaxGridX = 2147483647;
+
+struct ParamInfo {
+  std::string name;
+  DType dtype;
+  std::vector<Dim> shape;
+  bool output = false;
+  friend bool operator==(const ParamInfo&, const ParamInfo&) = default;
+};
+
+/// Machine code for one architecture. `cubin` is empty when none was assembled.
+struct ArchImage {
+  std::string arch;   // "sm_90"
+  std::string ptx;    // file name inside the bundle
+  std::string cubin;  // file name inside the bundle, or empty
+  int registers = 0;
+  int spill_bytes = 0;
+  int shared_bytes = 0;
+  friend bool operator==(const ArchImage&, const ArchImage&) = default;
+};
+
+struct Variant {
+  int id = 0;                             // index in Step::variants
+  std::map<std::string, int64_t> config;  // e.g. {"block": 256, "vec": 4, "unroll": 2}
+  bool is_default = false;                // the compiler's heuristic choice
+  std::string entry;                      // PTX entry function name
+  std::string geometry = "flat";
+  int block_threads = 0;
+  int64_t elements_per_block = 0;
+  int align_bytes = 1;
+  std::vector<int> aligned_params;  // indices into KernelInfo::params
+  std::vector<ArchImage> images;
+  friend bool operator==(const Variant&, const Variant&) = default;
+};
+
+struct Step {
+  std::string name;
+  std::string kind;        // "pointwise"
+  std::vector<Dim> space;  // iteration extents
+  std::vector<Variant> variants;
+  friend bool operator==(const Step&, const Step&) = default;
+};
+
+struct KernelInfo {
+  std::string name;
+  std::string hash;               // content_hash of the kernel's canonical IR
+  std::string ir;                 // the kernel's canonical text (ir/text.h print)
+  std::vector<ParamInfo> params;  // inputs then outputs
+  std::vector<std::string> symbols;
+  std::vector<Step> steps;
+  friend bool operator==(const KernelInfo&, const KernelInfo&) = default;
+};
+
+struct Manifest {
+  int version = kFormatVersion;
+  std::string kiln_version;
+  std::string llvm_version;
+  std::vector<KernelInfo> kernels;
+  const KernelInfo* find(std::string_view name) const;
+  friend bool operator==(const Manifest&, const Manifest&) = default;
+};
+
+/// JSON text of a manifest (stable key order, two-space indent).
+std::string to_json(const Manifest& m);
+/// Parses manifest JSON; `origin` names the file in error messages. Rejects other format
+/// versions, missing or mistyped fields, file names that leave the bundle directory, and
+/// variants whose aligned_params are out of range; also out-of-range numbers (block_threads
+/// outside 1..1024, elements_per_block < 1, dims < 1, align_bytes not a power of two), ids
+/// that are not their index, steps without exactly one default variant, unknown geometries
+/// and dtypes, and symbols used in shapes but missing from `symbols`. Unknown fields are
+/// ignored. Errors read "ORIGIN: kernels[0].steps[0].variants[2].block_threads: reason".
+/// Never throws.
+Result<Manifest> parse_manifest(std::string_view json, std::string_view origin);
+/// Reads DIR/manifest.json.
+Result<Manifest> read_manifest(const std::string& bundle_dir);
+
+}  // namespace kiln::bundle

@@ -1,0 +1,582 @@
+// The runtime: open a device through the dlopen'ed driver, load a bundle's modules, check
+// and launch kernels.
+//
+// Loading picks one image per variant: the cubin built for this device's architecture, else
+// a cubin of the same major architecture and a lower minor, else the PTX of the highest
+// architecture not above the device's (JIT-compiled by the driver). Every module file is
+// loaded once and shared by the variants that name it. A variant that cannot be loaded keeps
+// its reason; a step with no loadable variant fails the load.
+//
+// Launching checks every argument before the first cuLaunchKernel, so a rejected launch
+// touches nothing. The success path allocates nothing: shapes are pre-encoded at load time
+// and the kernel-parameter array is a fixed-size array on the stack that points into the
+// caller's spans.
+#include "runtime/runtime.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "runtime/driver.h"
+
+namespace kiln {
+namespace {
+
+using bundle::ArchImage;
+using bundle::KernelInfo;
+using bundle::Variant;
+
+constexpr uintmax_t kMaxImageBytes = uintmax_t{1} << 30;
+
+// ---- images ----
+
+struct Arch {
+  int major = 0, minor = 0;
+  char suffix = 0;  // 'a' (arch-specific: exactly this device), 'f' (family) or 0
+};
+
+std::optional<Arch> parse_arch(std::string_view s) {
+  if (s.substr(0, 3) != "sm_") return std::nullopt;
+  s.remove_prefix(3);
+  Arch a;
+  if (!s.empty() && (s.back() == 'a' || s.back() == 'f')) {
+    a.suffix = s.back();
+    s.remove_suffix(1);
+  }
+  if (s.size() < 2 || s.size() > 4) return std::nullopt;
+  int n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  a.major = n / 10;
+  a.minor = n % 10;
+  return a;
+}
+
+struct ImageChoice {
+  const ArchImage* image = nullptr;
+  bool cubin = false;
+};
+
+// Whether code for `a` runs on a device of compute capability major.minor. Machine code
+// (and family or arch-specific PTX) needs the same major; plain PTX runs on any later device.
+bool runs_on(const Arch& a, int major, int minor, bool machine_code) {
+  if (a.suffix == 'a') return a.major == major && a.minor == minor;
+  if (machine_code || a.suffix == 'f') return a.major == major && a.minor <= minor;
+  return a.major < major || (a.major == major && a.minor <= minor);
+}
+
+ImageChoice pick_image(const Variant& v, int major, int minor) {
+  ImageChoice best;
+  std::optional<Arch> best_arch;
+  auto better = [&](const Arch& a) {
+    return !best_arch || a.major > best_arch->major ||
+           (a.major == best_arch->major && a.minor > best_arch->minor) ||
+           (a.major == best_arch->major && a.minor == best_arch->minor && a.suffix == 0);
+  };
+  for (const ArchImage& im : v.images) {
+    std::optional<Arch> a = parse_arch(im.arch);
+    if (a && !im.cubin.empty() && runs_on(*a, major, minor, true) && better(*a)) {
+      best = {&im, true};
+      best_arch = a;
+    }
+  }
+  if (best.image != nullptr) return best;
+  for (const ArchImage& im : v.images) {
+    std::optional<Arch> a = parse_arch(im.arch);
+    if (a && runs_on(*a, major, minor, false) && better(*a)) {
+      best = {&im, false};
+      best_arch = a;
+    }
+  }
+  return best;
+}
+
+std::string one_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
+  return s;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  uintmax_t size = fs::file_size(path, ec);
+  if (ec) return Status::error(fmt::format("cannot read {}: {}", path, ec.message()));
+  if (size == 0) return Status::error(fmt::format("{} is empty", path));
+  if (size > kMaxImageBytes) return Status::error(fmt::format("{} is too large", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  std::string data(static_cast<size_t>(size), '\0');
+  in.read(data.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uintmax_t>(in.gcount()) != size) {
+    return Status::error(fmt::format("{}: read {} of {} bytes", path, in.gcount(), size));
+  }
+  return data;
+}
+
+template <class T>
+T load_le(const std::string& d, size_t off) {
+  T x;
+  std::memcpy(&x, d.data() + off, sizeof(T));  // cubins are little-endian, like every host
+  return x;
+}
+
+// The driver reads an image without being told its size, so a truncated cubin must be caught
+// here: the ELF header, the program and section header tables and every section's contents
+// must lie inside the file.
+Status check_elf(const std::string& d, const std::string& path) {
+  auto bad = [&](std::string_view why) {
+    return Status::error(fmt::format("{} is not a valid cubin: {}", path, why));
+  };
+  if (d.size() < 64 ||
+      std::memcmp(d.data(),
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      d[4] != 2) {
+    return bad("no 64-bit ELF header");
+  }
+  auto table_fits = [&](uint64_t off, uint64_t n, uint64_t entsize) {
+    uint64_t bytes, end;
+    return !__builtin_mul_overflow(n, entsize, &bytes) &&
+           !__builtin_add_overflow(off, bytes, &end) && end <= d.size();
+  };
+  uint64_t phoff = load_le<uint64_t>(d, 0x20), shoff = load_le<uint64_t>(d, 0x28);
+  uint16_t phentsize = load_le<uint16_t>(d, 0x36), phnum = load_le<uint16_t>(d, 0x38);
+  uint16_t shentsize = load_le<uint16_t>(d, 0x3a), shnum = load_le<uint16_t>(d, 0x3c);
+  if (!table_fits(phoff, phnum, phentsize) || !table_fits(shoff, shnum, shentsize)) {
+    return bad(fmt::format("truncated ({} bytes; header tables extend past the end)", d.size()));
+  }
+  if (shnum > 0 && shentsize < 0x28) return bad("malformed section header table");
+  for (uint16_t i = 0; i < shnum; ++i) {
+    size_t sh = static_cast<size_t>(shoff) + size_t{i} * shentsize;
+    uint32_t type = load_le<uint32_t>(d, sh + 4);
+    if (type == 8 /* SHT_NOBITS */) continue;
+    if (!table_fits(load_le<uint64_t>(d, sh + 0x18), 1, load_le<uint64_t>(d, sh + 0x20))) {
+      return bad(fmt::format("truncated ({} bytes; section {} extends past the end)", d.size(), i));
+    }
+  }
+  return Status::ok_status();
+}
+
+struct Module {
+  CUmodule module = nullptr;
+  std::string error;
+};
+
+Module load_module(const Runtime& rt, const std::string& path, const ArchImage& im, bool cubin) {
+  const DriverApi& api = rt.driver();
+  Result<std::string> data = read_file(path);
+  if (!data.ok()) return {nullptr, data.message()};
+  if (cubin) {
+    if (Status s = check_elf(*data, path); !s.ok()) return {nullptr, s.message()};
+  }
+  std::array<char, 8192> log{};
+  std::array<CUjit_option, 2> opts = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  std::array<void*, 2> vals = {log.data(), reinterpret_cast<void*>(uintptr_t{log.size() - 1})};
+  CUmodule m = nullptr;
+  CUresult r = api.cuModuleLoadDataEx(&m, data->c_str(), static_cast<unsigned>(opts.size()),
+                                      opts.data(), vals.data());
+  if (r != CUDA_SUCCESS) {
+    std::string msg = fmt::format("loading {} ({} {}) failed: {}", path, im.arch,
+                                  cubin ? "cubin" : "PTX", rt.describe(r));
+    log.back() = '\0';
+    if (log[0] != '\0') msg += "; JIT log: " + one_line(log.data());
+    return {nullptr, msg};
+  }
+  return {m, {}};
+}
+
+// Encodes a shape for launch: fixed extents as themselves, symbol k as -k - 1.
+std::vector<int64_t> encode_dims(const std::vector<Dim>& dims, const KernelInfo& k) {
+  std::vector<int64_t> out;
+  for (const Dim& d : dims) {
+    if (d.is_fixed()) {
+      out.push_back(d.value());
+    } else {
+      auto it = std::find(k.symbols.begin(), k.symbols.end(), d.name());
+      out.push_back(-static_cast<int64_t>(it - k.symbols.begin()) - 1);
+    }
+  }
+  return out;
+}
+
+// Number of elements of an encoded shape, or nullopt when it overflows int64.
+std::optional<int64_t> numel(const std::vector<int64_t>& dims, std::span<const int64_t> syms) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    int64_t extent = d > 0 ? d : syms[static_cast<size_t>(-d - 1)];
+    if (__builtin_mul_overflow(n, extent, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+std::string shape_text(const std::vector<Dim>& shape, const std::vector<int64_t>& dims,
+                       std::span<const int64_t> syms) {
+  std::string names, values;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = dims[i];
+    if (i > 0) {
+      names.append(", ");
+      values.append(", ");
+    }
+    names.append(shape[i].is_fixed() ? std::to_string(shape[i].value()) : shape[i].name());
+    values.append(std::to_string(d > 0 ? d : syms[static_cast<size_t>(-d - 1)]));
+  }
+  return fmt::format("[{}] = [{}]", names, values);
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) {
+    if (!s.empty()) s.append(", ");
+    s.append(n);
+  }
+  return s;
+}
+
+}  // namespace
+
+// ---- Runtime ----
+
+Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
+  try {
+    std::unique_ptr<Runtime> rt(new Runtime());
+    rt->api_ = std::make_unique<DriverApi>();
+    if (Status s = load_driver_api(rt->lib_, *rt->api_); !s.ok()) return s;
+    const DriverApi& api = *rt->api_;
+    auto check = [&](CUresult r, std::string_view what) {
+      return r == CUDA_SUCCESS
+                 ? Status::ok_status()
+                 : Status::error(fmt::format("CUDA driver: {} failed: {}", what, rt->describe(r)));
+    };
+    if (Status s = check(api.cuInit(0), "cuInit"); !s.ok()) return s;
+    int count = 0;
+    if (Status s = check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"); !s.ok()) return s;
+    if (count == 0) return Status::error("no CUDA device found");
+    if (ordinal < 0 || ordinal >= count) {
+      return Status::error(fmt::format("CUDA device {} does not exist ({} device{} found)", ordinal,
+                                       count, count == 1 ? "" : "s"));
+    }
+    if (Status s = check(api.cuDeviceGet(&rt->dev_, ordinal), "cuDeviceGet"); !s.ok()) return s;
+    std::array<char, 256> name{};
+    if (Status s =
+            check(api.cuDeviceGetName(name.data(), static_cast<int>(name.size() - 1), rt->dev_),
+                  "cuDeviceGetName");
+        !s.ok()) {
+      return s;
+    }
+    DeviceInfo& d = rt->device_;
+    d.name = name.data();
+    struct {
+      CUdevice_attribute attr;
+      int* out;
+      const char* what;
+    } attrs[] = {
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &d.cc_major, "compute capability"},
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &d.cc_minor, "compute capability"},
+        {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &d.sm_count, "multiprocessor count"},
+    };
+    for (auto& a : attrs) {
+      if (Status s = check(api.cuDeviceGetAttribute(a.out, a.attr, rt->dev_), a.what); !s.ok()) {
+        return s;
+      }
+    }
+    size_t total = 0;
+    if (Status s = check(api.cuDeviceTotalMem(&total, rt->dev_), "cuDeviceTotalMem"); !s.ok()) {
+      return s;
+    }
+    d.total_memory = static_cast<int64_t>(total);
+    if (Status s = check(api.cuDevicePrimaryCtxRetain(&rt->ctx_, rt->dev_),
+                         "retaining the "
+                         "primary context");
+        !s.ok()) {
+      rt->ctx_ = nullptr;
+      return s;
+    }
+    if (Status s = rt->make_current(); !s.ok()) return s;
+    return rt;
+  } catch (const std::exception& e) {
+    return Status::error(fmt::format("opening the CUDA device failed: {}", e.what()));
+  }
+}
+
+Runtime::~Runtime() {
+  // The library handle stays open: libcuda keeps threads that must not lose their code.
+  if (ctx_ != nullptr) (void)api_->cuDevicePrimaryCtxRelease(dev_);
+}
+
+Status Runtime::make_current() const {
+  CUresult r = api_->cuCtxSetCurrent(ctx_);
+  if (r != CUDA_SUCCESS) return Status::error("cuCtxSetCurrent failed: " + describe(r));
+  return Status::ok_status();
+}
+
+std::string Runtime::describe(CUresult r) const {
+  return describe_cuda_error(*api_, r);
+}
+
+// ---- Bundle ----
+
+Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::string& dir) {
+  try {
+    Result<bundle::Manifest> m = bundle::read_manifest(dir);
+    if (!m.ok()) return m.status();
+    if (Status s = rt.make_current(); !s.ok()) return s;
+    std::unique_ptr<Bundle> b(new Bundle());  // unloads whatever was loaded if we fail
+    b->rt_ = &rt;
+    b->manifest_ = std::move(m).value();
+    const DriverApi& api = rt.driver();
+    const DeviceInfo& dev = rt.device();
+    std::map<std::string, Module> modules;  // by file name
+
+    for (const KernelInfo& info : b->manifest_.kernels) {
+      auto k = std::make_unique<Kernel>();
+      k->rt_ = &rt;
+      k->info_ = &info;
+      for (const bundle::ParamInfo& p : info.params)
+        k->param_dims_.push_back(encode_dims(p.shape, info));
+      for (size_t si = 0; si < info.steps.size(); ++si) {
+        const bundle::Step& step = info.steps[si];
+        k->space_dims_.push_back(encode_dims(step.space, info));
+        std::vector<Kernel::LoadedVariant>& loaded = k->steps_.emplace_back(step.variants.size());
+        for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+          const Variant& v = step.variants[vi];
+          ImageChoice c = pick_image(v, dev.cc_major, dev.cc_minor);
+          if (c.image == nullptr) {
+            std::vector<std::string> archs;
+            for (const ArchImage& im : v.images) archs.push_back(im.arch);
+            loaded[vi].load_error =
+                fmt::format("no image runs on {} (variant has {})", dev.arch(), join_names(archs));
+            continue;
+          }
+          const std::string& file = c.cubin ? c.image->cubin : c.image->ptx;
+          auto it = modules.find(file);
+          if (it == modules.end()) {
+            std::string path = (std::filesystem::path(dir) / file).string();
+            it = modules.emplace(file, load_module(rt, path, *c.image, c.cubin)).first;
+            if (it->second.module != nullptr) b->modules_.push_back(it->second.module);
+          }
+          if (it->second.module == nullptr) {
+            loaded[vi].load_error = it->second.error;
+            continue;
+          }
+          CUresult r = api.cuModuleGetFunction(&loaded[vi].fn, it->second.module, v.entry.c_str());
+          if (r != CUDA_SUCCESS) {
+            loaded[vi].fn = nullptr;
+            loaded[vi].load_error =
+                fmt::format("entry {} not found in {}: {}", v.entry, file, rt.describe(r));
+          }
+        }
+        // The default when it loaded, else the lowest loadable id; scalar fallback likewise.
+        int chosen = -1, scalar = -1;
+        for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+          if (loaded[vi].fn == nullptr) continue;
+          int id = static_cast<int>(vi);
+          if (chosen < 0 || step.variants[vi].is_default) chosen = id;
+          if (step.variants[vi].align_bytes == 1 && (scalar < 0 || step.variants[vi].is_default)) {
+            scalar = id;
+          }
+        }
+        if (chosen < 0) {
+          std::string reasons;
+          size_t shown = std::min<size_t>(step.variants.size(), 4);
+          for (size_t vi = 0; vi < shown; ++vi) {
+            reasons += fmt::format("{}variant {}: {}", vi ? "; " : "", vi, loaded[vi].load_error);
+          }
+          if (shown < step.variants.size()) {
+            reasons += fmt::format("; and {} more", step.variants.size() - shown);
+          }
+          return Status::error(
+              fmt::format("{}: kernel {}, step {} ({}): no variant can run on "
+                          "{} ({}): {}",
+                          dir, info.name, si, step.name, dev.arch(), dev.name, reasons));
+        }
+        k->chosen_.push_back(chosen);
+        k->scalar_fallback_.push_back(scalar);
+      }
+      b->kernels_.push_back(std::move(k));
+    }
+    return b;
+  } catch (const std::exception& e) {
+    return Status::error(fmt::format("{}: loading the bundle failed: {}", dir, e.what()));
+  }
+}
+
+Bundle::~Bundle() {
+  if (modules_.empty()) return;
+  (void)rt_->make_current();
+  for (CUmodule m : modules_) (void)rt_->driver().cuModuleUnload(m);
+}
+
+const Kernel* Bundle::find(std::string_view name) const {
+  for (const auto& k : kernels_) {
+    if (k->name() == name) return k.get();
+  }
+  return nullptr;
+}
+
+Kernel* Bundle::find(std::string_view name) {
+  return const_cast<Kernel*>(static_cast<const Bundle*>(this)->find(name));
+}
+
+// ---- Kernel ----
+
+Status Kernel::set_choice(size_t step, int variant) {
+  const KernelInfo& info = *info_;
+  if (step >= steps_.size()) {
+    return Status::error(
+        fmt::format("{}: step {} does not exist ({} steps)", info.name, step, steps_.size()));
+  }
+  const auto& loaded = steps_[step];
+  if (variant < 0 || static_cast<size_t>(variant) >= loaded.size()) {
+    return Status::error(fmt::format("{}: step {} ({}): variant {} does not exist ({} variants)",
+                                     info.name, step, info.steps[step].name, variant,
+                                     loaded.size()));
+  }
+  if (loaded[variant].fn == nullptr) {
+    return Status::error(fmt::format("{}: step {} ({}): variant {} cannot run here: {}", info.name,
+                                     step, info.steps[step].name, variant,
+                                     loaded[variant].load_error));
+  }
+  chosen_[step] = variant;
+  return Status::ok_status();
+}
+
+Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                      std::span<const int64_t> symbols) const {
+  return launch_impl(stream, ptrs, symbols, chosen_, true);
+}
+
+Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                               std::span<const int64_t> symbols,
+                               std::span<const int> variants) const {
+  if (variants.size() != steps_.size()) {
+    return Status::error(fmt::format("{}: expected {} variant choices (one per step), got {}",
+                                     name(), steps_.size(), variants.size()));
+  }
+  for (size_t s = 0; s < variants.size(); ++s) {
+    int v = variants[s];
+    if (v < 0 || static_cast<size_t>(v) >= steps_[s].size() || steps_[s][v].fn == nullptr) {
+      return Status::error(
+          fmt::format("{}: step {} ({}): variant {} {}", name(), s, info_->steps[s].name, v,
+                      v < 0 || static_cast<size_t>(v) >= steps_[s].size()
+                          ? fmt::format("does not exist ({} variants)", steps_[s].size())
+                          : "cannot run here: " + steps_[s][v].load_error));
+    }
+  }
+  return launch_impl(stream, ptrs, symbols, variants, false);
+}
+
+Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                           std::span<const int64_t> symbols, std::span<const int> variants,
+                           bool fallback) const {
+  const KernelInfo& info = *info_;
+  const size_t np = info.params.size(), ns = info.symbols.size(), nsteps = steps_.size();
+  if (np + ns > kMaxLaunchArgs) {
+    return Status::error(
+        fmt::format("{}: {} arguments (pointers and symbols); the runtime "
+                    "supports at most {}",
+                    info.name, np + ns, kMaxLaunchArgs));
+  }
+  if (nsteps > kMaxSteps) {
+    return Status::error(
+        fmt::format("{}: {} steps; the runtime supports at most {}", info.name, nsteps, kMaxSteps));
+  }
+  if (ptrs.size() != np) {
+    std::vector<std::string> names;
+    for (const auto& p : info.params) names.push_back(p.name);
+    return Status::error(fmt::format("{}: expected {} pointer{} ({}), got {}", info.name, np,
+                                     np == 1 ? "" : "s", join_names(names), ptrs.size()));
+  }
+  if (symbols.size() != ns) {
+    return Status::error(fmt::format("{}: expected {} symbol value{} ({}), got {}", info.name, ns,
+                                     ns == 1 ? "" : "s", join_names(info.symbols), symbols.size()));
+  }
+  for (size_t i = 0; i < np; ++i) {
+    if (ptrs[i] == 0) {
+      return Status::error(
+          fmt::format("{}: argument {} ({}): null pointer", info.name, i + 1, info.params[i].name));
+    }
+  }
+  for (size_t j = 0; j < ns; ++j) {
+    if (symbols[j] <= 0) {
+      return Status::error(
+          fmt::format("{}: symbol {} = {} must be > 0", info.name, info.symbols[j], symbols[j]));
+    }
+  }
+  for (size_t i = 0; i < np; ++i) {
+    std::optional<int64_t> n = numel(param_dims_[i], symbols);
+    int64_t bytes = 0;
+    if (!n ||
+        __builtin_mul_overflow(*n, static_cast<int64_t>(size_of(info.params[i].dtype)), &bytes)) {
+      return Status::error(
+          fmt::format("{}: argument {} ({}): shape {} is too large (its {} "
+                      "overflows int64)",
+                      info.name, i + 1, info.params[i].name,
+                      shape_text(info.params[i].shape, param_dims_[i], symbols),
+                      n ? "size in bytes" : "element count"));
+    }
+  }
+
+  // Resolve each step's variant and grid before launching anything.
+  std::array<int, kMaxSteps> chosen{};
+  std::array<unsigned, kMaxSteps> grid{};
+  for (size_t s = 0; s < nsteps; ++s) {
+    const bundle::Step& step = info.steps[s];
+    std::optional<int64_t> n = numel(space_dims_[s], symbols);
+    if (!n) {
+      return Status::error(fmt::format("{}: step {} ({}): iteration space {} overflows int64",
+                                       info.name, s, step.name,
+                                       shape_text(step.space, space_dims_[s], symbols)));
+    }
+    int v = variants[s];
+    const Variant* var = &step.variants[v];
+    if (var->align_bytes > 1) {
+      for (int p : var->aligned_params) {
+        if (ptrs[p] % static_cast<CUdeviceptr>(var->align_bytes) == 0) continue;
+        if (!fallback || scalar_fallback_[s] < 0) {
+          return Status::error(fmt::format(
+              "{}: argument {} ({}): variant {} of step {} ({}) needs {}-byte aligned pointers{}",
+              info.name, p + 1, info.params[p].name, v, s, step.name, var->align_bytes,
+              fallback ? " and the step has no scalar variant" : ""));
+        }
+        v = scalar_fallback_[s];
+        var = &step.variants[v];
+        break;
+      }
+    }
+    int64_t blocks = *n / var->elements_per_block + (*n % var->elements_per_block != 0);
+    chosen[s] = v;
+    grid[s] = static_cast<unsigned>(std::min(blocks, bundle::kMaxGridX));
+  }
+
+  std::array<void*, kMaxLaunchArgs> args;
+  for (size_t i = 0; i < np; ++i) args[i] = const_cast<CUdeviceptr*>(&ptrs[i]);
+  for (size_t j = 0; j < ns; ++j) args[np + j] = const_cast<int64_t*>(&symbols[j]);
+  const DriverApi& api = rt_->driver();
+  for (size_t s = 0; s < nsteps; ++s) {
+    const Variant& var = info.steps[s].variants[chosen[s]];
+    CUresult r = api.cuLaunchKernel(steps_[s][chosen[s]].fn, grid[s], 1, 1,
+                                    static_cast<unsigned>(var.block_threads), 1, 1, 0, stream,
+                                    args.data(), nullptr);
+    if (r != CUDA_SUCCESS) {
+      return Status::error(fmt::format(
+          "{}: step {} ({}), variant {}: cuLaunchKernel failed: {}{}", info.name, s,
+          info.steps[s].name, chosen[s], rt_->describe(r),
+          r == CUDA_ERROR_INVALID_CONTEXT ? " (call Runtime::make_current on this thread)" : ""));
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace kiln

@@ -1,0 +1,138 @@
+// libkiln_runtime: load a bundle and launch its kernels through the CUDA Driver API.
+//
+// libcuda is opened with dlopen at run time, so a program linked with the runtime starts (and
+// can report "no CUDA driver") on machines without one. The runtime never links LLVM.
+// Launch checks every argument against the manifest before touching the GPU; a launch that
+// passes the checks costs one cuLaunchKernel per step and allocates nothing.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/manifest.h"
+#include "runtime/status.h"
+
+namespace kiln {
+
+struct DeviceInfo {
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int64_t total_memory = 0;
+  std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
+};
+
+/// The driver entry points Kiln uses, resolved from libcuda with dlsym.
+struct DriverApi;
+
+/// An open CUDA device with its primary context current on the creating thread.
+class Runtime {
+ public:
+  /// Loads libcuda (libcuda.so.1), initialises it and retains device `ordinal`'s primary
+  /// context. Fails with a clear message when there is no driver or no device.
+  static Result<std::unique_ptr<Runtime>> open(int ordinal = 0);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const DeviceInfo& device() const { return device_; }
+  const DriverApi& driver() const { return *api_; }
+  CUcontext context() const { return ctx_; }
+  /// Makes the runtime's context current on the calling thread.
+  Status make_current() const;
+  /// A driver error code as "CUDA_ERROR_X: description".
+  std::string describe(CUresult r) const;
+
+ private:
+  Runtime() = default;
+  void* lib_ = nullptr;
+  std::unique_ptr<DriverApi> api_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  DeviceInfo device_;
+};
+
+class Bundle;
+
+/// One kernel of a loaded bundle: every variant of every step, with its CUfunction.
+class Kernel {
+ public:
+  /// Most arguments (pointers + symbols) and steps a launch supports; the argument array
+  /// lives on the stack.
+  static constexpr size_t kMaxLaunchArgs = 64;
+  static constexpr size_t kMaxSteps = 32;
+
+  const bundle::KernelInfo& info() const { return *info_; }
+  const std::string& name() const { return info_->name; }
+
+  /// Which variant each step uses when no choice is given (the manifest default unless the
+  /// caller overrides it with set_choice).
+  int chosen_variant(size_t step) const { return chosen_[step]; }
+  /// Overrides the variant of step `step` (e.g. a tuned winner); fails if out of range or
+  /// not loadable on this device.
+  Status set_choice(size_t step, int variant);
+
+  /// Launches on `stream`. `ptrs` are device pointers for inputs then outputs (declared
+  /// order); `symbols` are the values of info().symbols in order. Checks the counts, that
+  /// pointers are non-null, that symbols are > 0, that no tensor's element count overflows
+  /// int64 and that the grid fits; a vectorised variant whose alignment a pointer does not
+  /// meet falls back to the step's best scalar variant (the default if it is scalar, else
+  /// the lowest loadable id). Error messages number arguments from 1 ("softmax: argument 2
+  /// (y): null pointer"). The runtime's context must be current on the calling thread.
+  Status launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                std::span<const int64_t> symbols) const;
+  /// Launches a specific variant of each step (one entry per step); never falls back: a
+  /// misaligned pointer for a vectorised variant is an error.
+  Status launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                         std::span<const int64_t> symbols, std::span<const int> variants) const;
+
+ private:
+  friend class Bundle;
+  struct LoadedVariant {
+    CUfunction fn = nullptr;  // null when the variant could not be loaded here
+    std::string load_error;
+  };
+  Status launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                     std::span<const int64_t> symbols, std::span<const int> variants,
+                     bool fallback) const;
+
+  const Runtime* rt_ = nullptr;
+  const bundle::KernelInfo* info_ = nullptr;
+  std::vector<std::vector<LoadedVariant>> steps_;  // [step][variant]
+  std::vector<int> chosen_;
+  // Shapes encoded for launch-time evaluation without lookups: a value > 0 is a fixed
+  // extent, a value v < 0 is symbol number -v - 1.
+  std::vector<std::vector<int64_t>> param_dims_;  // [param]
+  std::vector<std::vector<int64_t>> space_dims_;  // [step]
+  std::vector<int> scalar_fallback_;  // [step]: best loadable align_bytes == 1 variant, or -1
+};
+
+/// A bundle loaded onto the device: every variant's module, cubin for this device's
+/// architecture when the bundle has one (else the PTX, JIT-compiled by the driver).
+class Bundle {
+ public:
+  /// Reads DIR/manifest.json and loads every variant that can run on `rt`'s device (see
+  /// runtime.cpp for the image choice). Fails when a step has no such variant, naming the
+  /// kernel, the step and each variant's reason. `rt` must outlive the bundle.
+  static Result<std::unique_ptr<Bundle>> load(const Runtime& rt, const std::string& dir);
+  ~Bundle();
+  const bundle::Manifest& manifest() const { return manifest_; }
+  /// nullptr when the bundle has no such kernel.
+  const Kernel* find(std::string_view name) const;
+  Kernel* find(std::string_view name);
+
+ private:
+  Bundle() = default;
+  const Runtime* rt_ = nullptr;
+  bundle::Manifest manifest_;
+  std::vector<CUmodule> modules_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,52 @@
+// Results of operations that can fail for reasons outside Kiln's control (files, JSON, the
+// CUDA driver). A Status is ok or carries a one-line message; Result<T> is a T or a Status.
+// The ok path allocates nothing.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace kiln {
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;  // ok
+  static Status ok_status() { return Status(); }
+  static Status error(std::string message) {
+    Status s;
+    s.failed_ = true;
+    s.message_ = std::move(message);
+    return s;
+  }
+  bool ok() const { return !failed_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  bool failed_ = false;
+  std::string message_;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}
+  Result(Status error) : v_(std::move(error)) {}
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  const Status& status() const {
+    static const Status kOk;
+    return ok() ? kOk : std::get<Status>(v_);
+  }
+  const std::string& message() const { return status().message(); }
+  T& value() & { return std::get<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() { return value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace kiln

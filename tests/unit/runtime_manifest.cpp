@@ -1,0 +1,301 @@
+// Unit tests of the bundle manifest (write, read back, reject hostile input with messages
+// that name the file and the JSON path) and of opening the runtime without a GPU.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "runtime/manifest.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::bundle;
+using Json = nlohmann::json;
+
+const char* kOrigin = "bundle/manifest.json";
+
+Variant variant(int id, bool is_default, int vec) {
+  Variant v;
+  v.id = id;
+  v.config = {{"block", 256}, {"vec", vec}};
+  v.is_default = is_default;
+  v.entry = "softmax_s0_v" + std::to_string(id);
+  v.block_threads = 256;
+  v.elements_per_block = 256 * vec;
+  v.align_bytes = vec * 4;
+  if (vec > 1) v.aligned_params = {0, 1};
+  v.images = {{"sm_80", "softmax_v" + std::to_string(id) + ".sm_80.ptx", "", 20, 0, 0},
+              {"sm_90", "softmax_v" + std::to_string(id) + ".sm_90.ptx",
+               "softmax_v" + std::to_string(id) + ".sm_90.cubin", 24, 0, 1024}};
+  return v;
+}
+
+Manifest sample() {
+  Manifest m;
+  m.kiln_version = "0.1.0";
+  m.llvm_version = "19.1.7";
+  KernelInfo k;
+  k.name = "softmax";
+  k.hash = "3f2a9c";
+  k.ir = "kernel softmax(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = x[i, j]\n}\n";
+  k.symbols = {"M", "N"};
+  k.params = {{"x", DType::f32, {Dim::symbol("M"), Dim::symbol("N")}, false},
+              {"b", DType::bf16, {Dim::fixed(128)}, false},
+              {"y", DType::f16, {Dim::symbol("M"), Dim::symbol("N")}, true}};
+  Step s;
+  s.name = "main";
+  s.kind = "pointwise";
+  s.space = {Dim::symbol("M"), Dim::symbol("N")};
+  s.variants = {variant(0, false, 1), variant(1, true, 4), variant(2, false, 2)};
+  k.steps = {s};
+  m.kernels = {k};
+  return m;
+}
+
+Json sample_json() {
+  return Json::parse(to_json(sample()));
+}
+
+// The error parse_manifest reports for the sample manifest after `edit`.
+std::string error_after(const std::function<void(Json&)>& edit) {
+  Json j = sample_json();
+  edit(j);
+  Result<Manifest> r = parse_manifest(j.dump(), kOrigin);
+  return r.ok() ? "(accepted)" : r.message();
+}
+
+Json& variant_json(Json& j, int v) {
+  return j["kernels"][0]["steps"][0]["variants"][v];
+}
+
+std::string temp_dir() {
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("kiln_runtime_test_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("manifest round-trips through JSON", "[runtime]") {
+  Manifest m = sample();
+  std::string text = to_json(m);
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  CHECK(to_json(*back) == text);
+  CHECK(back->find("softmax") == &back->kernels[0]);
+  CHECK(back->find("nope") == nullptr);
+
+  Json j = Json::parse(text);
+  CHECK(j["format"] == "kiln-bundle");
+  CHECK(j["version"] == 1);
+  const Json& k = j["kernels"][0];
+  CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
+  CHECK(k["params"][1]["shape"] == Json::array({128}));
+  CHECK(k["params"][1]["dtype"] == "bf16");
+  CHECK(k["steps"][0]["variants"][1]["config"]["vec"] == 4);
+  CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 1,", 0) == 0);
+}
+
+TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
+  Json j = sample_json();
+  j["comment"] = "written by hand";
+  Json sorted = Json::parse(j.dump());  // nlohmann::json sorts keys
+  Result<Manifest> r = parse_manifest(sorted.dump(), kOrigin);
+  REQUIRE(r.ok());
+  CHECK(*r == sample());
+}
+
+TEST_CASE("manifest validation names the origin and the JSON path", "[runtime]") {
+  std::string v2 = "bundle/manifest.json: kernels[0].steps[0].variants[2].";
+  std::string k0 = "bundle/manifest.json: kernels[0].";
+
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["block_threads"] = 2048; }) ==
+        v2 + "block_threads: expected an integer in 1..1024");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["block_threads"] = 0; }) ==
+        v2 + "block_threads: expected an integer in 1..1024");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["block_threads"] = "256"; }) ==
+        v2 + "block_threads: expected an integer in 1..1024");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["block_threads"] = 256.5; }) ==
+        v2 + "block_threads: expected an integer in 1..1024");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["elements_per_block"] = 0; }) ==
+        v2 + "elements_per_block: expected an integer >= 1");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["elements_per_block"] = -5; }) ==
+        v2 + "elements_per_block: expected an integer >= 1");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["id"] = 7; }) ==
+        v2 + "id: expected 2 (a variant's id is its index), got 7");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["geometry"] = "tiled2d"; }) ==
+        v2 + "geometry: unknown geometry \"tiled2d\" (expected \"flat\")");
+  CHECK(error_after([](Json& j) {
+          variant_json(j, 2)["aligned_params"] = {0, 3};
+        }) == v2 + "aligned_params[1]: expected an integer in 0..2");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["aligned_params"] = {-1}; }) ==
+        v2 + "aligned_params[0]: expected an integer in 0..2");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["align_bytes"] = 12; }) ==
+        v2 + "align_bytes: expected a power of two in 1..256");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["align_bytes"] = 0; }) ==
+        v2 + "align_bytes: expected an integer in 1..256");
+  CHECK(error_after([](Json& j) { variant_json(j, 2).erase("entry"); }) ==
+        v2 + "entry: missing (expected a string)");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["is_default"] = 1; }) ==
+        v2 + "is_default: expected a boolean, got an integer");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["config"]["vec"] = "4"; }) ==
+        v2 + "config.vec: expected an integer");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["config"] = Json::array(); }) ==
+        v2 + "config: expected an object, got an array");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["images"] = Json::array(); }) ==
+        v2 + "images: expected at least one image");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["images"][0]["registers"] = -1; }) ==
+        v2 + "images[0].registers: expected an integer in 0..2147483647");
+  CHECK(error_after([](Json& j) { variant_json(j, 2)["images"][0]["arch"] = "gfx90a"; }) ==
+        v2 + "images[0].arch: expected an architecture like \"sm_90\", got \"gfx90a\"");
+}
+
+TEST_CASE("manifest rejects file names that leave the bundle directory", "[runtime]") {
+  std::string at = "bundle/manifest.json: kernels[0].steps[0].variants[0].images[1].";
+  for (const char* name : {"../evil.cubin", "/etc/passwd", "sub/x.ptx", "..", ".", "a\\b"}) {
+    CAPTURE(name);
+    CHECK(error_after([&](Json& j) { variant_json(j, 0)["images"][1]["cubin"] = name; }) ==
+          at + "cubin: file name \"" + name + "\" must name a file inside the bundle directory");
+  }
+  CHECK(error_after([](Json& j) { variant_json(j, 0)["images"][1]["ptx"] = ""; }) ==
+        at + "ptx: expected a file name");
+  CHECK(error_after([](Json& j) { variant_json(j, 0)["images"][1]["cubin"] = ""; }) ==
+        "(accepted)");  // no cubin: the runtime JIT-compiles the PTX
+}
+
+TEST_CASE("manifest steps need variants and exactly one default", "[runtime]") {
+  std::string s0 = "bundle/manifest.json: kernels[0].steps[0].";
+  CHECK(error_after([](Json& j) { j["kernels"][0]["steps"][0]["variants"] = Json::array(); }) ==
+        s0 + "variants: expected at least one variant");
+  CHECK(error_after([](Json& j) { variant_json(j, 1)["is_default"] = false; }) ==
+        s0 + "variants: expected exactly one variant with is_default, found 0");
+  CHECK(error_after([](Json& j) { variant_json(j, 0)["is_default"] = true; }) ==
+        s0 + "variants: expected exactly one variant with is_default, found 2");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["steps"] = Json::array(); }) ==
+        "bundle/manifest.json: kernels[0].steps: expected at least one step");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["steps"][0]["space"][1] = "K"; }) ==
+        s0 + "space[1]: symbol \"K\" is not listed in the kernel's symbols");
+}
+
+TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
+  std::string k0 = "bundle/manifest.json: kernels[0].";
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][0]["shape"][1] = "K"; }) ==
+        k0 + "params[0].shape[1]: symbol \"K\" is not listed in the kernel's symbols");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["shape"][0] = 0; }) ==
+        k0 + "params[1].shape[0]: expected an integer >= 1");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["shape"][0] = -3; }) ==
+        k0 + "params[1].shape[0]: expected an integer >= 1");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["shape"][0] = 1.5; }) ==
+        k0 + "params[1].shape[0]: expected a dimension (an integer >= 1 or a symbol), got a "
+             "number");
+  CHECK(error_after([](Json& j) {
+          j["kernels"][0]["params"][1]["shape"][0] = 18446744073709551615ull;
+        }) == k0 + "params[1].shape[0]: expected an integer >= 1");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["dtype"] = "f64"; }) ==
+        k0 + "params[1].dtype: expected f32, f16, bf16 or i32, got \"f64\"");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["dtype"] = "bool"; }) ==
+        k0 + "params[1].dtype: expected f32, f16, bf16 or i32, got \"bool\"");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["name"] = "x"; }) ==
+        k0 + "params[1].name: parameter \"x\" is declared twice");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][0]["output"] = true; }) ==
+        k0 + "params[1]: inputs must precede outputs");
+  CHECK(error_after([](Json& j) {
+          j["kernels"][0]["symbols"] = {"M", "N", "M"};
+        }) == k0 + "symbols[2]: symbol \"M\" is listed twice");
+  CHECK(error_after([](Json& j) {
+          j["kernels"][0]["symbols"] = {"M", 3};
+        }) == k0 + "symbols[1]: expected a symbol name, got an integer");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["name"] = ""; }) ==
+        k0 + "name: expected a non-empty string");
+  CHECK(error_after([](Json& j) { j["kernels"][0].erase("params"); }) ==
+        k0 + "params: missing (expected an array)");
+  CHECK(error_after([](Json& j) { j["kernels"].push_back(j["kernels"][0]); }) ==
+        "bundle/manifest.json: kernels[1].name: kernel \"softmax\" is defined twice");
+}
+
+TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
+  CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
+        "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
+        "version 1)");
+  CHECK(error_after([](Json& j) { j["version"] = "1"; }) ==
+        "bundle/manifest.json: version: expected an integer >= 0");
+  CHECK(error_after([](Json& j) { j["format"] = "zip"; }) ==
+        "bundle/manifest.json: format: expected \"kiln-bundle\"");
+  CHECK(error_after([](Json& j) { j.erase("kernels"); }) ==
+        "bundle/manifest.json: kernels: missing (expected an array)");
+  CHECK(error_after([](Json& j) { j["kernels"] = Json::object(); }) ==
+        "bundle/manifest.json: kernels: expected an array, got an object");
+  CHECK(error_after([](Json& j) { j["kernels"][0] = 5; }) ==
+        "bundle/manifest.json: kernels[0]: expected an object, got an integer");
+  CHECK(error_after([](Json& j) { j = Json::array(); }) ==
+        "bundle/manifest.json: expected an object, got an array");
+
+  for (std::string text : {"", "{", "{\"format\": \"kiln-bundle\",}", "nul", "\xff\xfe"}) {
+    CAPTURE(text);
+    Result<Manifest> r = parse_manifest(text, kOrigin);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.message(), Catch::StartsWith("bundle/manifest.json: invalid JSON: parse error"));
+  }
+  std::string deep(200000, '[');
+  CHECK_FALSE(parse_manifest(deep + std::string(200000, ']'), kOrigin).ok());
+  CHECK_FALSE(parse_manifest(deep, kOrigin).ok());
+
+  Json empty = sample_json();
+  empty["kernels"] = Json::array();
+  Result<Manifest> r = parse_manifest(empty.dump(), kOrigin);
+  REQUIRE(r.ok());
+  CHECK(r->kernels.empty());
+}
+
+TEST_CASE("read_manifest reads DIR/manifest.json", "[runtime]") {
+  Result<Manifest> missing = read_manifest("/nonexistent/kiln.bundle");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.message() == "/nonexistent/kiln.bundle: bundle directory not found");
+
+  std::string dir = temp_dir();
+  Result<Manifest> none = read_manifest(dir);
+  REQUIRE_FALSE(none.ok());
+  CHECK_THAT(none.message(), Catch::StartsWith(dir + "/manifest.json: cannot read: "));
+
+  std::ofstream(dir + "/manifest.json") << to_json(sample());
+  Result<Manifest> r = read_manifest(dir);
+  REQUIRE(r.ok());
+  CHECK(*r == sample());
+
+  std::ofstream(dir + "/manifest.json") << "{\"format\": \"kiln-bundle\", \"version\": 1}";
+  Result<Manifest> bad = read_manifest(dir);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message() == dir + "/manifest.json: kiln_version: missing (expected a string)");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Runtime::open reports a missing driver instead of crashing", "[runtime]") {
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  if (rt.ok()) {
+    CHECK_FALSE((*rt)->device().name.empty());
+    CHECK((*rt)->device().cc_major >= 5);
+    Result<std::unique_ptr<Bundle>> b = Bundle::load(**rt, "/nonexistent/kiln.bundle");
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.message() == "/nonexistent/kiln.bundle: bundle directory not found");
+  } else {
+    INFO(rt.message());
+    // Either no libcuda at all, or a driver without a usable device.
+    CHECK((rt.message().find("libcuda") != std::string::npos ||
+           rt.message().find("CUDA") != std::string::npos));
+    if (rt.message().rfind("no CUDA driver", 0) == 0) {
+      CHECK_THAT(rt.message(),
+                 Catch::StartsWith("no CUDA driver: libcuda.so.1 could not be loaded ("));
+    }
+  }
+}
