@@ -1,0 +1,45 @@
+// Lowering planned steps to LLVM IR for the NVPTX backend, and turning that IR into PTX.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/config.h"
+#include "compiler/plan.h"
+#include "ir/program.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace kiln {
+
+/// What the runtime must know about a lowered variant beyond its config.
+struct VariantLayout {
+  int align_bytes = 1;              // required alignment of the pointers below
+  std::vector<int> aligned_params;  // params read or written with vectors
+};
+
+/// The widest vector (in elements) worth using for a step: 16 bytes of the narrowest tensor
+/// it reads or writes contiguously.
+int max_vector_width(const KernelDef& k, const PointwiseStep& step);
+
+/// Adds to `m` a kernel, `entry`, that runs `step` with `cfg` (ABI in runtime/manifest.h).
+/// The module needs no target yet; emit_ptx sets it.
+void lower_pointwise(llvm::Module& m, const KernelDef& k, const PointwiseStep& step,
+                     const PointwiseConfig& cfg, const std::string& entry, VariantLayout* layout);
+
+/// Sets the NVPTX target for `arch` ("sm_90"), links the libdevice functions the module
+/// calls, runs the O3 pipeline and returns the PTX. `optimized_ir`, when given, receives the
+/// module's text after optimization.
+std::string emit_ptx(llvm::Module& m, const std::string& arch, std::string* optimized_ir = nullptr);
+
+/// The module's textual LLVM IR.
+std::string module_text(const llvm::Module& m);
+
+/// The LLVM version Kiln was built with, e.g. "19.1.7".
+std::string llvm_version();
+
+}  // namespace kiln

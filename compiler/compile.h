@@ -1,0 +1,42 @@
+// The compiler's pipeline, one step per line: spec kernel -> planned steps -> variants ->
+// LLVM IR -> PTX -> cubin -> bundle. `kiln compile` is a thin shell over this file.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "runtime/manifest.h"
+#include "runtime/status.h"
+
+namespace kiln {
+
+struct CompileOptions {
+  std::vector<std::string> archs{"sm_80", "sm_90"};
+  bool all_variants = true;  // false: only each step's heuristic default
+  bool assemble = true;      // also assemble cubins (else PTX only)
+  int jobs = 0;              // compile threads; 0 = one per hardware thread
+};
+
+/// A bundle in memory: its manifest and the contents of every file it names.
+struct CompiledBundle {
+  bundle::Manifest manifest;
+  std::map<std::string, std::string> files;
+  std::vector<std::string> warnings;  // e.g. "no cubin for sm_90: nvJitLink not found"
+};
+
+/// Compiles every kernel of a verified program. Throws UserError for constructs the code
+/// generator does not support (with their source location).
+CompiledBundle compile_program(const Program& p, const CompileOptions& opts);
+
+/// Writes a bundle directory: every file, then manifest.json last, each through a temporary
+/// file and a rename, so a reader never sees a half-written bundle.
+Status write_bundle(const CompiledBundle& b, const std::string& dir);
+
+enum class Stage { ir, llvm, ptx };
+/// The text of one stage for every kernel (for the default variant of each step): the
+/// canonical IR, the LLVM IR as lowered (before optimization), or the PTX for `arch`.
+std::string emit_stage(const Program& p, Stage stage, const std::string& arch);
+
+}  // namespace kiln

@@ -1,0 +1,703 @@
+// Lowering a pointwise step to LLVM IR.
+//
+// The kernel walks the step's flattened iteration space [0, numel) with a grid-stride loop in
+// chunks of block * vec * unroll elements. Thread t of a block owns, in each chunk, the
+// `unroll` vectors starting at base + u * block * vec + t * vec, so a warp touches contiguous
+// memory for every u. Algorithm:
+//  1. Collect the distinct loads of all stored expressions. A load whose indices are the
+//     step's variables in order is contiguous (its offset is the flat index) and is read with
+//     <vec x T> vector loads; any other (broadcast, transposed) is gathered per element at an
+//     offset computed from the element's coordinates.
+//  2. numel <= INT32_MAX selects a copy of the loop whose coordinate arithmetic is 32-bit
+//     (division is the costly part); otherwise it runs in 64-bit. Every tensor a step reads is
+//     indexed by a subset of its variables, so no offset exceeds numel.
+//  3. A chunk that lies wholly inside [0, numel) issues every load of every vector first,
+//     then computes and stores (several loads in flight per thread). The one chunk that
+//     crosses numel runs a scalar loop with a bounds check per element.
+//  4. When the innermost extent is a multiple of vec (checked at run time), a vector never
+//     crosses a row: coordinates are computed once per vector, a load whose last index is the
+//     innermost variable (a broadcast row such as `b[j]`) is a vector load too, and a load
+//     that does not use the innermost variable is one scalar load shared by the lanes.
+// Values compute in f32/i32/i1 per ir/expr.h; f16/bf16 widen on load and round (nearest
+// even) on store. Math functions call libdevice; emit_ptx links it.
+#include <fmt/format.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <unordered_map>
+
+#include "compiler/codegen.h"
+
+namespace kiln {
+namespace {
+
+using llvm::BasicBlock;
+using llvm::Type;
+using llvm::Value;
+
+// A distinct tensor read: tensor parameter, the step variables it is indexed with.
+struct Access {
+  int param = 0;
+  std::vector<int> vars;  // positions in the step's variable list, one per dimension
+  DType stored = DType::f32;
+  bool contiguous = false;  // indexed by all the step's variables in order: offset = flat
+  // Within a vector that does not cross a row (step 4 above):
+  bool row_vector = false;  // last index is the innermost variable: lanes are consecutive
+  bool uniform = false;     // does not use the innermost variable: the same for every lane
+};
+
+// The loads, coordinates and memoized values of one element being computed.
+struct Lane {
+  std::vector<Value*> loaded;  // per access, widened to its compute type (null if unused)
+  std::vector<Value*> coords;  // per step variable, in the index type (lazily filled)
+  Value* flat = nullptr;       // flat index in the index type
+  std::unordered_map<const ExprNode*, Value*> memo;
+};
+
+class PointwiseLowering {
+ public:
+  PointwiseLowering(llvm::LLVMContext& ctx, const KernelDef& k, const PointwiseStep& step,
+                    const PointwiseConfig& cfg)
+      : ctx_(ctx),
+        b_(ctx),
+        k_(k),
+        step_(step),
+        cfg_(cfg),
+        params_(k.params()),
+        symbols_(k.symbols()) {}
+
+  void run(llvm::Module& m, const std::string& entry, VariantLayout* layout) {
+    m_ = &m;
+    collect_accesses();
+    build_function(entry);
+    if (layout) *layout = layout_;
+  }
+
+ private:
+  // ---- analysis -------------------------------------------------------------------------
+
+  int param_index(const std::string& name) const {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i]->name == name) return static_cast<int>(i);
+    }
+    throw InternalError("lower_pointwise: load of unknown tensor " + name);
+  }
+
+  int var_index(const std::string& name) const {
+    for (size_t i = 0; i < step_.vars.size(); ++i) {
+      if (step_.vars[i] == name) return static_cast<int>(i);
+    }
+    throw InternalError("lower_pointwise: unknown index variable " + name);
+  }
+
+  void collect_accesses() {
+    std::unordered_map<const ExprNode*, bool> seen;
+    auto visit = [&](auto&& self, const Expr& e) -> void {
+      if (!seen.emplace(e.ptr().get(), true).second) return;
+      if (const Load* ld = e.as<Load>()) access_of(*ld);
+      for_each_child(e, [&](const Expr& c) { self(self, c); });
+    };
+    for (const StepStore& s : step_.stores) visit(visit, s.value);
+
+    int narrow = 4;
+    for (const Access& a : accesses_) {
+      if (a.contiguous) narrow = std::min<int>(narrow, size_of(a.stored));
+    }
+    if (cfg_.vec > 1) {
+      auto align = [&](DType t) { return std::min<int>(16, cfg_.vec * size_of(t)); };
+      for (const Access& a : accesses_) {
+        if (!a.contiguous && !a.row_vector) continue;
+        layout_.align_bytes = std::max(layout_.align_bytes, align(a.stored));
+        layout_.aligned_params.push_back(a.param);
+      }
+      for (const StepStore& s : step_.stores) {
+        layout_.align_bytes = std::max(layout_.align_bytes, align(params_[s.param]->dtype));
+        layout_.aligned_params.push_back(s.param);
+      }
+      std::sort(layout_.aligned_params.begin(), layout_.aligned_params.end());
+      layout_.aligned_params.erase(
+          std::unique(layout_.aligned_params.begin(), layout_.aligned_params.end()),
+          layout_.aligned_params.end());
+    }
+  }
+
+  int access_of(const Load& ld) {
+    Access a;
+    a.param = param_index(ld.tensor);
+    a.stored = ld.stored;
+    for (const auto& v : ld.indices) a.vars.push_back(var_index(v));
+    a.contiguous = a.vars.size() == step_.vars.size();
+    for (size_t d = 0; a.contiguous && d < a.vars.size(); ++d) {
+      a.contiguous = a.vars[d] == static_cast<int>(d);
+    }
+    const int inner = static_cast<int>(step_.vars.size()) - 1;
+    a.row_vector = !a.contiguous && !a.vars.empty() && a.vars.back() == inner;
+    a.uniform = std::find(a.vars.begin(), a.vars.end(), inner) == a.vars.end();
+    for (size_t i = 0; i < accesses_.size(); ++i) {
+      if (accesses_[i].param == a.param && accesses_[i].vars == a.vars) return i;
+    }
+    accesses_.push_back(a);
+    return accesses_.size() - 1;
+  }
+
+  int access_index(const Load& ld) const {
+    int p = param_index(ld.tensor);
+    std::vector<int> vars;
+    for (const auto& v : ld.indices) vars.push_back(var_index(v));
+    for (size_t i = 0; i < accesses_.size(); ++i) {
+      if (accesses_[i].param == p && accesses_[i].vars == vars) return i;
+    }
+    throw InternalError("lower_pointwise: access not collected");
+  }
+
+  // ---- types and the function -------------------------------------------------------------
+
+  Type* storage_type(DType t) {
+    switch (t) {
+      case DType::f32:
+        return b_.getFloatTy();
+      case DType::i32:
+        return b_.getInt32Ty();
+      case DType::f16:
+      case DType::bf16:
+        return b_.getInt16Ty();
+      case DType::boolean:
+        break;
+    }
+    throw InternalError("storage_type: bool is not stored");
+  }
+
+  Type* compute_llvm_type(DType t) {
+    switch (compute_type(t)) {
+      case DType::f32:
+        return b_.getFloatTy();
+      case DType::i32:
+        return b_.getInt32Ty();
+      case DType::boolean:
+        return b_.getInt1Ty();
+      default:
+        throw InternalError("compute_llvm_type");
+    }
+  }
+
+  Value* sreg(llvm::Intrinsic::ID id) {
+    return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), b_.getInt64Ty());
+  }
+
+  Value* dim_value(const Dim& d) {
+    if (d.is_fixed()) return b_.getInt64(d.value());
+    auto it = std::find(symbols_.begin(), symbols_.end(), d.name());
+    internal_check(it != symbols_.end(), "lower_pointwise: unknown symbol");
+    return sym_args_[it - symbols_.begin()];
+  }
+
+  void build_function(const std::string& entry) {
+    std::vector<Type*> arg_types(params_.size(), b_.getPtrTy(1));
+    arg_types.insert(arg_types.end(), symbols_.size(), b_.getInt64Ty());
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), arg_types, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, entry, m_);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      llvm::Argument* arg = fn_->getArg(i);
+      arg->setName(params_[i]->name);
+      arg->addAttr(llvm::Attribute::NoAlias);
+      arg->addAttr(params_[i]->role == TensorRole::input ? llvm::Attribute::ReadOnly
+                                                         : llvm::Attribute::WriteOnly);
+      ptr_args_.push_back(arg);
+    }
+    for (size_t i = 0; i < symbols_.size(); ++i) {
+      llvm::Argument* arg = fn_->getArg(params_.size() + i);
+      arg->setName(symbols_[i]);
+      sym_args_.push_back(arg);
+    }
+    annotate_kernel();
+
+    b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn_));
+    tid_ = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    Value* bid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    Value* nblocks = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+    numel_ = b_.getInt64(1);
+    for (const Dim& d : step_.space) {
+      extents64_.push_back(dim_value(d));
+      numel_ = b_.CreateMul(numel_, extents64_.back(), "numel");
+    }
+    chunk_ = b_.getInt64(cfg_.elements_per_block());
+    first_ = b_.CreateMul(bid, chunk_, "first");
+    stride_ = b_.CreateMul(nblocks, chunk_, "stride");
+
+    BasicBlock* loop32 = BasicBlock::Create(ctx_, "idx32", fn_);
+    BasicBlock* loop64 = BasicBlock::Create(ctx_, "idx64", fn_);
+    exit_ = BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateCondBr(b_.CreateICmpULE(numel_, b_.getInt64(INT32_MAX)), loop32, loop64);
+    b_.SetInsertPoint(loop32);
+    emit_loop(b_.getInt32Ty());
+    b_.SetInsertPoint(loop64);
+    emit_loop(b_.getInt64Ty());
+    b_.SetInsertPoint(exit_);
+    b_.CreateRetVoid();
+  }
+
+  void annotate_kernel() {
+    llvm::NamedMDNode* md = m_->getOrInsertNamedMetadata("nvvm.annotations");
+    auto op = [&](const char* key, int v) {
+      llvm::Metadata* ops[] = {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx_, key),
+                               llvm::ValueAsMetadata::get(b_.getInt32(v))};
+      md->addOperand(llvm::MDNode::get(ctx_, ops));
+    };
+    op("kernel", 1);
+    op("maxntidx", cfg_.block);
+  }
+
+  // ---- the loop ---------------------------------------------------------------------------
+
+  // Emits the grid-stride loop with coordinate arithmetic in `idx` (i32 or i64) at the
+  // current insertion point, ending in a branch to exit_.
+  void emit_loop(Type* idx) {
+    idx_ty_ = idx;
+    extents_.clear();
+    for (Value* e : extents64_) extents_.push_back(b_.CreateTrunc(e, idx));
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* header = BasicBlock::Create(ctx_, "chunk", fn_);
+    BasicBlock* full = BasicBlock::Create(ctx_, "full", fn_);
+    BasicBlock* tail = BasicBlock::Create(ctx_, "tail", fn_);
+    BasicBlock* latch = BasicBlock::Create(ctx_, "next", fn_);
+    b_.CreateBr(header);
+
+    b_.SetInsertPoint(header);
+    llvm::PHINode* base = b_.CreatePHI(b_.getInt64Ty(), 2, "base");
+    base->addIncoming(first_, pre);
+    BasicBlock* body = BasicBlock::Create(ctx_, "body", fn_);
+    b_.CreateCondBr(b_.CreateICmpULT(base, numel_), body, exit_);
+    b_.SetInsertPoint(body);
+    b_.CreateCondBr(b_.CreateICmpULE(b_.CreateAdd(base, chunk_), numel_), full, tail);
+
+    b_.SetInsertPoint(full);
+    emit_full_chunk(base);
+    b_.CreateBr(latch);
+
+    b_.SetInsertPoint(tail);
+    emit_tail_chunk(base);
+    b_.CreateBr(latch);
+
+    b_.SetInsertPoint(latch);
+    Value* next = b_.CreateAdd(base, stride_, "base.next");
+    base->addIncoming(next, latch);
+    b_.CreateBr(header);
+  }
+
+  // First element of vector u of this thread in the chunk at `base` (i64).
+  Value* vector_start(Value* base, int u) {
+    Value* off = b_.CreateAdd(b_.getInt64(int64_t{u} * cfg_.block * cfg_.vec),
+                              b_.CreateMul(tid_, b_.getInt64(cfg_.vec)));
+    return b_.CreateAdd(base, off);
+  }
+
+  // A chunk wholly inside [0, numel). With vectors and a load that is neither contiguous nor
+  // a scalar, it branches on `innermost extent % vec == 0` to the row-aligned form (step 4).
+  void emit_full_chunk(Value* base) {
+    bool needs_coords = std::any_of(accesses_.begin(), accesses_.end(), [](const Access& a) {
+      return !a.contiguous && !a.vars.empty();
+    });
+    if (cfg_.vec == 1 || step_.vars.size() < 2 || !needs_coords) {
+      emit_chunk_body(base, false);
+      return;
+    }
+    BasicBlock* aligned = BasicBlock::Create(ctx_, "full.rows", fn_);
+    BasicBlock* general = BasicBlock::Create(ctx_, "full.any", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx_, "full.done", fn_);
+    Value* rem = b_.CreateURem(extents_.back(), idx(cfg_.vec));
+    b_.CreateCondBr(b_.CreateICmpEQ(rem, idx(0)), aligned, general);
+    b_.SetInsertPoint(aligned);
+    emit_chunk_body(base, true);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(general);
+    emit_chunk_body(base, false);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  void emit_chunk_body(Value* base, bool rows) {
+    const int V = cfg_.vec, U = cfg_.unroll;
+    const int inner = static_cast<int>(step_.vars.size()) - 1;
+    std::vector<std::vector<Lane>> lanes(U, std::vector<Lane>(V));
+    std::vector<Value*> starts;
+    for (int u = 0; u < U; ++u) {
+      starts.push_back(b_.CreateTrunc(vector_start(base, u), idx_ty_));
+      for (int l = 0; l < V; ++l) {
+        Lane& lane = lanes[u][l];
+        lane.flat = l == 0 ? starts[u] : b_.CreateAdd(starts[u], idx(l));
+        lane.coords.assign(step_.vars.size(), nullptr);
+        lane.loaded.assign(accesses_.size(), nullptr);
+      }
+      if (!rows) continue;
+      // The vector lies in one row: lane l differs from lane 0 only in the innermost
+      // coordinate, by l.
+      Lane& first = lanes[u][0];
+      for (int v = 0; v <= inner; ++v) coord(first, v);
+      for (int l = 1; l < V; ++l) {
+        lanes[u][l].coords = first.coords;
+        lanes[u][l].coords[inner] = b_.CreateAdd(first.coords[inner], idx(l));
+      }
+    }
+    // 1. every load of every vector
+    for (size_t a = 0; a < accesses_.size(); ++a) {
+      const Access& acc = accesses_[a];
+      for (int u = 0; u < U; ++u) {
+        std::vector<Lane>& ls = lanes[u];
+        if (V > 1 && (acc.contiguous || (rows && acc.row_vector))) {
+          std::vector<Value*> elems = load_vector(acc, offset_of(acc, ls[0]));
+          for (int l = 0; l < V; ++l) ls[l].loaded[a] = elems[l];
+        } else if (rows && acc.uniform) {
+          Value* v = load_scalar(acc, ls[0]);
+          for (int l = 0; l < V; ++l) ls[l].loaded[a] = v;
+        } else {
+          for (int l = 0; l < V; ++l) ls[l].loaded[a] = load_scalar(acc, ls[l]);
+        }
+      }
+    }
+    // 2. compute and store
+    for (const StepStore& s : step_.stores) {
+      for (int u = 0; u < U; ++u) {
+        std::vector<Value*> vals;
+        for (int l = 0; l < V; ++l) vals.push_back(eval(s.value, lanes[u][l]));
+        store_vector(s.param, starts[u], vals);
+      }
+    }
+  }
+
+  void emit_tail_chunk(Value* base) {
+    const int V = cfg_.vec, U = cfg_.unroll;
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* loop = BasicBlock::Create(ctx_, "tail.elem", fn_);
+    BasicBlock* work = BasicBlock::Create(ctx_, "tail.work", fn_);
+    BasicBlock* next = BasicBlock::Create(ctx_, "tail.next", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx_, "tail.done", fn_);
+    b_.CreateBr(loop);
+
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* k = b_.CreatePHI(b_.getInt64Ty(), 2, "k");
+    k->addIncoming(b_.getInt64(0), pre);
+    Value* u = b_.CreateUDiv(k, b_.getInt64(V));
+    Value* l = b_.CreateURem(k, b_.getInt64(V));
+    Value* e =
+        b_.CreateAdd(b_.CreateAdd(base, b_.CreateMul(u, b_.getInt64(int64_t{cfg_.block} * V))),
+                     b_.CreateAdd(b_.CreateMul(tid_, b_.getInt64(V)), l));
+    b_.CreateCondBr(b_.CreateICmpULT(e, numel_), work, next);
+
+    b_.SetInsertPoint(work);
+    Lane lane;
+    lane.flat = b_.CreateTrunc(e, idx_ty_);
+    lane.coords.assign(step_.vars.size(), nullptr);
+    lane.loaded.assign(accesses_.size(), nullptr);
+    for (size_t a = 0; a < accesses_.size(); ++a) lane.loaded[a] = load_scalar(accesses_[a], lane);
+    for (const StepStore& s : step_.stores) {
+      Value* v = to_storage(eval(s.value, lane), params_[s.param]->dtype);
+      b_.CreateAlignedStore(v, element_ptr(s.param, lane.flat),
+                            llvm::Align(size_of(params_[s.param]->dtype)));
+    }
+    b_.CreateBr(next);
+
+    b_.SetInsertPoint(next);
+    Value* k1 = b_.CreateAdd(k, b_.getInt64(1));
+    k->addIncoming(k1, next);
+    b_.CreateCondBr(b_.CreateICmpULT(k1, b_.getInt64(int64_t{U} * V)), loop, done);
+    b_.SetInsertPoint(done);
+  }
+
+  // ---- memory -----------------------------------------------------------------------------
+
+  Value* idx(int64_t v) { return llvm::ConstantInt::get(idx_ty_, v); }
+
+  Value* element_ptr(int param, Value* offset) {
+    return b_.CreateInBoundsGEP(storage_type(params_[param]->dtype), ptr_args_[param], offset);
+  }
+
+  // Coordinate of step variable v for the lane's flat index: (flat / stride_v) % extent_v.
+  Value* coord(Lane& lane, int v) {
+    if (lane.coords[v]) return lane.coords[v];
+    const int rank = step_.vars.size();
+    Value* q = lane.flat;
+    Value* stride = nullptr;
+    for (int d = rank - 1; d > v; --d)
+      stride = stride ? b_.CreateMul(stride, extents_[d]) : extents_[d];
+    if (stride) q = b_.CreateUDiv(q, stride);
+    if (v > 0) q = b_.CreateURem(q, extents_[v]);
+    return lane.coords[v] = q;
+  }
+
+  // Element offset of access `a` for the lane.
+  Value* offset_of(const Access& a, Lane& lane) {
+    if (a.contiguous) return lane.flat;
+    Value* off = nullptr;
+    {
+      // Row-major offset: sum over dims of coord * (product of the later dims' extents).
+      Value* stride = nullptr;
+      for (int d = static_cast<int>(a.vars.size()) - 1; d >= 0; --d) {
+        Value* c = coord(lane, a.vars[d]);
+        Value* term = stride ? b_.CreateMul(c, stride) : c;
+        off = off ? b_.CreateAdd(off, term) : term;
+        stride = stride ? b_.CreateMul(stride, extents_[a.vars[d]]) : extents_[a.vars[d]];
+      }
+      if (!off) off = idx(0);  // rank-0 tensor
+    }
+    return off;
+  }
+
+  Value* load_scalar(const Access& a, Lane& lane) {
+    Type* t = storage_type(a.stored);
+    Value* v = b_.CreateAlignedLoad(t, element_ptr(a.param, offset_of(a, lane)),
+                                    llvm::Align(size_of(a.stored)));
+    return widen(v, a.stored);
+  }
+
+  // `vec` consecutive elements of `a` from element offset `start` (a multiple of vec).
+  std::vector<Value*> load_vector(const Access& a, Value* start) {
+    const int V = cfg_.vec;
+    auto* vt = llvm::FixedVectorType::get(storage_type(a.stored), V);
+    Value* v = b_.CreateAlignedLoad(vt, element_ptr(a.param, start),
+                                    llvm::Align(std::min<int>(16, V * size_of(a.stored))));
+    std::vector<Value*> out;
+    for (int l = 0; l < V; ++l) out.push_back(widen(b_.CreateExtractElement(v, l), a.stored));
+    return out;
+  }
+
+  void store_vector(int param, Value* start, const std::vector<Value*>& vals) {
+    DType t = params_[param]->dtype;
+    const int V = static_cast<int>(vals.size());
+    if (V == 1) {
+      b_.CreateAlignedStore(to_storage(vals[0], t), element_ptr(param, start),
+                            llvm::Align(size_of(t)));
+      return;
+    }
+    Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(storage_type(t), V));
+    for (int l = 0; l < V; ++l) vec = b_.CreateInsertElement(vec, to_storage(vals[l], t), l);
+    b_.CreateAlignedStore(vec, element_ptr(param, start),
+                          llvm::Align(std::min<int>(16, V * size_of(t))));
+  }
+
+  // Loaded storage value -> compute value.
+  Value* widen(Value* v, DType t) {
+    switch (t) {
+      case DType::bf16:  // the bf16 bits are the high half of the f32
+        return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16),
+                                b_.getFloatTy());
+      case DType::f16:
+        return b_.CreateFPExt(b_.CreateBitCast(v, b_.getHalfTy()), b_.getFloatTy());
+      default:
+        return v;
+    }
+  }
+
+  // Compute value (f32 or i32, per the verifier) -> storage value, rounding to nearest even.
+  Value* to_storage(Value* v, DType t) {
+    switch (t) {
+      case DType::bf16:
+        return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getBFloatTy()), b_.getInt16Ty());
+      case DType::f16:
+        return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getInt16Ty());
+      default:
+        return v;
+    }
+  }
+
+  // ---- expressions ------------------------------------------------------------------------
+
+  llvm::Function* libdevice(const char* name, int arity) {
+    std::vector<Type*> args(arity, b_.getFloatTy());
+    auto callee =
+        m_->getOrInsertFunction(name, llvm::FunctionType::get(b_.getFloatTy(), args, false));
+    auto* f = llvm::cast<llvm::Function>(callee.getCallee());
+    f->setDoesNotAccessMemory();
+    f->setDoesNotThrow();
+    return f;
+  }
+
+  Value* intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> args) {
+    return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
+  }
+
+  // An index-typed or i64 value as the node's type (i32 or f32).
+  Value* int_as(Value* v, DType t) {
+    if (t == DType::f32) return b_.CreateUIToFP(v, b_.getFloatTy());
+    return b_.CreateTrunc(v, b_.getInt32Ty());  // no-op for i32
+  }
+
+  Value* eval(const Expr& e, Lane& lane) {
+    if (auto it = lane.memo.find(e.ptr().get()); it != lane.memo.end()) return it->second;
+    Value* v = std::visit([&](const auto& n) { return eval_node(n, e, lane); }, e.node().v);
+    lane.memo.emplace(e.ptr().get(), v);
+    return v;
+  }
+
+  Value* eval_node(const Const& n, const Expr& e, Lane&) {
+    switch (e.type()) {
+      case DType::f32:
+        return llvm::ConstantFP::get(b_.getFloatTy(), n.value);
+      case DType::i32:
+        return b_.getInt32(static_cast<int32_t>(n.value));
+      default:
+        return b_.getInt1(n.value != 0);
+    }
+  }
+  Value* eval_node(const SymRef& n, const Expr& e, Lane&) {
+    auto it = std::find(symbols_.begin(), symbols_.end(), n.name);
+    internal_check(it != symbols_.end(), "lower_pointwise: unknown symbol");
+    Value* s = sym_args_[it - symbols_.begin()];
+    return e.type() == DType::f32 ? b_.CreateSIToFP(s, b_.getFloatTy())
+                                  : b_.CreateTrunc(s, b_.getInt32Ty());
+  }
+  Value* eval_node(const IndexRef& n, const Expr& e, Lane& lane) {
+    return int_as(coord(lane, var_index(n.name)), e.type());
+  }
+  Value* eval_node(const Load& n, const Expr&, Lane& lane) { return lane.loaded[access_index(n)]; }
+  Value* eval_node(const Reduce&, const Expr& e, Lane&) {
+    throw UserError(e.loc(), "reductions are not supported by the code generator yet");
+  }
+
+  Value* eval_node(const Unary& n, const Expr& e, Lane& lane) {
+    Value* a = eval(wrap(n.a), lane);
+    bool f = e.type() == DType::f32;
+    switch (n.op) {
+      case UnaryOp::neg:
+        return f ? b_.CreateFNeg(a) : b_.CreateNeg(a);
+      case UnaryOp::abs:
+        return f ? intrinsic(llvm::Intrinsic::fabs, {a})
+                 : b_.CreateIntrinsic(llvm::Intrinsic::abs, {a->getType()}, {a, b_.getFalse()});
+      case UnaryOp::exp:
+        return b_.CreateCall(libdevice("__nv_expf", 1), {a});
+      case UnaryOp::log:
+        return b_.CreateCall(libdevice("__nv_logf", 1), {a});
+      case UnaryOp::sqrt:
+        return intrinsic(llvm::Intrinsic::sqrt, {a});
+      case UnaryOp::rsqrt:
+        return b_.CreateCall(libdevice("__nv_rsqrtf", 1), {a});
+      case UnaryOp::tanh:
+        return b_.CreateCall(libdevice("__nv_tanhf", 1), {a});
+      case UnaryOp::erf:
+        return b_.CreateCall(libdevice("__nv_erff", 1), {a});
+      case UnaryOp::sigmoid: {
+        Value* ex = b_.CreateCall(libdevice("__nv_expf", 1), {b_.CreateFNeg(a)});
+        Value* one = llvm::ConstantFP::get(b_.getFloatTy(), 1.0);
+        return b_.CreateFDiv(one, b_.CreateFAdd(one, ex));
+      }
+    }
+    throw InternalError("eval: unary op");
+  }
+
+  Value* eval_node(const Binary& n, const Expr& e, Lane& lane) {
+    Value* a = eval(wrap(n.a), lane);
+    Value* b = eval(wrap(n.b), lane);
+    bool f = a->getType()->isFloatTy();
+    switch (n.op) {
+      case BinaryOp::add:
+        return f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+      case BinaryOp::sub:
+        return f ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+      case BinaryOp::mul:
+        return f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+      case BinaryOp::div:
+        return f ? b_.CreateFDiv(a, b) : int_div(a, b);
+      case BinaryOp::max:
+        return f ? intrinsic(llvm::Intrinsic::maximum, {a, b})
+                 : intrinsic(llvm::Intrinsic::smax, {a, b});
+      case BinaryOp::min:
+        return f ? intrinsic(llvm::Intrinsic::minimum, {a, b})
+                 : intrinsic(llvm::Intrinsic::smin, {a, b});
+      case BinaryOp::pow:
+        return b_.CreateCall(libdevice("__nv_powf", 2), {a, b});
+      case BinaryOp::lt:
+        return f ? b_.CreateFCmpOLT(a, b) : b_.CreateICmpSLT(a, b);
+      case BinaryOp::le:
+        return f ? b_.CreateFCmpOLE(a, b) : b_.CreateICmpSLE(a, b);
+      case BinaryOp::gt:
+        return f ? b_.CreateFCmpOGT(a, b) : b_.CreateICmpSGT(a, b);
+      case BinaryOp::ge:
+        return f ? b_.CreateFCmpOGE(a, b) : b_.CreateICmpSGE(a, b);
+      case BinaryOp::eq:
+        return f ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
+      case BinaryOp::ne:
+        return f ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+    }
+    throw InternalError("eval: binary op");
+  }
+
+  // Truncating i32 division with x / 0 = 0 and INT32_MIN / -1 = INT32_MIN (ir/expr.h).
+  Value* int_div(Value* a, Value* b) {
+    Value* zero = b_.CreateICmpEQ(b, b_.getInt32(0));
+    Value* ovf = b_.CreateAnd(b_.CreateICmpEQ(a, b_.getInt32(INT32_MIN)),
+                              b_.CreateICmpEQ(b, b_.getInt32(-1)));
+    Value* safe_b = b_.CreateSelect(b_.CreateOr(zero, ovf), b_.getInt32(1), b);
+    return b_.CreateSelect(zero, b_.getInt32(0), b_.CreateSDiv(a, safe_b));
+  }
+
+  Value* eval_node(const Select& n, const Expr&, Lane& lane) {
+    return b_.CreateSelect(eval(wrap(n.cond), lane), eval(wrap(n.a), lane), eval(wrap(n.b), lane));
+  }
+
+  Value* eval_node(const Cast& n, const Expr&, Lane& lane) {
+    Value* a = eval(wrap(n.a), lane);
+    Type* from = a->getType();
+    if (n.to == DType::i32) {
+      if (from->isFloatTy()) {
+        return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b_.getInt32Ty(), from}, {a});
+      }
+      return b_.CreateZExt(a, b_.getInt32Ty());  // i1 -> 0/1; no-op for i32
+    }
+    Value* f = a;
+    if (from->isIntegerTy(1))
+      f = b_.CreateUIToFP(a, b_.getFloatTy());
+    else if (from->isIntegerTy())
+      f = b_.CreateSIToFP(a, b_.getFloatTy());
+    if (n.to == DType::bf16)
+      return b_.CreateFPExt(b_.CreateFPTrunc(f, b_.getBFloatTy()), b_.getFloatTy());
+    if (n.to == DType::f16)
+      return b_.CreateFPExt(b_.CreateFPTrunc(f, b_.getHalfTy()), b_.getFloatTy());
+    return f;
+  }
+
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  const KernelDef& k_;
+  const PointwiseStep& step_;
+  PointwiseConfig cfg_;
+  std::vector<const TensorDecl*> params_;
+  std::vector<std::string> symbols_;
+  std::vector<Access> accesses_;
+  VariantLayout layout_;
+
+  llvm::Module* m_ = nullptr;
+  llvm::Function* fn_ = nullptr;
+  std::vector<Value*> ptr_args_, sym_args_;
+  Value *tid_ = nullptr, *numel_ = nullptr, *chunk_ = nullptr, *first_ = nullptr,
+        *stride_ = nullptr;
+  std::vector<Value*> extents64_, extents_;
+  Type* idx_ty_ = nullptr;
+  BasicBlock* exit_ = nullptr;
+};
+
+}  // namespace
+
+int max_vector_width(const KernelDef& k, const PointwiseStep& step) {
+  size_t narrow = 4;
+  std::vector<const TensorDecl*> params = k.params();
+  for (const StepStore& s : step.stores) narrow = std::min(narrow, size_of(params[s.param]->dtype));
+  std::unordered_map<const ExprNode*, bool> seen;
+  auto visit = [&](auto&& self, const Expr& e) -> void {
+    if (!seen.emplace(e.ptr().get(), true).second) return;
+    if (const Load* ld = e.as<Load>(); ld && ld->indices == step.vars) {
+      narrow = std::min(narrow, size_of(ld->stored));
+    }
+    for_each_child(e, [&](const Expr& c) { self(self, c); });
+  };
+  for (const StepStore& s : step.stores) visit(visit, s.value);
+  return static_cast<int>(16 / narrow);
+}
+
+void lower_pointwise(llvm::Module& m, const KernelDef& k, const PointwiseStep& step,
+                     const PointwiseConfig& cfg, const std::string& entry, VariantLayout* layout) {
+  PointwiseLowering(m.getContext(), k, step, cfg).run(m, entry, layout);
+}
+
+}  // namespace kiln

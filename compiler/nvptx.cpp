@@ -1,0 +1,153 @@
+// From an LLVM module to PTX through the NVPTX backend.
+//
+//  1. Target: triple nvptx64-nvidia-cuda, CPU = the arch (sm_80, sm_90, ...).
+//  2. libdevice: if the module calls __nv_* functions, libdevice.10.bc (read once per process)
+//     is parsed into the module's context and linked with LinkOnlyNeeded; the module flag
+//     nvvm-reflect-ftz = 0 keeps denormals (IEEE results, as the interpreter computes).
+//  3. Everything but the kernels is internalized, so O3 inlines and drops the library code,
+//     and NVVMReflect (registered by the NVPTX target machine) folds __nvvm_reflect.
+//  4. The O3 pipeline, then the backend's assembly printer.
+#include <fmt/format.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/CodeGen/CommandFlags.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/IPO/Internalize.h>
+
+#include <mutex>
+#include <set>
+
+#include "compiler/codegen.h"
+#include "compiler/toolkit.h"
+#include "ir/diag.h"
+
+extern "C" {
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTarget();
+void LLVMInitializeNVPTXTargetMC();
+void LLVMInitializeNVPTXAsmPrinter();
+}
+
+namespace kiln {
+namespace {
+
+constexpr const char* kTriple = "nvptx64-nvidia-cuda";
+
+void init_nvptx() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+// The libdevice bitcode, read from disk once per process.
+const llvm::MemoryBuffer& libdevice_buffer() {
+  static std::once_flag once;
+  static std::unique_ptr<llvm::MemoryBuffer> buf;
+  std::call_once(once, [] {
+    std::string path = libdevice_path();
+    auto r = llvm::MemoryBuffer::getFile(path);
+    if (!r)
+      throw std::runtime_error(
+          fmt::format("cannot read libdevice at {}: {}", path, r.getError().message()));
+    buf = std::move(*r);
+  });
+  return *buf;
+}
+
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const std::string& arch) {
+  init_nvptx();
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, err);
+  if (!target) throw InternalError("NVPTX target not registered: " + err);
+  llvm::TargetOptions opts;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      kTriple, arch, "", opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+void link_libdevice(llvm::Module& m) {
+  bool needed = false;
+  for (const llvm::Function& f : m) needed |= f.isDeclaration() && f.getName().starts_with("__nv_");
+  if (!needed) return;
+  auto lib = llvm::parseBitcodeFile(libdevice_buffer().getMemBufferRef(), m.getContext());
+  if (!lib) throw std::runtime_error("cannot parse libdevice: " + llvm::toString(lib.takeError()));
+  (*lib)->setTargetTriple(m.getTargetTriple());
+  (*lib)->setDataLayout(m.getDataLayout());
+  if (llvm::Linker::linkModules(m, std::move(*lib), llvm::Linker::Flags::LinkOnlyNeeded)) {
+    throw InternalError("linking libdevice failed");
+  }
+}
+
+bool is_kernel(const llvm::GlobalValue& gv, const std::set<std::string>& kernels) {
+  return kernels.count(gv.getName().str()) != 0;
+}
+
+}  // namespace
+
+std::string emit_ptx(llvm::Module& m, const std::string& arch, std::string* optimized_ir) {
+  auto tm = make_target_machine(arch);
+  m.setTargetTriple(kTriple);
+  m.setDataLayout(tm->createDataLayout());
+  m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
+
+  std::set<std::string> kernels;
+  for (const llvm::Function& f : m) {
+    if (!f.isDeclaration()) kernels.insert(f.getName().str());
+  }
+  link_libdevice(m);
+  llvm::internalizeModule(m, [&](const llvm::GlobalValue& gv) { return is_kernel(gv, kernels); });
+
+  std::string verify_errors;
+  llvm::raw_string_ostream verify_os(verify_errors);
+  if (llvm::verifyModule(m, &verify_os)) {
+    throw InternalError("generated LLVM IR does not verify: " + verify_errors);
+  }
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm.get());
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(m, mam);
+  if (optimized_ir) *optimized_ir = module_text(m);
+
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
+    throw InternalError("NVPTX cannot emit assembly");
+  }
+  pm.run(m);
+  return std::string(ptx.str());
+}
+
+std::string module_text(const llvm::Module& m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  return s;
+}
+
+std::string llvm_version() {
+  return LLVM_VERSION_STRING;
+}
+
+}  // namespace kiln

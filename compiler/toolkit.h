@@ -1,0 +1,30 @@
+// Where the CUDA toolkit pieces the compiler uses live, and the cubin assembler.
+//
+// The toolkit root is $KILN_CUDA_ROOT, else $CUDA_HOME, else the path configured at build time
+// (/usr/local/cuda). libnvJitLink is opened with dlopen on first use, so the kiln binary runs
+// (and emits PTX) on machines without it; it then ships PTX only and says why.
+#pragma once
+
+#include <string>
+
+#include "runtime/status.h"
+
+namespace kiln {
+
+std::string cuda_root();
+std::string libdevice_path();
+
+/// A cubin and what the assembler reported about it.
+struct Cubin {
+  std::string bytes;
+  int registers = 0;
+  int spill_bytes = 0;  // spill stores + spill loads
+  int shared_bytes = 0;
+  std::string info_log;
+};
+
+/// Assembles `ptx` for `arch` ("sm_90") with nvJitLink. Fails (never throws) when nvJitLink
+/// is missing or rejects the PTX; the message carries its error log.
+Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch);
+
+}  // namespace kiln
