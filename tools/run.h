@@ -1,0 +1,32 @@
+// `kiln run`: launch a bundle's kernel on random inputs, check it against the CPU
+// interpreter, time it and report the achieved bandwidth.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/program.h"
+
+namespace kiln {
+
+struct RunOptions {
+  std::string bundle;
+  std::string kernel;
+  SymbolValues shape;
+  std::string variant = "default";  // "default", "all", or a variant id (single-step kernels)
+  uint64_t seed = 1;
+  int reps = 0;  // timed launches; 0 = as many as fit in ~200 ms
+  bool check = true;
+  bool copy_baseline = false;  // also time a device-to-device copy of the same traffic
+  double rtol = -1;            // < 0: the output dtype's default
+  std::string json_out;        // write the results as JSON here
+};
+
+/// Exit codes of `kiln run`.
+inline constexpr int kExitOk = 0, kExitError = 1, kExitMismatch = 2, kExitSkip = 77;
+
+/// Runs and reports on stdout; errors go to stderr. Returns one of the exit codes above;
+/// kExitSkip when there is no CUDA driver or device (the test suite reports a skip).
+int run_kernel(const RunOptions& opts);
+
+}  // namespace kiln
