@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The GPU end-to-end tests without CTest, for a GPU machine that has only the driver and the
+# kiln binary: compile every example in tests/gpu/cases.txt and run it at each shape.
+#   tests/gpu/run_gpu_tests.sh KILN_BINARY OUT_DIR [WRAPPER...]
+# WRAPPER (e.g. `compute-sanitizer --tool memcheck`) prefixes each `kiln run`; then only the
+# two smallest shapes of each example run, with few repetitions.
+set -uo pipefail
+kiln=$1 out=$2
+shift 2
+wrapper=("$@")
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$out"
+pass=0 fail=0 skip=0
+while read -r example kernel shapes; do
+  [[ -z "$example" || "$example" == \#* ]] && continue
+  bundle="$out/bundles/$example"
+  if [[ ! -f "$bundle/manifest.json" ]]; then
+    "$kiln" compile "$root/examples/$example.kiln" -o "$bundle" > /dev/null || { echo "FAIL compile $example"; fail=$((fail+1)); continue; }
+  fi
+  read -ra list <<< "$shapes"
+  reps=20
+  if (( ${#wrapper[@]} )); then list=("${list[@]:0:2}"); reps=2; fi
+  for shape in "${list[@]}"; do
+    log="$out/$example.$shape.log"
+    "${wrapper[@]}" "$kiln" run "$bundle" "$kernel" --shape "$shape" --reps $reps > "$log" 2>&1
+    rc=$?
+    if (( rc == 0 )); then pass=$((pass+1)); status=ok
+    elif (( rc == 77 )); then skip=$((skip+1)); status=SKIP
+    else fail=$((fail+1)); status="FAIL(rc=$rc)"; fi
+    printf '%-12s %-20s %s\n' "$example" "$shape" "$status"
+    if [[ $status != ok ]]; then tail -5 "$log"; fi
+  done
+done < "$here/cases.txt"
+echo "$pass passed, $fail failed, $skip skipped"
+(( fail == 0 ))
