@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Pointwise benchmark: every variant of the examples at 64M elements, with the copy bandwidth
+# measured in the same run, then the same kernels through PyTorch eager and torch.compile.
+#   bench/pointwise.sh KILN_BINARY OUT_DIR
+set -euo pipefail
+kiln=$1 out=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out/bundles"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$out/gpu.txt"
+for spec in add:add:N=67108864 bias_gelu:bias_gelu:M=8192,N=8192 swiglu:swiglu:M=8192,N=8192; do
+  IFS=: read -r example kernel shape <<< "$spec"
+  [[ -f "$out/bundles/$example/manifest.json" ]] || "$kiln" compile "$root/examples/$example.kiln" -o "$out/bundles/$example" > /dev/null
+  "$kiln" run "$out/bundles/$example" "$kernel" --shape "$shape" --variant all --copy-baseline \
+      --json "$out/kiln_$example.json" | tee "$out/kiln_$example.txt"
+done
+python3 "$root/bench/torch_pointwise.py" "$out/torch.json" | tee "$out/torch.txt"
