@@ -514,17 +514,38 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
           fmt::format("{}: symbol {} = {} must be > 0", info.name, info.symbols[j], symbols[j]));
     }
   }
+  std::array<int64_t, kMaxLaunchArgs> sizes{};
   for (size_t i = 0; i < np; ++i) {
     std::optional<int64_t> n = numel(param_dims_[i], symbols);
-    int64_t bytes = 0;
-    if (!n ||
-        __builtin_mul_overflow(*n, static_cast<int64_t>(size_of(info.params[i].dtype)), &bytes)) {
+    int64_t& bytes = sizes[i];
+    const auto elem = static_cast<int64_t>(size_of(info.params[i].dtype));
+    if (ptrs[i] % static_cast<CUdeviceptr>(elem) != 0) {
+      return Status::error(
+          fmt::format("{}: argument {} ({}): pointer is not aligned to its {}-byte elements",
+                      info.name, i + 1, info.params[i].name, elem));
+    }
+    if (!n || __builtin_mul_overflow(*n, elem, &bytes)) {
       return Status::error(
           fmt::format("{}: argument {} ({}): shape {} is too large (its {} "
                       "overflows int64)",
                       info.name, i + 1, info.params[i].name,
                       shape_text(info.params[i].shape, param_dims_[i], symbols),
                       n ? "size in bytes" : "element count"));
+    }
+  }
+
+  // Kernels take their pointers as noalias: an output may not overlap any other argument.
+  for (size_t i = 0; i < np; ++i) {
+    if (!info.params[i].output) continue;
+    for (size_t j = 0; j < np; ++j) {
+      if (j == i) continue;
+      const CUdeviceptr a = ptrs[i], b = ptrs[j];
+      if (a < b + static_cast<CUdeviceptr>(sizes[j]) &&
+          b < a + static_cast<CUdeviceptr>(sizes[i])) {
+        return Status::error(fmt::format(
+            "{}: argument {} ({}) overlaps argument {} ({}); outputs may not alias other arguments",
+            info.name, i + 1, info.params[i].name, j + 1, info.params[j].name));
+      }
     }
   }
 
