@@ -160,10 +160,19 @@ int main(int argc, char** argv) {
                 "also time a device-to-device copy of the same bytes");
   run->add_option("--json", ro.json_out, "write the results as JSON to this file");
 
+  auto is_verb = [&](const char* name) {
+    auto verbs = app.get_subcommands([&](CLI::App* sub) { return sub->check_name(name); });
+    return !verbs.empty();
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_verb(argv[1])) {
+    fmt::print(stderr, "kiln: unknown command '{}' (commands: compile, run; see kiln --help)\n",
+               argv[1]);
+    return 1;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 1;  // --help and --version exit 0
   }
   try {
     if (*compile) return compile_command(spec, out_dir, archs, emit, default_only, jobs);
