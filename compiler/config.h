@@ -27,7 +27,7 @@ struct PointwiseConfig {
 /// fallback for pointers that are not 16-byte aligned.
 std::vector<PointwiseConfig> pointwise_config_space(int max_vec);
 
-/// The heuristic default: 256 threads, full vectors, two vectors in flight.
+/// The heuristic default: 128 threads, full vectors, two vectors in flight.
 PointwiseConfig default_pointwise_config(int max_vec);
 
 }  // namespace kiln

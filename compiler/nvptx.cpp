@@ -6,7 +6,8 @@
 //     nvvm-reflect-ftz = 0 keeps denormals (IEEE results, as the interpreter computes).
 //  3. Everything but the kernels is internalized, so O3 inlines and drops the library code,
 //     and NVVMReflect (registered by the NVPTX target machine) folds __nvvm_reflect.
-//  4. The O3 pipeline, then the backend's assembly printer.
+//  4. The O3 pipeline, then the backend's assembly printer, allowed to fuse a * b + c into
+//     one fma (nvcc's default; ir/expr.h allows it).
 #include <fmt/format.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/CodeGen/CommandFlags.h>
@@ -73,6 +74,7 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const std::string& arch
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!target) throw InternalError("NVPTX target not registered: " + err);
   llvm::TargetOptions opts;
+  opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;  // a * b + c may become one fma, as in nvcc
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
       kTriple, arch, "", opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
 }

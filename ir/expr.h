@@ -5,7 +5,8 @@
 // (ignored by equality and hashing). Semantics, which the CPU interpreter
 // (ir/interpreter.h) and the GPU code generator must both honour:
 //  - f32 arithmetic is IEEE single precision (the interpreter computes in f64 and rounds only
-//    where a value is stored or cast; the comparison tolerance absorbs the difference).
+//    where a value is stored or cast; the comparison tolerance absorbs the difference). The
+//    code generator may fuse a * b + c into one fma with a single rounding, as nvcc does.
 //  - i32 arithmetic wraps (two's complement). i32 division truncates toward zero; x / 0 is 0
 //    and INT32_MIN / -1 is INT32_MIN, so no input traps.
 //  - max/min on f32 propagate NaN (like torch.maximum); on i32 they are the usual ones.
