@@ -1,0 +1,159 @@
+// Unit tests of the compiler's pointwise path: planning (inlining, grouping by iteration
+// space), the config space, vector widths, and whole-program compilation into a manifest that
+// the runtime's reader accepts.
+#include <catch2/catch.hpp>
+#include <functional>
+#include <set>
+
+#include "compiler/codegen.h"
+#include "compiler/compile.h"
+#include "compiler/config.h"
+#include "compiler/plan.h"
+#include "ir/text.h"
+#include "runtime/manifest.h"
+
+using namespace kiln;
+
+namespace {
+
+// Names of the tensors an expression loads.
+std::set<std::string> loaded(const Expr& e) {
+  std::set<std::string> out;
+  std::function<void(const Expr&)> visit = [&](const Expr& x) {
+    if (const Load* ld = x.as<Load>()) out.insert(ld->tensor);
+    for_each_child(x, visit);
+  };
+  visit(e);
+  return out;
+}
+
+const char* kBiasGelu = R"(
+kernel bias_gelu(x: bf16[M, N], b: bf16[N]) -> (y: bf16[M, N]) {
+  h[i, j] = x[i, j] + b[j]
+  y[i, j] = 0.5 * h[i, j] * (1.0 + erf(h[i, j] * 0.70710678))
+}
+)";
+
+}  // namespace
+
+TEST_CASE("temporaries are inlined and never loaded", "[compiler]") {
+  Program p = parse_program(kBiasGelu);
+  std::vector<PointwiseStep> steps = plan_pointwise(p.kernels[0]);
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].vars == std::vector<std::string>{"s0", "s1"});
+  CHECK(steps[0].space == std::vector<Dim>{Dim::symbol("M"), Dim::symbol("N")});
+  REQUIRE(steps[0].stores.size() == 1);
+  CHECK(steps[0].stores[0].param == 2);
+  CHECK(loaded(steps[0].stores[0].value) == std::set<std::string>{"x", "b"});
+}
+
+TEST_CASE("outputs of one iteration space share a step; others get their own", "[compiler]") {
+  Program p = parse_program(R"(
+kernel k(x: f32[M, N], v: f32[N]) -> (y: f32[M, N], a: f32[N], z: f32[M, N], c: f32[N]) {
+  y[i, j] = x[i, j] + v[j]
+  a[j] = v[j] * 2.0
+  z[p, q] = y[p, q] * x[p, q]
+  c[j] = a[j] + 1.0
+})");
+  std::vector<PointwiseStep> steps = plan_pointwise(p.kernels[0]);
+  REQUIRE(steps.size() == 2);
+  REQUIRE(steps[0].stores.size() == 2);
+  CHECK(steps[0].stores[0].param == 2);  // y
+  CHECK(steps[0].stores[1].param == 4);  // z
+  // z reads the output y back: it is recomputed from x and v, never loaded.
+  CHECK(loaded(steps[0].stores[1].value) == std::set<std::string>{"x", "v"});
+  REQUIRE(steps[1].stores.size() == 2);
+  CHECK(steps[1].space == std::vector<Dim>{Dim::symbol("N")});
+  CHECK(loaded(steps[1].stores[1].value) == std::set<std::string>{"v"});
+}
+
+TEST_CASE("a read-back of a bf16 output sees the rounded value", "[compiler]") {
+  Program p = parse_program(R"(
+kernel k(x: f32[N]) -> (y: bf16[N], z: f32[N]) {
+  y[i] = x[i] * 3.0
+  z[i] = y[i] + 1.0
+})");
+  std::vector<PointwiseStep> steps = plan_pointwise(p.kernels[0]);
+  REQUIRE(steps.size() == 1);
+  CHECK(print(steps[0].stores[1].value) == "bf16(x[s0] * 3.0) + 1.0");
+}
+
+TEST_CASE("reductions are refused at their location", "[compiler]") {
+  Program p =
+      parse_program("kernel k(x: f32[M, N]) -> (s: f32[M]) {\n  s[i] = sum(x[i, j], j)\n}\n");
+  try {
+    plan_pointwise(p.kernels[0]);
+    FAIL("expected a UserError");
+  } catch (const UserError& e) {
+    CHECK(e.loc() == SourceLoc{2, 10});
+    CHECK_THAT(e.what(), Catch::Contains("does not support reductions yet"));
+  }
+}
+
+TEST_CASE("the pointwise config space", "[compiler]") {
+  std::vector<PointwiseConfig> space = pointwise_config_space(4);
+  CHECK(space.size() == 18);
+  int scalar = 0;
+  for (const PointwiseConfig& c : space) scalar += c.vec == 1;
+  CHECK(scalar == 9);
+  PointwiseConfig def = default_pointwise_config(4);
+  CHECK(std::count(space.begin(), space.end(), def) == 1);
+  CHECK(def.vec == 4);
+  CHECK(def.elements_per_block() == 128 * 4 * 2);
+  CHECK(pointwise_config_space(1).size() == 9);
+}
+
+TEST_CASE("vector width is 16 bytes of the narrowest contiguous tensor", "[compiler]") {
+  auto width = [](const char* spec) {
+    Program p = parse_program(spec);
+    return max_vector_width(p.kernels[0], plan_pointwise(p.kernels[0])[0]);
+  };
+  CHECK(width("kernel k(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] }") == 4);
+  CHECK(width("kernel k(x: bf16[N]) -> (y: bf16[N]) { y[i] = x[i] }") == 8);
+  CHECK(width("kernel k(x: f32[N]) -> (y: f16[N]) { y[i] = x[i] }") == 8);
+  // A transposed f16 read is gathered, so it does not narrow the vectors.
+  CHECK(width("kernel k(x: f16[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }") == 4);
+}
+
+TEST_CASE("a compiled bundle's manifest is valid and complete", "[compiler]") {
+  Program p = parse_program(R"(
+kernel mixed(x: f32[M, N], k: i32[N]) -> (y: f32[M, N], q: f16[N]) {
+  y[i, j] = x[i, j] * f32(k[j])
+  q[j] = f16(k[j])
+})");
+  CompileOptions opts;
+  opts.assemble = false;  // PTX only: no nvJitLink needed for this test
+  opts.jobs = 2;
+  CompiledBundle b = compile_program(p, opts);
+  REQUIRE(b.manifest.kernels.size() == 1);
+  const bundle::KernelInfo& k = b.manifest.kernels[0];
+  CHECK(k.symbols == std::vector<std::string>{"M", "N"});
+  CHECK(k.hash == content_hash(p.kernels[0]));
+  CHECK(parse_program(k.ir) == p);
+  REQUIRE(k.steps.size() == 2);
+  for (const bundle::Step& s : k.steps) {
+    CHECK(std::count_if(s.variants.begin(), s.variants.end(),
+                        [](auto& v) { return v.is_default; }) == 1);
+    for (const bundle::Variant& v : s.variants) {
+      REQUIRE(v.images.size() == 2);
+      for (const bundle::ArchImage& im : v.images) {
+        REQUIRE(b.files.count(im.ptx) == 1);
+        CHECK_THAT(b.files.at(im.ptx), Catch::Contains(".entry " + v.entry + "("));
+        CHECK_THAT(b.files.at(im.ptx), Catch::Contains(".target " + im.arch));
+        CHECK(im.cubin.empty());
+      }
+      if (v.config.at("vec") == 1) {
+        CHECK(v.align_bytes == 1);
+        CHECK(v.aligned_params.empty());
+      } else {
+        CHECK(v.align_bytes == 16);
+      }
+    }
+  }
+  // Step 0 reads x contiguously and k[j] as a row vector; it writes y.
+  const bundle::Variant& v = k.steps[0].variants.back();
+  CHECK(v.aligned_params == std::vector<int>{0, 1, 2});
+  Result<bundle::Manifest> back = bundle::parse_manifest(bundle::to_json(b.manifest), "test");
+  REQUIRE(back.ok());
+  CHECK(back.value() == b.manifest);
+}
