@@ -15,6 +15,7 @@
 #include "compiler/codegen.h"
 #include "compiler/config.h"
 #include "compiler/plan.h"
+#include "compiler/schedule.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
 
@@ -184,6 +185,11 @@ Status write_bundle(const CompiledBundle& b, const std::string& dir) {
 
 std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
   if (stage == Stage::ir) return print(p);
+  if (stage == Stage::schedule) {
+    std::string out;
+    for (const KernelDef& k : p.kernels) out += print_schedule(schedule_kernel(k));
+    return out;
+  }
   llvm::LLVMContext ctx;
   llvm::Module m("kiln", ctx);
   for (const KernelDef& k : p.kernels) {

@@ -34,9 +34,10 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts);
 /// file and a rename, so a reader never sees a half-written bundle.
 Status write_bundle(const CompiledBundle& b, const std::string& dir);
 
-enum class Stage { ir, llvm, ptx };
+enum class Stage { ir, schedule, llvm, ptx };
 /// The text of one stage for every kernel (for the default variant of each step): the
-/// canonical IR, the LLVM IR as lowered (before optimization), or the PTX for `arch`.
+/// canonical IR, the fusion schedule (compiler/schedule.h), the LLVM IR as lowered (before
+/// optimization), or the PTX for `arch`.
 std::string emit_stage(const Program& p, Stage stage, const std::string& arch);
 
 }  // namespace kiln

@@ -1,0 +1,837 @@
+// See schedule.h for the algorithm. This file follows its steps in order: normalization,
+// nodes, greedy fusion with index roles, tensors, per-kernel programs, kinds and bytes, text.
+//
+// Index roles. Inside a reduction kernel with rows O = (o0, ..., on-1) and reduced extent R,
+// every index variable of every node plays a role: row position k (0 <= k < n) or the reduced
+// index (role n). A reduction node's left-hand side indices are the rows in order and its
+// reduced index is role n. A load of a tensor produced in the same kernel ties the reader's
+// subscript variables to the producer's left-hand side variables (same role), which is what
+// "the consumer reads the value of the same row" means; a conflict means it would read another
+// row, which one kernel cannot do. Roles are solved with a union-find over (node, variable);
+// a variable no load ties down takes the free role of its extent.
+#include "compiler/schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <set>
+
+#include "ir/text.h"
+
+namespace kiln {
+
+std::string_view to_string(KernelKind k) {
+  switch (k) {
+    case KernelKind::pointwise:
+      return "pointwise";
+    case KernelKind::persistent_reduction:
+      return "persistent_reduction";
+    case KernelKind::looped_reduction:
+      return "looped_reduction";
+    case KernelKind::split_reduction:
+      return "split_reduction";
+    case KernelKind::outer_reduction:
+      return "outer_reduction";
+  }
+  return "?";
+}
+
+namespace {
+
+// A persistent row must fit in this many bytes on chip (registers, then shared memory).
+constexpr int64_t kPersistentRowBytes = 96 * 1024;
+// Fewer rows than this, each at least kSplitMinRow long, split each row over many blocks.
+constexpr int64_t kSplitMaxRows = 128;
+constexpr int64_t kSplitMinRow = 65536;
+
+std::string dims_text(const std::vector<Dim>& d) {
+  std::vector<std::string> s;
+  for (const Dim& x : d) s.push_back(x.to_string());
+  return "[" + fmt::format("{}", fmt::join(s, ", ")) + "]";
+}
+
+bool same_multiset(std::vector<Dim> a, std::vector<Dim> b) {
+  auto key = [](const Dim& d) { return d.to_string(); };
+  auto cmp = [&](const Dim& x, const Dim& y) { return key(x) < key(y); };
+  std::sort(a.begin(), a.end(), cmp);
+  std::sort(b.begin(), b.end(), cmp);
+  return a == b;
+}
+
+// Every load in an expression (reduction bodies included), in evaluation order.
+void collect_loads(const Expr& e, std::vector<const Load*>& out) {
+  if (const Load* l = e.as<Load>()) out.push_back(l);
+  for_each_child(e, [&](const Expr& c) { collect_loads(c, out); });
+}
+
+// ---- 1. normalization ---------------------------------------------------------------------
+
+class Normalizer {
+ public:
+  explicit Normalizer(const KernelDef& k) : k_(k) {
+    for (const TensorDecl* t : k.params()) names_.insert(t->name);
+    for (const TensorDecl& t : k.temps) names_.insert(t.name);
+    for (const std::string& s : k.symbols()) names_.insert(s);
+  }
+
+  KernelDef run() {
+    out_ = k_;
+    out_.body.clear();
+    out_.temps.clear();
+    for (const Stmt& s : k_.body) {
+      extents_ = index_extents(k_, s);
+      lhs_ = s.indices;
+      Expr value = lift(s.value, s.indices, /*top=*/true);
+      out_.body.push_back(Stmt{s.target, s.indices, value, s.loc});
+      if (const TensorDecl* t = k_.find_tensor(s.target); t->role == TensorRole::temp) {
+        out_.temps.push_back(*t);
+      }
+    }
+    verify(out_);
+    return out_;
+  }
+
+ private:
+  std::string fresh() {
+    std::string n;
+    do n = fmt::format("_r{}", counter_++);
+    while (names_.count(n));
+    names_.insert(n);
+    return n;
+  }
+
+  // Index variables e depends on, ordered as in `scope`.
+  std::vector<std::string> free_vars(const Expr& e, const std::vector<std::string>& scope) {
+    std::set<std::string> used;
+    std::function<void(const Expr&, const std::set<std::string>&)> walk =
+        [&](const Expr& x, const std::set<std::string>& bound) {
+          if (const Load* l = x.as<Load>()) {
+            for (const auto& i : l->indices) {
+              if (!bound.count(i)) used.insert(i);
+            }
+          } else if (const IndexRef* r = x.as<IndexRef>()) {
+            if (!bound.count(r->name)) used.insert(r->name);
+          }
+          if (const Reduce* r = x.as<Reduce>()) {
+            std::set<std::string> b = bound;
+            b.insert(r->index);
+            walk(wrap(r->body), b);
+            return;
+          }
+          for_each_child(x, [&](const Expr& c) { walk(c, bound); });
+        };
+    walk(e, {});
+    std::vector<std::string> out;
+    for (const auto& v : scope) {
+      if (used.count(v)) out.push_back(v);
+    }
+    return out;
+  }
+
+  // e with every reduction (but a top-level one whose free indices are the left-hand side)
+  // replaced by a load of a new temporary defined just before the current statement.
+  Expr lift(const Expr& e, const std::vector<std::string>& scope, bool top) {
+    if (const Reduce* r = e.as<Reduce>()) {
+      std::vector<std::string> inner = scope;
+      inner.push_back(r->index);
+      Expr body = lift(wrap(r->body), inner, false);
+      Expr red = make_reduce(r->op, r->index, body, e.loc());
+      std::vector<std::string> free = free_vars(red, scope);
+      if (top && free == lhs_) return red;
+      std::string name = fresh();
+      std::vector<Dim> shape;
+      for (const auto& v : free) shape.push_back(extents_.at(v));
+      out_.temps.push_back(TensorDecl{name, red.type(), shape, TensorRole::temp, e.loc()});
+      out_.body.push_back(Stmt{name, free, red, e.loc()});
+      return make_load(name, free, red.type(), e.loc());
+    }
+    auto sub = [&](const std::shared_ptr<const ExprNode>& p) {
+      return lift(wrap(p), scope, false);
+    };
+    return std::visit(
+        [&](const auto& n) -> Expr {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, Unary>) {
+            return make_unary(n.op, sub(n.a), e.loc());
+          } else if constexpr (std::is_same_v<T, Binary>) {
+            return make_binary(n.op, sub(n.a), sub(n.b), e.loc());
+          } else if constexpr (std::is_same_v<T, Select>) {
+            return make_select(sub(n.cond), sub(n.a), sub(n.b), e.loc());
+          } else if constexpr (std::is_same_v<T, Cast>) {
+            return make_cast(n.to, sub(n.a), e.loc());
+          } else {
+            return e;  // leaves
+          }
+        },
+        e.node().v);
+  }
+
+  const KernelDef& k_;
+  KernelDef out_;
+  std::set<std::string> names_;
+  std::map<std::string, Dim> extents_;
+  std::vector<std::string> lhs_;
+  int counter_ = 0;
+};
+
+// ---- 2. nodes and fusion ------------------------------------------------------------------
+
+struct NodeInfo {
+  const Stmt* stmt = nullptr;
+  std::map<std::string, Dim> extents;
+  std::vector<const Load*> loads;
+  const Reduce* reduce = nullptr;  // top-level reduction, if any
+};
+
+// Role of each (node, variable) inside one reduction kernel; see the file comment.
+class RoleSolver {
+ public:
+  RoleSolver(const std::vector<Dim>& rows, const Dim& reduced) : rows_(rows) {
+    role_dims_ = rows;
+    role_dims_.push_back(reduced);
+  }
+
+  // Adds `node` with its level; returns an empty string or the reason it cannot join.
+  std::string add(int node, const NodeInfo& n, bool element_level,
+                  const std::map<std::string, int>& producer_of) {
+    const Stmt& s = *n.stmt;
+    const int R = static_cast<int>(rows_.size());
+    if (n.reduce) {
+      for (size_t d = 0; d < s.indices.size(); ++d) {
+        if (auto err = fix(node, s.indices[d], static_cast<int>(d), n); !err.empty()) return err;
+      }
+      if (auto err = fix(node, n.reduce->index, R, n); !err.empty()) return err;
+    }
+    for (const Load* l : n.loads) {
+      auto p = producer_of.find(l->tensor);
+      if (p == producer_of.end() || !members_.count(p->second)) continue;
+      const NodeInfo& m = *infos_.at(p->second);
+      for (size_t d = 0; d < l->indices.size(); ++d) {
+        std::string err = unite(node, l->indices[d], p->second, m.stmt->indices[d]);
+        if (!err.empty()) return fmt::format("it reads {} at another row ({})", l->tensor, err);
+      }
+    }
+    members_.insert(node);
+    infos_[node] = &n;
+    levels_[node] = element_level;
+    // Variables no load tied down take the free role of their extent.
+    std::vector<std::string> vars = s.indices;
+    if (n.reduce) vars.push_back(n.reduce->index);
+    std::set<int> used;
+    for (const auto& v : vars) {
+      if (int r = role_of(node, v); r >= 0) used.insert(r);
+    }
+    for (const auto& v : vars) {
+      if (role_of(node, v) >= 0) continue;
+      int pick = -1;
+      for (int r = 0; r <= R && pick < 0; ++r) {
+        if (!used.count(r) && role_dims_[r] == n.extents.at(v) && (element_level || r < R))
+          pick = r;
+      }
+      if (pick < 0) return fmt::format("index '{}' matches no free row or reduced index", v);
+      if (auto err = fix(node, v, pick, n); !err.empty()) return err;
+      used.insert(pick);
+    }
+    // Each variable a distinct role; element-level nodes cover all, row-level ones the rows.
+    if (used.size() != vars.size() || (element_level && static_cast<int>(used.size()) != R + 1) ||
+        (!element_level && !n.reduce && used.count(R))) {
+      return "its indices do not map one to one onto the kernel's rows and reduced index";
+    }
+    return "";
+  }
+
+  int role_of(int node, const std::string& var) {
+    auto it = id_.find({node, var});
+    if (it == id_.end()) return -1;
+    return role_[find(it->second)];
+  }
+
+ private:
+  int element(int node, const std::string& var) {
+    auto [it, fresh] = id_.emplace(std::make_pair(node, var), static_cast<int>(parent_.size()));
+    if (fresh) {
+      parent_.push_back(it->second);
+      role_.push_back(-1);
+    }
+    return it->second;
+  }
+  int find(int x) { return parent_[x] == x ? x : parent_[x] = find(parent_[x]); }
+
+  std::string fix(int node, const std::string& var, int role, const NodeInfo& n) {
+    if (!(role_dims_[role] == n.extents.at(var))) {
+      return fmt::format("index '{}' has extent {}, the kernel's {} has {}", var,
+                         n.extents.at(var).to_string(),
+                         role < static_cast<int>(rows_.size()) ? "row" : "reduced index",
+                         role_dims_[role].to_string());
+    }
+    int r = find(element(node, var));
+    if (role_[r] >= 0 && role_[r] != role) return fmt::format("index '{}' plays two parts", var);
+    role_[r] = role;
+    return "";
+  }
+
+  std::string unite(int a, const std::string& va, int b, const std::string& vb) {
+    int x = find(element(a, va)), y = find(element(b, vb));
+    if (x == y) return "";
+    if (role_[x] >= 0 && role_[y] >= 0 && role_[x] != role_[y]) {
+      return fmt::format("'{}' would have to be both {} and {}", va, part(role_[x]),
+                         part(role_[y]));
+    }
+    parent_[x] = y;
+    if (role_[y] < 0) role_[y] = role_[x];
+    return "";
+  }
+
+  std::string part(int role) const {
+    return role < static_cast<int>(rows_.size()) ? fmt::format("row index {}", role)
+                                                 : std::string("the reduced index");
+  }
+
+  std::vector<Dim> rows_, role_dims_;
+  std::map<std::pair<int, std::string>, int> id_;
+  std::vector<int> parent_, role_;
+  std::set<int> members_;
+  std::map<int, const NodeInfo*> infos_;
+  std::map<int, bool> levels_;
+};
+
+struct Group {
+  std::vector<int> nodes;
+  std::vector<Dim> space;  // pointwise space, or rows
+  std::optional<Dim> reduced;
+  std::unique_ptr<RoleSolver> roles;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const KernelDef& k, const ScheduleOptions& opts) : opts_(opts) {
+    s_.normalized = Normalizer(k).run();
+  }
+
+  Schedule run() {
+    build_nodes();
+    group_of_.assign(infos_.size(), -1);
+    // Pointwise temporaries computed from inputs alone are not placed: every kernel that
+    // reads one recomputes it (step 3), as Inductor inlines pointwise nodes.
+    for (size_t i = 0; i < infos_.size(); ++i) {
+      if (live_[i] && !recomputable(static_cast<int>(i))) place(static_cast<int>(i));
+    }
+    build_kernels();
+    return std::move(s_);
+  }
+
+ private:
+  const KernelDef& nk() const { return s_.normalized; }
+
+  void build_nodes() {
+    const KernelDef& k = nk();
+    infos_.resize(k.body.size());
+    for (size_t i = 0; i < k.body.size(); ++i) {
+      NodeInfo& n = infos_[i];
+      n.stmt = &k.body[i];
+      n.extents = index_extents(k, k.body[i]);
+      collect_loads(k.body[i].value, n.loads);
+      n.reduce = k.body[i].value.as<Reduce>();
+      ScheduleNode sn;
+      sn.id = static_cast<int>(i);
+      sn.target = k.body[i].target;
+      sn.space = k.find_tensor(sn.target)->shape;
+      if (n.reduce) sn.reduced = n.extents.at(n.reduce->index);
+      for (const Load* l : n.loads) {
+        auto p = producer_.find(l->tensor);
+        if (p != producer_.end() &&
+            std::find(sn.deps.begin(), sn.deps.end(), p->second) == sn.deps.end()) {
+          sn.deps.push_back(p->second);
+        }
+      }
+      producer_[sn.target] = sn.id;
+      s_.nodes.push_back(sn);
+    }
+    // Statements no output depends on are dead: they get no kernel.
+    live_.assign(infos_.size(), false);
+    for (int i = static_cast<int>(infos_.size()) - 1; i >= 0; --i) {
+      if (k.find_tensor(s_.nodes[i].target)->role == TensorRole::output) live_[i] = true;
+      if (!live_[i]) continue;
+      for (int d : s_.nodes[i].deps) live_[d] = true;
+    }
+  }
+
+  // Whether node n can join group g; empty string if it can, else the reason.
+  std::string fits(int n, Group& g, bool dry_run) {
+    const ScheduleNode& sn = s_.nodes[n];
+    // The cycle rule: everything n reads must be computed in g or in an earlier kernel.
+    int gi = static_cast<int>(&g - groups_.data());
+    for (int d : sn.deps) {
+      if (group_of_[d] > gi) {
+        return fmt::format("it reads {}, computed in k{}, which comes after k{} (a cycle)",
+                           s_.nodes[d].target, group_of_[d], gi);
+      }
+    }
+    auto space_text = [](const std::vector<Dim>& s, const std::optional<Dim>& r) {
+      return r ? fmt::format("rows {} reducing {}", dims_text(s), r->to_string())
+               : fmt::format("pointwise over {}", dims_text(s));
+    };
+    std::string mismatch =
+        fmt::format("different iteration spaces: {} vs {}", space_text(sn.space, sn.reduced),
+                    space_text(g.space, g.reduced));
+    if (!g.reduced && !sn.reduced) {
+      return sn.space == g.space ? "" : mismatch;
+    }
+    // The group (after the join) is a reduction kernel with rows O and reduced extent R.
+    std::vector<Dim> rows = g.reduced ? g.space : sn.space;
+    Dim red = g.reduced ? *g.reduced : *sn.reduced;
+    std::vector<Dim> full = rows;
+    full.push_back(red);
+    if (sn.reduced) {
+      if (g.reduced && !(sn.space == g.space && *sn.reduced == *g.reduced)) return mismatch;
+      if (!g.reduced && !same_multiset(g.space, full) && !(g.space == rows)) return mismatch;
+    } else if (!same_multiset(sn.space, full) && !same_multiset(sn.space, rows)) {
+      return mismatch;
+    }
+    // Index roles: solve for the whole group with n added.
+    auto solver = std::make_unique<RoleSolver>(rows, red);
+    std::vector<int> members = g.nodes;
+    members.push_back(n);
+    std::sort(members.begin(), members.end());
+    for (int m : members) {
+      const ScheduleNode& ms = s_.nodes[m];
+      bool elem = !ms.reduced && same_multiset(ms.space, full);
+      std::string err = solver->add(m, infos_[m], elem, producer_);
+      if (!err.empty()) {
+        return m == n ? err : fmt::format("{} could then not stay: {}", ms.target, err);
+      }
+    }
+    if (!dry_run) {
+      g.space = rows;
+      g.reduced = red;
+      g.roles = std::move(solver);
+    }
+    return "";
+  }
+
+  // Bytes node n would share with group g: tensors one writes and the other reads, inputs
+  // both read (each counted by its element size, a proxy for its traffic).
+  int64_t affinity(int n, const Group& g) const {
+    std::set<std::string> reads_n, writes_g, reads_g;
+    for (const Load* l : infos_[n].loads) reads_n.insert(l->tensor);
+    for (int m : g.nodes) {
+      writes_g.insert(s_.nodes[m].target);
+      for (const Load* l : infos_[m].loads) reads_g.insert(l->tensor);
+    }
+    int64_t score = 0;
+    for (const auto& t : reads_n) {
+      const TensorDecl* d = nk().find_tensor(t);
+      int64_t w = static_cast<int64_t>(size_of(d->dtype)) * std::max<size_t>(1, d->shape.size());
+      if (writes_g.count(t))
+        score += 4 * w;  // producer-consumer: a write and a read saved
+      else if (reads_g.count(t))
+        score += w;  // siblings: one read saved
+    }
+    return score;
+  }
+
+  void place(int n) {
+    int best = -1;
+    int64_t best_score = -1;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      int64_t score = affinity(n, groups_[g]);
+      std::string why = fits(n, groups_[g], /*dry_run=*/true);
+      if (!why.empty()) {
+        if (score > 0) s_.refusals.push_back({n, static_cast<int>(g), why});
+        continue;
+      }
+      if (score > best_score || (score == best_score && score > 0)) {
+        best = static_cast<int>(g);
+        best_score = score;
+      }
+    }
+    // Join a related kernel; an unrelated one only if it is pointwise work of the same space.
+    const ScheduleNode& sn = s_.nodes[n];
+    if (best >= 0 && best_score == 0 && (sn.reduced || groups_[best].reduced)) best = -1;
+    if (best >= 0) {
+      std::string err = fits(n, groups_[best], /*dry_run=*/false);
+      internal_check(err.empty(), "schedule: a fitting node failed to join");
+    } else {
+      best = static_cast<int>(groups_.size());
+      Group& g = groups_.emplace_back();
+      g.space = sn.space;
+      g.reduced = sn.reduced;
+      if (sn.reduced) {
+        g.roles = std::make_unique<RoleSolver>(g.space, *g.reduced);
+        std::string err = g.roles->add(n, infos_[n], false, producer_);
+        internal_check(err.empty(), "schedule: a reduction does not fit its own kernel");
+      }
+    }
+    groups_[best].nodes.push_back(n);
+    group_of_[n] = best;
+  }
+
+  // ---- 3. and 4. tensors, kernels, kinds -------------------------------------------------
+
+  // A pointwise temporary computed from inputs through pointwise temporaries only: another
+  // kernel recomputes it (with that chain) instead of reading it from memory.
+  bool recomputable(int n) const {
+    if (infos_[n].reduce || nk().find_tensor(s_.nodes[n].target)->role != TensorRole::temp) {
+      return false;
+    }
+    for (const Load* l : infos_[n].loads) {
+      const TensorDecl* t = nk().find_tensor(l->tensor);
+      if (t->role == TensorRole::input) continue;
+      if (t->role != TensorRole::temp || !recomputable(producer_.at(l->tensor))) return false;
+    }
+    return true;
+  }
+
+  // n and the chain of recomputable temporaries it reads, into `out`.
+  void recompute_chain(int n, std::set<int>& out) const {
+    if (!out.insert(n).second) return;
+    for (int d : s_.nodes[n].deps) recompute_chain(d, out);
+  }
+
+  void build_kernels() {
+    const KernelDef& k = nk();
+    // Which temporaries cross kernels, and how.
+    std::set<std::string> materialized;
+    std::map<int, std::set<int>> recomputed;  // kernel -> nodes copied into it
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      for (int n : groups_[g].nodes) {
+        for (int d : s_.nodes[n].deps) {
+          if (group_of_[d] == static_cast<int>(g)) continue;
+          if (group_of_[d] < 0) {
+            recompute_chain(d, recomputed[g]);
+          } else if (k.find_tensor(s_.nodes[d].target)->role == TensorRole::temp) {
+            materialized.insert(s_.nodes[d].target);
+          }
+        }
+      }
+    }
+    for (const TensorDecl& t : k.temps) {
+      if (materialized.count(t.name)) s_.buffers.push_back(t);
+    }
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      s_.kernels.push_back(make_kernel(static_cast<int>(g), materialized, recomputed[g]));
+    }
+  }
+
+  ScheduledKernel make_kernel(int gi, const std::set<std::string>& materialized,
+                              const std::set<int>& recomputed) {
+    const KernelDef& k = nk();
+    const Group& g = groups_[gi];
+    ScheduledKernel sk;
+    sk.name = fmt::format("{}_k{}", k.name, gi);
+    sk.space = g.space;
+    sk.reduced = g.reduced;
+
+    // The kernel as a program: its statements (copies of recomputed ones first, in order).
+    std::vector<int> stmts(recomputed.begin(), recomputed.end());
+    stmts.insert(stmts.end(), g.nodes.begin(), g.nodes.end());
+    std::sort(stmts.begin(), stmts.end());
+    sk.nodes = stmts;
+    KernelDef& def = sk.def;
+    def.name = sk.name;
+    def.loc = k.loc;
+    std::set<std::string> defined;
+    for (int n : stmts) {
+      def.body.push_back(*infos_[n].stmt);
+      defined.insert(infos_[n].stmt->target);
+    }
+    std::set<std::string> read;
+    for (int n : stmts) {
+      for (const Load* l : infos_[n].loads) read.insert(l->tensor);
+    }
+    auto decl = [&](const std::string& name, TensorRole role) {
+      TensorDecl t = *k.find_tensor(name);
+      t.role = role;
+      return t;
+    };
+    // Inputs: parameters and buffers read but not defined here, in declaration order.
+    for (const TensorDecl* t : k.params()) {
+      if (read.count(t->name) && !defined.count(t->name))
+        def.inputs.push_back(decl(t->name, TensorRole::input));
+    }
+    for (const TensorDecl& t : s_.buffers) {
+      if (read.count(t.name) && !defined.count(t.name))
+        def.inputs.push_back(decl(t.name, TensorRole::input));
+    }
+    // Outputs: the kernel's outputs and the buffers it writes; the rest stays on chip.
+    for (const TensorDecl& t : k.outputs) {
+      if (defined.count(t.name)) def.outputs.push_back(decl(t.name, TensorRole::output));
+    }
+    for (int n : stmts) {
+      const std::string& name = infos_[n].stmt->target;
+      const TensorDecl* t = k.find_tensor(name);
+      if (t->role != TensorRole::temp) continue;
+      bool written = materialized.count(name) > 0;
+      if (written)
+        def.outputs.push_back(decl(name, TensorRole::output));
+      else
+        def.temps.push_back(decl(name, TensorRole::temp));
+    }
+    verify(def);
+
+    set_kind(sk, groups_[gi].roles.get());
+    set_bytes(sk);
+    return sk;
+  }
+
+  std::optional<int64_t> value_of(const Dim& d) const {
+    if (d.is_fixed()) return d.value();
+    auto it = opts_.sizes.find(d.name());
+    if (it == opts_.sizes.end()) return std::nullopt;
+    return it->second;
+  }
+
+  void set_kind(ScheduledKernel& sk, RoleSolver* roles_or_null) {
+    if (!sk.reduced) {
+      sk.kind = KernelKind::pointwise;
+      sk.kind_reason = "no reduction";
+      return;
+    }
+    RoleSolver& roles = *roles_or_null;
+    const int R = static_cast<int>(sk.space.size());
+    // Memory loads that walk the reduced index, and whether it is their contiguous one.
+    int64_t row_bytes = 0;
+    bool inner = false, outer = false;
+    size_t widest = 0;  // the contiguity of the highest-rank tensors walked decides
+    std::set<std::string> seen;
+    for (int n : sk.nodes) {
+      for (const Load* l : infos_[n].loads) {
+        if (std::find_if(sk.def.inputs.begin(), sk.def.inputs.end(), [&](const TensorDecl& t) {
+              return t.name == l->tensor;
+            }) == sk.def.inputs.end()) {
+          continue;
+        }
+        int pos = -1;
+        for (size_t d = 0; d < l->indices.size(); ++d) {
+          if (roles.role_of(n, l->indices[d]) == R) pos = static_cast<int>(d);
+        }
+        if (pos < 0) continue;
+        if (l->indices.size() > widest) {
+          widest = l->indices.size();
+          inner = outer = false;
+        }
+        if (l->indices.size() == widest) {
+          (pos + 1 == static_cast<int>(l->indices.size()) ? inner : outer) = true;
+        }
+        if (seen.insert(l->tensor).second) row_bytes += size_of(l->stored);
+      }
+    }
+    // Rows span the elements of a row-level loop in each step; compute phases.
+    sk.row_phases = row_phases(sk);
+    const std::string r = sk.reduced->to_string();
+    if (outer && !inner) {
+      sk.kind = KernelKind::outer_reduction;
+      sk.kind_reason = fmt::format(
+          "the reduced index {} is not the contiguous one of the tensors "
+          "it walks: threads run along the contiguous index",
+          r);
+      return;
+    }
+    row_bytes = std::max<int64_t>(row_bytes, 4);
+    const int64_t limit = kPersistentRowBytes / row_bytes;
+    std::optional<int64_t> rv = value_of(*sk.reduced);
+    std::optional<int64_t> rows = int64_t{1};
+    for (const Dim& d : sk.space) {
+      std::optional<int64_t> v = value_of(d);
+      rows = rows && v ? std::optional<int64_t>(*rows * *v) : std::nullopt;
+    }
+    if (!rv) {
+      sk.kind = KernelKind::persistent_reduction;
+      sk.kind_reason = fmt::format(
+          "persistent_reduction if {} <= {} else looped_reduction: a row "
+          "is {} bytes per element and a block holds {} KiB",
+          r, limit, row_bytes, kPersistentRowBytes / 1024);
+      return;
+    }
+    if (rows && *rows < kSplitMaxRows && *rv >= kSplitMinRow) {
+      sk.kind = KernelKind::split_reduction;
+      sk.kind_reason = fmt::format(
+          "{} rows of {} elements: too few rows to fill the GPU, each row "
+          "is spread over many blocks and combined in a second step",
+          *rows, *rv);
+    } else if (*rv <= limit) {
+      sk.kind = KernelKind::persistent_reduction;
+      sk.kind_reason = fmt::format("a row of {} elements x {} bytes fits on chip ({} <= {})", *rv,
+                                   row_bytes, *rv, limit);
+    } else {
+      sk.kind = KernelKind::looped_reduction;
+      sk.kind_reason = fmt::format(
+          "a row of {} elements x {} bytes does not fit on chip ({} > {}): "
+          "{} pass(es) over each row in chunks",
+          *rv, row_bytes, *rv, limit, sk.row_phases);
+    }
+  }
+
+  // Dependent passes over a row: an element-level value or reduction that needs a completed
+  // reduction of the same kernel starts a new pass.
+  int row_phases(const ScheduledKernel& sk) const {
+    std::map<int, int> done;  // node -> pass in which its value is complete
+    int phases = 1;
+    for (int n : sk.nodes) {
+      const ScheduleNode& sn = s_.nodes[n];
+      bool element = sn.reduced || sn.space.size() == sk.space.size() + 1;
+      int pass = element ? 1 : 0;
+      for (int d : sn.deps) {
+        auto it = done.find(d);
+        if (it == done.end()) continue;
+        const ScheduleNode& ds = s_.nodes[d];
+        bool d_row = ds.reduced || ds.space.size() == sk.space.size();
+        pass = std::max(pass, it->second + (element && d_row ? 1 : 0));
+      }
+      done[n] = pass;
+      phases = std::max(phases, pass);
+    }
+    return phases;
+  }
+
+  void set_bytes(ScheduledKernel& sk) {
+    std::vector<std::string> terms;
+    double total = 0;
+    bool known = true;
+    auto add = [&](const TensorDecl& t) {
+      std::string term = std::to_string(size_of(t.dtype));
+      double v = static_cast<double>(size_of(t.dtype));
+      for (const Dim& d : t.shape) {
+        term += "*" + d.to_string();
+        std::optional<int64_t> x = value_of(d);
+        if (x)
+          v *= static_cast<double>(*x);
+        else
+          known = false;
+      }
+      terms.push_back(term);
+      total += v;
+    };
+    for (const TensorDecl& t : sk.def.inputs) add(t);
+    for (const TensorDecl& t : sk.def.outputs) add(t);
+    sk.bytes = fmt::format("{}", fmt::join(terms, " + "));
+    if (known) sk.bytes_value = total;
+  }
+
+  const ScheduleOptions& opts_;
+  Schedule s_;
+  std::vector<NodeInfo> infos_;
+  std::map<std::string, int> producer_;
+  std::vector<Group> groups_;
+  std::vector<int> group_of_;
+  std::vector<bool> live_;
+};
+
+std::string kind_text(const ScheduledKernel& k) {
+  if (k.kind == KernelKind::persistent_reduction &&
+      k.kind_reason.rfind("persistent_reduction if", 0) == 0) {
+    return k.kind_reason.substr(0, k.kind_reason.find(':'));
+  }
+  return std::string(to_string(k.kind));
+}
+
+std::string names(const std::vector<TensorDecl>& ts) {
+  std::vector<std::string> out;
+  for (const TensorDecl& t : ts) out.push_back(t.name);
+  return out.empty() ? "-" : fmt::format("{}", fmt::join(out, " "));
+}
+
+}  // namespace
+
+Schedule schedule_kernel(const KernelDef& k, const ScheduleOptions& opts) {
+  return Scheduler(k, opts).run();
+}
+
+std::string print_schedule(const Schedule& s) {
+  std::string out = fmt::format("schedule {}: {} kernel(s), {} buffer(s)\n", s.normalized.name,
+                                s.kernels.size(), s.buffers.size());
+  for (const TensorDecl& b : s.buffers) {
+    out += fmt::format("buffer {}: {}{}\n", b.name, to_string(b.dtype), dims_text(b.shape));
+  }
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const ScheduledKernel& k = s.kernels[i];
+    out += fmt::format("k{} {}: {}", i, k.name, kind_text(k));
+    if (k.reduced) {
+      out += fmt::format(" rows={} reduce={} phases={}", dims_text(k.space), k.reduced->to_string(),
+                         k.row_phases);
+    } else {
+      out += fmt::format(" space={}", dims_text(k.space));
+    }
+    std::vector<std::string> nodes;
+    for (int n : k.nodes) nodes.push_back(s.nodes[n].target);
+    out += fmt::format("\n  nodes: {}\n  reads: {}\n  writes: {}\n  bytes: {}\n",
+                       fmt::join(nodes, " "), names(k.def.inputs), names(k.def.outputs), k.bytes);
+  }
+  for (const FusionRefusal& r : s.refusals) {
+    out += fmt::format("not fused: {} -> k{}: {}\n", s.nodes[r.node].target, r.kernel, r.reason);
+  }
+  return out;
+}
+
+std::string explain_schedule(const Schedule& s) {
+  const KernelDef& k = s.normalized;
+  int lifted = 0;
+  for (const TensorDecl& t : k.temps) lifted += t.name.rfind("_r", 0) == 0;
+  std::string out = fmt::format(
+      "kernel {}: {} statement(s){} -> {} GPU kernel(s)\n", k.name, k.body.size(),
+      lifted ? fmt::format(" ({} from lifted reductions)", lifted) : "", s.kernels.size());
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const ScheduledKernel& sk = s.kernels[i];
+    out += fmt::format("\nk{} {}: {}", i, sk.name, to_string(sk.kind));
+    if (sk.reduced) {
+      out += fmt::format(" over rows {}, reducing {}, {} phase(s) per row", dims_text(sk.space),
+                         sk.reduced->to_string(), sk.row_phases);
+    } else {
+      out += fmt::format(" over {}", dims_text(sk.space));
+    }
+    out += fmt::format("\n  kind: {}\n  statements:\n", sk.kind_reason);
+    for (int n : sk.nodes) {
+      const Stmt& st = k.body[n];
+      std::string lhs = st.target + "[" + fmt::format("{}", fmt::join(st.indices, ", ")) + "]";
+      out += fmt::format("    {} = {}\n", lhs, print(st.value));
+    }
+    std::vector<std::string> on_chip;
+    for (const TensorDecl& t : sk.def.temps) on_chip.push_back(t.name);
+    out += fmt::format("  reads: {}\n  writes: {}\n  on chip, never in memory: {}\n",
+                       names(sk.def.inputs), names(sk.def.outputs),
+                       on_chip.empty() ? "-" : fmt::format("{}", fmt::join(on_chip, " ")));
+    out += fmt::format("  bytes that must move: {}", sk.bytes);
+    if (sk.bytes_value) out += fmt::format(" = {:.1f} MB", *sk.bytes_value / 1e6);
+    out += "\n";
+  }
+  if (!s.buffers.empty()) {
+    out += "\nmaterialized between kernels:\n";
+    for (const TensorDecl& b : s.buffers) {
+      out += fmt::format("  {}: {}{}\n", b.name, to_string(b.dtype), dims_text(b.shape));
+    }
+  }
+  if (!s.refusals.empty()) {
+    out += "\nnot fused:\n";
+    for (const FusionRefusal& r : s.refusals) {
+      out += fmt::format("  {} did not join k{}: {}\n", s.nodes[r.node].target, r.kernel, r.reason);
+    }
+  }
+  return out;
+}
+
+void run_schedule(const Schedule& s, const SymbolValues& symbols,
+                  std::map<std::string, HostTensor*, std::less<>>& tensors) {
+  std::map<std::string, HostTensor, std::less<>> buffers;
+  for (const TensorDecl& b : s.buffers) {
+    buffers.emplace(b.name, HostTensor(b.dtype, resolve_shape(b.shape, symbols)));
+  }
+  for (const ScheduledKernel& k : s.kernels) {
+    std::map<std::string, HostTensor*, std::less<>> args;
+    for (const TensorDecl* t : k.def.params()) {
+      auto b = buffers.find(t->name);
+      if (b != buffers.end()) {
+        args[t->name] = &b->second;
+        continue;
+      }
+      auto it = tensors.find(t->name);
+      if (it == tensors.end())
+        throw UserError({}, fmt::format("run_schedule: no buffer for '{}'", t->name));
+      args[t->name] = it->second;
+    }
+    interpret(k.def, symbols, args);
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,105 @@
+// The fusion scheduler: from a kernel's statements to the fewest GPU kernels.
+//
+// Algorithm:
+//  1. Normalize: every reduction becomes a statement of its own, `_rN[free] = op(body, r)`,
+//     where `free` are the index variables the reduction depends on (innermost reductions
+//     first). Afterwards each statement ("node") is either pointwise or one top-level
+//     reduction, like Inductor's nodes with (numel, rnumel).
+//  2. Each node has a group: a pointwise node its space S; a reduction node its rows O (its
+//     left-hand side extents) and reduced extent R. Nodes are visited in statement order; a
+//     node joins the earlier kernel with which it shares the most bytes (a tensor one writes
+//     and the other reads, or an input both read) when
+//       - the groups fit: pointwise S into a pointwise kernel S; a reduction (O, R) into a
+//         reduction kernel (O, R); a pointwise node with S = O (row-level: epilogue, e.g.
+//         `mean[i] = s[i] / N`) or S = O + [R] in any order (element-level, e.g. `e[i, j]`)
+//         into a reduction kernel (O, R); a reduction (O, R) into a pointwise kernel whose
+//         space is O + [R] (which becomes a reduction kernel);
+//       - no cycle: every kernel it depends on comes no later than the one it joins.
+//     Otherwise it starts a new kernel, and the reason it could not join each related kernel
+//     is recorded (like Inductor's WhyNoFuse).
+//  3. Tensors: a pointwise temporary used by a later kernel is recomputed there when it reads
+//     only kernel parameters (no bytes added), else materialized; every other temporary used
+//     across kernels is materialized as a buffer with a known shape. Temporaries used inside
+//     one kernel never touch memory.
+//  4. Each kernel becomes a verified KernelDef of its own (inputs: the parameters and buffers
+//     it reads; outputs: what it writes), gets a kind from the sizes, and a byte count.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/interpreter.h"
+#include "ir/program.h"
+
+namespace kiln {
+
+enum class KernelKind {
+  pointwise,
+  persistent_reduction,  // a whole row held on chip, every input byte read once
+  looped_reduction,      // rows too long for one SM: RBLOCK chunks, one pass per row phase
+  split_reduction,       // few, very long rows: many blocks per row and a second step
+  outer_reduction,       // the reduced index is not the contiguous one (e.g. column sums)
+};
+std::string_view to_string(KernelKind k);
+
+/// A statement of the normalized kernel.
+struct ScheduleNode {
+  int id = 0;                  // index in Schedule::normalized.body
+  std::string target;          // the tensor it defines
+  std::vector<Dim> space;      // extents of its left-hand side
+  std::optional<Dim> reduced;  // the reduced extent, for a reduction node
+  std::vector<int> deps;       // nodes whose results it reads
+};
+
+struct ScheduledKernel {
+  std::string name;  // "<kernel>_k<i>"
+  KernelKind kind = KernelKind::pointwise;
+  std::string kind_reason;            // why this kind, from the sizes
+  std::vector<int> nodes;             // node ids, in statement order
+  std::vector<Dim> space;             // pointwise: its space; reduction: the rows O
+  std::optional<Dim> reduced;         // reduction: R
+  int row_phases = 0;                 // reduction: dependent passes over a row (softmax: 3)
+  KernelDef def;                      // the kernel as a program of its own (verified)
+  std::string bytes;                  // bytes it must move, as a formula of the symbols
+  std::optional<double> bytes_value;  // the same with the symbol values given, if all are
+};
+
+/// Why two kernels that exchange data or read the same input were not fused.
+struct FusionRefusal {
+  int node = 0;    // the node that did not join
+  int kernel = 0;  // the kernel it did not join
+  std::string reason;
+};
+
+struct Schedule {
+  KernelDef normalized;  // the kernel after step 1
+  std::vector<ScheduleNode> nodes;
+  std::vector<ScheduledKernel> kernels;  // in launch order
+  std::vector<TensorDecl> buffers;       // materialized intermediates, role temp
+  std::vector<FusionRefusal> refusals;
+};
+
+struct ScheduleOptions {
+  /// Symbol values the kinds and byte counts are decided with; a kind that depends on a
+  /// symbol without a value says so ("persistent if N <= ...").
+  SymbolValues sizes;
+};
+
+/// Schedules a verified kernel. Throws UserError for programs it cannot schedule.
+Schedule schedule_kernel(const KernelDef& k, const ScheduleOptions& opts = {});
+
+/// The stable text form (`kiln compile --emit=schedule`), used by golden tests.
+std::string print_schedule(const Schedule& s);
+
+/// The same with reasons, for people (`kiln explain`).
+std::string explain_schedule(const Schedule& s);
+
+/// Runs the scheduled kernels one by one with the CPU interpreter, materialized buffers in
+/// between: the result must equal interpret() of the original kernel (up to the rounding of
+/// buffers to their storage type).
+void run_schedule(const Schedule& s, const SymbolValues& symbols,
+                  std::map<std::string, HostTensor*, std::less<>>& tensors);
+
+}  // namespace kiln
