@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "compiler/compile.h"
+#include "compiler/schedule.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
 #include "tools/run.h"
@@ -77,7 +78,10 @@ int compile_command(const std::string& spec_path, const std::string& out_dir,
   if (!program) return 1;
   try {
     if (!emit.empty()) {
-      Stage stage = emit == "ir" ? Stage::ir : emit == "llvm" ? Stage::llvm : Stage::ptx;
+      Stage stage = emit == "ir"         ? Stage::ir
+                    : emit == "schedule" ? Stage::schedule
+                    : emit == "llvm"     ? Stage::llvm
+                                         : Stage::ptx;
       fmt::print("{}", emit_stage(*program, stage, archs.front()));
       return 0;
     }
@@ -101,6 +105,27 @@ int compile_command(const std::string& spec_path, const std::string& out_dir,
     }
     fmt::print("wrote {}: {} kernel(s), {} variant(s) for {}\n", out_dir, b.manifest.kernels.size(),
                variants, fmt::join(archs, ", "));
+    return 0;
+  } catch (const UserError& e) {
+    fmt::print(stderr, "{}", render_diagnostic(spec->path, spec->text, e.loc(), e.what()));
+    return 1;
+  }
+}
+
+int explain_command(const std::string& spec_path, const std::vector<std::string>& shapes) {
+  std::optional<SpecFile> spec = read_spec(spec_path);
+  if (!spec) return 1;
+  std::optional<Program> program = load_spec(*spec);
+  if (!program) return 1;
+  std::optional<SymbolValues> sizes = parse_shape(shapes);
+  if (!sizes) return 1;
+  try {
+    for (size_t i = 0; i < program->kernels.size(); ++i) {
+      ScheduleOptions opts;
+      opts.sizes = *sizes;
+      fmt::print("{}{}", i ? "\n" : "",
+                 explain_schedule(schedule_kernel(program->kernels[i], opts)));
+    }
     return 0;
   } catch (const UserError& e) {
     fmt::print(stderr, "{}", render_diagnostic(spec->path, spec->text, e.loc(), e.what()));
@@ -135,10 +160,19 @@ int main(int argc, char** argv) {
         return "expected an architecture like sm_90, got '" + a + "'";
       });
   compile->add_option("--emit", emit, "print one stage to stdout instead of writing a bundle")
-      ->check(CLI::IsMember({"ir", "llvm", "ptx"}));
+      ->check(CLI::IsMember({"ir", "schedule", "llvm", "ptx"}));
   compile->add_flag("--default-only", default_only, "compile only each kernel's default variant");
   compile->add_option("-j,--jobs", jobs, "compile threads (default: one per CPU)")
       ->check(CLI::Range(0, 256));
+
+  // kiln explain
+  CLI::App* explain = app.add_subcommand(
+      "explain", "show how each kernel is split into GPU kernels, their kinds, and why not fewer");
+  std::string explain_spec;
+  std::vector<std::string> explain_shapes;
+  explain->add_option("spec", explain_spec, "the spec file (.kiln)")->required();
+  explain->add_option("--shape", explain_shapes,
+                      "symbol values to decide kinds with, e.g. M=4096,N=1024");
 
   // kiln run
   CLI::App* run = app.add_subcommand(
@@ -165,7 +199,8 @@ int main(int argc, char** argv) {
     return !verbs.empty();
   };
   if (argc > 1 && argv[1][0] != '-' && !is_verb(argv[1])) {
-    fmt::print(stderr, "kiln: unknown command '{}' (commands: compile, run; see kiln --help)\n",
+    fmt::print(stderr,
+               "kiln: unknown command '{}' (commands: compile, explain, run; see kiln --help)\n",
                argv[1]);
     return 1;
   }
@@ -176,6 +211,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*compile) return compile_command(spec, out_dir, archs, emit, default_only, jobs);
+    if (*explain) return explain_command(explain_spec, explain_shapes);
     if (*run) {
       std::optional<SymbolValues> s = parse_shape(shapes);
       if (!s) return 1;
