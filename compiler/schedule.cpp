@@ -140,6 +140,23 @@ class Normalizer {
       Expr red = make_reduce(r->op, r->index, body, e.loc());
       std::vector<std::string> free = free_vars(red, scope);
       if (top && free == lhs_) return red;
+      // A lifted statement's left-hand side gets its extents from the tensors it reads; an
+      // index used only as a value has none (the text form cannot declare one).
+      std::vector<const Load*> loads;
+      collect_loads(red, loads);
+      for (const std::string& v : free) {
+        bool indexes = std::any_of(loads.begin(), loads.end(), [&](const Load* l) {
+          return std::find(l->indices.begin(), l->indices.end(), v) != l->indices.end();
+        });
+        if (!indexes) {
+          throw UserError(e.loc(),
+                          fmt::format("this reduction uses index '{}' only as a value; the "
+                                      "scheduler cannot give it a statement of its own yet: "
+                                      "move '{}' out of the reduction or write the reduction "
+                                      "as a statement of its own that indexes a tensor with it",
+                                      v, v));
+        }
+      }
       std::string name = fresh();
       std::vector<Dim> shape;
       for (const auto& v : free) shape.push_back(extents_.at(v));
@@ -178,11 +195,23 @@ class Normalizer {
 
 // ---- 2. nodes and fusion ------------------------------------------------------------------
 
+// A load as the node effectively performs it: through inlined temporaries, with their indices
+// renamed into the node's.
+struct EffLoad {
+  std::string tensor;
+  std::vector<std::string> indices;
+  DType stored;
+};
+
 struct NodeInfo {
   const Stmt* stmt = nullptr;
   std::map<std::string, Dim> extents;
-  std::vector<const Load*> loads;
+  std::vector<const Load*> loads;  // as written
+  std::vector<EffLoad> eff;        // through inlined temporaries
+  std::vector<int> eff_deps;       // placed nodes whose results it reads (through inlining)
+  std::vector<int> inlined;        // inlined temporaries it reads (transitively)
   const Reduce* reduce = nullptr;  // top-level reduction, if any
+  bool inline_me = false;          // a pointwise temporary: recomputed wherever it is read
 };
 
 // Role of each (node, variable) inside one reduction kernel; see the file comment.
@@ -204,13 +233,13 @@ class RoleSolver {
       }
       if (auto err = fix(node, n.reduce->index, R, n); !err.empty()) return err;
     }
-    for (const Load* l : n.loads) {
-      auto p = producer_of.find(l->tensor);
+    for (const EffLoad& l : n.eff) {
+      auto p = producer_of.find(l.tensor);
       if (p == producer_of.end() || !members_.count(p->second)) continue;
       const NodeInfo& m = *infos_.at(p->second);
-      for (size_t d = 0; d < l->indices.size(); ++d) {
-        std::string err = unite(node, l->indices[d], p->second, m.stmt->indices[d]);
-        if (!err.empty()) return fmt::format("it reads {} at another row ({})", l->tensor, err);
+      for (size_t d = 0; d < l.indices.size(); ++d) {
+        std::string err = unite(node, l.indices[d], p->second, m.stmt->indices[d]);
+        if (!err.empty()) return fmt::format("it reads {} at another row ({})", l.tensor, err);
       }
     }
     members_.insert(node);
@@ -313,10 +342,9 @@ class Scheduler {
   Schedule run() {
     build_nodes();
     group_of_.assign(infos_.size(), -1);
-    // Pointwise temporaries computed from inputs alone are not placed: every kernel that
-    // reads one recomputes it (step 3), as Inductor inlines pointwise nodes.
+    // Pointwise temporaries are not placed: every kernel that reads one recomputes it.
     for (size_t i = 0; i < infos_.size(); ++i) {
-      if (live_[i] && !recomputable(static_cast<int>(i))) place(static_cast<int>(i));
+      if (live_[i] && !infos_[i].inline_me) place(static_cast<int>(i));
     }
     build_kernels();
     return std::move(s_);
@@ -349,6 +377,20 @@ class Scheduler {
       producer_[sn.target] = sn.id;
       s_.nodes.push_back(sn);
     }
+    // Pointwise temporaries are inlined into their readers (Inductor does the same): they are
+    // never placed, and every placed node sees the loads they perform.
+    for (size_t i = 0; i < infos_.size(); ++i) {
+      infos_[i].inline_me =
+          !infos_[i].reduce && k.find_tensor(s_.nodes[i].target)->role == TensorRole::temp;
+    }
+    for (size_t i = 0; i < infos_.size(); ++i) {
+      std::map<std::string, std::string> identity;
+      for (const auto& [v, d] : infos_[i].extents) identity[v] = v;
+      std::set<int> inl, deps;
+      expand(static_cast<int>(i), identity, infos_[i].eff, inl, deps);
+      infos_[i].inlined.assign(inl.begin(), inl.end());
+      infos_[i].eff_deps.assign(deps.begin(), deps.end());
+    }
     // Statements no output depends on are dead: they get no kernel.
     live_.assign(infos_.size(), false);
     for (int i = static_cast<int>(infos_.size()) - 1; i >= 0; --i) {
@@ -358,12 +400,33 @@ class Scheduler {
     }
   }
 
+  // The loads node n performs, with its variables renamed by `rename`, through inlined
+  // temporaries (collected in `inl`); `deps` collects the placed producers.
+  void expand(int n, const std::map<std::string, std::string>& rename, std::vector<EffLoad>& out,
+              std::set<int>& inl, std::set<int>& deps) const {
+    for (const Load* l : infos_[n].loads) {
+      std::vector<std::string> idx;
+      for (const auto& v : l->indices) idx.push_back(rename.at(v));
+      auto p = producer_.find(l->tensor);
+      if (p != producer_.end() && p->second < n && infos_[p->second].inline_me) {
+        const Stmt& t = *infos_[p->second].stmt;
+        std::map<std::string, std::string> r;
+        for (size_t d = 0; d < t.indices.size(); ++d) r[t.indices[d]] = idx[d];
+        inl.insert(p->second);
+        expand(p->second, r, out, inl, deps);
+        continue;
+      }
+      if (p != producer_.end() && p->second < n) deps.insert(p->second);
+      out.push_back({l->tensor, idx, l->stored});
+    }
+  }
+
   // Whether node n can join group g; empty string if it can, else the reason.
   std::string fits(int n, Group& g, bool dry_run) {
     const ScheduleNode& sn = s_.nodes[n];
     // The cycle rule: everything n reads must be computed in g or in an earlier kernel.
     int gi = static_cast<int>(&g - groups_.data());
-    for (int d : sn.deps) {
+    for (int d : infos_[n].eff_deps) {
       if (group_of_[d] > gi) {
         return fmt::format("it reads {}, computed in k{}, which comes after k{} (a cycle)",
                            s_.nodes[d].target, group_of_[d], gi);
@@ -415,10 +478,10 @@ class Scheduler {
   // both read (each counted by its element size, a proxy for its traffic).
   int64_t affinity(int n, const Group& g) const {
     std::set<std::string> reads_n, writes_g, reads_g;
-    for (const Load* l : infos_[n].loads) reads_n.insert(l->tensor);
+    for (const EffLoad& l : infos_[n].eff) reads_n.insert(l.tensor);
     for (int m : g.nodes) {
       writes_g.insert(s_.nodes[m].target);
-      for (const Load* l : infos_[m].loads) reads_g.insert(l->tensor);
+      for (const EffLoad& l : infos_[m].eff) reads_g.insert(l.tensor);
     }
     int64_t score = 0;
     for (const auto& t : reads_n) {
@@ -470,26 +533,6 @@ class Scheduler {
 
   // ---- 3. and 4. tensors, kernels, kinds -------------------------------------------------
 
-  // A pointwise temporary computed from inputs through pointwise temporaries only: another
-  // kernel recomputes it (with that chain) instead of reading it from memory.
-  bool recomputable(int n) const {
-    if (infos_[n].reduce || nk().find_tensor(s_.nodes[n].target)->role != TensorRole::temp) {
-      return false;
-    }
-    for (const Load* l : infos_[n].loads) {
-      const TensorDecl* t = nk().find_tensor(l->tensor);
-      if (t->role == TensorRole::input) continue;
-      if (t->role != TensorRole::temp || !recomputable(producer_.at(l->tensor))) return false;
-    }
-    return true;
-  }
-
-  // n and the chain of recomputable temporaries it reads, into `out`.
-  void recompute_chain(int n, std::set<int>& out) const {
-    if (!out.insert(n).second) return;
-    for (int d : s_.nodes[n].deps) recompute_chain(d, out);
-  }
-
   void build_kernels() {
     const KernelDef& k = nk();
     // Which temporaries cross kernels, and how.
@@ -497,11 +540,10 @@ class Scheduler {
     std::map<int, std::set<int>> recomputed;  // kernel -> nodes copied into it
     for (size_t g = 0; g < groups_.size(); ++g) {
       for (int n : groups_[g].nodes) {
-        for (int d : s_.nodes[n].deps) {
-          if (group_of_[d] == static_cast<int>(g)) continue;
-          if (group_of_[d] < 0) {
-            recompute_chain(d, recomputed[g]);
-          } else if (k.find_tensor(s_.nodes[d].target)->role == TensorRole::temp) {
+        recomputed[g].insert(infos_[n].inlined.begin(), infos_[n].inlined.end());
+        for (int d : infos_[n].eff_deps) {
+          if (group_of_[d] != static_cast<int>(g) &&
+              k.find_tensor(s_.nodes[d].target)->role == TensorRole::temp) {
             materialized.insert(s_.nodes[d].target);
           }
         }
@@ -571,7 +613,7 @@ class Scheduler {
     }
     verify(def);
 
-    set_kind(sk, groups_[gi].roles.get());
+    set_kind(sk, g.nodes, groups_[gi].roles.get());
     set_bytes(sk);
     return sk;
   }
@@ -583,7 +625,7 @@ class Scheduler {
     return it->second;
   }
 
-  void set_kind(ScheduledKernel& sk, RoleSolver* roles_or_null) {
+  void set_kind(ScheduledKernel& sk, const std::vector<int>& members, RoleSolver* roles_or_null) {
     if (!sk.reduced) {
       sk.kind = KernelKind::pointwise;
       sk.kind_reason = "no reduction";
@@ -596,8 +638,9 @@ class Scheduler {
     bool inner = false, outer = false;
     size_t widest = 0;  // the contiguity of the highest-rank tensors walked decides
     std::set<std::string> seen;
-    for (int n : sk.nodes) {
-      for (const Load* l : infos_[n].loads) {
+    for (int n : members) {
+      for (const EffLoad& el : infos_[n].eff) {
+        const EffLoad* l = &el;
         if (std::find_if(sk.def.inputs.begin(), sk.def.inputs.end(), [&](const TensorDecl& t) {
               return t.name == l->tensor;
             }) == sk.def.inputs.end()) {
@@ -619,7 +662,7 @@ class Scheduler {
       }
     }
     // Rows span the elements of a row-level loop in each step; compute phases.
-    sk.row_phases = row_phases(sk);
+    sk.row_phases = row_phases(sk, members);
     const std::string r = sk.reduced->to_string();
     if (outer && !inner) {
       sk.kind = KernelKind::outer_reduction;
@@ -639,10 +682,13 @@ class Scheduler {
     }
     if (!rv) {
       sk.kind = KernelKind::persistent_reduction;
+      std::string split = rows && *rows < kSplitMaxRows
+                              ? fmt::format(", split_reduction if {} >= {}", r, kSplitMinRow)
+                              : "";
       sk.kind_reason = fmt::format(
-          "persistent_reduction if {} <= {} else looped_reduction: a row "
-          "is {} bytes per element and a block holds {} KiB",
-          r, limit, row_bytes, kPersistentRowBytes / 1024);
+          "persistent_reduction if {} <= {}{} else looped_reduction: a row is {} bytes per "
+          "element and a block holds {} KiB",
+          r, limit, split, row_bytes, kPersistentRowBytes / 1024);
       return;
     }
     if (rows && *rows < kSplitMaxRows && *rv >= kSplitMinRow) {
@@ -666,14 +712,14 @@ class Scheduler {
 
   // Dependent passes over a row: an element-level value or reduction that needs a completed
   // reduction of the same kernel starts a new pass.
-  int row_phases(const ScheduledKernel& sk) const {
+  int row_phases(const ScheduledKernel& sk, const std::vector<int>& members) const {
     std::map<int, int> done;  // node -> pass in which its value is complete
     int phases = 1;
-    for (int n : sk.nodes) {
+    for (int n : members) {
       const ScheduleNode& sn = s_.nodes[n];
       bool element = sn.reduced || sn.space.size() == sk.space.size() + 1;
       int pass = element ? 1 : 0;
-      for (int d : sn.deps) {
+      for (int d : infos_[n].eff_deps) {
         auto it = done.find(d);
         if (it == done.end()) continue;
         const ScheduleNode& ds = s_.nodes[d];

@@ -17,10 +17,14 @@
 //       - no cycle: every kernel it depends on comes no later than the one it joins.
 //     Otherwise it starts a new kernel, and the reason it could not join each related kernel
 //     is recorded (like Inductor's WhyNoFuse).
-//  3. Tensors: a pointwise temporary used by a later kernel is recomputed there when it reads
-//     only kernel parameters (no bytes added), else materialized; every other temporary used
-//     across kernels is materialized as a buffer with a known shape. Temporaries used inside
-//     one kernel never touch memory.
+//     Pointwise temporaries are not nodes of their own: like Inductor's pointwise nodes they
+//     are inlined into every reader, and the fusion checks look through them (a reader of
+//     `e[i, j] = exp(x[i, j] - mx[i])` reads x and mx at those indices).
+//  3. Tensors: a pointwise temporary is recomputed in each kernel that reads it (its sources are
+//     read there instead, which never moves more bytes than writing and re-reading it when it
+//     has one source of its size); a reduction's result used by a later kernel is
+//     materialized as a buffer with a known shape. Temporaries used inside one kernel never
+//     touch memory.
 //  4. Each kernel becomes a verified KernelDef of its own (inputs: the parameters and buffers
 //     it reads; outputs: what it writes), gets a kind from the sizes, and a byte count.
 #pragma once

@@ -1,9 +1,9 @@
 // Kernels and programs: lookups, structural equality, and the inference of index extents.
 //
-// index_extents walks one statement in order (the left-hand side of an output first, then the
-// expression left to right) and records, for every index variable, the first declared
-// dimension it indexes; every later use must name the same Dim (an integer or the same
-// symbol), otherwise the later use is reported as a conflict.
+// index_extents walks one statement in order (the left-hand side of a declared target first, then
+// the expression left to right) and records, for every index variable, the first declared dimension
+// it indexes; every later use must name the same Dim (an integer or the same symbol), otherwise the
+// later use is reported as a conflict.
 #include "ir/program.h"
 
 #include <fmt/format.h>
@@ -114,11 +114,15 @@ struct ExtentFinder {
 std::map<std::string, Dim> index_extents(const KernelDef& k, const Stmt& s) {
   ExtentFinder f{k, {}, {}};
   const TensorDecl* target = k.find_tensor(s.target);
-  if (target && target->role == TensorRole::output) {
+  // A declared target seeds its left-hand side's extents: an output always, a temporary once
+  // declared (the parser declares temporaries after inferring their shape; a scheduler's
+  // lifted reductions arrive declared, since their indices may only appear as values).
+  if (target && target->role != TensorRole::input) {
     if (target->shape.size() != s.indices.size()) {
-      throw UserError(s.loc,
-                      fmt::format("output '{}' has rank {} but the left-hand side has {}", s.target,
-                                  target->shape.size(), count_indices(s.indices.size())));
+      throw UserError(
+          s.loc, fmt::format("{} '{}' has rank {} but the left-hand side has {}",
+                             target->role == TensorRole::output ? "output" : "temporary", s.target,
+                             target->shape.size(), count_indices(s.indices.size())));
     }
     for (size_t d = 0; d < s.indices.size(); ++d) f.record(s.indices[d], target->shape[d], s.loc);
   }
