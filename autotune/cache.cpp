@@ -1,0 +1,694 @@
+// Reading, writing and merging the autotune cache (see cache.h for the format's meaning and
+// docs/autotune.md for the schema field by field).
+//
+// parse() treats its input as hostile, like the manifest reader: every field is type- and
+// range-checked and a failed check throws a private Invalid (JSON path + reason) that parse()
+// turns into "ORIGIN: PATH: reason". Duplicate keys in one file keep the newer tuned_at, so
+// a parsed cache is always sorted with one entry per key.
+//
+// update() is the only writer. Its protocol, in order:
+//   1. open "<file>.lock" (created 0644, never deleted) and flock it exclusively;
+//   2. read the file: missing = empty; unreadable, not JSON, foreign format or version = stop
+//      with the error (nothing is written);
+//   3. refuse a file that is not writable (a read-only cache is a decision, not an obstacle);
+//   4. apply the edit, normalize, check that the result parses back;
+//   5. write "<file>.tmp.<pid>" (the old file's mode), fsync, close, rename over the file,
+//      fsync the directory; on any failure unlink the temporary: the old file is untouched.
+#include "autotune/cache.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace kiln::cache {
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+constexpr const char* kFormat = "kiln-autotune-cache";
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr off_t kMaxFileBytes = off_t{256} << 20;
+
+// ---- writing ----
+
+OrderedJson ints_json(const std::map<std::string, int64_t>& m) {
+  OrderedJson o = OrderedJson::object();
+  for (const auto& [k, v] : m) o[k] = v;
+  return o;
+}
+
+OrderedJson timing_json(const Timing& t) {
+  return {{"config", ints_json(t.config)}, {"median_us", t.median_us}, {"spread", t.spread}};
+}
+
+OrderedJson key_json(const Key& k) {
+  return {{"kernel_hash", k.kernel_hash},
+          {"step", k.step},
+          {"gpu",
+           {{"name", k.gpu.name},
+            {"cc", fmt::format("{}.{}", k.gpu.cc_major, k.gpu.cc_minor)},
+            {"sm_count", k.gpu.sm_count}}},
+          {"driver_version", k.driver_version},
+          {"kiln_version", k.kiln_version},
+          {"shape", ints_json(k.shape)},
+          {"bucket", k.bucket}};
+}
+
+OrderedJson entry_json(const Entry& e) {
+  OrderedJson j = {
+      {"kernel", e.kernel}, {"key", key_json(e.key)}, {"winner", timing_json(e.winner)}};
+  if (e.runner_up) j["runner_up"] = timing_json(*e.runner_up);
+  j["default"] = timing_json(e.default_config);
+  j["how"] = e.how;
+  j["deterministic"] = e.deterministic;
+  j["candidates"] = e.candidates;
+  j["rejected"] = e.rejected;
+  j["tuned_at"] = e.tuned_at;
+  return j;
+}
+
+// ---- reading ----
+
+struct Invalid {
+  std::string path;
+  std::string reason;
+};
+
+[[noreturn]] void fail(const std::string& path, std::string reason) {
+  throw Invalid{path, std::move(reason)};
+}
+
+std::string key_path(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+std::string index_path(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+const char* type_name(const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "an unsupported value";
+  }
+}
+
+int64_t read_integer(const Json& v, const std::string& path, int64_t lo, int64_t hi) {
+  std::string range = "an integer";
+  if (hi < kInt64Max) {
+    range = fmt::format("an integer in {}..{}", lo, hi);
+  } else if (lo > std::numeric_limits<int64_t>::min()) {
+    range = fmt::format("an integer >= {}", lo);
+  }
+  if (!v.is_number_integer()) fail(path, fmt::format("expected {}, got {}", range, type_name(v)));
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kInt64Max)) {
+    fail(path, fmt::format("expected {}", range));
+  }
+  int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) fail(path, fmt::format("expected {}, got {}", range, x));
+  return x;
+}
+
+// A JSON object being read at `path`.
+class Obj {
+ public:
+  Obj(const Json& j, std::string path) : j_(j), path_(std::move(path)) {
+    if (!j.is_object()) fail(path_, fmt::format("expected an object, got {}", type_name(j)));
+  }
+  const std::string& path() const { return path_; }
+  std::string at(std::string_view key) const { return key_path(path_, key); }
+  const Json* find(std::string_view key) const {
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  const Json& get(std::string_view key, const char* expected) const {
+    const Json* v = find(key);
+    if (v == nullptr) fail(at(key), fmt::format("missing (expected {})", expected));
+    return *v;
+  }
+  std::string str(std::string_view key) const {
+    const Json& v = get(key, "a string");
+    if (!v.is_string()) fail(at(key), fmt::format("expected a string, got {}", type_name(v)));
+    return v.get<std::string>();
+  }
+  std::string nonempty_str(std::string_view key) const {
+    std::string s = str(key);
+    if (s.empty()) fail(at(key), "expected a non-empty string");
+    return s;
+  }
+  bool boolean(std::string_view key) const {
+    const Json& v = get(key, "a boolean");
+    if (!v.is_boolean()) fail(at(key), fmt::format("expected a boolean, got {}", type_name(v)));
+    return v.get<bool>();
+  }
+  int64_t integer(std::string_view key, int64_t lo, int64_t hi) const {
+    return read_integer(get(key, "an integer"), at(key), lo, hi);
+  }
+  // A finite number >= 0 (times, spreads).
+  double nonnegative(std::string_view key) const {
+    const Json& v = get(key, "a number >= 0");
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+      fail(at(key), "expected a number >= 0");
+    }
+    return v.get<double>();
+  }
+  const Json& array(std::string_view key) const {
+    const Json& v = get(key, "an array");
+    if (!v.is_array()) fail(at(key), fmt::format("expected an array, got {}", type_name(v)));
+    return v;
+  }
+
+ private:
+  const Json& j_;
+  std::string path_;
+};
+
+// {"name": integer, ...} with non-empty names and values in lo..hi.
+std::map<std::string, int64_t> read_ints(const Obj& o, std::string_view key, int64_t lo) {
+  const Json& j = o.get(key, "an object");
+  Obj m(j, o.at(key));
+  std::map<std::string, int64_t> out;
+  for (const auto& [name, v] : j.items()) {
+    if (name.empty()) fail(m.path(), "expected non-empty names");
+    out[name] = read_integer(v, m.at(name), lo, kInt64Max);
+  }
+  return out;
+}
+
+// "9.0" -> (9, 0)
+void read_cc(const Obj& o, GpuKey& gpu) {
+  std::string cc = o.str("cc");
+  size_t dot = cc.find('.');
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 2 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (dot == std::string::npos || !digits(cc.substr(0, dot)) || !digits(cc.substr(dot + 1))) {
+    fail(o.at("cc"), fmt::format("expected a compute capability like \"9.0\", got \"{}\"", cc));
+  }
+  gpu.cc_major = std::stoi(cc.substr(0, dot));
+  gpu.cc_minor = std::stoi(cc.substr(dot + 1));
+}
+
+Key read_key(const Obj& o) {
+  Key k;
+  k.kernel_hash = o.nonempty_str("kernel_hash");
+  k.step = static_cast<int>(o.integer("step", 0, kIntMax));
+  Obj g(o.get("gpu", "an object"), o.at("gpu"));
+  k.gpu.name = g.nonempty_str("name");
+  read_cc(g, k.gpu);
+  k.gpu.sm_count = static_cast<int>(g.integer("sm_count", 1, kIntMax));
+  k.driver_version = static_cast<int>(o.integer("driver_version", 0, kIntMax));
+  k.kiln_version = o.str("kiln_version");
+  k.bucket = o.boolean("bucket");
+  k.shape = read_ints(o, "shape", 1);
+  if (k.bucket) {
+    for (const auto& [name, v] : k.shape) {
+      if (bucket_value(v) != v) {
+        fail(key_path(o.at("shape"), name),
+             fmt::format("expected a bucket value (a power of two or {}), got {}", kInt64Max, v));
+      }
+    }
+  }
+  return k;
+}
+
+Timing read_timing(const Obj& o) {
+  Timing t;
+  t.config = read_ints(o, "config", std::numeric_limits<int64_t>::min());
+  t.median_us = o.nonnegative("median_us");
+  t.spread = o.nonnegative("spread");
+  return t;
+}
+
+// "YYYY-MM-DDTHH:MM:SSZ": fixed width, so that text order is time order.
+bool is_timestamp(std::string_view s) {
+  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:ddZ";
+  if (s.size() != kShape.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    bool ok = kShape[i] == 'd' ? (s[i] >= '0' && s[i] <= '9') : s[i] == kShape[i];
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Entry read_entry(const Obj& o) {
+  Entry e;
+  e.kernel = o.nonempty_str("kernel");
+  e.key = read_key(Obj(o.get("key", "an object"), o.at("key")));
+  e.winner = read_timing(Obj(o.get("winner", "an object"), o.at("winner")));
+  if (const Json* r = o.find("runner_up"); r != nullptr && !r->is_null()) {
+    e.runner_up = read_timing(Obj(*r, o.at("runner_up")));
+  }
+  e.default_config = read_timing(Obj(o.get("default", "an object"), o.at("default")));
+  e.how = o.str("how");
+  e.deterministic = o.boolean("deterministic");
+  e.candidates = static_cast<int>(o.integer("candidates", 0, kIntMax));
+  const Json& rejected = o.array("rejected");
+  for (size_t i = 0; i < rejected.size(); ++i) {
+    if (!rejected[i].is_string()) {
+      fail(index_path(o.at("rejected"), i),
+           fmt::format("expected a string, got {}", type_name(rejected[i])));
+    }
+    e.rejected.push_back(rejected[i].get<std::string>());
+  }
+  e.tuned_at = o.str("tuned_at");
+  if (!is_timestamp(e.tuned_at)) {
+    fail(o.at("tuned_at"),
+         fmt::format("expected UTC time like \"2025-06-01T12:34:56Z\", got \"{}\"", e.tuned_at));
+  }
+  return e;
+}
+
+// One entry per key, sorted by key; for a key seen twice the newer tuned_at wins (ties: the
+// later one).
+void insert_newer(std::map<Key, Entry>& by_key, const Entry& e) {
+  auto [it, fresh] = by_key.try_emplace(e.key, e);
+  if (!fresh && e.tuned_at >= it->second.tuned_at) it->second = e;
+}
+
+std::vector<Entry> values(std::map<Key, Entry>&& by_key) {
+  std::vector<Entry> out;
+  out.reserve(by_key.size());
+  for (auto& [k, e] : by_key) out.push_back(std::move(e));
+  return out;
+}
+
+Cache read_top(const Json& j) {
+  Obj o(j, "");
+  const Json& format = o.get("format", "\"kiln-autotune-cache\"");
+  if (!format.is_string() || format.get<std::string>() != kFormat) {
+    fail("format", fmt::format("expected \"{}\", got {}", kFormat, format.dump()));
+  }
+  int64_t version = o.integer("version", 0, kInt64Max);
+  if (version != kSchemaVersion) {
+    fail("", fmt::format("schema version {} is not supported by this kiln ({})", version,
+                         kSchemaVersion));
+  }
+  const Json& entries = o.array("entries");
+  std::map<Key, Entry> by_key;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    insert_newer(by_key, read_entry(Obj(entries[i], index_path("entries", i))));
+  }
+  Cache c;
+  c.entries = values(std::move(by_key));
+  return c;
+}
+
+// ---- text for people ----
+
+std::string ints_text(const std::map<std::string, int64_t>& m, std::string_view sep,
+                      std::string_view op) {
+  std::string s;
+  for (const auto& [k, v] : m) s += fmt::format("{}{}{}{}", s.empty() ? "" : sep, k, op, v);
+  return s;
+}
+
+std::string shape_text(const Key& k) {
+  if (k.bucket) return "bucket " + ints_text(k.shape, ",", "<=");
+  return k.shape.empty() ? "-" : ints_text(k.shape, ",", "=");
+}
+
+std::string gpu_text(const GpuKey& g) {
+  return fmt::format("{} (cc {}.{}, {} SMs)", g.name, g.cc_major, g.cc_minor, g.sm_count);
+}
+
+std::string config_text(const Timing& t) {
+  return t.config.empty() ? "-" : ints_text(t.config, " ", "=");
+}
+
+std::optional<double> speedup(const Entry& e) {
+  if (e.winner.median_us <= 0) return std::nullopt;
+  return e.default_config.median_us / e.winner.median_us;
+}
+
+std::string label(const Entry& e) {
+  return fmt::format("{} step {} {} on {}, driver {}, kiln {}", e.kernel, e.key.step,
+                     shape_text(e.key), gpu_text(e.key.gpu), e.key.driver_version,
+                     e.key.kiln_version);
+}
+
+// ---- files ----
+
+Status errno_error(const std::string& path, std::string_view what) {
+  return Status::error(fmt::format("{}: {}: {}", path, what, std::strerror(errno)));
+}
+
+// Closes a descriptor on scope exit.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The file's bytes; nullopt (with ok status) when it does not exist.
+Result<std::optional<std::string>> read_bytes(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return errno_error(path, "cannot read");
+  }
+  Fd guard(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return errno_error(path, "cannot read");
+  if (S_ISDIR(st.st_mode)) return Status::error(fmt::format("{}: is a directory", path));
+  if (st.st_size > kMaxFileBytes) {
+    return Status::error(fmt::format("{}: too large ({} bytes)", path, st.st_size));
+  }
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_error(path, "cannot read");
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (static_cast<off_t>(text.size()) > kMaxFileBytes) {
+      return Status::error(fmt::format("{}: too large (over {} bytes)", path, kMaxFileBytes));
+    }
+  }
+  return std::optional<std::string>(std::move(text));
+}
+
+// Never write what parse() would reject: entries of `c` that are not in `before` (which was
+// read from the file, so is valid) go through the JSON text and the reader.
+Status check_changed(const Cache& c, const Cache& before, const std::string& path) {
+  std::map<Key, const Entry*> old;
+  for (const Entry& e : before.entries) old[e.key] = &e;
+  for (size_t i = 0; i < c.entries.size(); ++i) {
+    const Entry& e = c.entries[i];
+    if (auto it = old.find(e.key); it != old.end() && *it->second == e) continue;
+    std::string where = index_path("entries", i);
+    try {
+      Json j = Json::parse(entry_json(e).dump());
+      read_entry(Obj(j, where));
+    } catch (const Invalid& x) {
+      return Status::error(fmt::format("{}: not written: {}: {}", path, x.path, x.reason));
+    }
+  }
+  return Status::ok_status();
+}
+
+// Writes `text` to a temporary beside `path` and renames it over `path`. On failure the
+// temporary is removed and `path` is untouched.
+Status write_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  mode_t mode = 0644;
+  struct stat st {};
+  bool existed = ::stat(path.c_str(), &st) == 0;
+  if (existed) mode = st.st_mode & 07777;
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return errno_error(tmp, fmt::format("cannot create ({} not written)", path));
+  auto abandon = [&](std::string_view what) {
+    Status s = errno_error(tmp, fmt::format("{} ({} unchanged)", what, path));
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
+  };
+  if (existed && ::fchmod(fd, mode) != 0) return abandon("cannot set mode");
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return abandon("cannot write");
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return abandon("cannot sync");
+  int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) return abandon("cannot write");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return abandon("cannot rename over the cache");
+  // Make the rename itself durable; a failure here cannot be undone and is not reported.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::ok_status();
+}
+
+// Writers through a symlink and through its target must share one lock and one file, and
+// the rename must replace the target, not the link (which may dangle until the first store).
+std::string resolve(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p = path;
+  std::error_code ec;
+  for (int hops = 0; hops < 40 && fs::is_symlink(p, ec); ++hops) {
+    fs::path target = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  return p.string();
+}
+
+}  // namespace
+
+int64_t bucket_value(int64_t v) {
+  if (v <= 1) return v;
+  if (v > (int64_t{1} << 62)) return kInt64Max;  // 2^63 does not fit: the top bucket
+  return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(v)));
+}
+
+std::map<std::string, int64_t> bucket_of(const std::map<std::string, int64_t>& shape) {
+  std::map<std::string, int64_t> out;
+  for (const auto& [k, v] : shape) out[k] = bucket_value(v);
+  return out;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string to_json(const Cache& c) {
+  OrderedJson entries = OrderedJson::array();
+  for (const Entry& e : c.entries) entries.push_back(entry_json(e));
+  OrderedJson j = {{"format", kFormat}, {"version", c.version}, {"entries", entries}};
+  return j.dump(2) + "\n";
+}
+
+Result<Cache> parse(std::string_view json, std::string_view origin) {
+  try {
+    Json j = Json::parse(json.begin(), json.end());
+    return read_top(j);
+  } catch (const Invalid& e) {
+    if (e.path.empty()) return Status::error(fmt::format("{}: {}", origin, e.reason));
+    return Status::error(fmt::format("{}: {}: {}", origin, e.path, e.reason));
+  } catch (const Json::parse_error& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+    std::string_view what = e.what();
+    if (size_t p = what.find("] "); p != std::string_view::npos) what.remove_prefix(p + 2);
+    return Status::error(fmt::format("{}: invalid JSON: {}", origin, what));
+  } catch (const std::exception& e) {
+    return Status::error(fmt::format("{}: cannot read cache: {}", origin, e.what()));
+  }
+}
+
+Result<Cache> load(const std::string& path) {
+  Result<std::optional<std::string>> text = read_bytes(path);
+  if (!text.ok()) return text.status();
+  if (!*text) return Cache{};
+  return parse(**text, path);
+}
+
+Result<Cache> update(const std::string& path_in, const std::function<void(Cache&)>& edit) {
+  std::string path = resolve(path_in);
+  std::string lock_path = path + ".lock";
+  int lock_fd = ::open(lock_path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) return errno_error(lock_path, "cannot create lock file");
+  Fd lock(lock_fd);  // closing it releases the lock
+  while (::flock(lock_fd, LOCK_EX) != 0) {
+    if (errno != EINTR) return errno_error(lock_path, "cannot lock");
+  }
+  Result<Cache> current = load(path);
+  if (!current.ok()) return current.status();
+  if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) {
+    return errno_error(path, "not written");
+  }
+  Cache c = *current;
+  edit(c);
+  c = merge(Cache{}, c);
+  if (Status s = check_changed(c, *current, path); !s.ok()) return s;
+  if (Status s = write_atomically(path, to_json(c)); !s.ok()) return s;
+  return c;
+}
+
+Result<Cache> store(const std::string& path, const std::vector<Entry>& entries) {
+  return update(path, [&](Cache& c) {
+    Cache fresh;
+    fresh.entries = entries;
+    c = merge(c, fresh);
+  });
+}
+
+Result<Cache> save(const std::string& path, const Cache& c) {
+  return update(path, [&](Cache& old) { old = c; });
+}
+
+Cache merge(const Cache& a, const Cache& b) {
+  std::map<Key, Entry> by_key;
+  for (const Entry& e : a.entries) insert_newer(by_key, e);
+  for (const Entry& e : b.entries) insert_newer(by_key, e);
+  Cache c;
+  c.entries = values(std::move(by_key));
+  return c;
+}
+
+const Entry* find(const Cache& c, const Key& key) {
+  for (const Entry& e : c.entries) {
+    if (e.key == key) return &e;
+  }
+  return nullptr;
+}
+
+const Entry* lookup(const Cache& c, Key key, std::string* why) {
+  auto say = [&](std::string s) {
+    if (why != nullptr) *why = std::move(s);
+  };
+  std::map<std::string, int64_t> shape = key.shape;
+  if (!key.bucket) {
+    if (const Entry* e = find(c, key)) {
+      say("exact shape " + shape_text(key));
+      return e;
+    }
+    key.shape = bucket_of(shape);
+    key.bucket = true;
+  }
+  if (const Entry* e = find(c, key)) {
+    say(fmt::format("{} (shape {})", shape_text(key), ints_text(shape, ",", "=")));
+    return e;
+  }
+  // No match: say which part of the key first has no entry.
+  auto any = [&](auto pred) {
+    return std::any_of(c.entries.begin(), c.entries.end(), [&](const Entry& e) {
+      return e.key.kernel_hash == key.kernel_hash && e.key.step == key.step && pred(e.key);
+    });
+  };
+  auto gpu = [&](const Key& k) { return k.gpu == key.gpu; };
+  auto driver = [&](const Key& k) { return gpu(k) && k.driver_version == key.driver_version; };
+  if (!any([](const Key&) { return true; })) {
+    say(fmt::format("no entry for kernel {} step {}", key.kernel_hash, key.step));
+  } else if (!any(gpu)) {
+    say(fmt::format("no entry for this GPU ({})", gpu_text(key.gpu)));
+  } else if (!any(driver)) {
+    say(fmt::format("no entry for driver {} on this GPU", key.driver_version));
+  } else if (!any([&](const Key& k) { return driver(k) && k.kiln_version == key.kiln_version; })) {
+    say(fmt::format("no entry for kiln {} on this GPU and driver", key.kiln_version));
+  } else {
+    say(fmt::format("no entry for shape {} or its {}", ints_text(shape, ",", "="),
+                    shape_text(key)));
+  }
+  return nullptr;
+}
+
+size_t prune(Cache& c, const std::vector<std::string>& live_hashes,
+             const std::vector<GpuKey>& live_gpus) {
+  std::set<std::string> hashes(live_hashes.begin(), live_hashes.end());
+  std::set<GpuKey> gpus(live_gpus.begin(), live_gpus.end());
+  return std::erase_if(c.entries, [&](const Entry& e) {
+    return (!hashes.empty() && !hashes.count(e.key.kernel_hash)) ||
+           (!gpus.empty() && !gpus.count(e.key.gpu));
+  });
+}
+
+std::string diff(const Cache& a, const Cache& b) {
+  std::map<Key, std::pair<const Entry*, const Entry*>> both;
+  for (const Entry& e : a.entries) both[e.key].first = &e;
+  for (const Entry& e : b.entries) both[e.key].second = &e;
+  std::string out;
+  auto result = [](const Entry& e) {
+    return fmt::format("{} ({:.2f} us)", config_text(e.winner), e.winner.median_us);
+  };
+  for (const auto& [key, p] : both) {
+    const auto [x, y] = p;
+    if (y == nullptr) {
+      out += fmt::format("- {}: {}\n", label(*x), result(*x));
+    } else if (x == nullptr) {
+      out += fmt::format("+ {}: {}\n", label(*y), result(*y));
+    } else if (x->winner.config != y->winner.config) {
+      out += fmt::format("~ {}: winner {} -> {}\n", label(*x), result(*x), result(*y));
+    } else if (!(*x == *y)) {
+      out += fmt::format("~ {}: same winner {}, retuned: {:.2f} us -> {:.2f} us ({} -> {})\n",
+                         label(*x), config_text(x->winner), x->winner.median_us,
+                         y->winner.median_us, x->tuned_at, y->tuned_at);
+    }
+  }
+  return out;
+}
+
+std::string format_table(const Cache& c) {
+  std::vector<std::vector<std::string>> rows = {
+      {"kernel", "step", "shape", "GPU", "winner", "time us", "speed-up", "how"}};
+  for (const Entry& e : c.entries) {
+    std::optional<double> s = speedup(e);
+    rows.push_back({e.kernel, std::to_string(e.key.step), shape_text(e.key), gpu_text(e.key.gpu),
+                    config_text(e.winner), fmt::format("{:.2f}", e.winner.median_us),
+                    s ? fmt::format("{:.2f}x", *s) : "-", e.how});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      bool number = i == 1 || i == 5 || i == 6;  // right-aligned columns
+      line += i ? "  " : "";
+      line +=
+          number ? fmt::format("{:>{}}", r[i], width[i]) : fmt::format("{:<{}}", r[i], width[i]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string entries_json(const Cache& c) {
+  OrderedJson a = OrderedJson::array();
+  for (const Entry& e : c.entries) {
+    OrderedJson j = entry_json(e);
+    std::optional<double> s = speedup(e);
+    j["speedup"] = s ? OrderedJson(*s) : OrderedJson(nullptr);
+    a.push_back(std::move(j));
+  }
+  return a.dump(2) + "\n";
+}
+
+}  // namespace kiln::cache

@@ -1,0 +1,173 @@
+// The `kiln cache` verbs: thin shells over autotune/cache.h (see cache_command.h).
+#include "tools/cache_command.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "autotune/cache.h"
+#include "runtime/manifest.h"
+
+namespace kiln {
+namespace {
+
+// CLI11 binds options to variables that outlive parse(): they live here.
+struct CacheArgs {
+  CLI::App* cache = nullptr;
+  CLI::App* show = nullptr;
+  CLI::App* diff = nullptr;
+  CLI::App* merge = nullptr;
+  CLI::App* prune = nullptr;
+  std::string file, a, b, out;
+  bool json = false;
+  std::vector<std::string> bundles, gpus;
+};
+
+CacheArgs& args() {
+  static CacheArgs a;
+  return a;
+}
+
+int fail(const std::string& message) {
+  fmt::print(stderr, "kiln: {}\n", message);
+  return 1;
+}
+
+// Unlike cache::load, the verbs treat a missing input file as an error.
+Status must_exist(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return Status::ok_status();
+  return Status::error(fmt::format("{}: no such cache file", path));
+}
+
+Result<cache::Cache> load_input(const std::string& path) {
+  if (Status s = must_exist(path); !s.ok()) return s;
+  return cache::load(path);
+}
+
+int show(const CacheArgs& a) {
+  Result<cache::Cache> c = load_input(a.file);
+  if (!c.ok()) return fail(c.message());
+  if (a.json) {
+    fmt::print("{}", cache::entries_json(*c));
+  } else if (c->entries.empty()) {
+    fmt::print("{}: no entries\n", a.file);
+  } else {
+    fmt::print("{}", cache::format_table(*c));
+  }
+  return 0;
+}
+
+int diff(const CacheArgs& a) {
+  Result<cache::Cache> x = load_input(a.a);
+  if (!x.ok()) return fail(x.message());
+  Result<cache::Cache> y = load_input(a.b);
+  if (!y.ok()) return fail(y.message());
+  std::string d = cache::diff(*x, *y);
+  fmt::print("{}", d.empty() ? "no differences\n" : d);
+  return 0;
+}
+
+int merge(const CacheArgs& a) {
+  Result<cache::Cache> x = load_input(a.a);
+  if (!x.ok()) return fail(x.message());
+  Result<cache::Cache> y = load_input(a.b);
+  if (!y.ok()) return fail(y.message());
+  Result<cache::Cache> written = cache::save(a.out, cache::merge(*x, *y));
+  if (!written.ok()) return fail(written.message());
+  fmt::print("wrote {}: {} entries ({} from {}, {} from {})\n", a.out, written->entries.size(),
+             x->entries.size(), a.a, y->entries.size(), a.b);
+  return 0;
+}
+
+// Drops entries whose kernel is in none of the bundles or whose GPU is not named. An empty
+// live set (bundles without kernels, names that match no entry) drops every entry it governs.
+size_t prune_entries(cache::Cache& c, const std::vector<std::string>& hashes, bool by_hash) {
+  const CacheArgs& a = args();
+  std::set<std::string> names(a.gpus.begin(), a.gpus.end());
+  std::vector<cache::GpuKey> gpus;
+  for (const cache::Entry& e : c.entries) {
+    if (names.count(e.key.gpu.name)) gpus.push_back(e.key.gpu);
+  }
+  if ((by_hash && hashes.empty()) || (!names.empty() && gpus.empty())) {
+    size_t n = c.entries.size();
+    c.entries.clear();
+    return n;
+  }
+  return cache::prune(c, hashes, gpus);
+}
+
+int prune(const CacheArgs& a) {
+  if (a.bundles.empty() && a.gpus.empty()) {
+    return fail("cache prune: give --bundle DIR or --gpu NAME to prune against");
+  }
+  std::vector<std::string> hashes;
+  for (const std::string& dir : a.bundles) {
+    Result<bundle::Manifest> m = bundle::read_manifest(dir);
+    if (!m.ok()) return fail(m.message());
+    for (const bundle::KernelInfo& k : m->kernels) hashes.push_back(k.hash);
+  }
+  bool by_hash = !a.bundles.empty();
+  size_t before = 0, dropped = 0;
+  std::string target = a.out.empty() ? a.file : a.out;
+  Result<cache::Cache> written = Status::error("");
+  if (a.out.empty()) {
+    if (Status s = must_exist(a.file); !s.ok()) return fail(s.message());
+    written = cache::update(a.file, [&](cache::Cache& c) {
+      before = c.entries.size();
+      dropped = prune_entries(c, hashes, by_hash);
+    });
+  } else {
+    Result<cache::Cache> c = load_input(a.file);
+    if (!c.ok()) return fail(c.message());
+    before = c->entries.size();
+    dropped = prune_entries(*c, hashes, by_hash);
+    written = cache::save(a.out, *c);
+  }
+  if (!written.ok()) return fail(written.message());
+  fmt::print("wrote {}: dropped {} of {} entries, {} left\n", target, dropped, before,
+             written->entries.size());
+  return 0;
+}
+
+}  // namespace
+
+void add_cache_commands(CLI::App& app) {
+  CacheArgs& a = args();
+  a.cache = app.add_subcommand("cache", "show, compare, merge and prune autotune cache files");
+  a.cache->require_subcommand(1);
+
+  a.show = a.cache->add_subcommand("show", "print a cache's entries as a table");
+  a.show->add_option("file", a.file, "cache file (JSON)")->required();
+  a.show->add_flag("--json", a.json, "print the entries as JSON instead");
+
+  a.diff = a.cache->add_subcommand("diff", "entries added, removed and retuned from A to B");
+  a.diff->add_option("a", a.a, "the old cache file")->required();
+  a.diff->add_option("b", a.b, "the new cache file")->required();
+
+  a.merge = a.cache->add_subcommand("merge", "merge two caches; the newer entry wins per key");
+  a.merge->add_option("a", a.a, "a cache file")->required();
+  a.merge->add_option("b", a.b, "another cache file (wins ties)")->required();
+  a.merge->add_option("-o,--output", a.out, "the cache file to write")->required();
+
+  a.prune = a.cache->add_subcommand(
+      "prune", "drop entries for kernels or GPUs no longer present (in place unless -o)");
+  a.prune->add_option("file", a.file, "cache file")->required();
+  a.prune->add_option("--bundle", a.bundles, "keep only kernels of these bundle directories");
+  a.prune->add_option("--gpu", a.gpus, "keep only these GPU names (e.g. \"NVIDIA H200\")");
+  a.prune->add_option("-o,--output", a.out, "write here instead of rewriting FILE");
+}
+
+int run_cache_commands(CLI::App& app) {
+  const CacheArgs& a = args();
+  if (a.show != nullptr && *a.show) return show(a);
+  if (a.diff != nullptr && *a.diff) return diff(a);
+  if (a.merge != nullptr && *a.merge) return merge(a);
+  if (a.prune != nullptr && *a.prune) return prune(a);
+  return fail("cache: expected one of show, diff, merge, prune");
+}
+
+}  // namespace kiln

@@ -1,0 +1,26 @@
+// `kiln cache`: look at and maintain autotune cache files (autotune/cache.h).
+//
+//   kiln cache show FILE [--json]        a table of the entries (or JSON for machines)
+//   kiln cache diff A B                  entries added, removed and retuned from A to B
+//   kiln cache merge A B -o C            A + B, the newer entry per key, written to C
+//   kiln cache prune FILE [--bundle DIR ...] [--gpu NAME ...] [-o OUT]
+//                                        drop entries of kernels or GPUs no longer present
+//
+// Input files must exist (a typo is not an empty cache); every failure prints one line that
+// names the file and returns 1.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace kiln {
+
+/// Registers the `cache` subcommand and its verbs on `app`; call before app.parse().
+void add_cache_commands(CLI::App& app);
+
+/// Runs the `cache` verb that app.parse() selected; returns the exit code (0 ok, 1 error).
+/// Call only when app.got_subcommand("cache").
+int run_cache_commands(CLI::App& app);
+
+}  // namespace kiln
