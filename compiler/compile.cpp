@@ -73,7 +73,70 @@ std::vector<bundle::ParamInfo> param_infos(const KernelDef& k) {
   return out;
 }
 
+// The manifest entry of a variant, its images not yet built.
+bundle::Variant make_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg, int id,
+                             bool is_default, const std::vector<std::string>& archs) {
+  bundle::Variant v;
+  v.id = id;
+  v.config = cfg.as_map();
+  v.is_default = is_default;
+  v.entry = entry_name(k, step, id);
+  v.block_threads = cfg.block;
+  v.elements_per_block = cfg.elements_per_block();
+  for (const std::string& arch : archs) {
+    v.images.push_back({arch, fmt::format("{}.{}.ptx", v.entry, arch), "", 0, 0, 0});
+  }
+  return v;
+}
+
+// What building one image produced; applied to the manifest by the caller.
+struct BuiltImage {
+  VariantLayout layout;
+  std::string ptx;
+  Result<Cubin> cubin = Status::error("assembly disabled");
+};
+
+BuiltImage build_image(const KernelDef& k, const PointwiseStep& step, const PointwiseConfig& cfg,
+                       const std::string& entry, const std::string& arch, bool assemble) {
+  BuiltImage out;
+  llvm::LLVMContext ctx;
+  llvm::Module m(entry, ctx);
+  lower_pointwise(m, k, step, cfg, entry, &out.layout);
+  out.ptx = emit_ptx(m, arch);
+  if (assemble) out.cubin = assemble_cubin(out.ptx, arch);
+  return out;
+}
+
+// Records a built image in its variant and `files`; returns a warning, if any.
+std::string apply_image(BuiltImage&& built, bundle::Variant& v, size_t image,
+                        std::map<std::string, std::string>& files) {
+  bundle::ArchImage& im = v.images[image];
+  v.align_bytes = built.layout.align_bytes;
+  v.aligned_params = built.layout.aligned_params;
+  files[im.ptx] = std::move(built.ptx);
+  if (!built.cubin.ok()) return fmt::format("no cubin for {}: {}", im.arch, built.cubin.message());
+  im.cubin = fmt::format("{}.{}.cubin", v.entry, im.arch);
+  im.registers = built.cubin->registers;
+  im.spill_bytes = built.cubin->spill_bytes;
+  im.shared_bytes = built.cubin->shared_bytes;
+  files[im.cubin] = std::move(built.cubin->bytes);
+  return "";
+}
+
 }  // namespace
+
+bundle::Variant compile_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg,
+                                int id, const std::vector<std::string>& archs,
+                                std::map<std::string, std::string>& files) {
+  std::vector<PointwiseStep> steps = plan_pointwise(k);
+  internal_check(step < steps.size(), "compile_variant: no such step");
+  bundle::Variant v = make_variant(k, step, cfg, id, false, archs);
+  for (size_t im = 0; im < v.images.size(); ++im) {
+    std::string w = apply_image(build_image(k, steps[step], cfg, v.entry, archs[im], true), v, im, files);
+    if (!w.empty()) throw std::runtime_error(w);
+  }
+  return v;
+}
 
 CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
   CompiledBundle out;
@@ -106,16 +169,8 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
       if (!opts.all_variants) space = {def};
       bs.variants.reserve(space.size());
       for (const PointwiseConfig& cfg : space) {
-        bundle::Variant& v = bs.variants.emplace_back();
-        v.id = static_cast<int>(bs.variants.size() - 1);
-        v.config = cfg.as_map();
-        v.is_default = cfg == def;
-        v.entry = entry_name(k, si, v.id);
-        v.block_threads = cfg.block;
-        v.elements_per_block = cfg.elements_per_block();
-        for (const std::string& arch : opts.archs) {
-          v.images.push_back({arch, fmt::format("{}.{}.ptx", v.entry, arch), "", 0, 0, 0});
-        }
+        int id = static_cast<int>(bs.variants.size());
+        bs.variants.push_back(make_variant(k, si, cfg, id, cfg == def, opts.archs));
       }
       for (bundle::Variant& v : bs.variants) {
         for (size_t im = 0; im < v.images.size(); ++im) {
@@ -129,29 +184,13 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
   std::mutex mu;
   parallel_for(jobs.size(), opts.jobs, [&](size_t i) {
     const Job& job = jobs[i];
-    bundle::ArchImage& image = job.variant->images[job.image];
-    llvm::LLVMContext ctx;
-    llvm::Module m(job.variant->entry, ctx);
-    VariantLayout layout;
-    lower_pointwise(m, *job.kernel, *job.step, job.cfg, job.variant->entry, &layout);
-    std::string ptx = emit_ptx(m, image.arch);
-    Result<Cubin> cubin = opts.assemble ? assemble_cubin(ptx, image.arch)
-                                        : Result<Cubin>(Status::error("assembly disabled"));
+    BuiltImage built = build_image(*job.kernel, *job.step, job.cfg, job.variant->entry,
+                                   job.variant->images[job.image].arch, opts.assemble);
     std::lock_guard lock(mu);
-    job.variant->align_bytes = layout.align_bytes;
-    job.variant->aligned_params = layout.aligned_params;
-    out.files[image.ptx] = std::move(ptx);
-    if (cubin.ok()) {
-      image.cubin = fmt::format("{}.{}.cubin", job.variant->entry, image.arch);
-      image.registers = cubin->registers;
-      image.spill_bytes = cubin->spill_bytes;
-      image.shared_bytes = cubin->shared_bytes;
-      out.files[image.cubin] = std::move(cubin->bytes);
-    } else if (opts.assemble) {
-      std::string w = fmt::format("no cubin for {}: {}", image.arch, cubin.message());
-      if (std::find(out.warnings.begin(), out.warnings.end(), w) == out.warnings.end()) {
-        out.warnings.push_back(w);
-      }
+    std::string w = apply_image(std::move(built), *job.variant, job.image, out.files);
+    if (opts.assemble && !w.empty() &&
+        std::find(out.warnings.begin(), out.warnings.end(), w) == out.warnings.end()) {
+      out.warnings.push_back(w);
     }
   });
   return out;

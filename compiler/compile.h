@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/config.h"
 #include "ir/program.h"
 #include "runtime/manifest.h"
 #include "runtime/status.h"
@@ -29,6 +30,13 @@ struct CompiledBundle {
 /// Compiles every kernel of a verified program. Throws UserError for constructs the code
 /// generator does not support (with their source location).
 CompiledBundle compile_program(const Program& p, const CompileOptions& opts);
+
+/// Compiles one more variant, `id`, of step `step` of kernel `k` with `cfg` for `archs` (the
+/// autotuner's configurations beyond the precompiled grid). Its PTX and cubin files are added
+/// to `files`. Throws std::runtime_error when a cubin cannot be assembled.
+bundle::Variant compile_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg,
+                                int id, const std::vector<std::string>& archs,
+                                std::map<std::string, std::string>& files);
 
 /// Writes a bundle directory: every file, then manifest.json last, each through a temporary
 /// file and a rename, so a reader never sees a half-written bundle.

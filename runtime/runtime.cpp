@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -296,6 +298,7 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
       return s;
     }
     d.total_memory = static_cast<int64_t>(total);
+    api.cuDriverGetVersion(&d.driver_version);
     if (Status s = check(api.cuDevicePrimaryCtxRetain(&rt->ctx_, rt->dev_),
                          "retaining the "
                          "primary context");
@@ -418,6 +421,60 @@ Bundle::~Bundle() {
   for (CUmodule m : modules_) (void)rt_->driver().cuModuleUnload(m);
 }
 
+std::vector<std::string> Bundle::use_cache(const cache::Cache& c) {
+  std::vector<std::string> ignored;
+  const DeviceInfo& d = rt_->device();
+  const cache::GpuKey gpu{d.name, d.cc_major, d.cc_minor, d.sm_count};
+  for (auto& k : kernels_) {
+    k->tuned_.clear();
+    k->log_ = std::getenv("KILN_LOG") != nullptr && std::string(std::getenv("KILN_LOG")) != "0";
+  }
+  for (const cache::Entry& e : c.entries) {
+    auto it = std::find_if(kernels_.begin(), kernels_.end(),
+                           [&](const auto& k) { return k->info_->hash == e.key.kernel_hash; });
+    if (it == kernels_.end()) continue;  // another bundle's kernel
+    Kernel& k = **it;
+    auto skip = [&](const std::string& why) {
+      ignored.push_back(fmt::format("{} step {}: {}", k.name(), e.key.step, why));
+    };
+    if (!(e.key.gpu == gpu)) {
+      skip(fmt::format("tuned on {} (sm_{}{}, {} SMs), not this GPU", e.key.gpu.name,
+                       e.key.gpu.cc_major, e.key.gpu.cc_minor, e.key.gpu.sm_count));
+      continue;
+    }
+    if (e.key.driver_version != d.driver_version || e.key.kiln_version != KILN_VERSION) {
+      skip(fmt::format("tuned with driver {} and kiln {}, this is driver {} and kiln {}",
+                       e.key.driver_version, e.key.kiln_version, d.driver_version, KILN_VERSION));
+      continue;
+    }
+    if (e.key.step < 0 || static_cast<size_t>(e.key.step) >= k.steps_.size()) {
+      skip("no such step");
+      continue;
+    }
+    const auto& variants = k.info_->steps[e.key.step].variants;
+    auto v = std::find_if(variants.begin(), variants.end(),
+                          [&](const bundle::Variant& x) { return x.config == e.winner.config; });
+    if (v == variants.end() || k.steps_[e.key.step][v->id].fn == nullptr) {
+      skip("the winning config is not in this bundle or cannot load here");
+      continue;
+    }
+    std::vector<int64_t> values;
+    for (const std::string& s : k.info_->symbols) {
+      auto sv = e.key.shape.find(s);
+      values.push_back(sv == e.key.shape.end() ? -1 : sv->second);
+    }
+    auto row = std::find_if(k.tuned_.begin(), k.tuned_.end(), [&](const Kernel::Tuned& t) {
+      return t.bucket == e.key.bucket && t.values == values;
+    });
+    if (row == k.tuned_.end()) {
+      k.tuned_.push_back({e.key.bucket, values, std::vector<int>(k.steps_.size(), -1)});
+      row = k.tuned_.end() - 1;
+    }
+    row->variants[e.key.step] = v->id;
+  }
+  return ignored;
+}
+
 const Kernel* Bundle::find(std::string_view name) const {
   for (const auto& k : kernels_) {
     if (k->name() == name) return k.get();
@@ -454,7 +511,60 @@ Status Kernel::set_choice(size_t step, int variant) {
 
 Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
                       std::span<const int64_t> symbols) const {
-  return launch_impl(stream, ptrs, symbols, chosen_, true);
+  if (tuned_.empty() || symbols.size() != info_->symbols.size() || steps_.size() > kMaxSteps) {
+    return launch_impl(stream, ptrs, symbols, chosen_, true);
+  }
+  std::array<int, kMaxSteps> buf;
+  std::span<int> variants(buf.data(), steps_.size());
+  Source src = choose(symbols, variants);
+  if (log_ && !logged_[static_cast<int>(src)]) {
+    logged_[static_cast<int>(src)] = true;
+    std::string why;
+    choose(symbols, variants, &why);
+    std::fprintf(stderr, "kiln: %s\n", why.c_str());
+  }
+  return launch_impl(stream, ptrs, symbols, variants, true);
+}
+
+Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> variants,
+                              std::string* why) const {
+  for (size_t s = 0; s < variants.size(); ++s) variants[s] = chosen_[s];
+  auto match = [&](bool bucket) -> const Tuned* {
+    for (const Tuned& t : tuned_) {
+      if (t.bucket != bucket || t.values.size() != symbols.size()) continue;
+      bool same = true;
+      for (size_t i = 0; same && i < symbols.size(); ++i) {
+        same = (bucket ? cache::bucket_value(symbols[i]) : symbols[i]) == t.values[i];
+      }
+      if (same) return &t;
+    }
+    return nullptr;
+  };
+  Source src = Source::tuned_exact;
+  const Tuned* t = match(false);
+  if (!t) {
+    src = Source::tuned_bucket;
+    t = match(true);
+  }
+  if (!t) src = Source::default_config;
+  if (t) {
+    for (size_t s = 0; s < variants.size(); ++s) {
+      if (t->variants[s] >= 0) variants[s] = t->variants[s];
+    }
+  }
+  if (why) {
+    std::string shape, vars;
+    for (size_t i = 0; i < symbols.size(); ++i) {
+      shape += fmt::format("{}{}={}", i ? "," : "", info_->symbols[i], symbols[i]);
+    }
+    for (size_t s = 0; s < variants.size(); ++s)
+      vars += fmt::format("{}v{}", s ? "+" : "", variants[s]);
+    *why = fmt::format("{} {}: {} ({})", name(), shape, vars,
+                       src == Source::tuned_exact    ? "tuned for this shape"
+                       : src == Source::tuned_bucket ? "tuned for this shape's bucket"
+                                                     : "no tuned entry: the heuristic default");
+  }
+  return src;
 }
 
 Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autotune/cache.h"
 #include "runtime/manifest.h"
 #include "runtime/status.h"
 
@@ -25,6 +26,7 @@ struct DeviceInfo {
   int cc_major = 0, cc_minor = 0;
   int sm_count = 0;
   int64_t total_memory = 0;
+  int driver_version = 0;  // cuDriverGetVersion, e.g. 13000
   std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 
@@ -87,6 +89,14 @@ class Kernel {
   /// (y): null pointer"). The runtime's context must be current on the calling thread.
   Status launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
                 std::span<const int64_t> symbols) const;
+  /// Where a launch's variants come from.
+  enum class Source { default_config, tuned_exact, tuned_bucket };
+  /// The variants launch() would use for these symbol values, and why: a tuned winner for
+  /// exactly this shape, else for its bucket (autotune/cache.h), else the chosen default.
+  /// Allocates nothing. `why` (optional, allocates) gets a sentence for logs.
+  Source choose(std::span<const int64_t> symbols, std::span<int> variants,
+                std::string* why = nullptr) const;
+
   /// Launches a specific variant of each step (one entry per step); never falls back: a
   /// misaligned pointer for a vectorised variant is an error.
   Status launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,
@@ -111,6 +121,17 @@ class Kernel {
   std::vector<std::vector<int64_t>> param_dims_;  // [param]
   std::vector<std::vector<int64_t>> space_dims_;  // [step]
   std::vector<int> scalar_fallback_;  // [step]: best loadable align_bytes == 1 variant, or -1
+
+  // Tuned winners from the cache, one row per shape (exact or bucket), in symbol order; a
+  // variant of -1 means the step had no entry and uses chosen_.
+  struct Tuned {
+    bool bucket = false;
+    std::vector<int64_t> values;
+    std::vector<int> variants;
+  };
+  std::vector<Tuned> tuned_;
+  mutable std::array<bool, 3> logged_{};  // KILN_LOG: one line per kernel and source
+  bool log_ = false;
 };
 
 /// A bundle loaded onto the device: every variant's module, cubin for this device's
@@ -126,6 +147,13 @@ class Bundle {
   /// nullptr when the bundle has no such kernel.
   const Kernel* find(std::string_view name) const;
   Kernel* find(std::string_view name);
+
+  /// Uses the tuned winners of `c` for this device: entries for this GPU (name, compute
+  /// capability, SM count), driver version and Kiln version whose kernel hash and winning
+  /// config the bundle has. Returns one line per entry it ignored and why. With KILN_LOG=1
+  /// in the environment each kernel reports on stderr, once per kind of choice, which
+  /// variants it launched and why.
+  std::vector<std::string> use_cache(const cache::Cache& c);
 
  private:
   Bundle() = default;

@@ -4,15 +4,18 @@
 // (a bad spec or argument, an unreadable file), 2 when `run` finds a wrong result, 77 when
 // `run` finds no CUDA driver or device (so the test suite can report a skip).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <sstream>
 
+#include "autotune/tune.h"
 #include "compiler/compile.h"
 #include "compiler/schedule.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
+#include "tools/cache_command.h"
 #include "tools/run.h"
 
 namespace kiln {
@@ -174,6 +177,28 @@ int main(int argc, char** argv) {
   explain->add_option("--shape", explain_shapes,
                       "symbol values to decide kinds with, e.g. M=4096,N=1024");
 
+  // kiln tune
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "benchmark a bundle's variants on the GPU and record the winners in a cache");
+  TuneOptions to;
+  std::vector<std::string> tune_shapes;
+  bool no_descent = false, quiet = false;
+  tune_cmd->add_option("bundle", to.bundle, "bundle directory")->required();
+  tune_cmd
+      ->add_option("--shape", tune_shapes, "a shape to tune for, e.g. M=32768,N=1024 (repeatable)")
+      ->required();
+  tune_cmd->add_option("-c,--cache", to.cache_path, "the autotune cache file (created if missing)")
+      ->required();
+  tune_cmd->add_option("--kernel", to.kernel, "tune only this kernel");
+  tune_cmd->add_flag("--deterministic", to.deterministic,
+                     "only accept configs whose results are bitwise those of the default");
+  tune_cmd->add_flag("--force", to.force, "re-tune shapes the cache already has");
+  tune_cmd->add_flag("--no-descent", no_descent, "time only the precompiled variants");
+  tune_cmd->add_flag("-q,--quiet", quiet, "no progress line, even on a terminal");
+
+  // kiln cache
+  add_cache_commands(app);
+
   // kiln run
   CLI::App* run = app.add_subcommand(
       "run", "launch a kernel on random inputs, check it against the CPU interpreter, time it");
@@ -193,6 +218,7 @@ int main(int argc, char** argv) {
   run->add_flag("--copy-baseline", ro.copy_baseline,
                 "also time a device-to-device copy of the same bytes");
   run->add_option("--json", ro.json_out, "write the results as JSON to this file");
+  run->add_option("-c,--cache", ro.cache_path, "launch the tuned winners of this autotune cache");
 
   auto is_verb = [&](const char* name) {
     auto verbs = app.get_subcommands([&](CLI::App* sub) { return sub->check_name(name); });
@@ -200,7 +226,8 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !is_verb(argv[1])) {
     fmt::print(stderr,
-               "kiln: unknown command '{}' (commands: compile, explain, run; see kiln --help)\n",
+               "kiln: unknown command '{}' (commands: compile, explain, run, tune, cache; see kiln "
+               "--help)\n",
                argv[1]);
     return 1;
   }
@@ -212,6 +239,17 @@ int main(int argc, char** argv) {
   try {
     if (*compile) return compile_command(spec, out_dir, archs, emit, default_only, jobs);
     if (*explain) return explain_command(explain_spec, explain_shapes);
+    if (*tune_cmd) {
+      for (const std::string& sh : tune_shapes) {
+        std::optional<SymbolValues> s = parse_shape({sh});
+        if (!s) return 1;
+        to.shapes.push_back(*s);
+      }
+      to.descent = !no_descent;
+      to.progress = !quiet && isatty(2);
+      return tune(to);
+    }
+    if (app.got_subcommand("cache")) return run_cache_commands(app);
     if (*run) {
       std::optional<SymbolValues> s = parse_shape(shapes);
       if (!s) return 1;

@@ -20,6 +20,7 @@ struct RunOptions {
   bool copy_baseline = false;  // also time a device-to-device copy of the same traffic
   double rtol = -1;            // < 0: the output dtype's default
   std::string json_out;        // write the results as JSON here
+  std::string cache_path;      // launch the tuned winners of this autotune cache
 };
 
 /// Exit codes of `kiln run`.

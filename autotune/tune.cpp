@@ -1,0 +1,252 @@
+// `kiln tune`, for each kernel, shape and step:
+//  1. Key: kernel hash, step, this GPU, driver and Kiln versions, the exact shape. A key the
+//     cache already holds is skipped (no benchmarking) unless --force.
+//  2. Reference: the outputs of every step's default variant on random inputs.
+//  3. Search (autotune/search.h): every precompiled variant of the step, then coordinate
+//     descent over block and unroll. A configuration outside the bundle is compiled on the
+//     fly, added to the bundle (manifest rewritten atomically) and loaded. A candidate is
+//     rejected when it cannot load, spills registers, asks for more registers than an SM has,
+//     or gives a different result (within the output's tolerance; bitwise in deterministic
+//     mode); each rejection is recorded with its reason.
+//  4. Timing: the whole kernel launch with CUDA events, L2 flushed before each repetition,
+//     median and spread (autotune/harness.h).
+//  5. The winner, runner-up and default go into the cache under its lock (autotune/cache.h),
+//     after every kernel, so an interrupted tune keeps what it finished.
+#include "autotune/tune.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "autotune/cache.h"
+#include "autotune/harness.h"
+#include "autotune/search.h"
+#include "compiler/compile.h"
+#include "ir/text.h"
+#include "runtime/driver.h"
+#include "runtime/runtime.h"
+
+namespace kiln {
+namespace {
+
+struct TuneFailure {
+  std::string message;
+};
+
+std::string shape_text(const SymbolValues& s) {
+  std::string out;
+  for (const auto& [k, v] : s) out += fmt::format("{}{}={}", out.empty() ? "" : ",", k, v);
+  return out;
+}
+
+class Tuner {
+ public:
+  explicit Tuner(const TuneOptions& o) : o_(o) {}
+
+  int run() {
+    auto rt = Runtime::open();
+    if (!rt.ok()) throw TuneFailure{"kiln tune needs a GPU: " + rt.message()};
+    rt_ = std::move(rt.value());
+    rt_->driver().cuDriverGetVersion(&driver_version_);
+    reload();
+    Result<cache::Cache> c = cache::load(o_.cache_path);
+    if (!c.ok()) throw TuneFailure{c.message()};
+    cache_ = std::move(c.value());
+
+    bool any = false;
+    for (const bundle::KernelInfo& info : bundle_->manifest().kernels) {
+      if (!o_.kernel.empty() && info.name != o_.kernel) continue;
+      any = true;
+      for (const SymbolValues& shape : o_.shapes) tune_kernel(info.name, shape);
+    }
+    if (!any) throw TuneFailure{fmt::format("bundle {} has no kernel '{}'", o_.bundle, o_.kernel)};
+    return 0;
+  }
+
+ private:
+  void reload() {
+    bundle_.reset();
+    auto b = Bundle::load(*rt_, o_.bundle);
+    if (!b.ok()) throw TuneFailure{b.message()};
+    bundle_ = std::move(b.value());
+  }
+
+  Kernel& kernel(const std::string& name) { return *bundle_->find(name); }
+
+  cache::Key key_for(const bundle::KernelInfo& info, int step, const SymbolValues& shape) const {
+    const DeviceInfo& d = rt_->device();
+    cache::Key k;
+    k.kernel_hash = info.hash;
+    k.step = step;
+    k.gpu = {d.name, d.cc_major, d.cc_minor, d.sm_count};
+    k.driver_version = driver_version_;
+    k.kiln_version = KILN_VERSION;
+    k.shape = std::map<std::string, int64_t>(shape.begin(), shape.end());
+    return k;
+  }
+
+  void progress(const std::string& text) const {
+    if (o_.progress) fmt::print(stderr, "\r\033[K{}", text);
+  }
+
+  void tune_kernel(const std::string& name, const SymbolValues& all) {
+    const bundle::KernelInfo info = kernel(name).info();  // a copy: reloads replace it
+    SymbolValues shape;
+    for (const std::string& s : info.symbols) {
+      auto it = all.find(s);
+      if (it == all.end()) {
+        fmt::print("{} {}: skipped, no value for {}\n", name, shape_text(all), s);
+        return;
+      }
+      shape[s] = it->second;
+    }
+    Program p = parse_program(info.ir);
+    const KernelDef& def = p.kernels.at(0);
+    std::vector<cache::Entry> entries;
+    for (size_t step = 0; step < info.steps.size(); ++step) {
+      cache::Key key = key_for(info, static_cast<int>(step), shape);
+      if (!o_.force && cache::find(cache_, key)) {
+        fmt::print("{} {} step {}: cached, not benchmarked\n", name, shape_text(shape), step);
+        continue;
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      cache::Entry e = tune_step(def, name, static_cast<int>(step), shape);
+      e.key = key;
+      double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      progress("");
+      fmt::print("{} {} step {}: default {} {:.2f} us -> {} {:.2f} us ({:.2f}x), {}, {:.1f} s\n",
+                 name, shape_text(shape), step, config_text(e.default_config.config),
+                 e.default_config.median_us, config_text(e.winner.config), e.winner.median_us,
+                 e.default_config.median_us / e.winner.median_us, e.how, wall);
+      entries.push_back(std::move(e));
+    }
+    if (entries.empty()) return;
+    Result<cache::Cache> stored = cache::store(o_.cache_path, entries);
+    if (!stored.ok()) throw TuneFailure{stored.message()};
+    cache_ = std::move(stored.value());
+  }
+
+  // The variant of `step` with exactly `config`, compiling and adding it when absent.
+  int variant_for(const KernelDef& def, const std::string& name, int step, const Config& config) {
+    const bundle::Step& st = kernel(name).info().steps[step];
+    for (const bundle::Variant& v : st.variants) {
+      if (v.config == config) return v.id;
+    }
+    PointwiseConfig cfg{static_cast<int>(config.at("block")), static_cast<int>(config.at("vec")),
+                        static_cast<int>(config.at("unroll"))};
+    std::vector<std::string> archs;
+    for (const bundle::ArchImage& im : st.variants.front().images) archs.push_back(im.arch);
+    CompiledBundle b;
+    b.manifest = bundle_->manifest();
+    bundle::KernelInfo* info = nullptr;
+    for (auto& k : b.manifest.kernels) {
+      if (k.name == name) info = &k;
+    }
+    int id = static_cast<int>(info->steps[step].variants.size());
+    info->steps[step].variants.push_back(compile_variant(def, step, cfg, id, archs, b.files));
+    if (Status s = write_bundle(b, o_.bundle); !s.ok()) throw TuneFailure{s.message()};
+    reload();
+    return id;
+  }
+
+  cache::Entry tune_step(const KernelDef& def, const std::string& name, int step,
+                         const SymbolValues& shape) {
+    KernelHarness h(*rt_, def, kernel(name).info(), shape, /*seed=*/1);
+    const size_t nsteps = kernel(name).info().steps.size();
+    std::vector<int> defaults;
+    for (size_t s = 0; s < nsteps; ++s) defaults.push_back(kernel(name).chosen_variant(s));
+    auto launch = [&](const std::vector<int>& choice) {
+      Status s = kernel(name).launch_variants(h.stream(), h.ptrs(), h.symbols(), choice);
+      if (!s.ok()) throw TuneFailure{s.message()};
+    };
+    // The default's outputs are the reference every candidate must reproduce.
+    std::vector<HostTensor> ref = h.run_poisoned([&] { launch(defaults); }, 0xFF);
+    const std::vector<HostTensor> oracle = h.reference();
+    std::vector<const TensorDecl*> params = def.params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->role == TensorRole::input) ref[i] = oracle[i];
+    }
+    double err = 0;
+    std::vector<std::string> bad = h.check([&] { launch(defaults); }, oracle, false, -1, &err);
+    if (!bad.empty())
+      throw TuneFailure{fmt::format("{}: the default variant is wrong: {}", name, bad[0])};
+
+    const std::string arch = rt_->device().arch();
+    std::vector<Config> grid;
+    for (const bundle::Variant& v : kernel(name).info().steps[step].variants)
+      grid.push_back(v.config);
+    int timed = 0;
+    auto trial = [&](const Config& c) -> Trial {
+      progress(fmt::format("{} {} step {}: candidate {} ({}/{}+)", name, shape_text(shape), step,
+                           config_text(c), ++timed, grid.size()));
+      int v = variant_for(def, name, step, c);
+      Kernel& k = kernel(name);
+      const bundle::Variant& var = k.info().steps[step].variants[v];
+      for (const bundle::ArchImage& im : var.images) {
+        if (im.arch != arch) continue;
+        if (im.spill_bytes > 0)
+          return {std::nullopt, fmt::format("{} bytes of register spills", im.spill_bytes)};
+        if (int64_t{im.registers} * var.block_threads > 65536) {
+          return {std::nullopt, fmt::format("{} registers x {} threads exceed an SM's 65536",
+                                            im.registers, var.block_threads)};
+        }
+      }
+      std::vector<int> choice = defaults;
+      choice[step] = v;
+      Status loadable = k.set_choice(step, v);
+      (void)k.set_choice(step, defaults[step]);
+      if (!loadable.ok()) return {std::nullopt, loadable.message()};
+      auto fn = [&] { launch(choice); };
+      std::vector<std::string> problems = o_.deterministic
+                                              ? h.check(fn, ref, true, -1, nullptr)
+                                              : h.check(fn, oracle, false, -1, nullptr);
+      if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0]};
+      return {h.time(fn, 0, /*flush_l2=*/true, /*budget_ms=*/60), ""};
+    };
+    std::vector<ParamRange> params_range{{"block", 32, 1024}, {"unroll", 1, 16}};
+    SearchOptions so;
+    so.descent = o_.descent;
+    SearchResult r = search(grid, params_range, trial, so);
+    if (!r.best) throw TuneFailure{fmt::format("{} step {}: no usable variant", name, step)};
+
+    cache::Entry e;
+    e.kernel = name;
+    e.winner = {*r.best, r.best_time.median_us, r.best_time.spread};
+    if (r.runner_up)
+      e.runner_up =
+          cache::Timing{*r.runner_up, r.runner_up_time.median_us, r.runner_up_time.spread};
+    const bundle::Variant& dv = kernel(name).info().steps[step].variants[defaults[step]];
+    Measurement dm = h.time([&] { launch(defaults); }, 0, true, 60);
+    e.default_config = {dv.config, dm.median_us, dm.spread};
+    e.how = r.how;
+    e.deterministic = o_.deterministic;
+    e.candidates = r.timed;
+    e.rejected = r.rejected;
+    e.tuned_at = cache::utc_now();
+    return e;
+  }
+
+  const TuneOptions& o_;
+  std::unique_ptr<Runtime> rt_;
+  std::unique_ptr<Bundle> bundle_;
+  cache::Cache cache_;
+  int driver_version_ = 0;
+};
+
+}  // namespace
+
+int tune(const TuneOptions& opts) {
+  try {
+    return Tuner(opts).run();
+  } catch (const TuneFailure& f) {
+    fmt::print(stderr, "kiln tune: {}\n", f.message);
+  } catch (const HarnessError& f) {
+    fmt::print(stderr, "kiln tune: {}\n", f.message);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kiln tune: {}\n", e.what());
+  }
+  return 1;
+}
+
+}  // namespace kiln

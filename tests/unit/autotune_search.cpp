@@ -1,0 +1,103 @@
+// The autotuner's search against fake timing functions: grid, rejection, coordinate descent,
+// noise, and that no configuration is timed twice.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "autotune/search.h"
+
+using namespace kiln;
+
+namespace {
+
+std::vector<Config> grid() {
+  std::vector<Config> g;
+  for (int64_t block : {128, 256, 512}) {
+    for (int64_t unroll : {1, 2, 4})
+      g.push_back({{"block", block}, {"unroll", unroll}, {"vec", 4}});
+  }
+  return g;
+}
+
+const std::vector<ParamRange> kParams{{"block", 32, 1024}, {"unroll", 1, 16}};
+
+// A bowl in log2 space with its minimum at (block, unroll) = (bx, ux).
+std::function<Trial(const Config&)> bowl(int64_t bx, int64_t ux, std::map<Config, int>* calls,
+                                         double spread = 0.001) {
+  return [=](const Config& c) {
+    ++(*calls)[c];
+    double db = std::log2(double(c.at("block")) / bx), du = std::log2(double(c.at("unroll")) / ux);
+    return Trial{Measurement{100.0 * (1 + 0.1 * db * db + 0.1 * du * du), spread}, ""};
+  };
+}
+
+}  // namespace
+
+TEST_CASE("the grid finds the best precompiled config", "[autotune]") {
+  std::map<Config, int> calls;
+  SearchResult r = search(grid(), kParams, bowl(256, 2, &calls), {.descent = false});
+  REQUIRE(r.best);
+  CHECK(r.best->at("block") == 256);
+  CHECK(r.best->at("unroll") == 2);
+  CHECK(r.best_time.median_us == Approx(100.0));
+  CHECK(r.timed == 9);
+  REQUIRE(r.runner_up);
+  CHECK(r.runner_up_time.median_us == Approx(110.0));
+}
+
+TEST_CASE("coordinate descent leaves the grid when that is faster", "[autotune]") {
+  std::map<Config, int> calls;
+  SearchResult r = search(grid(), kParams, bowl(1024, 16, &calls), {});
+  REQUIRE(r.best);
+  CHECK(r.best->at("block") == 1024);
+  CHECK(r.best->at("unroll") == 16);
+  CHECK(r.descent_moves == 3);  // from (512, 4): block -> 1024, unroll -> 8, then -> 16
+  for (const auto& [c, n] : calls) CHECK(n == 1);  // never timed twice
+  CHECK_THAT(r.how, Catch::Contains("coordinate descent"));
+}
+
+TEST_CASE("descent respects parameter ranges", "[autotune]") {
+  std::map<Config, int> calls;
+  SearchResult r =
+      search(grid(), {{"block", 128, 512}, {"unroll", 1, 4}}, bowl(4096, 64, &calls), {});
+  CHECK(r.best->at("block") == 512);
+  CHECK(r.best->at("unroll") == 4);
+  CHECK(r.descent_moves == 0);
+  for (const auto& [c, n] : calls) {
+    CHECK(c.at("block") <= 512);
+    CHECK(c.at("unroll") <= 4);
+  }
+}
+
+TEST_CASE("rejected configs never win", "[autotune]") {
+  std::map<Config, int> calls;
+  auto base = bowl(256, 2, &calls);
+  SearchResult r = search(grid(), kParams,
+                          [&](const Config& c) {
+                            if (c.at("block") == 256 && c.at("unroll") == 2)
+                              return Trial{std::nullopt, "wrong result"};
+                            return base(c);
+                          },
+                          {});
+  REQUIRE(r.best);
+  CHECK_FALSE((r.best->at("block") == 256 && r.best->at("unroll") == 2));
+  REQUIRE(r.rejected.size() == 1);
+  CHECK(r.rejected[0] == "block=256 unroll=2 vec=4: wrong result");
+}
+
+TEST_CASE("an improvement within the noise is not a move", "[autotune]") {
+  std::map<Config, int> calls;
+  // Spread of 50%: no neighbour of the grid's best is "really" faster.
+  SearchResult r = search(grid(), kParams, bowl(1024, 16, &calls, 0.5), {});
+  CHECK(r.descent_moves == 0);
+  CHECK(r.best->at("block") == 512);
+}
+
+TEST_CASE("nothing usable gives no winner", "[autotune]") {
+  SearchResult r = search(grid(), kParams,
+                          [](const Config&) {
+                            return Trial{std::nullopt, "spills"};
+                          },
+                          {});
+  CHECK_FALSE(r.best);
+  CHECK(r.rejected.size() == 9);
+}
