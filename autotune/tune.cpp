@@ -54,13 +54,17 @@ class Tuner {
     if (!c.ok()) throw TuneFailure{c.message()};
     cache_ = std::move(c.value());
 
-    bool any = false;
+    // Names are copied: tuning may add variants, which reloads the bundle and its manifest.
+    std::vector<std::string> names;
     for (const bundle::KernelInfo& info : bundle_->manifest().kernels) {
-      if (!o_.kernel.empty() && info.name != o_.kernel) continue;
-      any = true;
-      for (const SymbolValues& shape : o_.shapes) tune_kernel(info.name, shape);
+      if (o_.kernel.empty() || info.name == o_.kernel) names.push_back(info.name);
     }
-    if (!any) throw TuneFailure{fmt::format("bundle {} has no kernel '{}'", o_.bundle, o_.kernel)};
+    if (names.empty()) {
+      throw TuneFailure{fmt::format("bundle {} has no kernel '{}'", o_.bundle, o_.kernel)};
+    }
+    for (const std::string& name : names) {
+      for (const SymbolValues& shape : o_.shapes) tune_kernel(name, shape);
+    }
     return 0;
   }
 
@@ -90,7 +94,7 @@ class Tuner {
     if (o_.progress) fmt::print(stderr, "\r\033[K{}", text);
   }
 
-  void tune_kernel(const std::string& name, const SymbolValues& all) {
+  void tune_kernel(const std::string& name, const SymbolValues& all) {  // name outlives reloads
     const bundle::KernelInfo info = kernel(name).info();  // a copy: reloads replace it
     SymbolValues shape;
     for (const std::string& s : info.symbols) {

@@ -15,18 +15,18 @@ cases=(add:N=67108864:N=1000003 swiglu:M=8192,N=8192:M=4097,N=33 bias_gelu:M=819
 for c in "${cases[@]}"; do
   IFS=: read -r ex s1 s2 <<< "$c"
   "$kiln" compile "$root/examples/$ex.kiln" -o "$out/bundles/$ex" > /dev/null || exit 1
-  t0=$(date +%s.%N)
+  t0=$(date +%s%N)
   "$kiln" tune "$out/bundles/$ex" --shape "$s1" --shape "$s2" -c "$cache" -q || echo "TUNE FAILED: $ex"
-  t1=$(date +%s.%N)
-  printf 'tuning wall time %-12s %6.1f s\n' "$ex" "$(echo "$t1 - $t0" | bc)"
+  t1=$(date +%s%N)
+  echo "tuning wall time $ex: $(( (t1 - t0) / 1000000 )) ms"
 done
 echo "== kiln cache show"
 "$kiln" cache show "$cache"
 echo "== second tune on the warm cache"
-t0=$(date +%s.%N)
+t0=$(date +%s%N)
 "$kiln" tune "$out/bundles/add" --shape N=67108864 --shape N=1000003 -c "$cache" -q
-t1=$(date +%s.%N)
-printf 'warm tune wall time %.1f s\n' "$(echo "$t1 - $t0" | bc)"
+t1=$(date +%s%N)
+echo "warm tune wall time: $(( (t1 - t0) / 1000000 )) ms"
 echo "== runtime launches with the cache (exact shape, bucket, none)"
 for shape in N=67108864 N=1000000 N=4000; do
   KILN_LOG=1 "$kiln" run "$out/bundles/add" add --shape $shape -c "$cache" 2>&1 | grep -vE '^  (variant|copy)'
