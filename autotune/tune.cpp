@@ -1,7 +1,8 @@
 // `kiln tune`, for each kernel, shape and step:
 //  1. Key: kernel hash, step, this GPU, driver and Kiln versions, the exact shape. A key the
 //     cache already holds is skipped (no benchmarking) unless --force.
-//  2. Reference: the outputs of every step's default variant on random inputs.
+//  2. Reference: the outputs of every step's default variant on random inputs, themselves
+//     checked against the CPU interpreter first.
 //  3. Search (autotune/search.h): every precompiled variant of the step, then coordinate
 //     descent over block and unroll. A configuration outside the bundle is compiled on the
 //     fly, added to the bundle (manifest rewritten atomically) and loaded. A candidate is
@@ -11,7 +12,8 @@
 //  4. Timing: the whole kernel launch with CUDA events, L2 flushed before each repetition,
 //     median and spread (autotune/harness.h).
 //  5. The winner, runner-up and default go into the cache under its lock (autotune/cache.h),
-//     after every kernel, so an interrupted tune keeps what it finished.
+//     after every kernel, so an interrupted tune keeps what it finished: one entry for the
+//     exact shape and one for its bucket (the newest tuned shape of a bucket serves it).
 #include "autotune/tune.h"
 
 #include <fmt/format.h>
@@ -123,7 +125,14 @@ class Tuner {
                  name, shape_text(shape), step, config_text(e.default_config.config),
                  e.default_config.median_us, config_text(e.winner.config), e.winner.median_us,
                  e.default_config.median_us / e.winner.median_us, e.how, wall);
+      // The same winner also serves the shape's bucket (autotune/cache.h) until another shape
+      // of that bucket is tuned: the newest entry wins.
+      cache::Entry b = e;
+      b.key.bucket = true;
+      b.key.shape = cache::bucket_of(e.key.shape);
+      b.how += fmt::format("; bucket entry from {}", shape_text(shape));
       entries.push_back(std::move(e));
+      entries.push_back(std::move(b));
     }
     if (entries.empty()) return;
     Result<cache::Cache> stored = cache::store(o_.cache_path, entries);
@@ -164,17 +173,15 @@ class Tuner {
       Status s = kernel(name).launch_variants(h.stream(), h.ptrs(), h.symbols(), choice);
       if (!s.ok()) throw TuneFailure{s.message()};
     };
-    // The default's outputs are the reference every candidate must reproduce.
-    std::vector<HostTensor> ref = h.run_poisoned([&] { launch(defaults); }, 0xFF);
-    const std::vector<HostTensor> oracle = h.reference();
-    std::vector<const TensorDecl*> params = def.params();
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (params[i]->role == TensorRole::input) ref[i] = oracle[i];
-    }
+    // The default variant, checked against the interpreter, gives the outputs every candidate
+    // must reproduce: within the output's tolerance, or bitwise in deterministic mode.
     double err = 0;
-    std::vector<std::string> bad = h.check([&] { launch(defaults); }, oracle, false, -1, &err);
-    if (!bad.empty())
+    std::vector<std::string> bad =
+        h.check([&] { launch(defaults); }, h.reference(), false, -1, &err);
+    if (!bad.empty()) {
       throw TuneFailure{fmt::format("{}: the default variant is wrong: {}", name, bad[0])};
+    }
+    const std::vector<HostTensor> ref = h.run_poisoned([&] { launch(defaults); }, 0xFF);
 
     const std::string arch = rt_->device().arch();
     std::vector<Config> grid;
@@ -202,9 +209,7 @@ class Tuner {
       (void)k.set_choice(step, defaults[step]);
       if (!loadable.ok()) return {std::nullopt, loadable.message()};
       auto fn = [&] { launch(choice); };
-      std::vector<std::string> problems = o_.deterministic
-                                              ? h.check(fn, ref, true, -1, nullptr)
-                                              : h.check(fn, oracle, false, -1, nullptr);
+      std::vector<std::string> problems = h.check(fn, ref, o_.deterministic, -1, nullptr);
       if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0]};
       return {h.time(fn, 0, /*flush_l2=*/true, /*budget_ms=*/60), ""};
     };
