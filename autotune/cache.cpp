@@ -32,10 +32,19 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "runtime/json_reader.h"
+
 namespace kiln::cache {
 namespace {
 
 using Json = nlohmann::json;
+using json::fail;
+using json::index_path;
+using json::Invalid;
+using json::key_path;
+using json::Obj;
+using json::read_integer;
+using json::type_name;
 using OrderedJson = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "kiln-autotune-cache";
@@ -82,114 +91,6 @@ OrderedJson entry_json(const Entry& e) {
 }
 
 // ---- reading ----
-
-struct Invalid {
-  std::string path;
-  std::string reason;
-};
-
-[[noreturn]] void fail(const std::string& path, std::string reason) {
-  throw Invalid{path, std::move(reason)};
-}
-
-std::string key_path(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-std::string index_path(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
-
-const char* type_name(const Json& j) {
-  switch (j.type()) {
-    case Json::value_t::null:
-      return "null";
-    case Json::value_t::object:
-      return "an object";
-    case Json::value_t::array:
-      return "an array";
-    case Json::value_t::string:
-      return "a string";
-    case Json::value_t::boolean:
-      return "a boolean";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-      return "an integer";
-    case Json::value_t::number_float:
-      return "a number";
-    default:
-      return "an unsupported value";
-  }
-}
-
-int64_t read_integer(const Json& v, const std::string& path, int64_t lo, int64_t hi) {
-  std::string range = "an integer";
-  if (hi < kInt64Max) {
-    range = fmt::format("an integer in {}..{}", lo, hi);
-  } else if (lo > std::numeric_limits<int64_t>::min()) {
-    range = fmt::format("an integer >= {}", lo);
-  }
-  if (!v.is_number_integer()) fail(path, fmt::format("expected {}, got {}", range, type_name(v)));
-  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kInt64Max)) {
-    fail(path, fmt::format("expected {}", range));
-  }
-  int64_t x = v.get<int64_t>();
-  if (x < lo || x > hi) fail(path, fmt::format("expected {}, got {}", range, x));
-  return x;
-}
-
-// A JSON object being read at `path`.
-class Obj {
- public:
-  Obj(const Json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j.is_object()) fail(path_, fmt::format("expected an object, got {}", type_name(j)));
-  }
-  const std::string& path() const { return path_; }
-  std::string at(std::string_view key) const { return key_path(path_, key); }
-  const Json* find(std::string_view key) const {
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  const Json& get(std::string_view key, const char* expected) const {
-    const Json* v = find(key);
-    if (v == nullptr) fail(at(key), fmt::format("missing (expected {})", expected));
-    return *v;
-  }
-  std::string str(std::string_view key) const {
-    const Json& v = get(key, "a string");
-    if (!v.is_string()) fail(at(key), fmt::format("expected a string, got {}", type_name(v)));
-    return v.get<std::string>();
-  }
-  std::string nonempty_str(std::string_view key) const {
-    std::string s = str(key);
-    if (s.empty()) fail(at(key), "expected a non-empty string");
-    return s;
-  }
-  bool boolean(std::string_view key) const {
-    const Json& v = get(key, "a boolean");
-    if (!v.is_boolean()) fail(at(key), fmt::format("expected a boolean, got {}", type_name(v)));
-    return v.get<bool>();
-  }
-  int64_t integer(std::string_view key, int64_t lo, int64_t hi) const {
-    return read_integer(get(key, "an integer"), at(key), lo, hi);
-  }
-  // A finite number >= 0 (times, spreads).
-  double nonnegative(std::string_view key) const {
-    const Json& v = get(key, "a number >= 0");
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
-      fail(at(key), "expected a number >= 0");
-    }
-    return v.get<double>();
-  }
-  const Json& array(std::string_view key) const {
-    const Json& v = get(key, "an array");
-    if (!v.is_array()) fail(at(key), fmt::format("expected an array, got {}", type_name(v)));
-    return v;
-  }
-
- private:
-  const Json& j_;
-  std::string path_;
-};
 
 // {"name": integer, ...} with non-empty names and values in lo..hi.
 std::map<std::string, int64_t> read_ints(const Obj& o, std::string_view key, int64_t lo) {
@@ -504,20 +405,7 @@ std::string to_json(const Cache& c) {
 }
 
 Result<Cache> parse(std::string_view json, std::string_view origin) {
-  try {
-    Json j = Json::parse(json.begin(), json.end());
-    return read_top(j);
-  } catch (const Invalid& e) {
-    if (e.path.empty()) return Status::error(fmt::format("{}: {}", origin, e.reason));
-    return Status::error(fmt::format("{}: {}: {}", origin, e.path, e.reason));
-  } catch (const Json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-    std::string_view what = e.what();
-    if (size_t p = what.find("] "); p != std::string_view::npos) what.remove_prefix(p + 2);
-    return Status::error(fmt::format("{}: invalid JSON: {}", origin, what));
-  } catch (const std::exception& e) {
-    return Status::error(fmt::format("{}: cannot read cache: {}", origin, e.what()));
-  }
+  return json::parse_document<Cache>(json, origin, "cache", read_top);
 }
 
 Result<Cache> load(const std::string& path) {

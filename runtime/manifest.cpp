@@ -18,10 +18,19 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/json_reader.h"
+
 namespace kiln::bundle {
 namespace {
 
 using Json = nlohmann::json;
+using json::fail;
+using json::index_path;
+using json::Invalid;
+using json::key_path;
+using json::Obj;
+using json::read_integer;
+using json::type_name;
 using OrderedJson = nlohmann::ordered_json;
 
 constexpr uintmax_t kMaxManifestBytes = uintmax_t{256} << 20;
@@ -87,102 +96,6 @@ OrderedJson kernel_json(const KernelInfo& k) {
 
 // ---- reading ----
 
-struct Invalid {
-  std::string path;
-  std::string reason;
-};
-
-[[noreturn]] void fail(const std::string& path, std::string reason) {
-  throw Invalid{path, std::move(reason)};
-}
-
-std::string key_path(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-std::string index_path(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
-
-const char* type_name(const Json& j) {
-  switch (j.type()) {
-    case Json::value_t::null:
-      return "null";
-    case Json::value_t::object:
-      return "an object";
-    case Json::value_t::array:
-      return "an array";
-    case Json::value_t::string:
-      return "a string";
-    case Json::value_t::boolean:
-      return "a boolean";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-      return "an integer";
-    case Json::value_t::number_float:
-      return "a number";
-    default:
-      return "an unsupported value";
-  }
-}
-
-// A JSON object being read at `path`.
-class Obj {
- public:
-  Obj(const Json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j.is_object()) fail(path_, fmt::format("expected an object, got {}", type_name(j)));
-  }
-  const std::string& path() const { return path_; }
-  std::string at(std::string_view key) const { return key_path(path_, key); }
-
-  const Json& get(std::string_view key, const char* expected) const {
-    auto it = j_.find(key);
-    if (it == j_.end()) fail(at(key), fmt::format("missing (expected {})", expected));
-    return *it;
-  }
-  std::string str(std::string_view key) const {
-    const Json& v = get(key, "a string");
-    if (!v.is_string()) fail(at(key), fmt::format("expected a string, got {}", type_name(v)));
-    return v.get<std::string>();
-  }
-  std::string nonempty_str(std::string_view key) const {
-    std::string s = str(key);
-    if (s.empty()) fail(at(key), "expected a non-empty string");
-    return s;
-  }
-  bool boolean(std::string_view key) const {
-    const Json& v = get(key, "a boolean");
-    if (!v.is_boolean()) fail(at(key), fmt::format("expected a boolean, got {}", type_name(v)));
-    return v.get<bool>();
-  }
-  int64_t integer(std::string_view key, int64_t lo, int64_t hi) const {
-    return read_integer(get(key, "an integer"), at(key), lo, hi);
-  }
-  const Json& array(std::string_view key) const {
-    const Json& v = get(key, "an array");
-    if (!v.is_array()) fail(at(key), fmt::format("expected an array, got {}", type_name(v)));
-    return v;
-  }
-
-  static int64_t read_integer(const Json& v, const std::string& path, int64_t lo, int64_t hi) {
-    std::string range =
-        hi < std::numeric_limits<int64_t>::max()   ? fmt::format("an integer in {}..{}", lo, hi)
-        : lo > std::numeric_limits<int64_t>::min() ? fmt::format("an integer >= {}", lo)
-                                                   : "an integer";
-    if (!v.is_number_integer()) fail(path, fmt::format("expected {}", range));
-    if (v.is_number_unsigned() &&
-        v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      fail(path, fmt::format("expected {}", range));
-    }
-    int64_t x = v.get<int64_t>();
-    if (x < lo || x > hi) fail(path, fmt::format("expected {}", range));
-    return x;
-  }
-
- private:
-  const Json& j_;
-  std::string path_;
-};
-
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
@@ -213,7 +126,7 @@ Dim read_dim(const Json& j, const std::string& path, const std::vector<std::stri
     fail(path,
          fmt::format("expected a dimension (an integer >= 1 or a symbol), got {}", type_name(j)));
   }
-  return Dim::fixed(Obj::read_integer(j, path, 1, kInt64Max));
+  return Dim::fixed(read_integer(j, path, 1, kInt64Max));
 }
 
 std::vector<Dim> read_dims(const Obj& o, std::string_view key,
@@ -255,7 +168,7 @@ Variant read_variant(const Obj& o, size_t index, size_t num_params) {
   const Json& config = o.get("config", "an object");
   Obj co(config, o.at("config"));
   for (const auto& [k, x] : config.items()) {
-    v.config[k] = Obj::read_integer(x, co.at(k), std::numeric_limits<int64_t>::min(), kInt64Max);
+    v.config[k] = read_integer(x, co.at(k), std::numeric_limits<int64_t>::min(), kInt64Max);
   }
   v.is_default = o.boolean("is_default");
   v.entry = o.nonempty_str("entry");
@@ -271,8 +184,8 @@ Variant read_variant(const Obj& o, size_t index, size_t num_params) {
   }
   const Json& aligned = o.array("aligned_params");
   for (size_t i = 0; i < aligned.size(); ++i) {
-    int64_t p = Obj::read_integer(aligned[i], index_path(o.at("aligned_params"), i), 0,
-                                  static_cast<int64_t>(num_params) - 1);
+    int64_t p = read_integer(aligned[i], index_path(o.at("aligned_params"), i), 0,
+                             static_cast<int64_t>(num_params) - 1);
     v.aligned_params.push_back(static_cast<int>(p));
   }
   const Json& images = o.array("images");
@@ -395,20 +308,7 @@ std::string to_json(const Manifest& m) {
 }
 
 Result<Manifest> parse_manifest(std::string_view json, std::string_view origin) {
-  try {
-    Json j = Json::parse(json.begin(), json.end());
-    return read_top(j);
-  } catch (const Invalid& e) {
-    if (e.path.empty()) return Status::error(fmt::format("{}: {}", origin, e.reason));
-    return Status::error(fmt::format("{}: {}: {}", origin, e.path, e.reason));
-  } catch (const Json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-    std::string_view what = e.what();
-    if (size_t p = what.find("] "); p != std::string_view::npos) what.remove_prefix(p + 2);
-    return Status::error(fmt::format("{}: invalid JSON: {}", origin, what));
-  } catch (const std::exception& e) {
-    return Status::error(fmt::format("{}: cannot read manifest: {}", origin, e.what()));
-  }
+  return json::parse_document<Manifest>(json, origin, "manifest", read_top);
 }
 
 Result<Manifest> read_manifest(const std::string& bundle_dir) {

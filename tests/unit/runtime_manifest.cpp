@@ -121,42 +121,42 @@ TEST_CASE("manifest validation names the origin and the JSON path", "[runtime]")
   std::string k0 = "bundle/manifest.json: kernels[0].";
 
   CHECK(error_after([](Json& j) { variant_json(j, 2)["block_threads"] = 2048; }) ==
-        v2 + "block_threads: expected an integer in 1..1024");
+        v2 + "block_threads: expected an integer in 1..1024, got 2048");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["block_threads"] = 0; }) ==
-        v2 + "block_threads: expected an integer in 1..1024");
+        v2 + "block_threads: expected an integer in 1..1024, got 0");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["block_threads"] = "256"; }) ==
-        v2 + "block_threads: expected an integer in 1..1024");
+        v2 + "block_threads: expected an integer in 1..1024, got a string");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["block_threads"] = 256.5; }) ==
-        v2 + "block_threads: expected an integer in 1..1024");
+        v2 + "block_threads: expected an integer in 1..1024, got a number");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["elements_per_block"] = 0; }) ==
-        v2 + "elements_per_block: expected an integer >= 1");
+        v2 + "elements_per_block: expected an integer >= 1, got 0");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["elements_per_block"] = -5; }) ==
-        v2 + "elements_per_block: expected an integer >= 1");
+        v2 + "elements_per_block: expected an integer >= 1, got -5");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["id"] = 7; }) ==
         v2 + "id: expected 2 (a variant's id is its index), got 7");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["geometry"] = "tiled2d"; }) ==
         v2 + "geometry: unknown geometry \"tiled2d\" (expected \"flat\")");
   CHECK(error_after([](Json& j) {
           variant_json(j, 2)["aligned_params"] = {0, 3};
-        }) == v2 + "aligned_params[1]: expected an integer in 0..2");
+        }) == v2 + "aligned_params[1]: expected an integer in 0..2, got 3");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["aligned_params"] = {-1}; }) ==
-        v2 + "aligned_params[0]: expected an integer in 0..2");
+        v2 + "aligned_params[0]: expected an integer in 0..2, got -1");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["align_bytes"] = 12; }) ==
         v2 + "align_bytes: expected a power of two in 1..256");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["align_bytes"] = 0; }) ==
-        v2 + "align_bytes: expected an integer in 1..256");
+        v2 + "align_bytes: expected an integer in 1..256, got 0");
   CHECK(error_after([](Json& j) { variant_json(j, 2).erase("entry"); }) ==
         v2 + "entry: missing (expected a string)");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["is_default"] = 1; }) ==
         v2 + "is_default: expected a boolean, got an integer");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["config"]["vec"] = "4"; }) ==
-        v2 + "config.vec: expected an integer");
+        v2 + "config.vec: expected an integer, got a string");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["config"] = Json::array(); }) ==
         v2 + "config: expected an object, got an array");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["images"] = Json::array(); }) ==
         v2 + "images: expected at least one image");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["images"][0]["registers"] = -1; }) ==
-        v2 + "images[0].registers: expected an integer in 0..2147483647");
+        v2 + "images[0].registers: expected an integer in 0..2147483647, got -1");
   CHECK(error_after([](Json& j) { variant_json(j, 2)["images"][0]["arch"] = "gfx90a"; }) ==
         v2 + "images[0].arch: expected an architecture like \"sm_90\", got \"gfx90a\"");
 }
@@ -193,9 +193,9 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][0]["shape"][1] = "K"; }) ==
         k0 + "params[0].shape[1]: symbol \"K\" is not listed in the kernel's symbols");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["shape"][0] = 0; }) ==
-        k0 + "params[1].shape[0]: expected an integer >= 1");
+        k0 + "params[1].shape[0]: expected an integer >= 1, got 0");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["shape"][0] = -3; }) ==
-        k0 + "params[1].shape[0]: expected an integer >= 1");
+        k0 + "params[1].shape[0]: expected an integer >= 1, got -3");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["shape"][0] = 1.5; }) ==
         k0 + "params[1].shape[0]: expected a dimension (an integer >= 1 or a symbol), got a "
              "number");
@@ -229,7 +229,7 @@ TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
         "version 1)");
   CHECK(error_after([](Json& j) { j["version"] = "1"; }) ==
-        "bundle/manifest.json: version: expected an integer >= 0");
+        "bundle/manifest.json: version: expected an integer >= 0, got a string");
   CHECK(error_after([](Json& j) { j["format"] = "zip"; }) ==
         "bundle/manifest.json: format: expected \"kiln-bundle\"");
   CHECK(error_after([](Json& j) { j.erase("kernels"); }) ==
