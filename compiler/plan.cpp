@@ -29,43 +29,27 @@ class Inliner {
   Expr rewrite(const Expr& e, const Rename& rename,
                std::unordered_map<const ExprNode*, Expr>& memo) {
     if (auto it = memo.find(e.ptr().get()); it != memo.end()) return it->second;
-    auto sub = [&](const std::shared_ptr<const ExprNode>& p) {
-      return rewrite(wrap(p), rename, memo);
-    };
     auto var = [&](const std::string& v) {
       auto it = rename.find(v);
       internal_check(it != rename.end(), "plan: unbound index variable");
       return it->second;
     };
-    Expr out = std::visit(
-        [&](const auto& n) -> Expr {
-          using T = std::decay_t<decltype(n)>;
-          if constexpr (std::is_same_v<T, Const> || std::is_same_v<T, SymRef>) {
-            return e;
-          } else if constexpr (std::is_same_v<T, IndexRef>) {
-            return make_index(var(n.name), e.type(), e.loc());
-          } else if constexpr (std::is_same_v<T, Load>) {
-            std::vector<std::string> idx;
-            for (const auto& i : n.indices) idx.push_back(var(i));
-            auto def = defs_.find(n.tensor);
-            if (def == defs_.end()) return make_load(n.tensor, idx, n.stored, e.loc());
-            return inline_definition(*def->second, idx);
-          } else if constexpr (std::is_same_v<T, Unary>) {
-            return make_unary(n.op, sub(n.a), e.loc());
-          } else if constexpr (std::is_same_v<T, Binary>) {
-            return make_binary(n.op, sub(n.a), sub(n.b), e.loc());
-          } else if constexpr (std::is_same_v<T, Select>) {
-            return make_select(sub(n.cond), sub(n.a), sub(n.b), e.loc());
-          } else if constexpr (std::is_same_v<T, Cast>) {
-            return make_cast(n.to, sub(n.a), e.loc());
-          } else {
-            static_assert(std::is_same_v<T, Reduce>);
-            throw UserError(e.loc(), fmt::format("'{}' is a reduction; the code generator does not "
-                                                 "support reductions yet (the interpreter does)",
-                                                 to_string(n.op)));
-          }
-        },
-        e.node().v);
+    Expr out;
+    if (const IndexRef* r = e.as<IndexRef>()) {
+      out = make_index(var(r->name), e.type(), e.loc());
+    } else if (const Load* ld = e.as<Load>()) {
+      std::vector<std::string> idx;
+      for (const auto& i : ld->indices) idx.push_back(var(i));
+      auto def = defs_.find(ld->tensor);
+      out = def == defs_.end() ? make_load(ld->tensor, idx, ld->stored, e.loc())
+                               : inline_definition(*def->second, idx);
+    } else if (const Reduce* red = e.as<Reduce>()) {
+      throw UserError(e.loc(), fmt::format("'{}' is a reduction; the code generator does not "
+                                           "support reductions yet (the interpreter does)",
+                                           to_string(red->op)));
+    } else {
+      out = map_children(e, [&](const Expr& c) { return rewrite(c, rename, memo); });
+    }
     memo.emplace(e.ptr().get(), out);
     return out;
   }

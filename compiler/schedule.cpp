@@ -164,25 +164,7 @@ class Normalizer {
       out_.body.push_back(Stmt{name, free, red, e.loc()});
       return make_load(name, free, red.type(), e.loc());
     }
-    auto sub = [&](const std::shared_ptr<const ExprNode>& p) {
-      return lift(wrap(p), scope, false);
-    };
-    return std::visit(
-        [&](const auto& n) -> Expr {
-          using T = std::decay_t<decltype(n)>;
-          if constexpr (std::is_same_v<T, Unary>) {
-            return make_unary(n.op, sub(n.a), e.loc());
-          } else if constexpr (std::is_same_v<T, Binary>) {
-            return make_binary(n.op, sub(n.a), sub(n.b), e.loc());
-          } else if constexpr (std::is_same_v<T, Select>) {
-            return make_select(sub(n.cond), sub(n.a), sub(n.b), e.loc());
-          } else if constexpr (std::is_same_v<T, Cast>) {
-            return make_cast(n.to, sub(n.a), e.loc());
-          } else {
-            return e;  // leaves
-          }
-        },
-        e.node().v);
+    return map_children(e, [&](const Expr& c) { return lift(c, scope, false); });
   }
 
   const KernelDef& k_;

@@ -274,4 +274,25 @@ bool is_comparison(BinaryOp op) {
   return op >= BinaryOp::lt;
 }
 
+Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f) {
+  return std::visit(
+      [&](const auto& n) -> Expr {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, Unary>) {
+          return make_unary(n.op, f(wrap(n.a)), e.loc());
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          return make_binary(n.op, f(wrap(n.a)), f(wrap(n.b)), e.loc());
+        } else if constexpr (std::is_same_v<T, Select>) {
+          return make_select(f(wrap(n.cond)), f(wrap(n.a)), f(wrap(n.b)), e.loc());
+        } else if constexpr (std::is_same_v<T, Cast>) {
+          return make_cast(n.to, f(wrap(n.a)), e.loc());
+        } else if constexpr (std::is_same_v<T, Reduce>) {
+          return make_reduce(n.op, n.index, f(wrap(n.body)), e.loc());
+        } else {
+          return e;  // Const, SymRef, IndexRef, Load
+        }
+      },
+      e.node().v);
+}
+
 }  // namespace kiln

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -165,6 +166,11 @@ void for_each_child(const Expr& e, F&& f) {
       },
       e.node().v);
 }
+
+/// e rebuilt with each direct operand replaced by f(operand), through the make_* constructors
+/// (so types are checked again); leaves come back as they are. The building block of passes
+/// that rewrite expressions.
+Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f);
 
 }  // namespace kiln
 
