@@ -56,7 +56,13 @@ namespace kiln {
   X(cuEventRecord)               \
   X(cuEventSynchronize)          \
   X(cuEventElapsedTime)          \
-  X(cuEventDestroy)
+  X(cuEventDestroy)              \
+  X(cuStreamBeginCapture)        \
+  X(cuStreamEndCapture)          \
+  X(cuGraphInstantiate)          \
+  X(cuGraphLaunch)               \
+  X(cuGraphExecDestroy)          \
+  X(cuGraphDestroy)
 
 /// Function pointers into libcuda, one per entry point of KILN_DRIVER_FUNCTIONS.
 struct DriverApi {

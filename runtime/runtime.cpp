@@ -517,8 +517,7 @@ Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
   std::array<int, kMaxSteps> buf;
   std::span<int> variants(buf.data(), steps_.size());
   Source src = choose(symbols, variants);
-  if (log_ && !logged_[static_cast<int>(src)]) {
-    logged_[static_cast<int>(src)] = true;
+  if (log_ && !logged_[static_cast<int>(src)].exchange(true)) {
     std::string why;
     choose(symbols, variants, &why);
     std::fprintf(stderr, "kiln: %s\n", why.c_str());
@@ -689,6 +688,16 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
     int64_t blocks = *n / var->elements_per_block + (*n % var->elements_per_block != 0);
     chosen[s] = v;
     grid[s] = static_cast<unsigned>(std::min(blocks, bundle::kMaxGridX));
+  }
+
+  // The runtime may be used from threads that never made its context current.
+  const DriverApi& drv = rt_->driver();
+  CUcontext current = nullptr;
+  if (drv.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != rt_->context()) {
+    if (CUresult r = drv.cuCtxSetCurrent(rt_->context()); r != CUDA_SUCCESS) {
+      return Status::error(fmt::format("{}: cannot make the runtime's context current: {}",
+                                       info.name, rt_->describe(r)));
+    }
   }
 
   std::array<void*, kMaxLaunchArgs> args;

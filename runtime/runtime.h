@@ -8,6 +8,8 @@
 
 #include <cuda.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -20,6 +22,15 @@
 #include "runtime/status.h"
 
 namespace kiln {
+
+/// Element types of f16 and bf16 tensors in typed launchers (compiler/header.h): their
+/// 16-bit patterns; device pointers of __half or __nv_bfloat16 convert with reinterpret_cast.
+struct f16 {
+  uint16_t bits;
+};
+struct bf16 {
+  uint16_t bits;
+};
 
 struct DeviceInfo {
   std::string name;  // "NVIDIA H100 80GB HBM3"
@@ -86,7 +97,9 @@ class Kernel {
   /// int64 and that the grid fits; a vectorised variant whose alignment a pointer does not
   /// meet falls back to the step's best scalar variant (the default if it is scalar, else
   /// the lowest loadable id). Error messages number arguments from 1 ("softmax: argument 2
-  /// (y): null pointer"). The runtime's context must be current on the calling thread.
+  /// (y): null pointer"). Safe from several threads at once: a thread whose current context
+  /// is not the runtime's gets it made current. Safe inside CUDA graph capture (it only
+  /// enqueues kernels). Allocates nothing.
   Status launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
                 std::span<const int64_t> symbols) const;
   /// Where a launch's variants come from.
@@ -130,7 +143,7 @@ class Kernel {
     std::vector<int> variants;
   };
   std::vector<Tuned> tuned_;
-  mutable std::array<bool, 3> logged_{};  // KILN_LOG: one line per kernel and source
+  mutable std::array<std::atomic<bool>, 3> logged_{};  // KILN_LOG: once per kernel and source
   bool log_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/driver.h"
@@ -124,6 +125,91 @@ TEST_CASE("bad arguments are refused before anything is launched", "[gpu]") {
   CUdeviceptr ptrs[] = {buf.x + 4, buf.y, buf.z};
   Status s = k->launch_variants(nullptr, ptrs, n, choice);
   CHECK_THAT(s.message(), Catch::Contains("needs 16-byte aligned pointers"));
+}
+
+TEST_CASE("several threads launch through one runtime at once", "[gpu]") {
+  auto b = Bundle::load(*g_rt, g_bundle);
+  REQUIRE(b.ok());
+  const Kernel* k = (*b)->find("add");
+  REQUIRE(k);
+  const DriverApi& api = g_rt->driver();
+  constexpr int kThreads = 4, kLaunches = 200;
+  constexpr int64_t n = 100003;
+  std::vector<int64_t> bad(kThreads, -1);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // A fresh thread: no current context until the runtime's launch (or this) sets it.
+      CUstream stream;
+      CUdeviceptr x, y, z;
+      if (!g_rt->make_current().ok() || api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) ||
+          api.cuMemAlloc(&x, n * 4) || api.cuMemAlloc(&y, n * 4) || api.cuMemAlloc(&z, n * 4)) {
+        errors[t] = "setup failed";
+        return;
+      }
+      std::vector<float> hx(n, 1.0f + t), hy(n, 2.0f), hz(n);
+      api.cuMemcpyHtoD(x, hx.data(), n * 4);
+      api.cuMemcpyHtoD(y, hy.data(), n * 4);
+      CUdeviceptr ptrs[] = {x, y, z};
+      int64_t syms[] = {n};
+      for (int i = 0; i < kLaunches; ++i) {
+        if (Status s = k->launch(stream, ptrs, syms); !s.ok()) errors[t] = s.message();
+      }
+      api.cuStreamSynchronize(stream);
+      api.cuMemcpyDtoH(hz.data(), z, n * 4);
+      bad[t] = 0;
+      for (float v : hz) bad[t] += v != 3.0f + t;
+      api.cuMemFree(x);
+      api.cuMemFree(y);
+      api.cuMemFree(z);
+      api.cuStreamDestroy(stream);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t << ": " << errors[t]);
+    CHECK(errors[t].empty());
+    CHECK(bad[t] == 0);
+  }
+}
+
+TEST_CASE("launches can be captured into a CUDA graph and replayed", "[gpu]") {
+  auto b = Bundle::load(*g_rt, g_bundle);
+  REQUIRE(b.ok());
+  const Kernel* k = (*b)->find("add");
+  REQUIRE(k);
+  const DriverApi& api = g_rt->driver();
+  constexpr int64_t n = 4097;
+  Buffers buf(n);
+  std::vector<float> hx(n), hy(n), hz(n);
+  for (int64_t i = 0; i < n; ++i) {
+    hx[i] = 0.5f * i;
+    hy[i] = 1.0f - i;
+  }
+  REQUIRE(api.cuMemcpyHtoD(buf.x, hx.data(), n * 4) == CUDA_SUCCESS);
+  REQUIRE(api.cuMemcpyHtoD(buf.y, hy.data(), n * 4) == CUDA_SUCCESS);
+  REQUIRE(api.cuMemsetD8(buf.z, 0xFF, n * 4) == CUDA_SUCCESS);
+  CUstream stream;
+  REQUIRE(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CUdeviceptr ptrs[] = {buf.x, buf.y, buf.z};
+  int64_t syms[] = {n};
+  REQUIRE(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  Status s = k->launch(stream, ptrs, syms);
+  CUgraph graph = nullptr;
+  REQUIRE(api.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS);
+  REQUIRE(s.ok());
+  CUgraphExec exec = nullptr;
+  REQUIRE(api.cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS);
+  REQUIRE(api.cuGraphLaunch(exec, stream) == CUDA_SUCCESS);
+  REQUIRE(api.cuStreamSynchronize(stream) == CUDA_SUCCESS);
+  REQUIRE(api.cuMemcpyDtoH(hz.data(), buf.z, n * 4) == CUDA_SUCCESS);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) bad += hz[i] != hx[i] + hy[i];
+  CHECK(bad == 0);
+  api.cuGraphExecDestroy(exec);
+  api.cuGraphDestroy(graph);
+  api.cuStreamDestroy(stream);
 }
 
 int main(int argc, char** argv) {
