@@ -14,6 +14,7 @@
 
 #include "compiler/codegen.h"
 #include "compiler/config.h"
+#include "compiler/header.h"
 #include "compiler/plan.h"
 #include "compiler/schedule.h"
 #include "compiler/toolkit.h"
@@ -224,6 +225,7 @@ Status write_bundle(const CompiledBundle& b, const std::string& dir) {
 
 std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
   if (stage == Stage::ir) return print(p);
+  if (stage == Stage::header) return emit_header(p, "kiln_kernels");
   if (stage == Stage::schedule) {
     std::string out;
     for (const KernelDef& k : p.kernels) out += print_schedule(schedule_kernel(k));

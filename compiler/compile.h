@@ -42,10 +42,11 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
 /// file and a rename, so a reader never sees a half-written bundle.
 Status write_bundle(const CompiledBundle& b, const std::string& dir);
 
-enum class Stage { ir, schedule, llvm, ptx };
+enum class Stage { ir, schedule, llvm, ptx, header };
 /// The text of one stage for every kernel (for the default variant of each step): the
 /// canonical IR, the fusion schedule (compiler/schedule.h), the LLVM IR as lowered (before
-/// optimization), or the PTX for `arch`.
+/// optimization), the PTX for `arch`, or the typed launchers (compiler/header.h, in namespace
+/// `kiln_kernels`).
 std::string emit_stage(const Program& p, Stage stage, const std::string& arch);
 
 }  // namespace kiln

@@ -84,8 +84,19 @@ int compile_command(const std::string& spec_path, const std::string& out_dir,
       Stage stage = emit == "ir"         ? Stage::ir
                     : emit == "schedule" ? Stage::schedule
                     : emit == "llvm"     ? Stage::llvm
+                    : emit == "header"   ? Stage::header
                                          : Stage::ptx;
-      fmt::print("{}", emit_stage(*program, stage, archs.front()));
+      std::string text = emit_stage(*program, stage, archs.front());
+      if (out_dir.empty()) {
+        fmt::print("{}", text);
+        return 0;
+      }
+      std::ofstream f(out_dir, std::ios::binary | std::ios::trunc);
+      f << text;
+      if (!f.flush()) {
+        fmt::print(stderr, "kiln compile: cannot write {}\n", out_dir);
+        return 1;
+      }
       return 0;
     }
     if (out_dir.empty()) {
@@ -153,7 +164,8 @@ int main(int argc, char** argv) {
   bool default_only = false;
   int jobs = 0;
   compile->add_option("spec", spec, "the spec file (.kiln)")->required();
-  compile->add_option("-o,--output", out_dir, "bundle directory to write");
+  compile->add_option("-o,--output", out_dir,
+                      "bundle directory to write (with --emit: a file for the text)");
   compile->add_option("--arch", archs, "target architectures (sm_80, sm_90, ...)")
       ->delimiter(',')
       ->check([](const std::string& a) -> std::string {
@@ -163,7 +175,7 @@ int main(int argc, char** argv) {
         return "expected an architecture like sm_90, got '" + a + "'";
       });
   compile->add_option("--emit", emit, "print one stage to stdout instead of writing a bundle")
-      ->check(CLI::IsMember({"ir", "schedule", "llvm", "ptx"}));
+      ->check(CLI::IsMember({"ir", "schedule", "llvm", "ptx", "header"}));
   compile->add_flag("--default-only", default_only, "compile only each kernel's default variant");
   compile->add_option("-j,--jobs", jobs, "compile threads (default: one per CPU)")
       ->check(CLI::Range(0, 256));
