@@ -1,0 +1,82 @@
+/* The C API of libkiln_runtime, for C programs and foreign-function interfaces (Python ctypes,
+ * Rust, Go, ...). Installed as <prefix>/include/kiln/kiln_runtime.h; in the build tree it is
+ * runtime/c_api.h. It wraps runtime/runtime.h with opaque handles:
+ *
+ *   kiln_runtime* rt;  kiln_bundle* b;
+ *   if (kiln_runtime_open(0, &rt) != KILN_OK) { puts(kiln_last_error()); return 77; }
+ *   kiln_bundle_load(rt, "swiglu.bundle", &b);
+ *   kiln_bundle_use_cache(b, "tuned.json");                     (optional)
+ *   const kiln_kernel* k = kiln_bundle_find(b, "swiglu");
+ *   kiln_launch(k, stream, ptrs, 3, symbols, 2);                (inputs then outputs; M, N)
+ *   kiln_bundle_free(b);  kiln_runtime_close(rt);
+ *
+ * Every function but kiln_bundle_find and kiln_last_error returns KILN_OK (0) or an error code
+ * and then leaves a one-line message in kiln_last_error(), which is per thread. No C++
+ * exception crosses this interface. A bundle must be freed before its runtime is closed; a
+ * kiln_kernel belongs to its bundle. Launches need the runtime's CUDA context current on the
+ * calling thread: kiln_runtime_open makes it current on the opening thread, other threads call
+ * kiln_runtime_make_current first. */
+#ifndef KILN_RUNTIME_C_API_H
+#define KILN_RUNTIME_C_API_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Status codes. */
+enum {
+  KILN_OK = 0,
+  KILN_ERROR = 1,                  /**< any other failure: files, manifest, launch checks, CUDA */
+  KILN_ERROR_INVALID_ARGUMENT = 2, /**< a NULL handle or pointer where one is required */
+  KILN_ERROR_NO_DEVICE = 3         /**< kiln_runtime_open: no CUDA driver, or no such device */
+};
+
+/** An open CUDA device with its primary context (kiln::Runtime). */
+typedef struct kiln_runtime kiln_runtime;
+/** A bundle loaded onto a device (kiln::Bundle). */
+typedef struct kiln_bundle kiln_bundle;
+/** One kernel of a loaded bundle (kiln::Kernel); owned by the bundle. */
+typedef struct kiln_kernel kiln_kernel;
+
+/** The message of the last failed call on this thread ("" if none failed yet). The pointer
+ *  stays valid until the next failing call on the same thread. */
+const char* kiln_last_error(void);
+
+/** Loads libcuda, initialises it and opens device `ordinal`, making its primary context
+ *  current on this thread. Fails with KILN_ERROR_NO_DEVICE (the message names libcuda when
+ *  there is no driver) on machines without a usable GPU. */
+int kiln_runtime_open(int ordinal, kiln_runtime** out);
+/** Closes a runtime; NULL is allowed and does nothing. */
+int kiln_runtime_close(kiln_runtime* rt);
+/** Makes the runtime's context current on the calling thread. */
+int kiln_runtime_make_current(const kiln_runtime* rt);
+/** The device's name ("NVIDIA H100 80GB HBM3"), valid while `rt` is open. */
+int kiln_device_name(const kiln_runtime* rt, const char** name);
+/** The device's compute capability (9, 0 for sm_90). */
+int kiln_device_compute_capability(const kiln_runtime* rt, int* major, int* minor);
+
+/** Loads the bundle directory `dir` (written by `kiln compile -o`) onto `rt`'s device. */
+int kiln_bundle_load(const kiln_runtime* rt, const char* dir, kiln_bundle** out);
+/** Launches with the tuned winners of the autotune cache file `cache_path` (`kiln tune -c`)
+ *  that apply to this device; entries that do not apply are ignored (see KILN_LOG=1). */
+int kiln_bundle_use_cache(kiln_bundle* bundle, const char* cache_path);
+/** Frees a bundle; NULL is allowed and does nothing. */
+int kiln_bundle_free(kiln_bundle* bundle);
+/** The kernel called `name`, or NULL (with a message in kiln_last_error) when there is none. */
+const kiln_kernel* kiln_bundle_find(const kiln_bundle* bundle, const char* name);
+
+/** Launches `kernel` on `stream` (0: the default stream). `ptrs` are device pointers, inputs
+ *  then outputs in declared order; `symbols` are the symbol values in the kernel's order. Every
+ *  argument is checked against the manifest before anything is launched. */
+int kiln_launch(const kiln_kernel* kernel, CUstream stream, const CUdeviceptr* ptrs, size_t nptrs,
+                const int64_t* symbols, size_t nsymbols);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_C_API_H */
