@@ -165,7 +165,8 @@ class Bundle {
   /// capability, SM count), driver version and Kiln version whose kernel hash and winning
   /// config the bundle has. Returns one line per entry it ignored and why. With KILN_LOG=1
   /// in the environment each kernel reports on stderr, once per kind of choice, which
-  /// variants it launched and why.
+  /// variants it launched and why. Call it before launching: it is not synchronized with
+  /// launches running on other threads.
   std::vector<std::string> use_cache(const cache::Cache& c);
 
  private:
