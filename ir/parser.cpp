@@ -176,6 +176,29 @@ class Parser {
  private:
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int nesting_ = 0;
+  // The printed form of a tree of depth d may need up to 2d levels of nesting (a
+  // parenthesis and a sign per level), so every accepted program parses back.
+  static constexpr int kMaxDepth = 256;
+  static constexpr int kMaxNesting = 2 * kMaxDepth + 64;
+
+  // Long operator chains are parsed in loops but make deep trees, which every later pass
+  // walks recursively: bound the depth of each statement's tree (measured without recursion).
+  void check_depth(const Expr& e) {
+    std::vector<std::pair<const ExprNode*, int>> stack{{e.ptr().get(), 1}};
+    while (!stack.empty()) {
+      auto [n, d] = stack.back();
+      stack.pop_back();
+      if (d > kMaxDepth) {
+        fail(e.loc(), fmt::format("expression too deep (more than {} levels of operators); "
+                                  "split it into several statements",
+                                  kMaxDepth));
+      }
+      for_each_child(Expr(std::shared_ptr<const ExprNode>(e.ptr(), n)), [&](const Expr& c) {
+        stack.push_back({c.ptr().get(), d + 1});
+      });
+    }
+  }
   KernelDef k_;
   std::vector<std::string> symbols_;
   std::set<std::string, std::less<>> targets_;             // every statement target of the body
@@ -360,6 +383,7 @@ class Parser {
     expect("=");
     scope_ = indices;
     Expr value = parse_expr();
+    check_depth(value);
     scope_.clear();
     if (!is(";") && !is("}") && peek().kind != Tok::ident && peek().kind != Tok::eof) {
       fail(peek().loc,
@@ -422,7 +446,18 @@ class Parser {
   }
 
   // unary := '-' unary | primary
+  // Every level of nesting (a sign, parentheses, a call's arguments) passes through here, so
+  // the guard below bounds the parser's recursion on hostile input.
   Expr parse_unary() {
+    struct Nest {
+      int& d;
+      explicit Nest(int& depth) : d(depth) { ++d; }
+      ~Nest() { --d; }
+    } nest(nesting_);
+    if (nesting_ > kMaxNesting) {
+      fail(peek().loc,
+           fmt::format("expression nested too deeply (more than {} levels)", kMaxNesting));
+    }
     if (!is("-")) return parse_primary();
     SourceLoc loc = next().loc;
     if (peek().kind == Tok::integer) return int_literal(next(), /*negated=*/true, loc);

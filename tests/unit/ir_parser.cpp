@@ -206,3 +206,34 @@ TEST_CASE("syntax errors point at the offending token", "[ir]") {
   check_syntax_error("kernel k(x: f32[N]) -> (y: f32[N]) {\n  + y[i] = x[i]\n}",
                      "expected a statement but found '+'", 2, 3);
 }
+
+TEST_CASE("hostile nesting and operator chains are diagnosed, never a stack overflow", "[ir]") {
+  // Found by fuzz/fuzz_spec: thousands of unary minuses overflowed the parser's stack.
+  auto spec = [](const std::string& expr) {
+    return "kernel k(x: f32[N]) -> (y: f32[N]) {\n  y[i] = " + expr + "\n}\n";
+  };
+  auto message = [&](const std::string& expr) {
+    try {
+      parse_program(spec(expr));
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(message(std::string(100000, '-') + "x[i]"), Catch::Contains("nested too deeply"));
+  CHECK_THAT(message(std::string(50000, '(') + "x[i]" + std::string(50000, ')')),
+             Catch::Contains("nested too deeply"));
+  std::string chain = "x[i]";
+  for (int i = 0; i < 5000; ++i) chain += " + x[i]";
+  CHECK_THAT(message(chain), Catch::Contains("expression too deep"));
+  // Within the limits, deep but reasonable expressions still parse and round-trip.
+  std::string ok = "x[i]";
+  for (int i = 0; i < 150; ++i) ok += " * 1.5";
+  Program p = parse_program(spec(std::string(100, '-') + "(" + ok + ")"));
+  CHECK(parse_program(print(p)) == p);
+  // The deepest accepted tree, right-nested so that printing adds a parenthesis per level.
+  std::string right = "x[i]";
+  for (int i = 0; i < 255; ++i) right = "x[i] - (" + right + ")";
+  Program q = parse_program(spec(right));
+  CHECK(parse_program(print(q)) == q);
+}
