@@ -187,7 +187,8 @@ class Parser {
   void check_depth(const Expr& e) {
     std::vector<std::pair<const ExprNode*, int>> stack{{e.ptr().get(), 1}};
     while (!stack.empty()) {
-      auto [n, d] = stack.back();
+      const ExprNode* n = stack.back().first;
+      const int d = stack.back().second;  // not a structured binding: lambdas capture it
       stack.pop_back();
       if (d > kMaxDepth) {
         fail(e.loc(), fmt::format("expression too deep (more than {} levels of operators); "
