@@ -17,7 +17,6 @@
 #include "autotune/tune.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
 

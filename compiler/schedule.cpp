@@ -226,7 +226,6 @@ class RoleSolver {
     }
     members_.insert(node);
     infos_[node] = &n;
-    levels_[node] = element_level;
     // Variables no load tied down take the free role of their extent.
     std::vector<std::string> vars = s.indices;
     if (n.reduce) vars.push_back(n.reduce->index);
@@ -305,7 +304,6 @@ class RoleSolver {
   std::vector<int> parent_, role_;
   std::set<int> members_;
   std::map<int, const NodeInfo*> infos_;
-  std::map<int, bool> levels_;
 };
 
 struct Group {

@@ -30,10 +30,6 @@ struct Failure {
   std::string message;
 };
 
-std::string config_label(const bundle::Variant& v) {
-  return config_text(v.config);
-}
-
 struct VariantResult {
   std::vector<int> variants;  // per step
   std::string label, config;
@@ -101,7 +97,7 @@ class Runner {
     for (size_t s = 0; s < steps.size(); ++s) {
       const bundle::Variant& v = steps[s].variants[choice[s]];
       r.label += fmt::format("{}v{}{}", s ? "+" : "", v.id, v.is_default ? "*" : "");
-      if (steps.size() == 1) r.config = config_label(v);
+      if (steps.size() == 1) r.config = config_text(v.config);
     }
     auto fn = [&] { launch(choice); };
     if (o_.check) {
