@@ -166,8 +166,9 @@ class Tuner {
                          const SymbolValues& shape) {
     KernelHarness h(*rt_, def, kernel(name).info(), shape, /*seed=*/1);
     const size_t nsteps = kernel(name).info().steps.size();
-    std::vector<int> defaults;
-    for (size_t s = 0; s < nsteps; ++s) defaults.push_back(kernel(name).chosen_variant(s));
+    // What a plain launch of this shape runs (a reduction step's heuristic tier).
+    std::vector<int> defaults(nsteps);
+    kernel(name).choose(h.symbols(), defaults);
     auto launch = [&](const std::vector<int>& choice) {
       Status s = kernel(name).launch_variants(h.stream(), h.ptrs(), h.symbols(), choice);
       if (!s.ok()) throw TuneFailure{s.message()};
@@ -212,7 +213,12 @@ class Tuner {
       if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0]};
       return {h.time(fn, 0, /*flush_l2=*/true, /*budget_ms=*/60), ""};
     };
-    std::vector<ParamRange> params_range{{"block", 32, 1024}, {"unroll", 1, 16}};
+    // Pointwise steps also search beyond the grid (compile_variant); a reduction step's
+    // variants are the precompiled ones.
+    std::vector<ParamRange> params_range;
+    if (kernel(name).info().steps[step].kind == "pointwise") {
+      params_range = {{"block", 32, 1024}, {"unroll", 1, 16}};
+    }
     SearchOptions so;
     so.descent = o_.descent;
     SearchResult r = search(grid, params_range, trial, so);

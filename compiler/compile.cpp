@@ -11,10 +11,12 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <variant>
 
 #include "compiler/codegen.h"
 #include "compiler/config.h"
 #include "compiler/header.h"
+#include "compiler/lower_reduction.h"
 #include "compiler/plan.h"
 #include "compiler/schedule.h"
 #include "compiler/toolkit.h"
@@ -27,11 +29,109 @@
 namespace kiln {
 namespace {
 
+using AnyConfig = std::variant<PointwiseConfig, ReductionConfig>;
+
+// One GPU launch of a spec kernel, as the code generator sees it.
+struct StepPlan {
+  std::string kind;  // the manifest's Step::kind
+  std::vector<Dim> space;
+  std::optional<Dim> reduced;
+  PointwiseStep pointwise;              // kind "pointwise"
+  const ScheduledKernel* sk = nullptr;  // reductions
+  ReductionShape shape = ReductionShape::row;
+  int max_vec = 1;
+
+  std::vector<AnyConfig> space_of_configs() const {
+    std::vector<AnyConfig> out;
+    if (kind == "pointwise") {
+      for (const PointwiseConfig& c : pointwise_config_space(max_vec)) out.push_back(c);
+    } else if (shape == ReductionShape::row) {
+      for (const ReductionConfig& c : row_reduction_space(max_vec)) out.push_back(c);
+    } else {
+      for (const ReductionConfig& c : outer_reduction_space(max_vec)) out.push_back(c);
+    }
+    return out;
+  }
+  AnyConfig default_config() const {
+    if (kind == "pointwise") return default_pointwise_config(max_vec);
+    return shape == ReductionShape::row ? default_row_config(max_vec)
+                                        : default_outer_config(max_vec);
+  }
+};
+
+// A spec kernel's schedule and its steps (which point into the schedule).
+struct KernelPlan {
+  Schedule schedule;
+  std::vector<StepPlan> steps;
+};
+
+// A pointwise step planned on a scheduled kernel's program, its stores renumbered as
+// parameters of the spec kernel (every step takes the spec kernel's parameters).
+std::vector<PointwiseStep> plan_sub_pointwise(const KernelDef& k, const KernelDef& sub) {
+  std::vector<PointwiseStep> steps = plan_pointwise(sub);
+  std::vector<const TensorDecl*> mine = sub.params(), all = k.params();
+  for (PointwiseStep& st : steps) {
+    for (StepStore& store : st.stores) {
+      const std::string& name = mine[store.param]->name;
+      auto it = std::find_if(all.begin(), all.end(),
+                             [&](const TensorDecl* t) { return t->name == name; });
+      internal_check(it != all.end(), "compile: a step stores to a non-parameter");
+      store.param = static_cast<int>(it - all.begin());
+    }
+  }
+  return steps;
+}
+
+std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
+  auto plan = std::make_unique<KernelPlan>();
+  plan->schedule = schedule_kernel(k);
+  const Schedule& s = plan->schedule;
+  auto add_pointwise = [&](const std::vector<PointwiseStep>& steps) {
+    for (const PointwiseStep& st : steps) {
+      StepPlan& p = plan->steps.emplace_back();
+      p.kind = "pointwise";
+      p.space = st.space;
+      p.pointwise = st;
+      p.max_vec = max_vector_width(k, st);
+    }
+  };
+  bool all_pointwise =
+      std::all_of(s.kernels.begin(), s.kernels.end(),
+                  [](const ScheduledKernel& sk) { return sk.kind == KernelKind::pointwise; });
+  if (all_pointwise) {
+    add_pointwise(plan_pointwise(k));
+    return plan;
+  }
+  if (!s.buffers.empty()) {
+    std::vector<std::string> names;
+    for (const TensorDecl& t : s.buffers) names.push_back(t.name);
+    throw UserError(k.loc, fmt::format("kernel '{}' is scheduled as {} GPU kernels that pass {} "
+                                       "through memory; the code generator does not allocate "
+                                       "intermediate buffers yet (`kiln explain` shows the "
+                                       "schedule): split the kernel so that '{}' is an output",
+                                       k.name, s.kernels.size(), fmt::join(names, ", "), names[0]));
+  }
+  for (const ScheduledKernel& sk : s.kernels) {
+    if (sk.kind == KernelKind::pointwise) {
+      add_pointwise(plan_sub_pointwise(k, sk.def));
+      continue;
+    }
+    StepPlan& p = plan->steps.emplace_back();
+    p.sk = &sk;
+    p.shape = reduction_shape(sk);
+    p.kind = p.shape == ReductionShape::row ? "row_reduction" : "outer_reduction";
+    p.space = sk.space;
+    p.reduced = sk.reduced;
+    p.max_vec = reduction_vector_width(sk);
+  }
+  return plan;
+}
+
 // One (variant, arch) to compile.
 struct Job {
   const KernelDef* kernel;
-  const PointwiseStep* step;
-  PointwiseConfig cfg;
+  const StepPlan* step;
+  AnyConfig cfg;
   bundle::Variant* variant;
   size_t image;  // index into variant->images
 };
@@ -75,19 +175,38 @@ std::vector<bundle::ParamInfo> param_infos(const KernelDef& k) {
 }
 
 // The manifest entry of a variant, its images not yet built.
-bundle::Variant make_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg, int id,
-                             bool is_default, const std::vector<std::string>& archs) {
+bundle::Variant make_variant(const KernelDef& k, size_t step, const StepPlan& plan,
+                             const AnyConfig& cfg, int id, bool is_default,
+                             const std::vector<std::string>& archs) {
   bundle::Variant v;
   v.id = id;
-  v.config = cfg.as_map();
   v.is_default = is_default;
   v.entry = entry_name(k, step, id);
-  v.block_threads = cfg.block;
-  v.elements_per_block = cfg.elements_per_block();
+  if (const auto* pc = std::get_if<PointwiseConfig>(&cfg)) {
+    v.config = pc->as_map();
+    v.block_threads = pc->block;
+    v.elements_per_block = pc->elements_per_block();
+  } else {
+    const ReductionConfig& rc = std::get<ReductionConfig>(cfg);
+    v.config = rc.as_map();
+    v.block_threads = rc.block;
+    v.elements_per_block = rows_per_block(plan.shape, rc);
+    if (plan.shape == ReductionShape::row) v.max_reduced = row_heuristic_limit(rc, plan.max_vec);
+  }
   for (const std::string& arch : archs) {
     v.images.push_back({arch, fmt::format("{}.{}.ptx", v.entry, arch), "", 0, 0, 0});
   }
   return v;
+}
+
+// Adds the kernel of `plan` with `cfg` to `m` as `entry`.
+void lower_step(llvm::Module& m, const KernelDef& k, const StepPlan& plan, const AnyConfig& cfg,
+                const std::string& entry, VariantLayout* layout) {
+  if (const auto* pc = std::get_if<PointwiseConfig>(&cfg)) {
+    lower_pointwise(m, k, plan.pointwise, *pc, entry, layout);
+  } else {
+    lower_reduction(m, k, *plan.sk, std::get<ReductionConfig>(cfg), entry, layout);
+  }
 }
 
 // What building one image produced; applied to the manifest by the caller.
@@ -97,12 +216,12 @@ struct BuiltImage {
   Result<Cubin> cubin = Status::error("assembly disabled");
 };
 
-BuiltImage build_image(const KernelDef& k, const PointwiseStep& step, const PointwiseConfig& cfg,
+BuiltImage build_image(const KernelDef& k, const StepPlan& step, const AnyConfig& cfg,
                        const std::string& entry, const std::string& arch, bool assemble) {
   BuiltImage out;
   llvm::LLVMContext ctx;
   llvm::Module m(entry, ctx);
-  lower_pointwise(m, k, step, cfg, entry, &out.layout);
+  lower_step(m, k, step, cfg, entry, &out.layout);
   out.ptx = emit_ptx(m, arch);
   if (assemble) out.cubin = assemble_cubin(out.ptx, arch);
   return out;
@@ -126,14 +245,21 @@ std::string apply_image(BuiltImage&& built, bundle::Variant& v, size_t image,
 
 }  // namespace
 
-bundle::Variant compile_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg,
-                                int id, const std::vector<std::string>& archs,
+bundle::Variant compile_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg, int id,
+                                const std::vector<std::string>& archs,
                                 std::map<std::string, std::string>& files) {
-  std::vector<PointwiseStep> steps = plan_pointwise(k);
-  internal_check(step < steps.size(), "compile_variant: no such step");
-  bundle::Variant v = make_variant(k, step, cfg, id, false, archs);
+  std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+  internal_check(step < plan->steps.size(), "compile_variant: no such step");
+  const StepPlan& sp = plan->steps[step];
+  if (sp.kind != "pointwise") {
+    throw std::runtime_error(
+        fmt::format("step {} of {} is a {}: only its precompiled variants "
+                    "can run",
+                    step, k.name, sp.kind));
+  }
+  bundle::Variant v = make_variant(k, step, sp, cfg, id, false, archs);
   for (size_t im = 0; im < v.images.size(); ++im) {
-    std::string w = apply_image(build_image(k, steps[step], cfg, v.entry, archs[im], true), v, im, files);
+    std::string w = apply_image(build_image(k, sp, cfg, v.entry, archs[im], true), v, im, files);
     if (!w.empty()) throw std::runtime_error(w);
   }
   return v;
@@ -145,8 +271,8 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
   out.manifest.llvm_version = llvm_version();
 
   // 1. plan every kernel and lay out its variants in the manifest
-  std::vector<std::vector<PointwiseStep>> plans;
-  for (const KernelDef& k : p.kernels) plans.push_back(plan_pointwise(k));
+  std::vector<std::unique_ptr<KernelPlan>> plans;
+  for (const KernelDef& k : p.kernels) plans.push_back(plan_kernel(k));
   out.manifest.kernels.reserve(p.kernels.size());
   std::vector<Job> jobs;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
@@ -157,21 +283,21 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
     info.ir = print(k);
     info.params = param_infos(k);
     info.symbols = k.symbols();
-    info.steps.reserve(plans[ki].size());
-    for (size_t si = 0; si < plans[ki].size(); ++si) {
-      const PointwiseStep& step = plans[ki][si];
+    info.steps.reserve(plans[ki]->steps.size());
+    for (size_t si = 0; si < plans[ki]->steps.size(); ++si) {
+      const StepPlan& step = plans[ki]->steps[si];
       bundle::Step& bs = info.steps.emplace_back();
       bs.name = fmt::format("{}_s{}", k.name, si);
-      bs.kind = "pointwise";
+      bs.kind = step.kind;
       bs.space = step.space;
-      int max_vec = max_vector_width(k, step);
-      PointwiseConfig def = default_pointwise_config(max_vec);
-      std::vector<PointwiseConfig> space = pointwise_config_space(max_vec);
+      if (step.reduced) bs.reduced = {*step.reduced};
+      AnyConfig def = step.default_config();
+      std::vector<AnyConfig> space = step.space_of_configs();
       if (!opts.all_variants) space = {def};
       bs.variants.reserve(space.size());
-      for (const PointwiseConfig& cfg : space) {
+      for (const AnyConfig& cfg : space) {
         int id = static_cast<int>(bs.variants.size());
-        bs.variants.push_back(make_variant(k, si, cfg, id, cfg == def, opts.archs));
+        bs.variants.push_back(make_variant(k, si, step, cfg, id, cfg == def, opts.archs));
       }
       for (bundle::Variant& v : bs.variants) {
         for (size_t im = 0; im < v.images.size(); ++im) {
@@ -234,13 +360,13 @@ std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
   llvm::LLVMContext ctx;
   llvm::Module m("kiln", ctx);
   for (const KernelDef& k : p.kernels) {
-    std::vector<PointwiseStep> steps = plan_pointwise(k);
-    for (size_t si = 0; si < steps.size(); ++si) {
-      int max_vec = max_vector_width(k, steps[si]);
-      PointwiseConfig cfg = default_pointwise_config(max_vec);
-      std::vector<PointwiseConfig> space = pointwise_config_space(max_vec);
+    std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+    for (size_t si = 0; si < plan->steps.size(); ++si) {
+      const StepPlan& step = plan->steps[si];
+      AnyConfig cfg = step.default_config();
+      std::vector<AnyConfig> space = step.space_of_configs();
       size_t id = std::find(space.begin(), space.end(), cfg) - space.begin();
-      lower_pointwise(m, k, steps[si], cfg, entry_name(k, si, id), nullptr);
+      lower_step(m, k, step, cfg, entry_name(k, si, id), nullptr);
     }
   }
   return stage == Stage::llvm ? module_text(m) : emit_ptx(m, arch);

@@ -34,8 +34,8 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts);
 /// Compiles one more variant, `id`, of step `step` of kernel `k` with `cfg` for `archs` (the
 /// autotuner's configurations beyond the precompiled grid). Its PTX and cubin files are added
 /// to `files`. Throws std::runtime_error when a cubin cannot be assembled.
-bundle::Variant compile_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg,
-                                int id, const std::vector<std::string>& archs,
+bundle::Variant compile_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg, int id,
+                                const std::vector<std::string>& archs,
                                 std::map<std::string, std::string>& files);
 
 /// Writes a bundle directory: every file, then manifest.json last, each through a temporary

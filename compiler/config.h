@@ -30,4 +30,37 @@ std::vector<PointwiseConfig> pointwise_config_space(int max_vec);
 /// The heuristic default: 128 threads, full vectors, two vectors in flight.
 PointwiseConfig default_pointwise_config(int max_vec);
 
+/// A reduction kernel (compiler/lower_reduction.h).
+/// Row reduction: `group` threads share a row (a power of two, 1..1024; several rows per warp
+/// below 32), a block holds block / group rows, and each thread keeps `items` vectors of `vec`
+/// elements of its row on chip. A row of at most capacity() elements is read once
+/// (persistent); a longer one is walked in chunks of that size, once per phase (looped).
+/// Outer reduction: block / group threads along the rows each own `vec` consecutive rows (the
+/// contiguous index), `group` threads share them along the reduced index, and each has
+/// `items` steps of the reduced index in flight.
+struct ReductionConfig {
+  int block = 256;
+  int group = 256;
+  int vec = 1;
+  int items = 1;
+
+  int64_t capacity() const { return int64_t{group} * vec * items; }
+  std::map<std::string, int64_t> as_map() const;
+  friend bool operator==(const ReductionConfig&, const ReductionConfig&) = default;
+};
+
+/// Row reductions: the heuristic's tiers (one row per 8 .. 128 threads with 16 elements per
+/// thread, then 128 .. 1024 threads with 32; see row_heuristic_limit), variants with other
+/// splits, and scalar variants for pointers that are not 16-byte aligned.
+std::vector<ReductionConfig> row_reduction_space(int max_vec);
+/// The heuristic picks, for a row of R elements, the tier with the smallest limit >= R (the
+/// largest tier when none): a config's limit, or 0 when it is not a tier.
+int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec);
+/// The default when the row length is unknown: 256 threads per row, 32 elements each.
+ReductionConfig default_row_config(int max_vec);
+
+std::vector<ReductionConfig> outer_reduction_space(int max_vec);
+/// 32 threads along the rows, one row each, 8 along the reduced index, 4 steps in flight.
+ReductionConfig default_outer_config(int max_vec);
+
 }  // namespace kiln

@@ -18,8 +18,7 @@
 //     crosses a row: coordinates are computed once per vector, a load whose last index is the
 //     innermost variable (a broadcast row such as `b[j]`) is a vector load too, and a load
 //     that does not use the innermost variable is one scalar load shared by the lanes.
-// Values compute in f32/i32/i1 per ir/expr.h; f16/bf16 widen on load and round (nearest
-// even) on store. Math functions call libdevice; emit_ptx links it.
+// Values and math follow compiler/emit.h.
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -30,6 +29,7 @@
 #include <unordered_map>
 
 #include "compiler/codegen.h"
+#include "compiler/emit.h"
 
 namespace kiln {
 namespace {
@@ -59,18 +59,18 @@ struct Lane {
 
 class PointwiseLowering {
  public:
-  PointwiseLowering(llvm::LLVMContext& ctx, const KernelDef& k, const PointwiseStep& step,
+  PointwiseLowering(llvm::Module& m, const KernelDef& k, const PointwiseStep& step,
                     const PointwiseConfig& cfg)
-      : ctx_(ctx),
-        b_(ctx),
+      : ctx_(m.getContext()),
+        b_(ctx_),
+        em_(m, b_),
         k_(k),
         step_(step),
         cfg_(cfg),
         params_(k.params()),
         symbols_(k.symbols()) {}
 
-  void run(llvm::Module& m, const std::string& entry, VariantLayout* layout) {
-    m_ = &m;
+  void run(const std::string& entry, VariantLayout* layout) {
     collect_accesses();
     build_function(entry);
     if (layout) *layout = layout_;
@@ -155,37 +155,10 @@ class PointwiseLowering {
 
   // ---- types and the function -------------------------------------------------------------
 
-  Type* storage_type(DType t) {
-    switch (t) {
-      case DType::f32:
-        return b_.getFloatTy();
-      case DType::i32:
-        return b_.getInt32Ty();
-      case DType::f16:
-      case DType::bf16:
-        return b_.getInt16Ty();
-      case DType::boolean:
-        break;
-    }
-    throw InternalError("storage_type: bool is not stored");
-  }
-
-  Type* compute_llvm_type(DType t) {
-    switch (compute_type(t)) {
-      case DType::f32:
-        return b_.getFloatTy();
-      case DType::i32:
-        return b_.getInt32Ty();
-      case DType::boolean:
-        return b_.getInt1Ty();
-      default:
-        throw InternalError("compute_llvm_type");
-    }
-  }
-
-  Value* sreg(llvm::Intrinsic::ID id) {
-    return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), b_.getInt64Ty());
-  }
+  Type* storage_type(DType t) { return em_.storage_type(t); }
+  Value* widen(Value* v, DType t) { return em_.widen(v, t); }
+  Value* to_storage(Value* v, DType t) { return em_.to_storage(v, t); }
+  Value* sreg(llvm::Intrinsic::ID id) { return em_.sreg(id); }
 
   Value* dim_value(const Dim& d) {
     if (d.is_fixed()) return b_.getInt64(d.value());
@@ -195,24 +168,10 @@ class PointwiseLowering {
   }
 
   void build_function(const std::string& entry) {
-    std::vector<Type*> arg_types(params_.size(), b_.getPtrTy(1));
-    arg_types.insert(arg_types.end(), symbols_.size(), b_.getInt64Ty());
-    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), arg_types, false);
-    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, entry, m_);
-    for (size_t i = 0; i < params_.size(); ++i) {
-      llvm::Argument* arg = fn_->getArg(i);
-      arg->setName(params_[i]->name);
-      arg->addAttr(llvm::Attribute::NoAlias);
-      arg->addAttr(params_[i]->role == TensorRole::input ? llvm::Attribute::ReadOnly
-                                                         : llvm::Attribute::WriteOnly);
-      ptr_args_.push_back(arg);
-    }
-    for (size_t i = 0; i < symbols_.size(); ++i) {
-      llvm::Argument* arg = fn_->getArg(params_.size() + i);
-      arg->setName(symbols_[i]);
-      sym_args_.push_back(arg);
-    }
-    annotate_kernel();
+    fn_ = em_.declare_kernel(k_, entry, cfg_.block);
+    for (size_t i = 0; i < params_.size(); ++i) ptr_args_.push_back(fn_->getArg(i));
+    for (size_t i = 0; i < symbols_.size(); ++i)
+      sym_args_.push_back(fn_->getArg(params_.size() + i));
 
     b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn_));
     tid_ = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
@@ -237,17 +196,6 @@ class PointwiseLowering {
     emit_loop(b_.getInt64Ty());
     b_.SetInsertPoint(exit_);
     b_.CreateRetVoid();
-  }
-
-  void annotate_kernel() {
-    llvm::NamedMDNode* md = m_->getOrInsertNamedMetadata("nvvm.annotations");
-    auto op = [&](const char* key, int v) {
-      llvm::Metadata* ops[] = {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx_, key),
-                               llvm::ValueAsMetadata::get(b_.getInt32(v))};
-      md->addOperand(llvm::MDNode::get(ctx_, ops));
-    };
-    op("kernel", 1);
-    op("maxntidx", cfg_.block);
   }
 
   // ---- the loop ---------------------------------------------------------------------------
@@ -477,188 +425,22 @@ class PointwiseLowering {
                           llvm::Align(std::min<int>(16, V * size_of(t))));
   }
 
-  // Loaded storage value -> compute value.
-  Value* widen(Value* v, DType t) {
-    switch (t) {
-      case DType::bf16:  // the bf16 bits are the high half of the f32
-        return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16),
-                                b_.getFloatTy());
-      case DType::f16:
-        return b_.CreateFPExt(b_.CreateBitCast(v, b_.getHalfTy()), b_.getFloatTy());
-      default:
-        return v;
-    }
-  }
-
-  // Compute value (f32 or i32, per the verifier) -> storage value, rounding to nearest even.
-  Value* to_storage(Value* v, DType t) {
-    switch (t) {
-      case DType::bf16:
-        return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getBFloatTy()), b_.getInt16Ty());
-      case DType::f16:
-        return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getInt16Ty());
-      default:
-        return v;
-    }
-  }
-
   // ---- expressions ------------------------------------------------------------------------
 
-  llvm::Function* libdevice(const char* name, int arity) {
-    std::vector<Type*> args(arity, b_.getFloatTy());
-    auto callee =
-        m_->getOrInsertFunction(name, llvm::FunctionType::get(b_.getFloatTy(), args, false));
-    auto* f = llvm::cast<llvm::Function>(callee.getCallee());
-    f->setDoesNotAccessMemory();
-    f->setDoesNotThrow();
-    return f;
-  }
-
-  Value* intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> args) {
-    return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
-  }
-
-  // An index-typed or i64 value as the node's type (i32 or f32).
-  Value* int_as(Value* v, DType t) {
-    if (t == DType::f32) return b_.CreateUIToFP(v, b_.getFloatTy());
-    return b_.CreateTrunc(v, b_.getInt32Ty());  // no-op for i32
-  }
-
   Value* eval(const Expr& e, Lane& lane) {
-    if (auto it = lane.memo.find(e.ptr().get()); it != lane.memo.end()) return it->second;
-    Value* v = std::visit([&](const auto& n) { return eval_node(n, e, lane); }, e.node().v);
-    lane.memo.emplace(e.ptr().get(), v);
-    return v;
-  }
-
-  Value* eval_node(const Const& n, const Expr& e, Lane&) {
-    switch (e.type()) {
-      case DType::f32:
-        return llvm::ConstantFP::get(b_.getFloatTy(), n.value);
-      case DType::i32:
-        return b_.getInt32(static_cast<int32_t>(n.value));
-      default:
-        return b_.getInt1(n.value != 0);
-    }
-  }
-  Value* eval_node(const SymRef& n, const Expr& e, Lane&) {
-    auto it = std::find(symbols_.begin(), symbols_.end(), n.name);
-    internal_check(it != symbols_.end(), "lower_pointwise: unknown symbol");
-    Value* s = sym_args_[it - symbols_.begin()];
-    return e.type() == DType::f32 ? b_.CreateSIToFP(s, b_.getFloatTy())
-                                  : b_.CreateTrunc(s, b_.getInt32Ty());
-  }
-  Value* eval_node(const IndexRef& n, const Expr& e, Lane& lane) {
-    return int_as(coord(lane, var_index(n.name)), e.type());
-  }
-  Value* eval_node(const Load& n, const Expr&, Lane& lane) { return lane.loaded[access_index(n)]; }
-  Value* eval_node(const Reduce&, const Expr& e, Lane&) {
-    throw UserError(e.loc(), "reductions are not supported by the code generator yet");
-  }
-
-  Value* eval_node(const Unary& n, const Expr& e, Lane& lane) {
-    Value* a = eval(wrap(n.a), lane);
-    bool f = e.type() == DType::f32;
-    switch (n.op) {
-      case UnaryOp::neg:
-        return f ? b_.CreateFNeg(a) : b_.CreateNeg(a);
-      case UnaryOp::abs:
-        return f ? intrinsic(llvm::Intrinsic::fabs, {a})
-                 : b_.CreateIntrinsic(llvm::Intrinsic::abs, {a->getType()}, {a, b_.getFalse()});
-      case UnaryOp::exp:
-        return b_.CreateCall(libdevice("__nv_expf", 1), {a});
-      case UnaryOp::log:
-        return b_.CreateCall(libdevice("__nv_logf", 1), {a});
-      case UnaryOp::sqrt:
-        return intrinsic(llvm::Intrinsic::sqrt, {a});
-      case UnaryOp::rsqrt:
-        return b_.CreateCall(libdevice("__nv_rsqrtf", 1), {a});
-      case UnaryOp::tanh:
-        return b_.CreateCall(libdevice("__nv_tanhf", 1), {a});
-      case UnaryOp::erf:
-        return b_.CreateCall(libdevice("__nv_erff", 1), {a});
-      case UnaryOp::sigmoid: {
-        Value* ex = b_.CreateCall(libdevice("__nv_expf", 1), {b_.CreateFNeg(a)});
-        Value* one = llvm::ConstantFP::get(b_.getFloatTy(), 1.0);
-        return b_.CreateFDiv(one, b_.CreateFAdd(one, ex));
-      }
-    }
-    throw InternalError("eval: unary op");
-  }
-
-  Value* eval_node(const Binary& n, const Expr& e, Lane& lane) {
-    Value* a = eval(wrap(n.a), lane);
-    Value* b = eval(wrap(n.b), lane);
-    bool f = a->getType()->isFloatTy();
-    switch (n.op) {
-      case BinaryOp::add:
-        return f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
-      case BinaryOp::sub:
-        return f ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
-      case BinaryOp::mul:
-        return f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
-      case BinaryOp::div:
-        return f ? b_.CreateFDiv(a, b) : int_div(a, b);
-      case BinaryOp::max:
-        return f ? intrinsic(llvm::Intrinsic::maximum, {a, b})
-                 : intrinsic(llvm::Intrinsic::smax, {a, b});
-      case BinaryOp::min:
-        return f ? intrinsic(llvm::Intrinsic::minimum, {a, b})
-                 : intrinsic(llvm::Intrinsic::smin, {a, b});
-      case BinaryOp::pow:
-        return b_.CreateCall(libdevice("__nv_powf", 2), {a, b});
-      case BinaryOp::lt:
-        return f ? b_.CreateFCmpOLT(a, b) : b_.CreateICmpSLT(a, b);
-      case BinaryOp::le:
-        return f ? b_.CreateFCmpOLE(a, b) : b_.CreateICmpSLE(a, b);
-      case BinaryOp::gt:
-        return f ? b_.CreateFCmpOGT(a, b) : b_.CreateICmpSGT(a, b);
-      case BinaryOp::ge:
-        return f ? b_.CreateFCmpOGE(a, b) : b_.CreateICmpSGE(a, b);
-      case BinaryOp::eq:
-        return f ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
-      case BinaryOp::ne:
-        return f ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
-    }
-    throw InternalError("eval: binary op");
-  }
-
-  // Truncating i32 division with x / 0 = 0 and INT32_MIN / -1 = INT32_MIN (ir/expr.h).
-  Value* int_div(Value* a, Value* b) {
-    Value* zero = b_.CreateICmpEQ(b, b_.getInt32(0));
-    Value* ovf = b_.CreateAnd(b_.CreateICmpEQ(a, b_.getInt32(INT32_MIN)),
-                              b_.CreateICmpEQ(b, b_.getInt32(-1)));
-    Value* safe_b = b_.CreateSelect(b_.CreateOr(zero, ovf), b_.getInt32(1), b);
-    return b_.CreateSelect(zero, b_.getInt32(0), b_.CreateSDiv(a, safe_b));
-  }
-
-  Value* eval_node(const Select& n, const Expr&, Lane& lane) {
-    return b_.CreateSelect(eval(wrap(n.cond), lane), eval(wrap(n.a), lane), eval(wrap(n.b), lane));
-  }
-
-  Value* eval_node(const Cast& n, const Expr&, Lane& lane) {
-    Value* a = eval(wrap(n.a), lane);
-    Type* from = a->getType();
-    if (n.to == DType::i32) {
-      if (from->isFloatTy()) {
-        return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b_.getInt32Ty(), from}, {a});
-      }
-      return b_.CreateZExt(a, b_.getInt32Ty());  // i1 -> 0/1; no-op for i32
-    }
-    Value* f = a;
-    if (from->isIntegerTy(1))
-      f = b_.CreateUIToFP(a, b_.getFloatTy());
-    else if (from->isIntegerTy())
-      f = b_.CreateSIToFP(a, b_.getFloatTy());
-    if (n.to == DType::bf16)
-      return b_.CreateFPExt(b_.CreateFPTrunc(f, b_.getBFloatTy()), b_.getFloatTy());
-    if (n.to == DType::f16)
-      return b_.CreateFPExt(b_.CreateFPTrunc(f, b_.getHalfTy()), b_.getFloatTy());
-    return f;
+    return em_.eval(e, lane.memo, [&](const Expr& leaf) -> Value* {
+      if (const Load* ld = leaf.as<Load>()) return lane.loaded[access_index(*ld)];
+      if (const IndexRef* r = leaf.as<IndexRef>())
+        return em_.int_as(coord(lane, var_index(r->name)), leaf.type(), false);
+      if (const SymRef* sr = leaf.as<SymRef>())
+        return em_.int_as(dim_value(Dim::symbol(sr->name)), leaf.type(), true);
+      throw UserError(leaf.loc(), "reductions are not supported by the pointwise code generator");
+    });
   }
 
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
+  Emitter em_;
   const KernelDef& k_;
   const PointwiseStep& step_;
   PointwiseConfig cfg_;
@@ -667,7 +449,6 @@ class PointwiseLowering {
   std::vector<Access> accesses_;
   VariantLayout layout_;
 
-  llvm::Module* m_ = nullptr;
   llvm::Function* fn_ = nullptr;
   std::vector<Value*> ptr_args_, sym_args_;
   Value *tid_ = nullptr, *numel_ = nullptr, *chunk_ = nullptr, *first_ = nullptr,
@@ -697,7 +478,7 @@ int max_vector_width(const KernelDef& k, const PointwiseStep& step) {
 
 void lower_pointwise(llvm::Module& m, const KernelDef& k, const PointwiseStep& step,
                      const PointwiseConfig& cfg, const std::string& entry, VariantLayout* layout) {
-  PointwiseLowering(m.getContext(), k, step, cfg).run(m, entry, layout);
+  PointwiseLowering(m, k, step, cfg).run(entry, layout);
 }
 
 }  // namespace kiln

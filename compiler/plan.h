@@ -1,6 +1,5 @@
-// Planning a kernel into GPU launches ("steps") for the code generator.
-//
-// Until the fusion scheduler lands, every kernel is pointwise and planned in two moves:
+// Planning a pointwise kernel (or a pointwise kernel of a schedule, compiler/schedule.h) into
+// GPU launches ("steps") for the code generator, in two moves:
 //  1. Temporaries are inlined into their uses: a load `t[a, b]` becomes t's defining
 //     expression with its left-hand side indices renamed to a, b. Shared subexpressions stay
 //     shared (the result is a DAG), so nothing is recomputed more than the spec says.
@@ -10,7 +9,10 @@
 // that spelled their indices differently share them.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/program.h"
@@ -28,6 +30,30 @@ struct PointwiseStep {
   std::vector<std::string> vars;  // "s0", "s1", ...
   std::vector<Dim> space;         // extent of each var
   std::vector<StepStore> stores;
+};
+
+using Rename = std::map<std::string, std::string>;
+
+/// Replaces loads of tensors that `k`'s statements define by their definitions.
+class Inliner {
+ public:
+  /// Inlines the statements for which `inline_it` holds (all when it is empty).
+  Inliner(const KernelDef& k, std::function<bool(const Stmt&)> inline_it = {});
+
+  /// `e` with index variables (reduction indices included) renamed by `rename` and every load
+  /// of an inlined tensor replaced by its definition, read back at its stored type when it
+  /// is an output. Shared subexpressions stay shared. Throws UserError for a reduction
+  /// whose index `rename` does not name.
+  Expr rewrite(const Expr& e, const Rename& rename);
+
+ private:
+  Expr rewrite(const Expr& e, const Rename& rename,
+               std::unordered_map<const ExprNode*, Expr>& memo);
+  Expr inline_definition(const Stmt& s, const std::vector<std::string>& idx);
+
+  const KernelDef& k_;
+  std::map<std::string, const Stmt*> defs_;
+  std::map<std::string, Expr> cache_;
 };
 
 /// Plans `k` (verified) into pointwise steps. Throws UserError at a reduction's location:

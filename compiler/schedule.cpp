@@ -594,6 +594,14 @@ class Scheduler {
     verify(def);
 
     set_kind(sk, g.nodes, groups_[gi].roles.get());
+    if (g.roles) {
+      for (int n : g.nodes) {
+        const Stmt& st = *infos_[n].stmt;
+        std::vector<std::string> vars = st.indices;
+        if (infos_[n].reduce) vars.push_back(infos_[n].reduce->index);
+        for (const std::string& v : vars) sk.roles[st.target][v] = g.roles->role_of(n, v);
+      }
+    }
     set_bytes(sk);
     return sk;
   }

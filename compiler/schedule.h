@@ -60,12 +60,16 @@ struct ScheduleNode {
 struct ScheduledKernel {
   std::string name;  // "<kernel>_k<i>"
   KernelKind kind = KernelKind::pointwise;
-  std::string kind_reason;            // why this kind, from the sizes
-  std::vector<int> nodes;             // node ids, in statement order
-  std::vector<Dim> space;             // pointwise: its space; reduction: the rows O
-  std::optional<Dim> reduced;         // reduction: R
-  int row_phases = 0;                 // reduction: dependent passes over a row (softmax: 3)
-  KernelDef def;                      // the kernel as a program of its own (verified)
+  std::string kind_reason;     // why this kind, from the sizes
+  std::vector<int> nodes;      // node ids, in statement order
+  std::vector<Dim> space;      // pointwise: its space; reduction: the rows O
+  std::optional<Dim> reduced;  // reduction: R
+  int row_phases = 0;          // reduction: dependent passes over a row (softmax: 3)
+  KernelDef def;               // the kernel as a program of its own (verified)
+  // Reduction kernels: for each placed statement of `def` (by target; recomputed pointwise
+  // temporaries have none), the part each of its index variables plays: row dimension d
+  // (0 <= d < space.size()) or the reduced index (d == space.size()).
+  std::map<std::string, std::map<std::string, int>> roles;
   std::string bytes;                  // bytes it must move, as a formula of the symbols
   std::optional<double> bytes_value;  // the same with the symbol values given, if all are
 };

@@ -70,14 +70,18 @@ OrderedJson variant_json(const Variant& v) {
           {"elements_per_block", v.elements_per_block},
           {"align_bytes", v.align_bytes},
           {"aligned_params", v.aligned_params},
+          {"max_reduced", v.max_reduced},
           {"images", images}};
 }
 
 OrderedJson step_json(const Step& s) {
   OrderedJson variants = OrderedJson::array();
   for (const Variant& v : s.variants) variants.push_back(variant_json(v));
-  return {
-      {"name", s.name}, {"kind", s.kind}, {"space", dims_json(s.space)}, {"variants", variants}};
+  return {{"name", s.name},
+          {"kind", s.kind},
+          {"space", dims_json(s.space)},
+          {"reduced", dims_json(s.reduced)},
+          {"variants", variants}};
 }
 
 OrderedJson kernel_json(const KernelInfo& k) {
@@ -188,6 +192,7 @@ Variant read_variant(const Obj& o, size_t index, size_t num_params) {
                              static_cast<int64_t>(num_params) - 1);
     v.aligned_params.push_back(static_cast<int>(p));
   }
+  if (o.find("max_reduced")) v.max_reduced = o.integer("max_reduced", 0, kInt64Max);
   const Json& images = o.array("images");
   if (images.empty()) fail(o.at("images"), "expected at least one image");
   for (size_t i = 0; i < images.size(); ++i) {
@@ -201,6 +206,10 @@ Step read_step(const Obj& o, const KernelInfo& k) {
   s.name = o.nonempty_str("name");
   s.kind = o.nonempty_str("kind");
   s.space = read_dims(o, "space", k.symbols);
+  if (o.find("reduced")) {
+    s.reduced = read_dims(o, "reduced", k.symbols);
+    if (s.reduced.size() > 1) fail(o.at("reduced"), "expected at most one dimension");
+  }
   const Json& variants = o.array("variants");
   if (variants.empty()) fail(o.at("variants"), "expected at least one variant");
   int defaults = 0;

@@ -8,7 +8,8 @@
 // iterates over its `space`; for geometry "flat" the launch is
 //   block = (block_threads, 1, 1)
 //   grid  = (min(ceil(numel(space) / elements_per_block), kMaxGridX), 1, 1)
-// and the kernel loops (grid-stride) over whatever the grid does not cover.
+// and the kernel loops (grid-stride) over whatever the grid does not cover. For a reduction
+// step the space is its rows and elements_per_block the rows one block covers.
 // A variant with align_bytes > 1 reads and writes some parameters with vectors: it may only
 // run when every pointer in `aligned_params` is a multiple of align_bytes.
 #pragma once
@@ -58,13 +59,17 @@ struct Variant {
   int align_bytes = 1;
   std::vector<int> aligned_params;  // indices into KernelInfo::params
   std::vector<ArchImage> images;
+  // A tier of a reduction step's heuristic: with no tuned choice, a row of R elements runs
+  // the tier with the smallest max_reduced >= R (the largest tier when none). 0: not a tier.
+  int64_t max_reduced = 0;
   friend bool operator==(const Variant&, const Variant&) = default;
 };
 
 struct Step {
   std::string name;
-  std::string kind;        // "pointwise"
-  std::vector<Dim> space;  // iteration extents
+  std::string kind;          // "pointwise", "row_reduction" or "outer_reduction"
+  std::vector<Dim> space;    // iteration extents (a reduction's rows)
+  std::vector<Dim> reduced;  // a reduction's reduced extent (one dim), else empty
   std::vector<Variant> variants;
   friend bool operator==(const Step&, const Step&) = default;
 };

@@ -351,6 +351,7 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
       for (size_t si = 0; si < info.steps.size(); ++si) {
         const bundle::Step& step = info.steps[si];
         k->space_dims_.push_back(encode_dims(step.space, info));
+        k->reduced_dims_.push_back(encode_dims(step.reduced, info));
         std::vector<Kernel::LoadedVariant>& loaded = k->steps_.emplace_back(step.variants.size());
         for (size_t vi = 0; vi < step.variants.size(); ++vi) {
           const Variant& v = step.variants[vi];
@@ -406,6 +407,14 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
         }
         k->chosen_.push_back(chosen);
         k->scalar_fallback_.push_back(scalar);
+        std::vector<std::pair<int64_t, int>>& tiers = k->tiers_.emplace_back();
+        for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+          if (loaded[vi].fn != nullptr && step.variants[vi].max_reduced > 0 &&
+              !step.reduced.empty())
+            tiers.emplace_back(step.variants[vi].max_reduced, static_cast<int>(vi));
+        }
+        std::sort(tiers.begin(), tiers.end());
+        k->has_tiers_ = k->has_tiers_ || !tiers.empty();
       }
       b->kernels_.push_back(std::move(k));
     }
@@ -506,12 +515,14 @@ Status Kernel::set_choice(size_t step, int variant) {
                                      loaded[variant].load_error));
   }
   chosen_[step] = variant;
+  tiers_[step].clear();  // an explicit choice replaces the heuristic
   return Status::ok_status();
 }
 
 Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
                       std::span<const int64_t> symbols) const {
-  if (tuned_.empty() || symbols.size() != info_->symbols.size() || steps_.size() > kMaxSteps) {
+  if ((tuned_.empty() && !has_tiers_) || symbols.size() != info_->symbols.size() ||
+      steps_.size() > kMaxSteps) {
     return launch_impl(stream, ptrs, symbols, chosen_, true);
   }
   std::array<int, kMaxSteps> buf;
@@ -527,7 +538,7 @@ Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
 
 Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> variants,
                               std::string* why) const {
-  for (size_t s = 0; s < variants.size(); ++s) variants[s] = chosen_[s];
+  for (size_t s = 0; s < variants.size(); ++s) variants[s] = heuristic(s, symbols);
   auto match = [&](bool bucket) -> const Tuned* {
     for (const Tuned& t : tuned_) {
       if (t.bucket != bucket || t.values.size() != symbols.size()) continue;
@@ -564,6 +575,17 @@ Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> v
                                                      : "no tuned entry: the heuristic default");
   }
   return src;
+}
+
+int Kernel::heuristic(size_t step, std::span<const int64_t> symbols) const {
+  const std::vector<std::pair<int64_t, int>>& tiers = tiers_[step];
+  if (tiers.empty() || symbols.size() != info_->symbols.size()) return chosen_[step];
+  std::optional<int64_t> r = numel(reduced_dims_[step], symbols);
+  if (!r) return chosen_[step];
+  for (const auto& [limit, variant] : tiers) {
+    if (limit >= *r) return variant;
+  }
+  return tiers.back().second;
 }
 
 Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,

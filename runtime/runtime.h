@@ -85,7 +85,8 @@ class Kernel {
   const std::string& name() const { return info_->name; }
 
   /// Which variant each step uses when no choice is given (the manifest default unless the
-  /// caller overrides it with set_choice).
+  /// caller overrides it with set_choice). A reduction step without an override picks, per
+  /// launch, the heuristic tier for its row length (runtime/manifest.h, max_reduced).
   int chosen_variant(size_t step) const { return chosen_[step]; }
   /// Overrides the variant of step `step` (e.g. a tuned winner); fails if out of range or
   /// not loadable on this device.
@@ -134,6 +135,14 @@ class Kernel {
   std::vector<std::vector<int64_t>> param_dims_;  // [param]
   std::vector<std::vector<int64_t>> space_dims_;  // [step]
   std::vector<int> scalar_fallback_;  // [step]: best loadable align_bytes == 1 variant, or -1
+  // Reduction steps: the reduced extent (encoded like space_dims_) and the heuristic's tiers
+  // (max_reduced, variant), loadable ones only, ascending; empty after set_choice.
+  std::vector<std::vector<int64_t>> reduced_dims_;
+  std::vector<std::vector<std::pair<int64_t, int>>> tiers_;
+  bool has_tiers_ = false;
+  /// The variant step `step` runs without a tuned entry: its tier for these symbols, else
+  /// chosen_.
+  int heuristic(size_t step, std::span<const int64_t> symbols) const;
 
   // Tuned winners from the cache, one row per shape (exact or bucket), in symbol order; a
   // variant of -1 means the step had no entry and uses chosen_.

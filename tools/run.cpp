@@ -56,11 +56,12 @@ class Runner {
   }
 
  private:
-  std::vector<std::vector<int>> choices() const {
+  std::vector<std::vector<int>> choices() {
     const auto& steps = kernel_.info().steps;
     std::vector<int> chosen(steps.size());
     std::string why;
     kernel_.choose(harness_.symbols(), chosen, &why);
+    default_ = chosen;
     if (o_.variant == "default") {
       if (!o_.cache_path.empty()) fmt::print("{}\n", why);
       return {chosen};
@@ -96,7 +97,7 @@ class Runner {
     const auto& steps = kernel_.info().steps;
     for (size_t s = 0; s < steps.size(); ++s) {
       const bundle::Variant& v = steps[s].variants[choice[s]];
-      r.label += fmt::format("{}v{}{}", s ? "+" : "", v.id, v.is_default ? "*" : "");
+      r.label += fmt::format("{}v{}{}", s ? "+" : "", v.id, v.id == default_[s] ? "*" : "");
       if (steps.size() == 1) r.config = config_text(v.config);
     }
     auto fn = [&] { launch(choice); };
@@ -175,6 +176,7 @@ class Runner {
   const RunOptions& o_;
   Runtime& rt_;
   Kernel& kernel_;
+  std::vector<int> default_;  // what a plain launch runs for this shape (marked * in reports)
   KernelHarness harness_;
   std::vector<HostTensor> ref_;
   double copy_us_ = 0;

@@ -3,7 +3,7 @@
 # kiln binary: compile every example in tests/gpu/cases.txt and run it at each shape.
 #   tests/gpu/run_gpu_tests.sh KILN_BINARY OUT_DIR [WRAPPER...]
 # WRAPPER (e.g. `compute-sanitizer --tool memcheck`) prefixes each `kiln run`; then only the
-# two smallest shapes of each example run, with few repetitions.
+# first three shapes of each line run, with few repetitions.
 set -uo pipefail
 kiln=$1 out=$2
 shift 2
@@ -20,7 +20,7 @@ while read -r example kernel shapes; do
   fi
   read -ra list <<< "$shapes"
   reps=20
-  if (( ${#wrapper[@]} )); then list=("${list[@]:0:2}"); reps=2; fi
+  if (( ${#wrapper[@]} )); then list=("${list[@]:0:3}"); reps=2; fi
   for shape in "${list[@]}"; do
     log="$out/$example.$shape.log"
     "${wrapper[@]}" "$kiln" run "$bundle" "$kernel" --shape "$shape" --reps $reps > "$log" 2>&1
@@ -28,7 +28,7 @@ while read -r example kernel shapes; do
     if (( rc == 0 )); then pass=$((pass+1)); status=ok
     elif (( rc == 77 )); then skip=$((skip+1)); status=SKIP
     else fail=$((fail+1)); status="FAIL(rc=$rc)"; fi
-    printf '%-12s %-20s %s\n' "$example" "$shape" "$status"
+    printf '%-16s %-16s %-20s %s\n' "$example" "$kernel" "$shape" "$status"
     if [[ $status != ok ]]; then tail -5 "$log"; fi
   done
 done < "$here/cases.txt"

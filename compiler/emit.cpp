@@ -1,0 +1,273 @@
+// See emit.h.
+#include "compiler/emit.h"
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <cmath>
+
+#include "ir/diag.h"
+
+namespace kiln {
+
+using llvm::Type;
+using llvm::Value;
+
+Type* Emitter::storage_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return b_.getFloatTy();
+    case DType::i32:
+      return b_.getInt32Ty();
+    case DType::f16:
+    case DType::bf16:
+      return b_.getInt16Ty();
+    case DType::boolean:
+      break;
+  }
+  throw InternalError("storage_type: bool is not stored");
+}
+
+Type* Emitter::compute_llvm_type(DType t) {
+  switch (compute_type(t)) {
+    case DType::f32:
+      return b_.getFloatTy();
+    case DType::i32:
+      return b_.getInt32Ty();
+    case DType::boolean:
+      return b_.getInt1Ty();
+    default:
+      throw InternalError("compute_llvm_type");
+  }
+}
+
+Value* Emitter::widen(Value* v, DType t) {
+  switch (t) {
+    case DType::bf16:  // the bf16 bits are the high half of the f32
+      return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
+    case DType::f16:
+      return b_.CreateFPExt(b_.CreateBitCast(v, b_.getHalfTy()), b_.getFloatTy());
+    default:
+      return v;
+  }
+}
+
+Value* Emitter::to_storage(Value* v, DType t) {
+  switch (t) {
+    case DType::bf16:
+      return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getBFloatTy()), b_.getInt16Ty());
+    case DType::f16:
+      return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getInt16Ty());
+    default:
+      return v;
+  }
+}
+
+Value* Emitter::sreg(llvm::Intrinsic::ID id) {
+  return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), b_.getInt64Ty());
+}
+
+void Emitter::annotate_kernel(llvm::Function* fn, int max_threads) {
+  llvm::LLVMContext& ctx = m_.getContext();
+  llvm::NamedMDNode* md = m_.getOrInsertNamedMetadata("nvvm.annotations");
+  auto op = [&](const char* key, int v) {
+    llvm::Metadata* ops[] = {llvm::ValueAsMetadata::get(fn), llvm::MDString::get(ctx, key),
+                             llvm::ValueAsMetadata::get(b_.getInt32(v))};
+    md->addOperand(llvm::MDNode::get(ctx, ops));
+  };
+  op("kernel", 1);
+  op("maxntidx", max_threads);
+}
+
+llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string& entry,
+                                        int max_threads) {
+  std::vector<const TensorDecl*> params = abi.params();
+  std::vector<std::string> symbols = abi.symbols();
+  std::vector<Type*> arg_types(params.size(), b_.getPtrTy(1));
+  arg_types.insert(arg_types.end(), symbols.size(), b_.getInt64Ty());
+  auto* fty = llvm::FunctionType::get(b_.getVoidTy(), arg_types, false);
+  auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, entry, &m_);
+  for (size_t i = 0; i < params.size(); ++i) {
+    llvm::Argument* arg = fn->getArg(i);
+    arg->setName(params[i]->name);
+    arg->addAttr(llvm::Attribute::NoAlias);
+    arg->addAttr(params[i]->role == TensorRole::input ? llvm::Attribute::ReadOnly
+                                                      : llvm::Attribute::WriteOnly);
+  }
+  for (size_t i = 0; i < symbols.size(); ++i) fn->getArg(params.size() + i)->setName(symbols[i]);
+  annotate_kernel(fn, max_threads);
+  return fn;
+}
+
+llvm::Function* Emitter::libdevice(const char* name, int arity) {
+  std::vector<Type*> args(arity, b_.getFloatTy());
+  auto callee = m_.getOrInsertFunction(name, llvm::FunctionType::get(b_.getFloatTy(), args, false));
+  auto* f = llvm::cast<llvm::Function>(callee.getCallee());
+  f->setDoesNotAccessMemory();
+  f->setDoesNotThrow();
+  return f;
+}
+
+Value* Emitter::intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> args) {
+  return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
+}
+
+Value* Emitter::int_as(Value* v, DType t, bool is_signed) {
+  if (t == DType::f32) {
+    return is_signed ? b_.CreateSIToFP(v, b_.getFloatTy()) : b_.CreateUIToFP(v, b_.getFloatTy());
+  }
+  return b_.CreateTrunc(v, b_.getInt32Ty());  // no-op for i32
+}
+
+Value* Emitter::identity(ReduceOp op, DType t) {
+  bool f = compute_type(t) == DType::f32;
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean:
+      return f ? llvm::ConstantFP::get(b_.getFloatTy(), 0.0) : b_.getInt32(0);
+    case ReduceOp::prod:
+      return f ? llvm::ConstantFP::get(b_.getFloatTy(), 1.0) : b_.getInt32(1);
+    case ReduceOp::max:
+      return f ? llvm::ConstantFP::get(b_.getFloatTy(), -INFINITY) : b_.getInt32(INT32_MIN);
+    case ReduceOp::min:
+      return f ? llvm::ConstantFP::get(b_.getFloatTy(), INFINITY) : b_.getInt32(INT32_MAX);
+  }
+  throw InternalError("identity: reduce op");
+}
+
+Value* Emitter::combine(ReduceOp op, Value* a, Value* b) {
+  bool f = a->getType()->isFloatTy();
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean:
+      return f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+    case ReduceOp::prod:
+      return f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+    case ReduceOp::max:
+      return f ? intrinsic(llvm::Intrinsic::maximum, {a, b})
+               : intrinsic(llvm::Intrinsic::smax, {a, b});
+    case ReduceOp::min:
+      return f ? intrinsic(llvm::Intrinsic::minimum, {a, b})
+               : intrinsic(llvm::Intrinsic::smin, {a, b});
+  }
+  throw InternalError("combine: reduce op");
+}
+
+Value* Emitter::eval(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
+  if (auto it = memo.find(e.ptr().get()); it != memo.end()) return it->second;
+  Value* v = eval_op(e, memo, leaf);
+  memo.emplace(e.ptr().get(), v);
+  return v;
+}
+
+// Truncating i32 division with x / 0 = 0 and INT32_MIN / -1 = INT32_MIN (ir/expr.h).
+Value* Emitter::int_div(Value* a, Value* b) {
+  Value* zero = b_.CreateICmpEQ(b, b_.getInt32(0));
+  Value* ovf =
+      b_.CreateAnd(b_.CreateICmpEQ(a, b_.getInt32(INT32_MIN)), b_.CreateICmpEQ(b, b_.getInt32(-1)));
+  Value* safe_b = b_.CreateSelect(b_.CreateOr(zero, ovf), b_.getInt32(1), b);
+  return b_.CreateSelect(zero, b_.getInt32(0), b_.CreateSDiv(a, safe_b));
+}
+
+Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
+  auto sub = [&](const std::shared_ptr<const ExprNode>& p) { return eval(wrap(p), memo, leaf); };
+  if (const Const* c = e.as<Const>()) {
+    switch (e.type()) {
+      case DType::f32:
+        return llvm::ConstantFP::get(b_.getFloatTy(), c->value);
+      case DType::i32:
+        return b_.getInt32(static_cast<int32_t>(c->value));
+      default:
+        return b_.getInt1(c->value != 0);
+    }
+  }
+  if (const Unary* n = e.as<Unary>()) {
+    Value* a = sub(n->a);
+    bool f = e.type() == DType::f32;
+    switch (n->op) {
+      case UnaryOp::neg:
+        return f ? b_.CreateFNeg(a) : b_.CreateNeg(a);
+      case UnaryOp::abs:
+        return f ? intrinsic(llvm::Intrinsic::fabs, {a})
+                 : b_.CreateIntrinsic(llvm::Intrinsic::abs, {a->getType()}, {a, b_.getFalse()});
+      case UnaryOp::exp:
+        return b_.CreateCall(libdevice("__nv_expf", 1), {a});
+      case UnaryOp::log:
+        return b_.CreateCall(libdevice("__nv_logf", 1), {a});
+      case UnaryOp::sqrt:
+        return intrinsic(llvm::Intrinsic::sqrt, {a});
+      case UnaryOp::rsqrt:
+        return b_.CreateCall(libdevice("__nv_rsqrtf", 1), {a});
+      case UnaryOp::tanh:
+        return b_.CreateCall(libdevice("__nv_tanhf", 1), {a});
+      case UnaryOp::erf:
+        return b_.CreateCall(libdevice("__nv_erff", 1), {a});
+      case UnaryOp::sigmoid: {
+        Value* ex = b_.CreateCall(libdevice("__nv_expf", 1), {b_.CreateFNeg(a)});
+        Value* one = llvm::ConstantFP::get(b_.getFloatTy(), 1.0);
+        return b_.CreateFDiv(one, b_.CreateFAdd(one, ex));
+      }
+    }
+    throw InternalError("eval: unary op");
+  }
+  if (const Binary* n = e.as<Binary>()) {
+    Value* a = sub(n->a);
+    Value* b = sub(n->b);
+    bool f = a->getType()->isFloatTy();
+    switch (n->op) {
+      case BinaryOp::add:
+        return f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+      case BinaryOp::sub:
+        return f ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+      case BinaryOp::mul:
+        return f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+      case BinaryOp::div:
+        return f ? b_.CreateFDiv(a, b) : int_div(a, b);
+      case BinaryOp::max:
+        return combine(ReduceOp::max, a, b);
+      case BinaryOp::min:
+        return combine(ReduceOp::min, a, b);
+      case BinaryOp::pow:
+        return b_.CreateCall(libdevice("__nv_powf", 2), {a, b});
+      case BinaryOp::lt:
+        return f ? b_.CreateFCmpOLT(a, b) : b_.CreateICmpSLT(a, b);
+      case BinaryOp::le:
+        return f ? b_.CreateFCmpOLE(a, b) : b_.CreateICmpSLE(a, b);
+      case BinaryOp::gt:
+        return f ? b_.CreateFCmpOGT(a, b) : b_.CreateICmpSGT(a, b);
+      case BinaryOp::ge:
+        return f ? b_.CreateFCmpOGE(a, b) : b_.CreateICmpSGE(a, b);
+      case BinaryOp::eq:
+        return f ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
+      case BinaryOp::ne:
+        return f ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+    }
+    throw InternalError("eval: binary op");
+  }
+  if (const Select* n = e.as<Select>()) {
+    return b_.CreateSelect(sub(n->cond), sub(n->a), sub(n->b));
+  }
+  if (const Cast* n = e.as<Cast>()) {
+    Value* a = sub(n->a);
+    Type* from = a->getType();
+    if (n->to == DType::i32) {
+      if (from->isFloatTy()) {
+        return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b_.getInt32Ty(), from}, {a});
+      }
+      return b_.CreateZExt(a, b_.getInt32Ty());  // i1 -> 0/1; no-op for i32
+    }
+    Value* f = a;
+    if (from->isIntegerTy(1))
+      f = b_.CreateUIToFP(a, b_.getFloatTy());
+    else if (from->isIntegerTy())
+      f = b_.CreateSIToFP(a, b_.getFloatTy());
+    if (n->to == DType::bf16)
+      return b_.CreateFPExt(b_.CreateFPTrunc(f, b_.getBFloatTy()), b_.getFloatTy());
+    if (n->to == DType::f16)
+      return b_.CreateFPExt(b_.CreateFPTrunc(f, b_.getHalfTy()), b_.getFloatTy());
+    return f;
+  }
+  return leaf(e);  // Load, IndexRef, SymRef, Reduce
+}
+
+}  // namespace kiln

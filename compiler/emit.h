@@ -1,0 +1,68 @@
+// What every lowering to LLVM IR shares: storage and compute types, widening loads and
+// rounding stores, kernel annotations, and the evaluation of an expression DAG whose leaves
+// (loads, index variables, symbols) each lowering supplies.
+//
+// Values compute in f32/i32/i1 per ir/expr.h; f16/bf16 widen on load and round (nearest
+// even) on store. Math functions call libdevice; emit_ptx links it.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/expr.h"
+#include "ir/program.h"
+
+namespace kiln {
+
+/// Memoized values of one point (element or row) being computed, keyed by expression node.
+using ValueMemo = std::unordered_map<const ExprNode*, llvm::Value*>;
+
+/// The value of a leaf node (Load, IndexRef, SymRef, Reduce) at the current point.
+using LeafFn = std::function<llvm::Value*(const Expr&)>;
+
+class Emitter {
+ public:
+  Emitter(llvm::Module& m, llvm::IRBuilder<>& b) : m_(m), b_(b) {}
+
+  llvm::Type* storage_type(DType t);       // f32, i32, or i16 for both half types
+  llvm::Type* compute_llvm_type(DType t);  // float, i32 or i1
+  /// Loaded storage value -> compute value.
+  llvm::Value* widen(llvm::Value* v, DType t);
+  /// Compute value -> storage value, rounding to nearest even.
+  llvm::Value* to_storage(llvm::Value* v, DType t);
+  /// A zero-extended special register (tid.x, ctaid.x, ...) as i64.
+  llvm::Value* sreg(llvm::Intrinsic::ID id);
+
+  /// Marks `fn` a kernel with at most `max_threads` threads per block.
+  void annotate_kernel(llvm::Function* fn, int max_threads);
+  /// A kernel taking one global pointer per parameter of `abi` (noalias; readonly for inputs,
+  /// writeonly for outputs) then one i64 per symbol.
+  llvm::Function* declare_kernel(const KernelDef& abi, const std::string& entry, int max_threads);
+
+  /// e at the current point: memoized in `memo`, leaves from `leaf`.
+  llvm::Value* eval(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
+
+  /// The identity of a reduction over values of type `t` (0, 1, -inf/INT32_MIN, ...).
+  llvm::Value* identity(ReduceOp op, DType t);
+  /// a (op) b for a reduction's accumulator (max and min propagate NaN like the interpreter).
+  llvm::Value* combine(ReduceOp op, llvm::Value* a, llvm::Value* b);
+
+  /// An i64 value as the node's type (i32 or f32), for index variables and symbols.
+  llvm::Value* int_as(llvm::Value* v, DType t, bool is_signed);
+
+ private:
+  llvm::Function* libdevice(const char* name, int arity);
+  llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
+  llvm::Value* int_div(llvm::Value* a, llvm::Value* b);
+  llvm::Value* eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
+
+  llvm::Module& m_;
+  llvm::IRBuilder<>& b_;
+};
+
+}  // namespace kiln

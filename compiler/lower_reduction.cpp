@@ -1,0 +1,931 @@
+// Lowering a scheduled reduction kernel to LLVM IR.
+//
+// A reduction kernel has rows O (sk.space) and a reduced extent R. Its placed statements are
+// reductions `t[o] = op(body, r)`, row-level outputs `t[o] = f(o)` and element-level outputs
+// `t[o, r] = f(o, r)`; pointwise temporaries are inlined into them. Algorithm:
+//  1. Canonicalize: every statement's index variables are renamed by the part they play
+//     (schedule roles): row dimension d becomes `_o<d>`, the reduced index `_r`. A load of a
+//     reduction's result is then "the value of that reduction for this row".
+//  2. Passes: statements are split into passes over the reduced index; a pass ends before a
+//     statement that needs a reduction of the same pass. Row-level outputs sit between
+//     passes. (softmax: max | exp-sum | store: three passes.)
+//  3. Row kernels (the reduced index is contiguous): `group` threads own one row, thread l
+//     the elements (c * group + l) * vec + v. When R <= group * vec * items (checked at run
+//     time) the row is persistent: the `items` vectors are loaded once and every pass reuses
+//     them from registers. Otherwise each pass loops over the row in chunks of that size,
+//     re-reading it. When R % vec == 0 the vectors are 16-byte loads and stores; otherwise
+//     the same layout with scalar accesses. Out-of-range elements load a clamped (valid)
+//     address and contribute the reduction's identity.
+//  4. Outer kernels (the reduced index is strided): block / group threads along the rows, each
+//     owning `vec` consecutive rows (the contiguous index), and `group` threads along the
+//     reduced index, each with `items` steps in flight.
+//  5. Combining: row kernels reduce across a row's threads with warp butterflies (every lane
+//     ends with the same value), then across warps through shared memory, where every thread
+//     folds the warps' partials in warp order; outer kernels fold the `group` partials in
+//     order through shared memory. The result is deterministic: it does not depend on timing.
+// Accumulators are f32 (i32 for integer bodies); half types widen on load.
+#include "compiler/lower_reduction.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Module.h>
+
+#include <set>
+#include <unordered_map>
+
+#include "compiler/emit.h"
+#include "compiler/plan.h"
+
+namespace kiln {
+namespace {
+
+using llvm::BasicBlock;
+using llvm::Type;
+using llvm::Value;
+
+const char* kReduced = "_r";
+std::string row_var(int d) {
+  return fmt::format("_o{}", d);
+}
+
+// A placed statement after canonicalization.
+struct Item {
+  enum Kind { reduction, row_store, element_store } kind;
+  std::string target;
+  Expr value;                        // reductions: the body
+  ReduceOp op = ReduceOp::sum;       // reductions
+  DType type = DType::f32;           // reductions: the accumulator's compute type
+  int param = -1;                    // the abi parameter it stores to, or -1
+  std::vector<std::string> indices;  // canonical left-hand side
+  std::set<int> reads;               // reductions (item indices) whose results it reads
+};
+
+struct Program {
+  std::vector<Item> items;
+  std::vector<std::vector<int>> passes;  // item indices; a row store is a pass of its own
+};
+
+bool uses(const std::vector<std::string>& idx, const std::string& v) {
+  return std::find(idx.begin(), idx.end(), v) != idx.end();
+}
+
+// Whether e reads index variable v (directly or through a load).
+bool depends_on(const Expr& e, const std::string& v) {
+  if (const Load* l = e.as<Load>()) {
+    if (uses(l->indices, v)) return true;
+  }
+  if (const IndexRef* r = e.as<IndexRef>()) return r->name == v;
+  bool found = false;
+  for_each_child(e, [&](const Expr& c) { found = found || depends_on(c, v); });
+  return found;
+}
+
+// a / b with b the same along the reduced index becomes a * (1 / b): the reciprocal is
+// computed once per row instead of once per element (LLVM merges the identical divisions of
+// a thread's elements). The product differs from the quotient by at most about 1 ulp.
+Expr hoist_divisions(const Expr& e, std::unordered_map<const ExprNode*, Expr>& memo) {
+  if (auto it = memo.find(e.ptr().get()); it != memo.end()) return it->second;
+  Expr out = map_children(e, [&](const Expr& c) { return hoist_divisions(c, memo); });
+  if (const Binary* d = out.as<Binary>(); d && d->op == BinaryOp::div && out.type() == DType::f32 &&
+                                          depends_on(wrap(d->a), kReduced) &&
+                                          !depends_on(wrap(d->b), kReduced)) {
+    Expr one = make_const(1.0, DType::f32, out.loc());
+    out = make_binary(BinaryOp::mul, wrap(d->a),
+                      make_binary(BinaryOp::div, one, wrap(d->b), out.loc()), out.loc());
+  }
+  memo.emplace(e.ptr().get(), out);
+  return out;
+}
+
+Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk) {
+  const KernelDef& def = sk.def;
+  const int rows = static_cast<int>(sk.space.size());
+  Inliner inliner(def, [](const Stmt& s) { return !s.value.as<Reduce>(); });
+  std::vector<const TensorDecl*> params = abi.params();
+  std::map<std::string, int> reduction_item;
+  Program p;
+  for (const Stmt& s : def.body) {
+    auto roles = sk.roles.find(s.target);
+    if (roles == sk.roles.end()) continue;  // an inlined temporary
+    Rename rename;
+    for (const auto& [v, role] : roles->second) {
+      internal_check(role >= 0 && role <= rows, "lower_reduction: statement without roles");
+      rename[v] = role == rows ? kReduced : row_var(role);
+    }
+    Item it;
+    it.target = s.target;
+    for (const auto& v : s.indices) it.indices.push_back(rename.at(v));
+    std::unordered_map<const ExprNode*, Expr> hoisted;
+    Expr value = hoist_divisions(inliner.rewrite(s.value, rename), hoisted);
+    if (const Reduce* r = value.as<Reduce>()) {
+      it.kind = Item::reduction;
+      it.op = r->op;
+      it.type = value.type();
+      it.value = wrap(r->body);
+    } else {
+      it.kind = uses(it.indices, kReduced) ? Item::element_store : Item::row_store;
+      it.value = value;
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->name == s.target) it.param = static_cast<int>(i);
+    }
+    internal_check(it.kind == Item::reduction || it.param >= 0,
+                   "lower_reduction: a placed pointwise statement is not an output");
+    // Which reductions it reads.
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (const Load* l = e.as<Load>()) {
+        auto ri = reduction_item.find(l->tensor);
+        if (ri != reduction_item.end()) it.reads.insert(ri->second);
+      }
+      for_each_child(e, walk);
+    };
+    walk(it.value);
+    if (it.kind == Item::reduction) reduction_item[s.target] = static_cast<int>(p.items.size());
+    p.items.push_back(std::move(it));
+  }
+  // Passes.
+  std::vector<int> current;
+  std::set<int> in_current;
+  auto close = [&] {
+    if (!current.empty()) p.passes.push_back(current);
+    current.clear();
+    in_current.clear();
+  };
+  for (size_t i = 0; i < p.items.size(); ++i) {
+    const Item& it = p.items[i];
+    bool needs_current = std::any_of(it.reads.begin(), it.reads.end(),
+                                     [&](int r) { return in_current.count(r) > 0; });
+    if (needs_current || it.kind == Item::row_store) close();
+    current.push_back(static_cast<int>(i));
+    if (it.kind == Item::reduction) in_current.insert(static_cast<int>(i));
+    if (it.kind == Item::row_store) close();
+  }
+  close();
+  return p;
+}
+
+// One element being computed: clamped (always valid) coordinates for loads, and whether it
+// is really in range.
+struct Point {
+  std::vector<Value*> o;  // row coordinates (i64)
+  Value* r = nullptr;     // reduced coordinate (i64); null at row level
+  Value* ok = nullptr;    // i1
+  int slot = 0;           // which of the thread's rows it belongs to (outer: 0..vec-1)
+  ValueMemo memo;
+};
+
+// `vec` points whose `vary` coordinate is consecutive; `shared` when all their other
+// coordinates are equal, `vector` when the first is a multiple of vec (16-byte accesses).
+struct Group {
+  std::vector<Point> pts;
+  bool shared = false;
+  bool vector = false;
+  std::map<std::string, std::vector<Value*>> loads;  // by access key: a vector or a scalar
+};
+
+class ReductionLowering {
+ public:
+  ReductionLowering(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
+                    const ReductionConfig& cfg)
+      : m_(m),
+        ctx_(m.getContext()),
+        b_(ctx_),
+        em_(m, b_),
+        abi_(abi),
+        sk_(sk),
+        cfg_(cfg),
+        shape_(reduction_shape(sk)),
+        params_(abi.params()),
+        symbols_(abi.symbols()),
+        prog_(canonicalize(abi, sk)) {
+    rank_ = static_cast<int>(sk.space.size());
+    vary_ = shape_ == ReductionShape::row ? kReduced : row_var(rank_ - 1);
+  }
+
+  void run(const std::string& entry, VariantLayout* layout) {
+    if (shape_ == ReductionShape::outer && rank_ == 0) {
+      throw InternalError("lower_reduction: an outer reduction without rows");
+    }
+    fn_ = em_.declare_kernel(abi_, entry, cfg_.block);
+    for (size_t i = 0; i < params_.size(); ++i) ptrs_.push_back(fn_->getArg(i));
+    for (size_t i = 0; i < symbols_.size(); ++i) syms_.push_back(fn_->getArg(params_.size() + i));
+    b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn_));
+    make_shared_memory();
+    tid_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    bid_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    nblocks_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+    rows_ = i64(1);
+    for (const Dim& d : sk_.space) {
+      row_extents_.push_back(dim_value(d));
+      rows_ = b_.CreateMul(rows_, row_extents_.back(), "rows");
+    }
+    R_ = dim_value(*sk_.reduced);
+    exit_ = BasicBlock::Create(ctx_, "exit", fn_);
+
+    const int V = cfg_.vec;
+    Value* vec_ok = b_.getFalse();
+    if (V > 1) {
+      Value* along = shape_ == ReductionShape::row ? R_ : row_extents_.back();
+      vec_ok = b_.CreateICmpEQ(b_.CreateURem(along, i64(V)), i64(0), "vec.ok");
+    }
+    if (shape_ == ReductionShape::row) {
+      Value* fits = b_.CreateICmpULE(R_, i64(cfg_.capacity()), "fits");
+      branch_rows(fits, vec_ok);
+    } else {
+      branch2(vec_ok, [&](bool vector) { emit_outer(vector); });
+    }
+    b_.SetInsertPoint(exit_);
+    b_.CreateRetVoid();
+    if (layout) *layout = layout_;
+  }
+
+ private:
+  // ---- structure --------------------------------------------------------------------------
+
+  template <class F>
+  void branch2(Value* cond, F&& body) {
+    BasicBlock* yes = BasicBlock::Create(ctx_, "vec", fn_);
+    BasicBlock* no = BasicBlock::Create(ctx_, "scalar", fn_);
+    b_.CreateCondBr(cond, yes, no);
+    b_.SetInsertPoint(yes);
+    body(true);
+    b_.SetInsertPoint(no);
+    body(false);
+  }
+
+  // Persistent rows need R % vec == 0 (vector accesses) when vec > 1; other rows loop.
+  void branch_rows(Value* fits, Value* vec_ok) {
+    BasicBlock* persistent = BasicBlock::Create(ctx_, "persistent", fn_);
+    BasicBlock* looped = BasicBlock::Create(ctx_, "looped", fn_);
+    b_.CreateCondBr(cfg_.vec > 1 ? b_.CreateAnd(fits, vec_ok) : fits, persistent, looped);
+    b_.SetInsertPoint(persistent);
+    emit_rows(true, cfg_.vec > 1);
+    b_.SetInsertPoint(looped);
+    if (cfg_.vec == 1) {
+      emit_rows(false, false);
+      return;
+    }
+    branch2(vec_ok, [&](bool vector) { emit_rows(false, vector); });
+  }
+
+  // The block-uniform loop over this kernel's rows (row kernels) or row groups (outer):
+  // calls body(first row of the block) and ends in exit_.
+  template <class F>
+  void block_loop(int64_t per_block, F&& body) {
+    Value* start = b_.CreateMul(bid_, i64(per_block));
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* header = BasicBlock::Create(ctx_, "rows", fn_);
+    BasicBlock* work = BasicBlock::Create(ctx_, "row", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* first = b_.CreatePHI(b_.getInt64Ty(), 2, "first");
+    first->addIncoming(start, pre);
+    b_.CreateCondBr(b_.CreateICmpULT(first, rows_), work, exit_);
+    b_.SetInsertPoint(work);
+    body(first);
+    first->addIncoming(b_.CreateAdd(first, b_.CreateMul(nblocks_, i64(per_block))),
+                       b_.GetInsertBlock());
+    no_unroll(b_.CreateBr(header));
+  }
+
+  // Row coordinates of flat row `row` (i64), outermost first.
+  std::vector<Value*> coords_of(Value* row) {
+    std::vector<Value*> o(rank_);
+    Value* q = row;
+    for (int d = rank_ - 1; d >= 0; --d) {
+      o[d] = d == 0 ? q : b_.CreateURem(q, row_extents_[d]);
+      if (d > 0) q = b_.CreateUDiv(q, row_extents_[d]);
+    }
+    return o;
+  }
+
+  // ---- row kernels ------------------------------------------------------------------------
+
+  void emit_rows(bool persistent, bool vector) {
+    const int T = cfg_.group, V = cfg_.vec;
+    const int64_t rpb = cfg_.block / T;
+    // Scalar accesses of a vectorized variant (rows with R % vec != 0) take one vector's worth
+    // of elements per iteration: fewer registers, and such rows are the rare case.
+    const int G = !vector && V > 1 ? 1 : cfg_.items;
+    Value* lane = b_.CreateAnd(tid_, i64(T - 1), "lane");
+    Value* grp = b_.CreateUDiv(tid_, i64(T), "grp");
+    block_loop(rpb, [&](Value* first) {
+      Value* row = b_.CreateAdd(first, grp, "row");
+      Value* valid = b_.CreateICmpULT(row, rows_, "valid");
+      Value* rowc = b_.CreateSelect(valid, row, b_.CreateSub(rows_, i64(1)));
+      std::vector<Value*> o = coords_of(rowc);
+      // The thread's groups for chunk `base` (i64 element offset of the chunk).
+      auto make_groups = [&](Value* base) {
+        std::vector<Group> gs(G);
+        for (int c = 0; c < G; ++c) {
+          Group& g = gs[c];
+          g.shared = true;
+          g.vector = vector && V > 1;
+          Value* start = b_.CreateAdd(
+              base, b_.CreateMul(b_.CreateAdd(i64(int64_t{c} * T), lane), i64(V)), "r0");
+          Value* start_c = g.vector ? b_.CreateSelect(b_.CreateICmpULT(start, R_), start,
+                                                      b_.CreateSub(R_, i64(V)))
+                                    : nullptr;
+          for (int v = 0; v < V; ++v) {
+            Point p;
+            p.o = o;
+            Value* r = b_.CreateAdd(start, i64(v));
+            p.ok = b_.CreateAnd(valid, b_.CreateICmpULT(r, R_));
+            p.r = g.vector ? b_.CreateAdd(start_c, i64(v))
+                           : b_.CreateSelect(b_.CreateICmpULT(r, R_), r, b_.CreateSub(R_, i64(1)));
+            g.pts.push_back(std::move(p));
+          }
+        }
+        return gs;
+      };
+      Point row_point;
+      row_point.o = o;
+      row_point.ok = valid;
+      std::vector<std::vector<Value*>> results(prog_.items.size());
+      std::vector<Group> held;
+      if (persistent) {
+        held = make_groups(i64(0));
+        prefetch(held);
+      }
+      for (const std::vector<int>& pass : prog_.passes) {
+        if (prog_.items[pass[0]].kind == Item::row_store) {
+          store_row_item(prog_.items[pass[0]], row_point, results,
+                         b_.CreateAnd(valid, b_.CreateICmpEQ(lane, i64(0))));
+          continue;
+        }
+        std::vector<Value*> partial;
+        if (persistent) {
+          partial = run_pass(pass, held, results, initial(pass));
+        } else {
+          partial = chunk_loop(pass, results, i64(int64_t{T} * V * G), R_,
+                               [&](Value* base) { return make_groups(base); });
+        }
+        combine_rows(pass, partial, lane, grp, results);
+        store_reductions(pass, row_point, results,
+                         b_.CreateAnd(valid, b_.CreateICmpEQ(lane, i64(0))));
+      }
+    });
+  }
+
+  // Folds each reduction's per-thread partial across the `group` threads of its row.
+  void combine_rows(const std::vector<int>& pass, std::vector<Value*>& partial, Value* lane,
+                    Value* grp, std::vector<std::vector<Value*>>& results) {
+    const int T = cfg_.group;
+    std::vector<int> reds = reductions_of(pass);
+    for (size_t k = 0; k < reds.size(); ++k) {
+      const Item& it = prog_.items[reds[k]];
+      for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) {
+        partial[k] = em_.combine(it.op, partial[k], shuffle_xor(partial[k], off));
+      }
+    }
+    if (T > 32) {
+      const int W = T / 32;
+      const int64_t rpb = cfg_.block / T;
+      Value* warp = b_.CreateLShr(lane, i64(5));
+      BasicBlock* write = BasicBlock::Create(ctx_, "smem.write", fn_);
+      BasicBlock* joined = BasicBlock::Create(ctx_, "smem.joined", fn_);
+      b_.CreateCondBr(b_.CreateICmpEQ(b_.CreateAnd(lane, i64(31)), i64(0)), write, joined);
+      b_.SetInsertPoint(write);
+      for (size_t k = 0; k < reds.size(); ++k) {
+        Value* slot =
+            b_.CreateAdd(i64(int64_t(k) * rpb * W), b_.CreateAdd(b_.CreateMul(grp, i64(W)), warp));
+        store_shared(slot, partial[k]);
+      }
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(joined);
+      barrier();
+      for (size_t k = 0; k < reds.size(); ++k) {
+        const Item& it = prog_.items[reds[k]];
+        Value* acc = nullptr;
+        for (int w = 0; w < W; ++w) {
+          Value* slot = b_.CreateAdd(i64(int64_t(k) * rpb * W + w), b_.CreateMul(grp, i64(W)));
+          Value* v = load_shared(slot, partial[k]->getType());
+          acc = acc ? em_.combine(it.op, acc, v) : v;
+        }
+        partial[k] = acc;
+      }
+      barrier();  // the slots are free again
+    }
+    for (size_t k = 0; k < reds.size(); ++k) results[reds[k]] = {finish(reds[k], partial[k])};
+  }
+
+  // ---- outer kernels ----------------------------------------------------------------------
+
+  void emit_outer(bool vector) {
+    const int Y = cfg_.group, V = cfg_.vec, U = cfg_.items;
+    const int X = cfg_.block / Y;
+    Value* tx = b_.CreateURem(tid_, i64(X), "tx");
+    Value* ty = b_.CreateUDiv(tid_, i64(X), "ty");
+    block_loop(int64_t{X} * V, [&](Value* first) {
+      Value* col0 = b_.CreateAdd(first, b_.CreateMul(tx, i64(V)), "col0");
+      // Per slot v: the row (clamped) and whether it exists.
+      std::vector<Value*> valid(V);
+      std::vector<std::vector<Value*>> o(V);
+      Value* last = b_.CreateSub(rows_, i64(1));
+      if (vector && V > 1) {
+        Value* c0 =
+            b_.CreateSelect(b_.CreateICmpULT(col0, rows_), col0, b_.CreateSub(rows_, i64(V)));
+        std::vector<Value*> base = coords_of(c0);
+        for (int v = 0; v < V; ++v) {
+          valid[v] = b_.CreateICmpULT(b_.CreateAdd(col0, i64(v)), rows_);
+          o[v] = base;
+          o[v][rank_ - 1] = b_.CreateAdd(base[rank_ - 1], i64(v));
+        }
+      } else {
+        for (int v = 0; v < V; ++v) {
+          Value* col = b_.CreateAdd(col0, i64(v));
+          valid[v] = b_.CreateICmpULT(col, rows_);
+          o[v] = coords_of(b_.CreateSelect(valid[v], col, last));
+        }
+      }
+      auto make_groups = [&](Value* base) {
+        std::vector<Group> gs(U);
+        for (int u = 0; u < U; ++u) {
+          Group& g = gs[u];
+          g.shared = vector || V == 1;
+          g.vector = vector && V > 1;
+          Value* r = b_.CreateAdd(base, b_.CreateAdd(i64(int64_t{u} * Y), ty), "r");
+          Value* in = b_.CreateICmpULT(r, R_);
+          Value* rc = b_.CreateSelect(in, r, b_.CreateSub(R_, i64(1)));
+          for (int v = 0; v < V; ++v) {
+            Point p;
+            p.o = o[v];
+            p.r = rc;
+            p.ok = b_.CreateAnd(valid[v], in);
+            p.slot = v;
+            g.pts.push_back(std::move(p));
+          }
+        }
+        return gs;
+      };
+      std::vector<Point> row_points(V);
+      for (int v = 0; v < V; ++v) {
+        row_points[v].o = o[v];
+        row_points[v].ok = valid[v];
+        row_points[v].slot = v;
+      }
+      std::vector<std::vector<Value*>> results(prog_.items.size());
+      for (const std::vector<int>& pass : prog_.passes) {
+        if (prog_.items[pass[0]].kind == Item::row_store) {
+          for (int v = 0; v < V; ++v) {
+            store_row_item(prog_.items[pass[0]], row_points[v], results,
+                           b_.CreateAnd(valid[v], b_.CreateICmpEQ(ty, i64(0))));
+          }
+          continue;
+        }
+        std::vector<Value*> partial = chunk_loop(pass, results, i64(int64_t{Y} * U), R_,
+                                                 [&](Value* base) { return make_groups(base); });
+        combine_outer(pass, partial, tx, ty, results);
+        for (int v = 0; v < V; ++v) {
+          store_reductions(pass, row_points[v], results,
+                           b_.CreateAnd(valid[v], b_.CreateICmpEQ(ty, i64(0))));
+        }
+      }
+    });
+  }
+
+  // partial holds, per reduction of the pass, `vec` values (one per slot) in order. The
+  // `group` partials of a row are folded in order by one thread, and the result shared.
+  void combine_outer(const std::vector<int>& pass, std::vector<Value*>& partial, Value* tx,
+                     Value* ty, std::vector<std::vector<Value*>>& results) {
+    const int Y = cfg_.group, V = cfg_.vec;
+    internal_check(Y >= 2, "lower_reduction: an outer reduction needs 2+ threads per row");
+    const int64_t X = cfg_.block / Y;
+    const int64_t folded = int64_t{cfg_.block} * V;  // where the folded results go
+    std::vector<int> reds = reductions_of(pass);
+    for (size_t k = 0; k < reds.size(); ++k) {
+      const Item& it = prog_.items[reds[k]];
+      Type* t = partial[k * V]->getType();
+      for (int v = 0; v < V; ++v) {  // partials: [Y][X * V]
+        Value* slot = b_.CreateAdd(b_.CreateMul(ty, i64(X * V)),
+                                   b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v)));
+        store_shared(slot, partial[k * V + v]);
+      }
+      barrier();
+      for (int v = 0; v < V; ++v) {
+        BasicBlock* fold = BasicBlock::Create(ctx_, "fold", fn_);
+        BasicBlock* next = BasicBlock::Create(ctx_, "folded", fn_);
+        b_.CreateCondBr(b_.CreateICmpEQ(ty, i64(v % Y)), fold, next);
+        b_.SetInsertPoint(fold);
+        Value* column = b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v));
+        // A loop, not unrolled: unrolled, LLVM hoists every fold's loads out of its branch.
+        Value* first = load_shared(column, t);
+        BasicBlock* pre = b_.GetInsertBlock();
+        BasicBlock* loop = BasicBlock::Create(ctx_, "fold.y", fn_);
+        BasicBlock* done = BasicBlock::Create(ctx_, "fold.done", fn_);
+        b_.CreateBr(loop);
+        b_.SetInsertPoint(loop);
+        llvm::PHINode* y = b_.CreatePHI(b_.getInt64Ty(), 2, "y");
+        llvm::PHINode* acc = b_.CreatePHI(t, 2, "fold");
+        y->addIncoming(i64(1), pre);
+        acc->addIncoming(first, pre);
+        Value* x = load_shared(b_.CreateAdd(b_.CreateMul(y, i64(X * V)), column), t);
+        Value* acc1 = em_.combine(it.op, acc, x);
+        Value* y1 = b_.CreateAdd(y, i64(1));
+        y->addIncoming(y1, b_.GetInsertBlock());
+        acc->addIncoming(acc1, b_.GetInsertBlock());
+        no_unroll(b_.CreateCondBr(b_.CreateICmpULT(y1, i64(Y)), loop, done));
+        b_.SetInsertPoint(done);
+        llvm::PHINode* total = b_.CreatePHI(t, 1, "folded");
+        total->addIncoming(acc1, loop);
+        store_shared(b_.CreateAdd(i64(folded), column), finish(reds[k], total));
+        b_.CreateBr(next);
+        b_.SetInsertPoint(next);
+      }
+      barrier();
+      std::vector<Value*> out;
+      for (int v = 0; v < V; ++v) {
+        Value* column = b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v));
+        out.push_back(load_shared(b_.CreateAdd(i64(folded), column), t));
+      }
+      results[reds[k]] = out;
+    }
+  }
+
+  // Issues every load of every item for `groups` now (persistent rows): the loads of later
+  // passes (a weight, a bias) are in flight during the first pass's combine instead of
+  // after it.
+  void prefetch(std::vector<Group>& groups) {
+    std::vector<std::vector<Value*>> none(prog_.items.size());
+    std::unordered_map<const ExprNode*, bool> seen;
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (!seen.emplace(e.ptr().get(), true).second) return;
+      if (const Load* ld = e.as<Load>()) {
+        int param = param_of(ld->tensor);
+        if (param >= 0 && params_[param]->role == TensorRole::input &&
+            uses(ld->indices, kReduced)) {
+          for (Group& g : groups) {
+            if (g.vector && ld->indices.back() == vary_) {
+              (void)load(*ld, g.pts[0], g, none);  // fills g.loads; lanes widen at use
+              continue;
+            }
+            for (Point& p : g.pts) p.memo[e.ptr().get()] = load(*ld, p, g, none);
+          }
+        }
+        return;
+      }
+      for_each_child(e, walk);
+    };
+    for (const Item& it : prog_.items) {
+      if (it.kind != Item::row_store) walk(it.value);
+    }
+  }
+
+  // ---- passes -----------------------------------------------------------------------------
+
+  std::vector<int> reductions_of(const std::vector<int>& pass) const {
+    std::vector<int> out;
+    for (int i : pass) {
+      if (prog_.items[i].kind == Item::reduction) out.push_back(i);
+    }
+    return out;
+  }
+
+  int accumulators_per_reduction() const { return shape_ == ReductionShape::outer ? cfg_.vec : 1; }
+
+  std::vector<Value*> initial(const std::vector<int>& pass) {
+    std::vector<Value*> acc;
+    for (int i : reductions_of(pass)) {
+      const Item& it = prog_.items[i];
+      for (int s = 0; s < accumulators_per_reduction(); ++s)
+        acc.push_back(em_.identity(it.op, it.type));
+    }
+    return acc;
+  }
+
+  // Evaluates a pass over `groups`: folds each reduction's in-range values into `acc` (per
+  // reduction, per slot) and stores element-level outputs. Returns the new accumulators.
+  std::vector<Value*> run_pass(const std::vector<int>& pass, std::vector<Group>& groups,
+                               const std::vector<std::vector<Value*>>& results,
+                               std::vector<Value*> acc) {
+    const int S = accumulators_per_reduction();
+    int k = 0;
+    for (int i : pass) {
+      const Item& it = prog_.items[i];
+      if (it.kind == Item::element_store) {
+        store_element_item(it, groups, results);
+        continue;
+      }
+      for (Group& g : groups) {
+        for (Point& p : g.pts) {
+          Value* v = eval(it.value, p, g, results);
+          v = b_.CreateSelect(p.ok, v, em_.identity(it.op, it.type));
+          Value*& a = acc[k * S + (S > 1 ? p.slot : 0)];
+          a = em_.combine(it.op, a, v);
+        }
+      }
+      ++k;
+    }
+    return acc;
+  }
+
+  // A loop over the reduced index from 0 while base < end, `step` per iteration, running the
+  // pass on make_groups(base); returns the accumulators after the loop.
+  template <class MakeGroups>
+  std::vector<Value*> chunk_loop(const std::vector<int>& pass,
+                                 const std::vector<std::vector<Value*>>& results, Value* step,
+                                 Value* end, MakeGroups&& make_groups) {
+    std::vector<Value*> init = initial(pass);
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* header = BasicBlock::Create(ctx_, "chunk", fn_);
+    BasicBlock* body = BasicBlock::Create(ctx_, "chunk.body", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx_, "chunk.done", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* base = b_.CreatePHI(b_.getInt64Ty(), 2, "base");
+    base->addIncoming(i64(0), pre);
+    std::vector<llvm::PHINode*> phis;
+    for (Value* v : init) {
+      phis.push_back(b_.CreatePHI(v->getType(), 2, "acc"));
+      phis.back()->addIncoming(v, pre);
+    }
+    b_.CreateCondBr(b_.CreateICmpULT(base, end), body, done);
+    b_.SetInsertPoint(body);
+    std::vector<Group> groups = make_groups(base);
+    std::vector<Value*> acc(phis.begin(), phis.end());
+    acc = run_pass(pass, groups, results, acc);
+    BasicBlock* latch = b_.GetInsertBlock();
+    base->addIncoming(b_.CreateAdd(base, step), latch);
+    for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(acc[i], latch);
+    no_unroll(b_.CreateBr(header));
+    b_.SetInsertPoint(done);
+    return {phis.begin(), phis.end()};
+  }
+
+  // The reduction's value once combined (mean divides by R).
+  Value* finish(int item, Value* v) {
+    const Item& it = prog_.items[item];
+    if (it.op == ReduceOp::mean) v = b_.CreateFDiv(v, b_.CreateUIToFP(R_, b_.getFloatTy()));
+    return v;
+  }
+
+  // ---- stores -----------------------------------------------------------------------------
+
+  // Reductions of the pass that are outputs store their value for the point's row.
+  void store_reductions(const std::vector<int>& pass, const Point& p,
+                        const std::vector<std::vector<Value*>>& results, Value* cond) {
+    for (int i : reductions_of(pass)) {
+      const Item& it = prog_.items[i];
+      if (it.param < 0) continue;
+      Value* v = results[i][results[i].size() > 1 ? p.slot : 0];
+      store_if(cond, it.param, offset_of(it.param, it.indices, p), {v});
+    }
+  }
+
+  void store_row_item(const Item& it, Point& p, const std::vector<std::vector<Value*>>& results,
+                      Value* cond) {
+    Group none;
+    Value* v = eval(it.value, p, none, results);
+    store_if(cond, it.param, offset_of(it.param, it.indices, p), {v});
+  }
+
+  void store_element_item(const Item& it, std::vector<Group>& groups,
+                          const std::vector<std::vector<Value*>>& results) {
+    const bool vec_store = !it.indices.empty() && it.indices.back() == vary_;
+    for (Group& g : groups) {
+      std::vector<Value*> vals;
+      for (Point& p : g.pts) vals.push_back(eval(it.value, p, g, results));
+      if (g.vector && vec_store) {
+        Value* ok = g.pts[0].ok;
+        for (size_t l = 1; l < g.pts.size(); ++l) ok = b_.CreateAnd(ok, g.pts[l].ok);
+        store_if(ok, it.param, offset_of(it.param, it.indices, g.pts[0]), vals);
+        note_aligned(it.param, params_[it.param]->dtype);
+      } else {
+        for (size_t l = 0; l < g.pts.size(); ++l) {
+          store_if(g.pts[l].ok, it.param, offset_of(it.param, it.indices, g.pts[l]), {vals[l]});
+        }
+      }
+    }
+  }
+
+  void store_if(Value* cond, int param, Value* offset, const std::vector<Value*>& vals) {
+    BasicBlock* yes = BasicBlock::Create(ctx_, "store", fn_);
+    BasicBlock* next = BasicBlock::Create(ctx_, "stored", fn_);
+    b_.CreateCondBr(cond, yes, next);
+    b_.SetInsertPoint(yes);
+    DType t = params_[param]->dtype;
+    Value* ptr = b_.CreateInBoundsGEP(em_.storage_type(t), ptrs_[param], offset);
+    const int V = static_cast<int>(vals.size());
+    if (V == 1) {
+      b_.CreateAlignedStore(em_.to_storage(vals[0], t), ptr, llvm::Align(size_of(t)));
+    } else {
+      Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(em_.storage_type(t), V));
+      for (int l = 0; l < V; ++l) vec = b_.CreateInsertElement(vec, em_.to_storage(vals[l], t), l);
+      b_.CreateAlignedStore(vec, ptr, llvm::Align(std::min<int>(16, V * size_of(t))));
+    }
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+  }
+
+  // ---- expressions ------------------------------------------------------------------------
+
+  Value* eval(const Expr& e, Point& p, Group& g, const std::vector<std::vector<Value*>>& results) {
+    return em_.eval(e, p.memo, [&](const Expr& leaf) -> Value* {
+      if (const Load* ld = leaf.as<Load>()) return load(*ld, p, g, results);
+      if (const IndexRef* r = leaf.as<IndexRef>()) {
+        return em_.int_as(coordinate(r->name, p), leaf.type(), false);
+      }
+      if (const SymRef* s = leaf.as<SymRef>()) {
+        return em_.int_as(dim_value(Dim::symbol(s->name)), leaf.type(), true);
+      }
+      throw UserError(leaf.loc(), "a reduction nested in another is not supported here");
+    });
+  }
+
+  Value* coordinate(const std::string& var, const Point& p) {
+    if (var == kReduced) {
+      internal_check(p.r != nullptr, "lower_reduction: reduced index at row level");
+      return p.r;
+    }
+    return p.o.at(std::stoi(var.substr(2)));
+  }
+
+  // Element offset (i64) of tensor `t` (an abi parameter) at `indices` for point p.
+  Value* offset_of(int param, const std::vector<std::string>& indices, const Point& p) {
+    const std::vector<Dim>& shape = params_[param]->shape;
+    Value* off = i64(0);
+    Value* stride = nullptr;
+    for (int d = static_cast<int>(indices.size()) - 1; d >= 0; --d) {
+      Value* c = coordinate(indices[d], p);
+      off = b_.CreateAdd(off, stride ? b_.CreateMul(c, stride) : c);
+      Value* ext = dim_value(shape[d]);
+      stride = stride ? b_.CreateMul(stride, ext) : ext;
+    }
+    return off;
+  }
+
+  int param_of(const std::string& name) const {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i]->name == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  Value* load(const Load& ld, Point& p, Group& g, const std::vector<std::vector<Value*>>& results) {
+    int param = param_of(ld.tensor);
+    if (param < 0 || params_[param]->role != TensorRole::input) {
+      // The result of a reduction of this kernel, for this row.
+      for (size_t i = 0; i < prog_.items.size(); ++i) {
+        const Item& it = prog_.items[i];
+        if (it.kind != Item::reduction || it.target != ld.tensor) continue;
+        internal_check(!results[i].empty(), "lower_reduction: reduction read before its pass");
+        Value* v = results[i][results[i].size() > 1 ? p.slot : 0];
+        if (it.param >= 0) v = em_.widen(em_.to_storage(v, ld.stored), ld.stored);
+        return v;
+      }
+      throw InternalError("lower_reduction: load of unknown tensor " + ld.tensor);
+    }
+    const bool uses_vary = uses(ld.indices, vary_);
+    const bool in_group = !g.pts.empty() && &p >= &g.pts.front() && &p <= &g.pts.back();
+    std::string key = ld.tensor;
+    for (const auto& i : ld.indices) key += "," + i;
+    if (in_group && g.vector && !ld.indices.empty() && ld.indices.back() == vary_) {
+      std::vector<Value*>& raw = g.loads[key];
+      if (raw.empty()) raw = {load_vector(param, ld, g.pts[0])};
+      // Lanes widen where they are used: a prefetched vector stays packed until then.
+      Value* lane = b_.CreateExtractElement(raw[0], static_cast<uint64_t>(&p - &g.pts.front()));
+      return em_.widen(lane, ld.stored);
+    }
+    if (in_group && g.shared && !uses_vary) {
+      std::vector<Value*>& vals = g.loads[key];
+      if (vals.empty()) vals = {load_scalar(param, ld, g.pts[0])};
+      return vals[0];
+    }
+    return load_scalar(param, ld, p);
+  }
+
+  Value* load_scalar(int param, const Load& ld, const Point& p) {
+    Type* t = em_.storage_type(ld.stored);
+    Value* ptr = b_.CreateInBoundsGEP(t, ptrs_[param], offset_of(param, ld.indices, p));
+    return em_.widen(b_.CreateAlignedLoad(t, ptr, llvm::Align(size_of(ld.stored))), ld.stored);
+  }
+
+  // The `vec` elements from `first` on, as one vector of the stored type.
+  Value* load_vector(int param, const Load& ld, const Point& first) {
+    const int V = cfg_.vec;
+    auto* vt = llvm::FixedVectorType::get(em_.storage_type(ld.stored), V);
+    Value* ptr = b_.CreateInBoundsGEP(em_.storage_type(ld.stored), ptrs_[param],
+                                      offset_of(param, ld.indices, first));
+    note_aligned(param, ld.stored);
+    return b_.CreateAlignedLoad(vt, ptr, llvm::Align(std::min<int>(16, V * size_of(ld.stored))));
+  }
+
+  void note_aligned(int param, DType t) {
+    layout_.align_bytes = std::max(layout_.align_bytes, std::min<int>(16, cfg_.vec * size_of(t)));
+    auto& a = layout_.aligned_params;
+    if (std::find(a.begin(), a.end(), param) == a.end()) {
+      a.push_back(param);
+      std::sort(a.begin(), a.end());
+    }
+  }
+
+  // ---- the GPU's pieces -------------------------------------------------------------------
+
+  Value* i64(int64_t v) { return b_.getInt64(v); }
+
+  Value* dim_value(const Dim& d) {
+    if (d.is_fixed()) return i64(d.value());
+    auto it = std::find(symbols_.begin(), symbols_.end(), d.name());
+    internal_check(it != symbols_.end(), "lower_reduction: unknown symbol");
+    return syms_[it - symbols_.begin()];
+  }
+
+  Value* shuffle_xor(Value* v, int offset) {
+    bool f = v->getType()->isFloatTy();
+    auto id =
+        f ? llvm::Intrinsic::nvvm_shfl_sync_bfly_f32 : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32;
+    return b_.CreateIntrinsic(id, {}, {b_.getInt32(-1), v, b_.getInt32(offset), b_.getInt32(31)});
+  }
+
+  // The chunks of a loop already hold `items` vectors each; unrolling further only adds
+  // registers (and spills).
+  void no_unroll(llvm::Instruction* latch) {
+    llvm::Metadata* disable[] = {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")};
+    llvm::MDNode* self =
+        llvm::MDNode::getDistinct(ctx_, {nullptr, llvm::MDNode::get(ctx_, disable)});
+    self->replaceOperandWith(0, self);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, self);
+  }
+
+  void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+
+  // Shared memory for the combines: one 32-bit word per slot.
+  void make_shared_memory() {
+    int64_t words = 1;
+    int reds_per_pass = 0;
+    for (const auto& pass : prog_.passes) {
+      reds_per_pass = std::max<int>(reds_per_pass, reductions_of(pass).size());
+    }
+    if (shape_ == ReductionShape::row) {
+      if (cfg_.group > 32)
+        words = int64_t{reds_per_pass} * (cfg_.block / cfg_.group) * (cfg_.group / 32);
+    } else {
+      words = int64_t{cfg_.block} * cfg_.vec + int64_t{cfg_.block / cfg_.group} * cfg_.vec;
+    }
+    words = std::max<int64_t>(words, 1);
+    auto* ty = llvm::ArrayType::get(b_.getInt32Ty(), words);
+    smem_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage,
+                                     llvm::UndefValue::get(ty), fn_->getName() + ".smem", nullptr,
+                                     llvm::GlobalValue::NotThreadLocal, 3);
+    smem_->setAlignment(llvm::Align(16));
+  }
+
+  void store_shared(Value* slot, Value* v) {
+    Value* ptr = b_.CreateInBoundsGEP(b_.getInt32Ty(), smem_, slot);
+    b_.CreateAlignedStore(b_.CreateBitCast(v, b_.getInt32Ty()), ptr, llvm::Align(4));
+  }
+
+  Value* load_shared(Value* slot, Type* t) {
+    Value* ptr = b_.CreateInBoundsGEP(b_.getInt32Ty(), smem_, slot);
+    return b_.CreateBitCast(b_.CreateAlignedLoad(b_.getInt32Ty(), ptr, llvm::Align(4)), t);
+  }
+
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  Emitter em_;
+  const KernelDef& abi_;
+  const ScheduledKernel& sk_;
+  ReductionConfig cfg_;
+  ReductionShape shape_;
+  std::vector<const TensorDecl*> params_;
+  std::vector<std::string> symbols_;
+  Program prog_;
+  int rank_ = 0;
+  std::string vary_;
+  VariantLayout layout_;
+
+  llvm::Function* fn_ = nullptr;
+  llvm::GlobalVariable* smem_ = nullptr;
+  std::vector<Value*> ptrs_, syms_, row_extents_;
+  Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *rows_ = nullptr, *R_ = nullptr;
+  BasicBlock* exit_ = nullptr;
+};
+
+}  // namespace
+
+ReductionShape reduction_shape(const ScheduledKernel& sk) {
+  return sk.kind == KernelKind::outer_reduction ? ReductionShape::outer : ReductionShape::row;
+}
+
+int reduction_vector_width(const ScheduledKernel& sk) {
+  int narrow = 4;
+  for (const TensorDecl& t : sk.def.inputs) narrow = std::min<int>(narrow, size_of(t.dtype));
+  for (const TensorDecl& t : sk.def.outputs) narrow = std::min<int>(narrow, size_of(t.dtype));
+  return 16 / narrow;
+}
+
+int64_t rows_per_block(ReductionShape shape, const ReductionConfig& cfg) {
+  if (shape == ReductionShape::row) return cfg.block / cfg.group;
+  return int64_t{cfg.block / cfg.group} * cfg.vec;
+}
+
+void lower_reduction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
+                     const ReductionConfig& cfg, const std::string& entry, VariantLayout* layout) {
+  internal_check(sk.reduced.has_value(), "lower_reduction: not a reduction kernel");
+  ReductionLowering(m, abi, sk, cfg).run(entry, layout);
+}
+
+}  // namespace kiln

@@ -1,0 +1,31 @@
+// Lowering a scheduled reduction kernel (compiler/schedule.h) to LLVM IR.
+#pragma once
+
+#include <string>
+
+#include "compiler/codegen.h"
+#include "compiler/config.h"
+#include "compiler/schedule.h"
+
+namespace kiln {
+
+/// Whether a scheduled kernel runs as a row reduction (the reduced index is the contiguous
+/// one: persistent or looped, decided at launch) or an outer reduction.
+enum class ReductionShape { row, outer };
+ReductionShape reduction_shape(const ScheduledKernel& sk);
+
+/// The widest useful vector (in elements): 16 bytes of the narrowest tensor the kernel reads
+/// or writes along its vectorized index.
+int reduction_vector_width(const ScheduledKernel& sk);
+
+/// Adds to `m` a kernel, `entry`, that runs `sk` (a reduction kernel of a schedule of `abi`)
+/// with `cfg`. The entry takes `abi`'s parameters and symbols (runtime/manifest.h): the
+/// grid walks sk.space (the rows) in blocks of rows_per_block(). Throws UserError for bodies
+/// the code generator cannot place.
+void lower_reduction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
+                     const ReductionConfig& cfg, const std::string& entry, VariantLayout* layout);
+
+/// Rows (elements of sk.space) one block covers.
+int64_t rows_per_block(ReductionShape shape, const ReductionConfig& cfg);
+
+}  // namespace kiln

@@ -1,0 +1,135 @@
+// The reduction code generator as the manifest sees it: steps, kinds, configuration spaces,
+// heuristic tiers and vector layouts (tests/golden/codegen checks the PTX; tests/gpu runs it).
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "compiler/compile.h"
+#include "compiler/config.h"
+#include "ir/text.h"
+#include "runtime/manifest.h"
+
+namespace kiln {
+namespace {
+
+bundle::Manifest compile_text(const std::string& text) {
+  CompileOptions o;
+  o.archs = {"sm_90"};
+  o.assemble = false;
+  return compile_program(parse_program(text), o).manifest;
+}
+
+int param_index(const bundle::KernelInfo& k, const std::string& name) {
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("a softmax is one row reduction step with heuristic tiers", "[compiler][reduction]") {
+  bundle::Manifest m = compile_text(R"(kernel softmax(x: bf16[M, N]) -> (y: bf16[M, N]) {
+  mx[i] = max(x[i, j], j)
+  e[i, j] = exp(x[i, j] - mx[i])
+  s[i] = sum(e[i, j], j)
+  y[i, j] = e[i, j] / s[i]
+})");
+  REQUIRE(m.kernels.size() == 1);
+  REQUIRE(m.kernels[0].steps.size() == 1);
+  const bundle::Step& st = m.kernels[0].steps[0];
+  CHECK(st.kind == "row_reduction");
+  CHECK(st.space == std::vector<Dim>{Dim::symbol("M")});
+  CHECK(st.reduced == std::vector<Dim>{Dim::symbol("N")});
+  std::set<int64_t> limits;
+  int tiers = 0, defaults = 0, scalar = 0;
+  for (const bundle::Variant& v : st.variants) {
+    defaults += v.is_default;
+    CHECK(v.elements_per_block == v.config.at("block") / v.config.at("group"));
+    if (v.max_reduced > 0) {
+      ++tiers;
+      limits.insert(v.max_reduced);
+      CHECK(v.max_reduced == v.config.at("group") * v.config.at("vec") * v.config.at("items"));
+    }
+    if (v.config.at("vec") == 1) {
+      ++scalar;
+      CHECK(v.align_bytes == 1);
+    } else {
+      // 8 bf16 per vector: x is read and y written 16 bytes at a time.
+      CHECK(v.config.at("vec") == 8);
+      CHECK(v.align_bytes == 16);
+      CHECK(v.aligned_params == std::vector<int>{0, 1});
+    }
+  }
+  CHECK(defaults == 1);
+  CHECK(scalar >= 1);
+  CHECK(tiers == static_cast<int>(limits.size()));  // one tier per row length
+  CHECK(*limits.begin() == 128);                    // 8 threads x 16 elements
+  CHECK(*limits.rbegin() == 32768);                 // 1024 threads x 32 elements
+}
+
+TEST_CASE("column sums are an outer reduction over the columns", "[compiler][reduction]") {
+  bundle::Manifest m = compile_text(R"(kernel colsum(x: f32[M, N]) -> (s: f32[N]) {
+  s[j] = sum(x[i, j], i)
+})");
+  const bundle::Step& st = m.kernels[0].steps[0];
+  CHECK(st.kind == "outer_reduction");
+  CHECK(st.space == std::vector<Dim>{Dim::symbol("N")});
+  CHECK(st.reduced == std::vector<Dim>{Dim::symbol("M")});
+  for (const bundle::Variant& v : st.variants) {
+    const int64_t x = v.config.at("block") / v.config.at("group");
+    CHECK(v.elements_per_block == x * v.config.at("vec"));  // columns per block
+    CHECK(v.max_reduced == 0);
+  }
+}
+
+TEST_CASE("a reduction and an unrelated pointwise output are two steps of one kernel",
+          "[compiler][reduction]") {
+  bundle::Manifest m = compile_text(R"(kernel k(x: f32[M, N], b: f32[K]) -> (s: f32[M], z: f32[K]) {
+  s[i] = sum(x[i, j], j)
+  z[k] = b[k] * 2.0
+})");
+  const bundle::KernelInfo& k = m.kernels[0];
+  REQUIRE(k.steps.size() == 2);
+  CHECK(k.steps[0].kind == "row_reduction");
+  CHECK(k.steps[1].kind == "pointwise");
+  CHECK(k.steps[1].space == std::vector<Dim>{Dim::symbol("K")});
+  // Every step takes the whole kernel's parameters: the pointwise step's vector store is
+  // z's index among them, not among its own.
+  for (const bundle::Variant& v : k.steps[1].variants) {
+    if (v.align_bytes > 1) {
+      CHECK(v.aligned_params == std::vector<int>{param_index(k, "b"), param_index(k, "z")});
+    }
+  }
+}
+
+TEST_CASE("row reduction tiers cover row lengths without gaps", "[compiler][reduction]") {
+  for (int max_vec : {4, 8}) {
+    std::vector<ReductionConfig> space = row_reduction_space(max_vec);
+    std::vector<int64_t> limits;
+    for (const ReductionConfig& c : space) {
+      CHECK(c.block % c.group == 0);
+      CHECK(c.block <= 1024);
+      if (int64_t l = row_heuristic_limit(c, max_vec); l > 0) limits.push_back(l);
+    }
+    std::sort(limits.begin(), limits.end());
+    REQUIRE(!limits.empty());
+    for (size_t i = 1; i < limits.size(); ++i) CHECK(limits[i] == 2 * limits[i - 1]);
+    CHECK(std::count(space.begin(), space.end(), default_row_config(max_vec)) == 1);
+  }
+}
+
+TEST_CASE("kernels whose schedule passes a buffer are refused with the reason",
+          "[compiler][reduction]") {
+  Program p = parse_program(R"(kernel k(x: f32[M, N]) -> (c: f32[N]) {
+  r[i] = sum(x[i, j], j)
+  c[j] = sum(x[i, j] / r[i], i)
+})");
+  CompileOptions o;
+  o.archs = {"sm_90"};
+  o.assemble = false;
+  CHECK_THROWS_WITH(compile_program(p, o),
+                    Catch::Contains("pass r through memory") &&
+                        Catch::Contains("does not allocate intermediate buffers yet"));
+}
+
+}  // namespace kiln
