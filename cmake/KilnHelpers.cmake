@@ -15,3 +15,31 @@ function(kiln_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-unused-parameter)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
+
+# Sanitizers (option KILN_SANITIZE, e.g. "address,undefined"; scripts/test.sh builds
+# build-asan with it): every target of the project is compiled and linked with them, and a
+# UBSan finding stops the program instead of printing and going on.
+function(kiln_enable_sanitizers sanitizers)
+  add_compile_options(-fsanitize=${sanitizers} -fno-omit-frame-pointer
+                      -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${sanitizers})
+endfunction()
+
+# Under a sanitizer, binaries must link the shared libstdc++ and libgcc: ASan intercepts
+# __cxa_throw in the shared libstdc++ and cannot find it in a static copy (every throw then
+# aborts), and stripping (-s) would leave reports without names. Removes those options from
+# every target under `dir`, however its folder added them.
+function(kiln_drop_static_runtime dir)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(target ${targets})
+    get_target_property(options ${target} LINK_OPTIONS)
+    if(options)
+      list(REMOVE_ITEM options -static-libstdc++ -static-libgcc "$<$<CONFIG:Release>:-s>")
+      set_property(TARGET ${target} PROPERTY LINK_OPTIONS ${options})
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(subdir ${subdirs})
+    kiln_drop_static_runtime(${subdir})
+  endforeach()
+endfunction()

@@ -10,9 +10,13 @@
 #   5. a C program links libkiln_runtime.so and opens the runtime through the C API
 #   6. the app runs: exit 0 (checked on a GPU) or 77 (no GPU here: it says why)
 # Usage: install_and_build_app.sh BUILD_DIR SOURCE_DIR WORK_DIR CUDA_ROOT CXX
+# A sanitizer build (KILN_SANITIZE) installs instrumented libraries; CTest then passes
+# KILN_SANITIZE_FLAGS (e.g. -fsanitize=address,undefined), which the app and the C program
+# are compiled and linked with too.
 set -euo pipefail
 build=$1 src=$2 work=$3 cuda=$4 cxx=$5
 cc=${CC:-cc}
+san=${KILN_SANITIZE_FLAGS:-}
 prefix=$work/prefix
 step() { echo "--- $*"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -46,6 +50,7 @@ done < <(find "$inc" -name '*.h' | sort)
 step "configure and build examples/app against the prefix"
 cmake -S "$src/examples/app" -B "$work/app-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" \
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF > "$work/configure.log" ||
   { cat "$work/configure.log"; fail "configuring examples/app"; }
 cmake --build "$work/app-build" || fail "building examples/app"
@@ -62,7 +67,7 @@ done
 grep -q 'libLLVM' "$work/app-build/build.ninja" && fail "the app's build links LLVM"
 
 step "a C program on libkiln_runtime.so"
-"$cc" -std=c11 -Wall -Wextra -o "$work/c_smoke" "$src/tests/install/c_smoke.c" -I "$inc" \
+"$cc" -std=c11 -Wall -Wextra $san -o "$work/c_smoke" "$src/tests/install/c_smoke.c" -I "$inc" \
   -isystem "$cuda/include" -L "$prefix/lib" -lkiln_runtime
 rc=0
 LD_LIBRARY_PATH=$prefix/lib "$work/c_smoke" || rc=$?

@@ -1,8 +1,10 @@
 // Unit tests of the autotune cache's files: load, store's locked merge and atomic write,
-// refusal to overwrite corrupt, foreign, read-only or unreachable files, a full disk (a file
-// size limit in a child process), and several processes storing into one file at once.
+// refusal to overwrite corrupt, foreign, read-only or unreachable files (as an unprivileged
+// child process when the tests run as root), a full disk (a file size limit in a child
+// process), and several processes storing into one file at once.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <grp.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,15 +30,32 @@ std::vector<std::string> strays(const TempDir& dir) {
   return out;
 }
 
-// Whether this process can write a file whose mode forbids it (root, CAP_DAC_OVERRIDE).
-bool permissions_ignored(const TempDir& dir) {
-  std::string probe = dir.file("probe");
-  write_text(probe, "x");
-  fs::permissions(probe, fs::perms::owner_read);
-  int fd = ::open(probe.c_str(), O_WRONLY);
-  if (fd >= 0) ::close(fd);
-  fs::remove(probe);
-  return fd >= 0;
+// Runs `body` in a child process and returns the text it returns. As root (where file modes
+// do not apply) the child first becomes nobody (uid and gid 65534), so that a read-only file
+// or directory stops it the way it stops a user.
+std::string as_unprivileged(const std::function<std::string()>& body) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string out = "cannot drop root privileges";
+    if (::geteuid() != 0 ||
+        (::setgroups(0, nullptr) == 0 && ::setgid(65534) == 0 && ::setuid(65534) == 0)) {
+      out = body();
+    }
+    ssize_t n = ::write(fds[1], out.data(), out.size());
+    ::_exit(n == static_cast<ssize_t>(out.size()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, n);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  return out;
 }
 
 // Runs `body` in a child process and returns its exit status (-1 if it did not exit).
@@ -141,28 +160,32 @@ TEST_CASE("read-only and unreachable cache files are errors", "[cache]") {
   CHECK(store(nowhere, {sample_entry()}).message() ==
         nowhere + ".lock: cannot create lock file: No such file or directory");
 
-  if (permissions_ignored(dir)) {
-    WARN("running with permission checks off (root?): read-only file and directory not tested");
-    return;
-  }
+  // The stores below run in a child process, as nobody when the tests run as root.
+  const fs::perms read_exec = fs::perms::owner_read | fs::perms::owner_exec |
+                              fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(dir.path(), read_exec | fs::perms::owner_write);
+  auto store_x = [&] {
+    return as_unprivileged([&] { return store(path, {sample_entry(sample_key("x"))}).message(); });
+  };
   SECTION("read-only file") {
     fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-    CHECK(store(path, {sample_entry(sample_key("x"))}).message() ==
-          path + ": not written: Permission denied");
+    CHECK(store_x() == path + ": not written: Permission denied");
     CHECK(read_text(path) == before);
   }
   SECTION("read-only directory") {
     fs::remove(path + ".lock");
-    fs::permissions(dir.path(), fs::perms::owner_read | fs::perms::owner_exec);
-    CHECK(store(path, {sample_entry(sample_key("x"))}).message() ==
-          path + ".lock: cannot create lock file: Permission denied");
+    fs::permissions(dir.path(), read_exec);
+    CHECK(store_x() == path + ".lock: cannot create lock file: Permission denied");
     CHECK(read_text(path) == before);
   }
   SECTION("read-only directory with a lock file already there") {
-    fs::permissions(dir.path(), fs::perms::owner_read | fs::perms::owner_exec);
-    std::string message = store(path, {sample_entry(sample_key("x"))}).message();
+    fs::permissions(path, fs::perms::all);  // the file may be written, its directory not
+    fs::permissions(dir.path(), read_exec);
+    std::string message = store_x();
     CHECK(message.rfind(path + ".tmp.", 0) == 0);
-    CHECK(message.find("Permission denied") != std::string::npos);
+    CHECK(message.find("cannot create (" + path + " not written): Permission denied") !=
+          std::string::npos);
     CHECK(read_text(path) == before);
   }
   fs::permissions(dir.path(), fs::perms::owner_all);
