@@ -63,6 +63,30 @@ Value* Emitter::to_storage(Value* v, DType t) {
   }
 }
 
+Value* Emitter::element_ptr(Value* base, DType t, Value* offset) {
+  return b_.CreateInBoundsGEP(storage_type(t), base, offset);
+}
+
+Value* Emitter::load(Value* ptr, DType t) {
+  return widen(b_.CreateAlignedLoad(storage_type(t), ptr, llvm::Align(size_of(t))), t);
+}
+
+Value* Emitter::load_vector(Value* ptr, DType t, int n) {
+  auto* vt = llvm::FixedVectorType::get(storage_type(t), n);
+  return b_.CreateAlignedLoad(vt, ptr, llvm::Align(std::min<int>(16, n * size_of(t))));
+}
+
+void Emitter::store(Value* ptr, DType t, const std::vector<Value*>& vals) {
+  const int n = static_cast<int>(vals.size());
+  if (n == 1) {
+    b_.CreateAlignedStore(to_storage(vals[0], t), ptr, llvm::Align(size_of(t)));
+    return;
+  }
+  Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(storage_type(t), n));
+  for (int l = 0; l < n; ++l) vec = b_.CreateInsertElement(vec, to_storage(vals[l], t), l);
+  b_.CreateAlignedStore(vec, ptr, llvm::Align(std::min<int>(16, n * size_of(t))));
+}
+
 Value* Emitter::sreg(llvm::Intrinsic::ID id) {
   return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), b_.getInt64Ty());
 }

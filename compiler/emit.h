@@ -35,6 +35,16 @@ class Emitter {
   llvm::Value* widen(llvm::Value* v, DType t);
   /// Compute value -> storage value, rounding to nearest even.
   llvm::Value* to_storage(llvm::Value* v, DType t);
+  /// Element `offset` (an integer value) of a tensor of type `t` at `base` (a global pointer).
+  llvm::Value* element_ptr(llvm::Value* base, DType t, llvm::Value* offset);
+  /// One element of type `t` at `ptr`, widened to its compute type.
+  llvm::Value* load(llvm::Value* ptr, DType t);
+  /// `n` consecutive elements at `ptr` as one vector of the stored type, aligned to
+  /// min(16, n * size) bytes (the caller guarantees it).
+  llvm::Value* load_vector(llvm::Value* ptr, DType t, int n);
+  /// Stores compute values to consecutive elements of type `t` at `ptr`, rounded: one scalar
+  /// store, or one vector store aligned to min(16, vals.size() * size) bytes.
+  void store(llvm::Value* ptr, DType t, const std::vector<llvm::Value*>& vals);
   /// A zero-extended special register (tid.x, ctaid.x, ...) as i64.
   llvm::Value* sreg(llvm::Intrinsic::ID id);
 

@@ -155,9 +155,7 @@ class PointwiseLowering {
 
   // ---- types and the function -------------------------------------------------------------
 
-  Type* storage_type(DType t) { return em_.storage_type(t); }
   Value* widen(Value* v, DType t) { return em_.widen(v, t); }
-  Value* to_storage(Value* v, DType t) { return em_.to_storage(v, t); }
   Value* sreg(llvm::Intrinsic::ID id) { return em_.sreg(id); }
 
   Value* dim_value(const Dim& d) {
@@ -341,9 +339,7 @@ class PointwiseLowering {
     lane.loaded.assign(accesses_.size(), nullptr);
     for (size_t a = 0; a < accesses_.size(); ++a) lane.loaded[a] = load_scalar(accesses_[a], lane);
     for (const StepStore& s : step_.stores) {
-      Value* v = to_storage(eval(s.value, lane), params_[s.param]->dtype);
-      b_.CreateAlignedStore(v, element_ptr(s.param, lane.flat),
-                            llvm::Align(size_of(params_[s.param]->dtype)));
+      em_.store(element_ptr(s.param, lane.flat), params_[s.param]->dtype, {eval(s.value, lane)});
     }
     b_.CreateBr(next);
 
@@ -359,7 +355,7 @@ class PointwiseLowering {
   Value* idx(int64_t v) { return llvm::ConstantInt::get(idx_ty_, v); }
 
   Value* element_ptr(int param, Value* offset) {
-    return b_.CreateInBoundsGEP(storage_type(params_[param]->dtype), ptr_args_[param], offset);
+    return em_.element_ptr(ptr_args_[param], params_[param]->dtype, offset);
   }
 
   // Coordinate of step variable v for the lane's flat index: (flat / stride_v) % extent_v.
@@ -394,35 +390,21 @@ class PointwiseLowering {
   }
 
   Value* load_scalar(const Access& a, Lane& lane) {
-    Type* t = storage_type(a.stored);
-    Value* v = b_.CreateAlignedLoad(t, element_ptr(a.param, offset_of(a, lane)),
-                                    llvm::Align(size_of(a.stored)));
-    return widen(v, a.stored);
+    return em_.load(em_.element_ptr(ptr_args_[a.param], a.stored, offset_of(a, lane)), a.stored);
   }
 
   // `vec` consecutive elements of `a` from element offset `start` (a multiple of vec).
   std::vector<Value*> load_vector(const Access& a, Value* start) {
-    const int V = cfg_.vec;
-    auto* vt = llvm::FixedVectorType::get(storage_type(a.stored), V);
-    Value* v = b_.CreateAlignedLoad(vt, element_ptr(a.param, start),
-                                    llvm::Align(std::min<int>(16, V * size_of(a.stored))));
+    Value* v =
+        em_.load_vector(em_.element_ptr(ptr_args_[a.param], a.stored, start), a.stored, cfg_.vec);
     std::vector<Value*> out;
-    for (int l = 0; l < V; ++l) out.push_back(widen(b_.CreateExtractElement(v, l), a.stored));
+    for (int l = 0; l < cfg_.vec; ++l)
+      out.push_back(widen(b_.CreateExtractElement(v, l), a.stored));
     return out;
   }
 
   void store_vector(int param, Value* start, const std::vector<Value*>& vals) {
-    DType t = params_[param]->dtype;
-    const int V = static_cast<int>(vals.size());
-    if (V == 1) {
-      b_.CreateAlignedStore(to_storage(vals[0], t), element_ptr(param, start),
-                            llvm::Align(size_of(t)));
-      return;
-    }
-    Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(storage_type(t), V));
-    for (int l = 0; l < V; ++l) vec = b_.CreateInsertElement(vec, to_storage(vals[l], t), l);
-    b_.CreateAlignedStore(vec, element_ptr(param, start),
-                          llvm::Align(std::min<int>(16, V * size_of(t))));
+    em_.store(element_ptr(param, start), params_[param]->dtype, vals);
   }
 
   // ---- expressions ------------------------------------------------------------------------

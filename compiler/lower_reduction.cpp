@@ -71,33 +71,41 @@ bool uses(const std::vector<std::string>& idx, const std::string& v) {
   return std::find(idx.begin(), idx.end(), v) != idx.end();
 }
 
-// Whether e reads index variable v (directly or through a load).
-bool depends_on(const Expr& e, const std::string& v) {
-  if (const Load* l = e.as<Load>()) {
-    if (uses(l->indices, v)) return true;
-  }
-  if (const IndexRef* r = e.as<IndexRef>()) return r->name == v;
-  bool found = false;
-  for_each_child(e, [&](const Expr& c) { found = found || depends_on(c, v); });
-  return found;
-}
-
 // a / b with b the same along the reduced index becomes a * (1 / b): the reciprocal is
 // computed once per row instead of once per element (LLVM merges the identical divisions of
-// a thread's elements). The product differs from the quotient by at most about 1 ulp.
-Expr hoist_divisions(const Expr& e, std::unordered_map<const ExprNode*, Expr>& memo) {
-  if (auto it = memo.find(e.ptr().get()); it != memo.end()) return it->second;
-  Expr out = map_children(e, [&](const Expr& c) { return hoist_divisions(c, memo); });
-  if (const Binary* d = out.as<Binary>(); d && d->op == BinaryOp::div && out.type() == DType::f32 &&
-                                          depends_on(wrap(d->a), kReduced) &&
-                                          !depends_on(wrap(d->b), kReduced)) {
-    Expr one = make_const(1.0, DType::f32, out.loc());
-    out = make_binary(BinaryOp::mul, wrap(d->a),
-                      make_binary(BinaryOp::div, one, wrap(d->b), out.loc()), out.loc());
+// a thread's elements). The product differs from the quotient by at most about 1 ulp. Both
+// walks are memoized: inlining shares subexpressions, so the expression is a DAG.
+class DivisionHoister {
+ public:
+  Expr run(const Expr& e) {
+    if (auto it = rewritten_.find(e.ptr().get()); it != rewritten_.end()) return it->second;
+    Expr out = map_children(e, [&](const Expr& c) { return run(c); });
+    if (const Binary* d = out.as<Binary>(); d && d->op == BinaryOp::div &&
+                                            out.type() == DType::f32 && varies(wrap(d->a)) &&
+                                            !varies(wrap(d->b))) {
+      Expr one = make_const(1.0, DType::f32, out.loc());
+      out = make_binary(BinaryOp::mul, wrap(d->a),
+                        make_binary(BinaryOp::div, one, wrap(d->b), out.loc()), out.loc());
+    }
+    rewritten_.emplace(e.ptr().get(), out);
+    return out;
   }
-  memo.emplace(e.ptr().get(), out);
-  return out;
-}
+
+ private:
+  // Whether e reads the reduced index (directly or through a load).
+  bool varies(const Expr& e) {
+    if (auto it = varies_.find(e.ptr().get()); it != varies_.end()) return it->second;
+    bool v = false;
+    if (const Load* l = e.as<Load>()) v = uses(l->indices, kReduced);
+    if (const IndexRef* r = e.as<IndexRef>()) v = r->name == kReduced;
+    for_each_child(e, [&](const Expr& c) { v = varies(c) || v; });
+    varies_.emplace(e.ptr().get(), v);
+    return v;
+  }
+
+  std::unordered_map<const ExprNode*, Expr> rewritten_;
+  std::unordered_map<const ExprNode*, bool> varies_;
+};
 
 Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk) {
   const KernelDef& def = sk.def;
@@ -117,8 +125,7 @@ Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk) {
     Item it;
     it.target = s.target;
     for (const auto& v : s.indices) it.indices.push_back(rename.at(v));
-    std::unordered_map<const ExprNode*, Expr> hoisted;
-    Expr value = hoist_divisions(inliner.rewrite(s.value, rename), hoisted);
+    Expr value = DivisionHoister().run(inliner.rewrite(s.value, rename));
     if (const Reduce* r = value.as<Reduce>()) {
       it.kind = Item::reduction;
       it.op = r->op;
@@ -134,7 +141,9 @@ Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk) {
     internal_check(it.kind == Item::reduction || it.param >= 0,
                    "lower_reduction: a placed pointwise statement is not an output");
     // Which reductions it reads.
+    std::set<const ExprNode*> seen;
     std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (!seen.insert(e.ptr().get()).second) return;
       if (const Load* l = e.as<Load>()) {
         auto ri = reduction_item.find(l->tensor);
         if (ri != reduction_item.end()) it.reads.insert(ri->second);
@@ -706,15 +715,7 @@ class ReductionLowering {
     b_.CreateCondBr(cond, yes, next);
     b_.SetInsertPoint(yes);
     DType t = params_[param]->dtype;
-    Value* ptr = b_.CreateInBoundsGEP(em_.storage_type(t), ptrs_[param], offset);
-    const int V = static_cast<int>(vals.size());
-    if (V == 1) {
-      b_.CreateAlignedStore(em_.to_storage(vals[0], t), ptr, llvm::Align(size_of(t)));
-    } else {
-      Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(em_.storage_type(t), V));
-      for (int l = 0; l < V; ++l) vec = b_.CreateInsertElement(vec, em_.to_storage(vals[l], t), l);
-      b_.CreateAlignedStore(vec, ptr, llvm::Align(std::min<int>(16, V * size_of(t))));
-    }
+    em_.store(em_.element_ptr(ptrs_[param], t, offset), t, vals);
     b_.CreateBr(next);
     b_.SetInsertPoint(next);
   }
@@ -763,6 +764,8 @@ class ReductionLowering {
     return -1;
   }
 
+  // The value of load `ld` at point p: p is one of g's points, or g is empty and p a row-level
+  // point.
   Value* load(const Load& ld, Point& p, Group& g, const std::vector<std::vector<Value*>>& results) {
     int param = param_of(ld.tensor);
     if (param < 0 || params_[param]->role != TensorRole::input) {
@@ -778,7 +781,7 @@ class ReductionLowering {
       throw InternalError("lower_reduction: load of unknown tensor " + ld.tensor);
     }
     const bool uses_vary = uses(ld.indices, vary_);
-    const bool in_group = !g.pts.empty() && &p >= &g.pts.front() && &p <= &g.pts.back();
+    const bool in_group = !g.pts.empty();  // else p is a row-level point
     std::string key = ld.tensor;
     for (const auto& i : ld.indices) key += "," + i;
     if (in_group && g.vector && !ld.indices.empty() && ld.indices.back() == vary_) {
@@ -797,19 +800,16 @@ class ReductionLowering {
   }
 
   Value* load_scalar(int param, const Load& ld, const Point& p) {
-    Type* t = em_.storage_type(ld.stored);
-    Value* ptr = b_.CreateInBoundsGEP(t, ptrs_[param], offset_of(param, ld.indices, p));
-    return em_.widen(b_.CreateAlignedLoad(t, ptr, llvm::Align(size_of(ld.stored))), ld.stored);
+    return em_.load(em_.element_ptr(ptrs_[param], ld.stored, offset_of(param, ld.indices, p)),
+                    ld.stored);
   }
 
   // The `vec` elements from `first` on, as one vector of the stored type.
   Value* load_vector(int param, const Load& ld, const Point& first) {
-    const int V = cfg_.vec;
-    auto* vt = llvm::FixedVectorType::get(em_.storage_type(ld.stored), V);
-    Value* ptr = b_.CreateInBoundsGEP(em_.storage_type(ld.stored), ptrs_[param],
-                                      offset_of(param, ld.indices, first));
     note_aligned(param, ld.stored);
-    return b_.CreateAlignedLoad(vt, ptr, llvm::Align(std::min<int>(16, V * size_of(ld.stored))));
+    return em_.load_vector(
+        em_.element_ptr(ptrs_[param], ld.stored, offset_of(param, ld.indices, first)), ld.stored,
+        cfg_.vec);
   }
 
   void note_aligned(int param, DType t) {

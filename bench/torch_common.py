@@ -1,0 +1,44 @@
+"""What the torch side of the benchmarks shares: timing, the copy baseline, one case through
+eager and torch.compile(mode="max-autotune-no-cudagraphs"), and the report.
+
+Times are medians from triton.testing.do_bench (CUDA events, L2 flushed between runs); bytes
+moved = each input read once + each output written once, as Kiln counts them."""
+import json
+
+import torch
+import triton.testing
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median") * 1e-3
+
+
+def copy_gbps():
+    """Device-to-device copy bandwidth on 2 x 256 MB of f32."""
+    n = 64 * 1024 * 1024
+    src = torch.empty(n * 3 // 2, dtype=torch.float32, device="cuda").uniform_(-2, 2)
+    dst = torch.empty_like(src)
+    t = bench(lambda: dst.copy_(src))
+    return 2 * src.numel() * 4 / t / 1e9
+
+
+def case(name, args, fn, nbytes):
+    out = {"case": name, "bytes": nbytes}
+    out["eager_s"] = bench(lambda: fn(*args))
+    compiled = torch.compile(fn, mode="max-autotune-no-cudagraphs")
+    compiled(*args)
+    out["compile_s"] = bench(lambda: compiled(*args))
+    out["eager_gbps"] = nbytes / out["eager_s"] / 1e9
+    out["compile_gbps"] = nbytes / out["compile_s"] / 1e9
+    return out
+
+
+def report(path, copy, cases):
+    """Writes the JSON results to `path` and prints one line per case."""
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+               "copy_gbps": copy, "cases": cases}
+    json.dump(results, open(path, "w"), indent=2)
+    print(f"torch copy {copy:.0f} GB/s")
+    for c in cases:
+        print(f"torch {c['case']:<28} eager {c['eager_s']*1e6:9.1f} us {c['eager_gbps']:7.0f} GB/s"
+              f"   compile {c['compile_s']*1e6:9.1f} us {c['compile_gbps']:7.0f} GB/s")
