@@ -18,17 +18,20 @@ endfunction()
 
 # Sanitizers (option KILN_SANITIZE, e.g. "address,undefined"; scripts/test.sh builds
 # build-asan with it): every target of the project is compiled and linked with them, and a
-# UBSan finding stops the program instead of printing and going on.
+# UBSan finding stops the program instead of printing and going on. GCC's
+# -Wmaybe-uninitialized is wrong under the sanitizers (it flags std::regex inside Catch2).
 function(kiln_enable_sanitizers sanitizers)
   add_compile_options(-fsanitize=${sanitizers} -fno-omit-frame-pointer
-                      -fno-sanitize-recover=all)
+                      -fno-sanitize-recover=all -Wno-maybe-uninitialized)
   add_link_options(-fsanitize=${sanitizers})
 endfunction()
 
-# Under a sanitizer, binaries must link the shared libstdc++ and libgcc: ASan intercepts
-# __cxa_throw in the shared libstdc++ and cannot find it in a static copy (every throw then
-# aborts), and stripping (-s) would leave reports without names. Removes those options from
-# every target under `dir`, however its folder added them.
+# Under a sanitizer, binaries link the shared libstdc++ and libgcc and keep their symbols:
+# the sanitizer runtimes load libstdc++.so (libubsan) and libgcc_s.so (libasan) anyway, so a
+# static copy would put two C++ runtimes and two unwinders in one process (and the binary is
+# no longer self-contained, the reason for static linking); stripping (-s) would leave
+# reports without names. Removes those options from every target under `dir`, however its
+# folder added them.
 function(kiln_drop_static_runtime dir)
   get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
   foreach(target ${targets})
