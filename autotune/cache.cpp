@@ -7,18 +7,19 @@
 // a parsed cache is always sorted with one entry per key.
 //
 // update() is the only writer. Its protocol, in order:
-//   1. open "<file>.lock" (created 0644, never deleted) and flock it exclusively;
+//   1. open "<file>.lock" (created 0644, never deleted) and flock it exclusively
+//      (runtime/atomic_file.h, shared with the bundle writer);
 //   2. read the file: missing = empty; unreadable, not JSON, foreign format or version = stop
 //      with the error (nothing is written);
 //   3. refuse a file that is not writable (a read-only cache is a decision, not an obstacle);
 //   4. apply the edit, normalize, check that the result parses back;
-//   5. write "<file>.tmp.<pid>" (the old file's mode), fsync, close, rename over the file,
-//      fsync the directory; on any failure unlink the temporary: the old file is untouched.
+//   5. write "<file>.tmp.<pid>.<n>" (the old file's mode), fsync, close, rename over the
+//      file, fsync the directory; on any failure unlink the temporary: the old file is
+//      untouched.
 #include "autotune/cache.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,12 +33,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "runtime/atomic_file.h"
 #include "runtime/json_reader.h"
 
 namespace kiln::cache {
 namespace {
 
 using Json = nlohmann::json;
+using files::errno_error;
 using json::fail;
 using json::index_path;
 using json::Invalid;
@@ -259,10 +262,6 @@ std::string label(const Entry& e) {
 
 // ---- files ----
 
-Status errno_error(const std::string& path, std::string_view what) {
-  return Status::error(fmt::format("{}: {}: {}", path, what, std::strerror(errno)));
-}
-
 // Closes a descriptor on scope exit.
 struct Fd {
   int fd = -1;
@@ -318,44 +317,6 @@ Status check_changed(const Cache& c, const Cache& before, const std::string& pat
     } catch (const Invalid& x) {
       return Status::error(fmt::format("{}: not written: {}: {}", path, x.path, x.reason));
     }
-  }
-  return Status::ok_status();
-}
-
-// Writes `text` to a temporary beside `path` and renames it over `path`. On failure the
-// temporary is removed and `path` is untouched.
-Status write_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  mode_t mode = 0644;
-  struct stat st {};
-  bool existed = ::stat(path.c_str(), &st) == 0;
-  if (existed) mode = st.st_mode & 07777;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return errno_error(tmp, fmt::format("cannot create ({} not written)", path));
-  auto abandon = [&](std::string_view what) {
-    Status s = errno_error(tmp, fmt::format("{} ({} unchanged)", what, path));
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  };
-  if (existed && ::fchmod(fd, mode) != 0) return abandon("cannot set mode");
-  for (size_t done = 0; done < text.size();) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return abandon("cannot write");
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) return abandon("cannot sync");
-  int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0) return abandon("cannot write");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return abandon("cannot rename over the cache");
-  // Make the rename itself durable; a failure here cannot be undone and is not reported.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
   }
   return Status::ok_status();
 }
@@ -417,13 +378,8 @@ Result<Cache> load(const std::string& path) {
 
 Result<Cache> update(const std::string& path_in, const std::function<void(Cache&)>& edit) {
   std::string path = resolve(path_in);
-  std::string lock_path = path + ".lock";
-  int lock_fd = ::open(lock_path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0) return errno_error(lock_path, "cannot create lock file");
-  Fd lock(lock_fd);  // closing it releases the lock
-  while (::flock(lock_fd, LOCK_EX) != 0) {
-    if (errno != EINTR) return errno_error(lock_path, "cannot lock");
-  }
+  Result<files::FileLock> lock = files::FileLock::acquire(path + ".lock");
+  if (!lock.ok()) return lock.status();
   Result<Cache> current = load(path);
   if (!current.ok()) return current.status();
   if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) {
@@ -433,7 +389,7 @@ Result<Cache> update(const std::string& path_in, const std::function<void(Cache&
   edit(c);
   c = merge(Cache{}, c);
   if (Status s = check_changed(c, *current, path); !s.ok()) return s;
-  if (Status s = write_atomically(path, to_json(c)); !s.ok()) return s;
+  if (Status s = files::write_atomically(path, to_json(c)); !s.ok()) return s;
   return c;
 }
 

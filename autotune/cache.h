@@ -11,8 +11,9 @@
 //
 // Writes are atomic and lose nothing: store() takes an exclusive lock on "<file>.lock"
 // (flock), re-reads the file, merges the new entries in (a newer tuned_at wins for the same
-// key), writes "<file>.tmp.<pid>", fsyncs and renames it over the file. A file that is not
-// JSON, has another format or an unknown version is reported and never overwritten.
+// key), writes "<file>.tmp.<pid>.<n>", fsyncs and renames it over the file
+// (runtime/atomic_file.h). A file that is not JSON, has another format or an unknown version
+// is reported and never overwritten.
 #pragma once
 
 #include <cstdint>

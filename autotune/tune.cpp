@@ -5,7 +5,8 @@
 //     checked against the CPU interpreter first.
 //  3. Search (autotune/search.h): every precompiled variant of the step, then coordinate
 //     descent over block and unroll. A configuration outside the bundle is compiled on the
-//     fly, added to the bundle (manifest rewritten atomically) and loaded. A candidate is
+//     fly, added to the bundle (under its lock, manifest rewritten atomically; other tuners
+//     may share the bundle) and loaded. A candidate is
 //     rejected when it cannot load, spills registers, asks for more registers than an SM has,
 //     or gives a different result (within the output's tolerance; bitwise in deterministic
 //     mode); each rejection is recorded with its reason.
@@ -139,27 +140,19 @@ class Tuner {
     cache_ = std::move(stored.value());
   }
 
-  // The variant of `step` with exactly `config`, compiling and adding it when absent.
+  // The variant of `step` with exactly `config`, compiling and adding it when absent. Other
+  // tuners may be adding variants to the same bundle: add_variant numbers the new one from
+  // the manifest on disk, under the bundle's lock, and reuses theirs when they added it.
   int variant_for(const KernelDef& def, const std::string& name, int step, const Config& config) {
-    const bundle::Step& st = kernel(name).info().steps[step];
-    for (const bundle::Variant& v : st.variants) {
+    for (const bundle::Variant& v : kernel(name).info().steps[step].variants) {
       if (v.config == config) return v.id;
     }
     PointwiseConfig cfg{static_cast<int>(config.at("block")), static_cast<int>(config.at("vec")),
                         static_cast<int>(config.at("unroll"))};
-    std::vector<std::string> archs;
-    for (const bundle::ArchImage& im : st.variants.front().images) archs.push_back(im.arch);
-    CompiledBundle b;
-    b.manifest = bundle_->manifest();
-    bundle::KernelInfo* info = nullptr;
-    for (auto& k : b.manifest.kernels) {
-      if (k.name == name) info = &k;
-    }
-    int id = static_cast<int>(info->steps[step].variants.size());
-    info->steps[step].variants.push_back(compile_variant(def, step, cfg, id, archs, b.files));
-    if (Status s = write_bundle(b, o_.bundle); !s.ok()) throw TuneFailure{s.message()};
+    Result<int> id = add_variant(o_.bundle, def, step, cfg);
+    if (!id.ok()) throw TuneFailure{id.message()};
     reload();
-    return id;
+    return *id;
   }
 
   cache::Entry tune_step(const KernelDef& def, const std::string& name, int step,

@@ -21,6 +21,7 @@
 #include "compiler/schedule.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
+#include "runtime/atomic_file.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"
@@ -194,7 +195,7 @@ bundle::Variant make_variant(const KernelDef& k, size_t step, const StepPlan& pl
     if (plan.shape == ReductionShape::row) v.max_reduced = row_heuristic_limit(rc, plan.max_vec);
   }
   for (const std::string& arch : archs) {
-    v.images.push_back({arch, fmt::format("{}.{}.ptx", v.entry, arch), "", 0, 0, 0});
+    v.images.push_back({arch, fmt::format("{}.{}.ptx", v.entry, arch), "", 0, 0, 0, "", ""});
   }
   return v;
 }
@@ -227,18 +228,35 @@ BuiltImage build_image(const KernelDef& k, const StepPlan& step, const AnyConfig
   return out;
 }
 
+// Writes every file of `b` into `dir`, manifest.json last, each through its own temporary and
+// a rename (runtime/atomic_file.h). The caller holds the bundle's lock.
+Status write_files(const CompiledBundle& b, const std::string& dir) {
+  auto path = [&](const std::string& name) { return (std::filesystem::path(dir) / name).string(); };
+  for (const auto& [name, data] : b.files) {
+    Status s = files::write_atomically(path(name), data);
+    if (!s.ok()) return s;
+  }
+  return files::write_atomically(path("manifest.json"), bundle::to_json(b.manifest));
+}
+
+std::string bundle_lock_path(const std::string& dir) {
+  return (std::filesystem::path(dir) / "manifest.json.lock").string();
+}
+
 // Records a built image in its variant and `files`; returns a warning, if any.
 std::string apply_image(BuiltImage&& built, bundle::Variant& v, size_t image,
                         std::map<std::string, std::string>& files) {
   bundle::ArchImage& im = v.images[image];
   v.align_bytes = built.layout.align_bytes;
   v.aligned_params = built.layout.aligned_params;
+  im.ptx_hash = content_hash(built.ptx);
   files[im.ptx] = std::move(built.ptx);
   if (!built.cubin.ok()) return fmt::format("no cubin for {}: {}", im.arch, built.cubin.message());
   im.cubin = fmt::format("{}.{}.cubin", v.entry, im.arch);
   im.registers = built.cubin->registers;
   im.spill_bytes = built.cubin->spill_bytes;
   im.shared_bytes = built.cubin->shared_bytes;
+  im.cubin_hash = content_hash(built.cubin->bytes);
   files[im.cubin] = std::move(built.cubin->bytes);
   return "";
 }
@@ -324,29 +342,43 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
 }
 
 Status write_bundle(const CompiledBundle& b, const std::string& dir) {
-  namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  std::filesystem::create_directories(dir, ec);
   if (ec) return Status::error(fmt::format("{}: cannot create directory: {}", dir, ec.message()));
-  auto write = [&](const std::string& name, const std::string& data) -> Status {
-    fs::path final_path = fs::path(dir) / name;
-    fs::path tmp = final_path;
-    tmp += ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f.write(data.data(), static_cast<std::streamsize>(data.size()));
-      f.close();
-      if (!f) return Status::error(fmt::format("{}: cannot write", tmp.string()));
-    }
-    fs::rename(tmp, final_path, ec);
-    if (ec)
-      return Status::error(fmt::format("{}: cannot rename: {}", final_path.string(), ec.message()));
-    return Status();
-  };
-  for (const auto& [name, data] : b.files) {
-    if (Status s = write(name, data); !s.ok()) return s;
+  Result<files::FileLock> lock = files::FileLock::acquire(bundle_lock_path(dir));
+  if (!lock.ok()) return lock.status();
+  return write_files(b, dir);
+}
+
+Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
+                        const PointwiseConfig& cfg) {
+  Result<files::FileLock> lock = files::FileLock::acquire(bundle_lock_path(dir));
+  if (!lock.ok()) return lock.status();
+  Result<bundle::Manifest> m = bundle::read_manifest(dir);
+  if (!m.ok()) return m.status();
+  CompiledBundle b;
+  b.manifest = std::move(m).value();
+  auto info = std::find_if(b.manifest.kernels.begin(), b.manifest.kernels.end(),
+                           [&](const bundle::KernelInfo& i) { return i.name == k.name; });
+  if (info == b.manifest.kernels.end() || info->hash != content_hash(k)) {
+    return Status::error(fmt::format("{}: kernel {} {} while a variant was being added", dir,
+                                     k.name,
+                                     info == b.manifest.kernels.end() ? "was removed" : "changed"));
   }
-  return write("manifest.json", bundle::to_json(b.manifest));
+  if (step >= info->steps.size()) {
+    return Status::error(fmt::format("{}: kernel {} has no step {}", dir, k.name, step));
+  }
+  std::vector<bundle::Variant>& variants = info->steps[step].variants;
+  const std::map<std::string, int64_t> config = cfg.as_map();
+  for (const bundle::Variant& v : variants) {
+    if (v.config == config) return v.id;  // another process added it first
+  }
+  std::vector<std::string> archs;
+  for (const bundle::ArchImage& im : variants.front().images) archs.push_back(im.arch);
+  int id = static_cast<int>(variants.size());
+  variants.push_back(compile_variant(k, step, cfg, id, archs, b.files));
+  if (Status s = write_files(b, dir); !s.ok()) return s;
+  return id;
 }
 
 std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {

@@ -39,8 +39,19 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
                                 std::map<std::string, std::string>& files);
 
 /// Writes a bundle directory: every file, then manifest.json last, each through a temporary
-/// file and a rename, so a reader never sees a half-written bundle.
+/// file of its own (runtime/atomic_file.h) and a rename, so a reader never sees a
+/// half-written bundle; under the bundle's lock, DIR/manifest.json.lock, which add_variant
+/// also takes.
 Status write_bundle(const CompiledBundle& b, const std::string& dir);
+
+/// Adds the variant of step `step` of kernel `k` with `cfg` to the bundle in `dir` (for
+/// `kiln tune`) and returns its id. Under the bundle's lock it re-reads the manifest: a
+/// variant with this config that another process added is reused; else the next id is
+/// compiled (compile_variant, which may throw) and its files and the manifest are written
+/// as write_bundle does. Safe with several processes and threads adding at once. Fails when
+/// the bundle cannot be read or written, or no longer has kernel `k` as it was.
+Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
+                        const PointwiseConfig& cfg);
 
 enum class Stage { ir, schedule, llvm, ptx, header };
 /// The text of one stage for every kernel (for the default variant of each step): the

@@ -2,6 +2,7 @@
 # Builds the libFuzzer targets with clang (-fsanitize=fuzzer,address,undefined) and runs each
 # for SECONDS (default 600) on the seed corpus (the examples, a compiled manifest, a cache).
 #   fuzz/run.sh [SECONDS]            (needs clang and libclang-rt-dev; apt-get install clang)
+# KILN names the kiln binary that compiles the seed manifest (default: build/tools/kiln).
 # Crashes are written to fuzz/out/<target>/crash-*; each one becomes a regression test.
 set -euo pipefail
 seconds=${1:-600}
@@ -15,13 +16,16 @@ ir=("$root"/ir/{dtype,diag,expr,program,parser,printer,verifier,interpreter,half
 echo "==> building with $cxx"
 "$cxx" "${flags[@]}" "$root/fuzz/fuzz_spec.cpp" "${ir[@]}" "$root/compiler/schedule.cpp" -o "$out/fuzz_spec"
 "$cxx" "${flags[@]}" "$root/fuzz/fuzz_files.cpp" "${ir[@]}" "$root/runtime/manifest.cpp" \
-  "$root/runtime/json_reader.cpp" "$root/autotune/cache.cpp" -o "$out/fuzz_files"
+  "$root/runtime/json_reader.cpp" "$root/runtime/atomic_file.cpp" "$root/autotune/cache.cpp" \
+  -o "$out/fuzz_files"
 
 # Seed corpora: every example and golden spec; a manifest and a cache (byte 0 picks the reader).
 mkdir -p "$out/corpus_spec" "$out/corpus_files"
 cp "$root"/examples/*.kiln "$root"/tests/golden/diagnostics/*.kiln "$out/corpus_spec/"
-if [[ -x "$root/build/tools/kiln" ]]; then
-  "$root/build/tools/kiln" compile "$root/examples/mixed.kiln" -o "$out/seed.bundle" --default-only > /dev/null
+kiln=${KILN:-$root/build/tools/kiln}
+if [[ -x "$kiln" ]]; then
+  rm -rf "$out/seed.bundle"
+  "$kiln" compile "$root/examples/mixed.kiln" -o "$out/seed.bundle" --default-only > /dev/null
   { printf '\x01'; cat "$out/seed.bundle/manifest.json"; } > "$out/corpus_files/manifest"
 fi
 { printf '\x00'; cat "$root/bench/results/2026-11-21-h200-cache.json"; } > "$out/corpus_files/cache"

@@ -27,7 +27,10 @@ std::string print(const Expr& e);
 void verify(const Program& p);
 void verify(const KernelDef& k);
 
-/// A 64-bit FNV-1a hash of print(k), as 16 hex digits: the kernel's content hash.
+/// A 64-bit FNV-1a hash of `bytes`, as 16 hex digits. Not cryptographic: it tells changed
+/// content from unchanged (kernels in cache keys, a bundle's image files), not a forgery.
+std::string content_hash(std::string_view bytes);
+/// content_hash(print(k)): the kernel's content hash.
 std::string content_hash(const KernelDef& k);
 
 }  // namespace kiln

@@ -38,13 +38,17 @@ Status load_driver_api(void*& lib, DriverApi& api) {
     return Status::error(std::string("no CUDA driver: libcuda.so.1 could not be loaded (") +
                          (why ? why : "unknown reason") + ")");
   }
+#define KILN_RESOLVE_OPTIONAL(name) \
+  api.name = reinterpret_cast<decltype(api.name)>(resolve(lib, KILN_STR(name)));
 #define KILN_RESOLVE(name)                                                                     \
-  api.name = reinterpret_cast<decltype(api.name)>(resolve(lib, KILN_STR(name)));               \
+  KILN_RESOLVE_OPTIONAL(name)                                                                  \
   if (api.name == nullptr) {                                                                   \
     return Status::error("CUDA driver too old: libcuda.so.1 does not export " KILN_STR(name)); \
   }
   KILN_DRIVER_FUNCTIONS(KILN_RESOLVE)
+  KILN_DRIVER_OPTIONAL_FUNCTIONS(KILN_RESOLVE_OPTIONAL)
 #undef KILN_RESOLVE
+#undef KILN_RESOLVE_OPTIONAL
   return Status::ok_status();
 }
 

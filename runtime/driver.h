@@ -5,7 +5,9 @@
 // cuda.h function and has its exact type; cuda.h maps several names to versioned symbols
 // (cuMemAlloc -> cuMemAlloc_v2) and those macros apply to the member names as well, so
 // `api.cuMemAlloc(&p, n)` calls the entry point that linking libcuda would have called.
-// Invariant: after a successful load_driver_api every member is non-null.
+// Invariant: after a successful load_driver_api every member of KILN_DRIVER_FUNCTIONS is
+// non-null; a member of KILN_DRIVER_OPTIONAL_FUNCTIONS is null when the driver is too old to
+// export it, and its caller skips what it was for.
 #pragma once
 
 #include <cuda.h>
@@ -64,16 +66,22 @@ namespace kiln {
   X(cuGraphExecDestroy)          \
   X(cuGraphDestroy)
 
-/// Function pointers into libcuda, one per entry point of KILN_DRIVER_FUNCTIONS.
+// X(name) for entry points newer than the oldest driver Kiln runs on.
+#define KILN_DRIVER_OPTIONAL_FUNCTIONS(X) X(cuFuncGetParamInfo) /* CUDA 12.4 */
+
+/// Function pointers into libcuda, one per entry point of KILN_DRIVER_FUNCTIONS and
+/// KILN_DRIVER_OPTIONAL_FUNCTIONS.
 struct DriverApi {
 #define KILN_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
   KILN_DRIVER_FUNCTIONS(KILN_DRIVER_MEMBER)
+  KILN_DRIVER_OPTIONAL_FUNCTIONS(KILN_DRIVER_MEMBER)
 #undef KILN_DRIVER_MEMBER
 };
 
 /// Opens libcuda.so.1 and resolves every entry point into `api`; `lib` receives the dlopen
 /// handle (which is never closed: the driver keeps threads that outlive it). Fails with
-/// "no CUDA driver: libcuda.so.1 could not be loaded (...)" or names a missing symbol.
+/// "no CUDA driver: libcuda.so.1 could not be loaded (...)" or names a missing symbol (of
+/// KILN_DRIVER_FUNCTIONS: optional ones are left null).
 /// Calls no driver function, not even cuInit.
 Status load_driver_api(void*& lib, DriverApi& api);
 

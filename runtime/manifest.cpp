@@ -53,7 +53,9 @@ OrderedJson image_json(const ArchImage& im) {
           {"cubin", im.cubin},
           {"registers", im.registers},
           {"spill_bytes", im.spill_bytes},
-          {"shared_bytes", im.shared_bytes}};
+          {"shared_bytes", im.shared_bytes},
+          {"ptx_hash", im.ptx_hash},
+          {"cubin_hash", im.cubin_hash}};
 }
 
 OrderedJson variant_json(const Variant& v) {
@@ -118,6 +120,17 @@ std::string file_name(const Obj& o, std::string_view key, bool allow_empty) {
   return s;
 }
 
+// A content_hash (16 lowercase hex digits) of a file the image names; "" (and the field
+// ignored) when it names none.
+std::string content_hash_field(const Obj& o, std::string_view key, bool file_present) {
+  std::string s = o.str(key);
+  if (!file_present) return "";
+  if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    fail(o.at(key), fmt::format("expected a content hash (16 hex digits), got \"{}\"", s));
+  }
+  return s;
+}
+
 Dim read_dim(const Json& j, const std::string& path, const std::vector<std::string>& symbols) {
   if (j.is_string()) {
     std::string s = j.get<std::string>();
@@ -160,6 +173,8 @@ ArchImage read_image(const Obj& o) {
   im.registers = static_cast<int>(o.integer("registers", 0, kIntMax));
   im.spill_bytes = static_cast<int>(o.integer("spill_bytes", 0, kIntMax));
   im.shared_bytes = static_cast<int>(o.integer("shared_bytes", 0, kIntMax));
+  im.ptx_hash = content_hash_field(o, "ptx_hash", true);
+  im.cubin_hash = content_hash_field(o, "cubin_hash", !im.cubin.empty());
   return im;
 }
 
@@ -278,8 +293,9 @@ Manifest read_top(const Json& j) {
   Manifest m;
   int64_t version = o.integer("version", 0, kInt64Max);
   if (version != kFormatVersion) {
-    fail("version", fmt::format("unsupported format version {} (this runtime reads version {})",
-                                version, kFormatVersion));
+    fail("version",
+         fmt::format("unsupported format version {} (this runtime reads version {}{})", version,
+                     kFormatVersion, version < kFormatVersion ? "; recompile the bundle" : ""));
   }
   m.version = kFormatVersion;
   m.kiln_version = o.str("kiln_version");

@@ -26,7 +26,8 @@
 
 namespace kiln::bundle {
 
-inline constexpr int kFormatVersion = 1;
+// Version 2 added the images' content hashes; version 1 bundles are refused (recompile them).
+inline constexpr int kFormatVersion = 2;
 inline constexpr int64_t kMaxGridX = 2147483647;
 
 struct ParamInfo {
@@ -37,7 +38,9 @@ struct ParamInfo {
   friend bool operator==(const ParamInfo&, const ParamInfo&) = default;
 };
 
-/// Machine code for one architecture. `cubin` is empty when none was assembled.
+/// Machine code for one architecture. `cubin` is empty when none was assembled. Each file's
+/// content_hash (ir/text.h) is recorded, and the runtime hands the driver only bytes that
+/// match it: the driver may crash on machine code that is corrupt but well-formed ELF.
 struct ArchImage {
   std::string arch;   // "sm_90"
   std::string ptx;    // file name inside the bundle
@@ -45,6 +48,8 @@ struct ArchImage {
   int registers = 0;
   int spill_bytes = 0;
   int shared_bytes = 0;
+  std::string ptx_hash;    // content_hash of the PTX file: 16 hex digits
+  std::string cubin_hash;  // content_hash of the cubin, or empty with `cubin`
   friend bool operator==(const ArchImage&, const ArchImage&) = default;
 };
 
@@ -96,13 +101,14 @@ struct Manifest {
 /// JSON text of a manifest (stable key order, two-space indent).
 std::string to_json(const Manifest& m);
 /// Parses manifest JSON; `origin` names the file in error messages. Rejects other format
-/// versions, missing or mistyped fields, file names that leave the bundle directory, and
-/// variants whose aligned_params are out of range; also out-of-range numbers (block_threads
-/// outside 1..1024, elements_per_block < 1, dims < 1, align_bytes not a power of two), ids
-/// that are not their index, steps without exactly one default variant, unknown geometries
-/// and dtypes, and symbols used in shapes but missing from `symbols`. Unknown fields are
-/// ignored. Errors read "ORIGIN: kernels[0].steps[0].variants[2].block_threads: reason".
-/// Never throws.
+/// versions, missing or mistyped fields, file names that leave the bundle directory, image
+/// files without a content hash of 16 hex digits (cubin_hash is ignored when there is no
+/// cubin), and variants whose aligned_params are out of range; also out-of-range numbers
+/// (block_threads outside 1..1024, elements_per_block < 1, dims < 1, align_bytes not a power
+/// of two), ids that are not their index, steps without exactly one default variant, unknown
+/// geometries and dtypes, and symbols used in shapes but missing from `symbols`. Unknown
+/// fields are ignored. Errors read "ORIGIN: kernels[0].steps[0].variants[2].block_threads:
+/// reason". Never throws.
 Result<Manifest> parse_manifest(std::string_view json, std::string_view origin);
 /// Reads DIR/manifest.json.
 Result<Manifest> read_manifest(const std::string& bundle_dir);

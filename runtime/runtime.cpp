@@ -19,13 +19,12 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 
 #include "runtime/driver.h"
+#include "runtime/image.h"
 
 namespace kiln {
 namespace {
@@ -33,8 +32,6 @@ namespace {
 using bundle::ArchImage;
 using bundle::KernelInfo;
 using bundle::Variant;
-
-constexpr uintmax_t kMaxImageBytes = uintmax_t{1} << 30;
 
 // ---- images ----
 
@@ -108,80 +105,18 @@ std::string one_line(std::string s) {
   return s;
 }
 
-Result<std::string> read_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  uintmax_t size = fs::file_size(path, ec);
-  if (ec) return Status::error(fmt::format("cannot read {}: {}", path, ec.message()));
-  if (size == 0) return Status::error(fmt::format("{} is empty", path));
-  if (size > kMaxImageBytes) return Status::error(fmt::format("{} is too large", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  std::string data(static_cast<size_t>(size), '\0');
-  in.read(data.data(), static_cast<std::streamsize>(size));
-  if (static_cast<uintmax_t>(in.gcount()) != size) {
-    return Status::error(fmt::format("{}: read {} of {} bytes", path, in.gcount(), size));
-  }
-  return data;
-}
-
-template <class T>
-T load_le(const std::string& d, size_t off) {
-  T x;
-  std::memcpy(&x, d.data() + off, sizeof(T));  // cubins are little-endian, like every host
-  return x;
-}
-
-// The driver reads an image without being told its size, so a truncated cubin must be caught
-// here: the ELF header, the program and section header tables and every section's contents
-// must lie inside the file.
-Status check_elf(const std::string& d, const std::string& path) {
-  auto bad = [&](std::string_view why) {
-    return Status::error(fmt::format("{} is not a valid cubin: {}", path, why));
-  };
-  if (d.size() < 64 ||
-      std::memcmp(d.data(),
-                  "\x7f"
-                  "ELF",
-                  4) != 0 ||
-      d[4] != 2) {
-    return bad("no 64-bit ELF header");
-  }
-  auto table_fits = [&](uint64_t off, uint64_t n, uint64_t entsize) {
-    uint64_t bytes, end;
-    return !__builtin_mul_overflow(n, entsize, &bytes) &&
-           !__builtin_add_overflow(off, bytes, &end) && end <= d.size();
-  };
-  uint64_t phoff = load_le<uint64_t>(d, 0x20), shoff = load_le<uint64_t>(d, 0x28);
-  uint16_t phentsize = load_le<uint16_t>(d, 0x36), phnum = load_le<uint16_t>(d, 0x38);
-  uint16_t shentsize = load_le<uint16_t>(d, 0x3a), shnum = load_le<uint16_t>(d, 0x3c);
-  if (!table_fits(phoff, phnum, phentsize) || !table_fits(shoff, shnum, shentsize)) {
-    return bad(fmt::format("truncated ({} bytes; header tables extend past the end)", d.size()));
-  }
-  if (shnum > 0 && shentsize < 0x28) return bad("malformed section header table");
-  for (uint16_t i = 0; i < shnum; ++i) {
-    size_t sh = static_cast<size_t>(shoff) + size_t{i} * shentsize;
-    uint32_t type = load_le<uint32_t>(d, sh + 4);
-    if (type == 8 /* SHT_NOBITS */) continue;
-    if (!table_fits(load_le<uint64_t>(d, sh + 0x18), 1, load_le<uint64_t>(d, sh + 0x20))) {
-      return bad(fmt::format("truncated ({} bytes; section {} extends past the end)", d.size(), i));
-    }
-  }
-  return Status::ok_status();
-}
-
 struct Module {
   CUmodule module = nullptr;
   std::string error;
 };
 
-Module load_module(const Runtime& rt, const std::string& path, const ArchImage& im, bool cubin) {
+// Loads `im`'s cubin or PTX from bundle `dir`; the driver only sees bytes that read_image
+// checked (runtime/image.h).
+Module load_module(const Runtime& rt, const std::string& dir, const ArchImage& im, bool cubin) {
   const DriverApi& api = rt.driver();
-  Result<std::string> data = read_file(path);
+  Result<std::string> data = bundle::read_image(dir, im, cubin);
   if (!data.ok()) return {nullptr, data.message()};
-  if (cubin) {
-    if (Status s = check_elf(*data, path); !s.ok()) return {nullptr, s.message()};
-  }
+  std::string path = (std::filesystem::path(dir) / (cubin ? im.cubin : im.ptx)).string();
   std::array<char, 8192> log{};
   std::array<CUjit_option, 2> opts = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   std::array<void*, 2> vals = {log.data(), reinterpret_cast<void*>(uintptr_t{log.size() - 1})};
@@ -244,6 +179,40 @@ std::string join_names(const std::vector<std::string>& names) {
     s.append(n);
   }
   return s;
+}
+
+// The entry's parameters against the manifest's kernel ABI (manifest.h): an 8-byte pointer
+// per parameter, then an 8-byte i64 per symbol. Only the parameters the manifest names are
+// asked for: asking past the last one is how a count would be found, but the driver answers
+// with an error that compute-sanitizer reports for every valid load. So an entry taking fewer
+// parameters than the manifest says, or other sizes, is refused; one taking more is not
+// detected (the image hashes tie each image to the manifest that compile wrote). Without
+// cuFuncGetParamInfo (drivers before CUDA 12.4), or when the driver cannot answer, nothing is
+// checked.
+Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k,
+                    const std::string& entry, const std::string& file) {
+  if (api.cuFuncGetParamInfo == nullptr) return Status::ok_status();
+  const size_t expected = k.params.size() + k.symbols.size();
+  for (size_t i = 0; i < expected; ++i) {
+    size_t offset = 0, size = 0;
+    CUresult r = api.cuFuncGetParamInfo(fn, i, &offset, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE) {  // past the entry's last parameter
+      std::vector<std::string> names;
+      for (const bundle::ParamInfo& p : k.params) names.push_back(p.name);
+      names.insert(names.end(), k.symbols.begin(), k.symbols.end());
+      return Status::error(fmt::format(
+          "entry {} in {} takes {} parameters, but the manifest's kernel {} has {} ({})", entry,
+          file, i, k.name, expected, join_names(names)));
+    }
+    if (r != CUDA_SUCCESS) return Status::ok_status();
+    if (size != 8) {
+      return Status::error(
+          fmt::format("entry {} in {}: parameter {} is {} bytes, but the manifest's kernel {} "
+                      "passes 8 (a pointer or an i64 symbol)",
+                      entry, file, i + 1, size, k.name));
+    }
+  }
+  return Status::ok_status();
 }
 
 }  // namespace
@@ -366,8 +335,7 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
           const std::string& file = c.cubin ? c.image->cubin : c.image->ptx;
           auto it = modules.find(file);
           if (it == modules.end()) {
-            std::string path = (std::filesystem::path(dir) / file).string();
-            it = modules.emplace(file, load_module(rt, path, *c.image, c.cubin)).first;
+            it = modules.emplace(file, load_module(rt, dir, *c.image, c.cubin)).first;
             if (it->second.module != nullptr) b->modules_.push_back(it->second.module);
           }
           if (it->second.module == nullptr) {
@@ -379,6 +347,9 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
             loaded[vi].fn = nullptr;
             loaded[vi].load_error =
                 fmt::format("entry {} not found in {}: {}", v.entry, file, rt.describe(r));
+          } else if (Status s = check_params(api, loaded[vi].fn, info, v.entry, file); !s.ok()) {
+            loaded[vi].fn = nullptr;
+            loaded[vi].load_error = s.message();
           }
         }
         // The default when it loaded, else the lowest loadable id; scalar fallback likewise.

@@ -30,9 +30,12 @@ Variant variant(int id, bool is_default, int vec) {
   v.elements_per_block = 256 * vec;
   v.align_bytes = vec * 4;
   if (vec > 1) v.aligned_params = {0, 1};
-  v.images = {{"sm_80", "softmax_v" + std::to_string(id) + ".sm_80.ptx", "", 20, 0, 0},
-              {"sm_90", "softmax_v" + std::to_string(id) + ".sm_90.ptx",
-               "softmax_v" + std::to_string(id) + ".sm_90.cubin", 24, 0, 1024}};
+  v.images = {
+      {"sm_80", "softmax_v" + std::to_string(id) + ".sm_80.ptx", "", 20, 0, 0,
+       "00112233445566" + std::to_string(10 + id), ""},
+      {"sm_90", "softmax_v" + std::to_string(id) + ".sm_90.ptx",
+       "softmax_v" + std::to_string(id) + ".sm_90.cubin", 24, 0, 1024,
+       "0123456789abcd" + std::to_string(10 + id), "fedcba98765432" + std::to_string(10 + id)}};
   return v;
 }
 
@@ -97,14 +100,16 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 1);
+  CHECK(j["version"] == 2);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
   CHECK(k["params"][1]["dtype"] == "bf16");
   CHECK(k["steps"][0]["variants"][1]["config"]["vec"] == 4);
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 1,", 0) == 0);
+  CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
+  CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 2,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -174,6 +179,27 @@ TEST_CASE("manifest rejects file names that leave the bundle directory", "[runti
         "(accepted)");  // no cubin: the runtime JIT-compiles the PTX
 }
 
+TEST_CASE("manifest images need the content hash of every file they name", "[runtime]") {
+  std::string at = "bundle/manifest.json: kernels[0].steps[0].variants[0].images[1].";
+  CHECK(error_after([](Json& j) { variant_json(j, 0)["images"][1].erase("ptx_hash"); }) ==
+        at + "ptx_hash: missing (expected a string)");
+  CHECK(error_after([](Json& j) { variant_json(j, 0)["images"][1]["cubin_hash"] = ""; }) ==
+        at + "cubin_hash: expected a content hash (16 hex digits), got \"\"");
+  CHECK(error_after([](Json& j) {
+          variant_json(j, 0)["images"][1]["ptx_hash"] = "0123456789ABCDEF";
+        }) == at + "ptx_hash: expected a content hash (16 hex digits), got \"0123456789ABCDEF\"");
+  CHECK(error_after([](Json& j) { variant_json(j, 0)["images"][1]["ptx_hash"] = "0123"; }) ==
+        at + "ptx_hash: expected a content hash (16 hex digits), got \"0123\"");
+  CHECK(error_after([](Json& j) { variant_json(j, 0)["images"][1]["cubin_hash"] = 7; }) ==
+        at + "cubin_hash: expected a string, got an integer");
+  // Without a cubin its hash means nothing and is dropped.
+  Json j = sample_json();
+  variant_json(j, 0)["images"][1]["cubin"] = "";
+  Result<Manifest> r = parse_manifest(j.dump(), kOrigin);
+  REQUIRE(r.ok());
+  CHECK(r->kernels[0].steps[0].variants[0].images[1].cubin_hash.empty());
+}
+
 TEST_CASE("manifest steps need variants and exactly one default", "[runtime]") {
   std::string s0 = "bundle/manifest.json: kernels[0].steps[0].";
   CHECK(error_after([](Json& j) { j["kernels"][0]["steps"][0]["variants"] = Json::array(); }) ==
@@ -225,9 +251,13 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
-        "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "version 1)");
+  CHECK(error_after([](Json& j) { j["version"] = 3; }) ==
+        "bundle/manifest.json: version: unsupported format version 3 (this runtime reads "
+        "version 2)");
+  // Version 1 had no image hashes: such a bundle is compiled again, never loaded unchecked.
+  CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
+        "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
+        "version 2; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = "1"; }) ==
         "bundle/manifest.json: version: expected an integer >= 0, got a string");
   CHECK(error_after([](Json& j) { j["format"] = "zip"; }) ==
@@ -273,7 +303,7 @@ TEST_CASE("read_manifest reads DIR/manifest.json", "[runtime]") {
   REQUIRE(r.ok());
   CHECK(*r == sample());
 
-  std::ofstream(dir + "/manifest.json") << "{\"format\": \"kiln-bundle\", \"version\": 1}";
+  std::ofstream(dir + "/manifest.json") << "{\"format\": \"kiln-bundle\", \"version\": 2}";
   Result<Manifest> bad = read_manifest(dir);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.message() == dir + "/manifest.json: kiln_version: missing (expected a string)");

@@ -1,0 +1,110 @@
+// Unit tests of read_image (runtime/image.h): the host-side checks every bundle image passes
+// before Bundle::load hands it to the driver. Nothing here needs a GPU or calls the driver.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+
+#include "ir/text.h"
+#include "runtime/image.h"
+#include "tests/unit/cache_fixtures.h"
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::bundle;
+using kiln::cache::testing::TempDir;
+using kiln::cache::testing::write_text;
+
+// An ELF64 file of `contents` in one section, with a section header table that the
+// structural check accepts: what a cubin looks like to anything but the driver.
+std::string elf_with_section(const std::string& contents) {
+  auto put = [](std::string& s, size_t off, uint64_t v, size_t n) { std::memcpy(&s[off], &v, n); };
+  const size_t shoff = 64 + contents.size();
+  std::string f(shoff + 2 * 64, '\0');
+  const char ident[] = {0x7f, 'E', 'L', 'F', 2 /* 64-bit */, 1 /* little-endian */, 1};
+  std::memcpy(f.data(), ident, sizeof ident);
+  put(f, 0x28, shoff, 8);  // e_shoff
+  put(f, 0x3a, 64, 2);     // e_shentsize
+  put(f, 0x3c, 2, 2);      // e_shnum: the null section and ours
+  f.replace(64, contents.size(), contents);
+  const size_t sh = shoff + 64;
+  put(f, sh + 4, 1, 4);                   // SHT_PROGBITS
+  put(f, sh + 0x18, 64, 8);               // sh_offset
+  put(f, sh + 0x20, contents.size(), 8);  // sh_size
+  return f;
+}
+
+// The sm_90 image of PTX `ptx` and cubin `cubin` as the compiler records it.
+ArchImage image(const std::string& ptx, const std::string& cubin) {
+  ArchImage im;
+  im.arch = "sm_90";
+  im.ptx = "k.sm_90.ptx";
+  im.cubin = "k.sm_90.cubin";
+  im.ptx_hash = content_hash(ptx);
+  im.cubin_hash = content_hash(cubin);
+  return im;
+}
+
+}  // namespace
+
+TEST_CASE("read_image returns an image whose bytes match the manifest's hash", "[runtime]") {
+  TempDir dir;
+  const std::string ptx = ".version 8.0\n.target sm_90\n.entry k_s0_v0() { ret; }\n";
+  const std::string cubin = elf_with_section(std::string(256, '\x5a'));
+  write_text(dir.file("k.sm_90.ptx"), ptx);
+  write_text(dir.file("k.sm_90.cubin"), cubin);
+  ArchImage im = image(ptx, cubin);
+
+  Result<std::string> p = read_image(dir.path(), im, false);
+  REQUIRE(p.ok());
+  CHECK(*p == ptx);
+  Result<std::string> c = read_image(dir.path(), im, true);
+  REQUIRE(c.ok());
+  CHECK(*c == cubin);
+}
+
+TEST_CASE("read_image refuses an image changed after compile, before any driver call",
+          "[runtime]") {
+  TempDir dir;
+  const std::string ptx = ".version 8.0\n.target sm_90\n.entry k_s0_v0() { ret; }\n";
+  const std::string cubin = elf_with_section(std::string(256, '\x5a'));
+  ArchImage im = image(ptx, cubin);
+  const std::string ptx_path = dir.file("k.sm_90.ptx"), cubin_path = dir.file("k.sm_90.cubin");
+  auto mismatch = [](const std::string& path) {
+    return "bundle image " + path +
+           " does not match the hash in its manifest: corrupted or edited after compile";
+  };
+
+  SECTION("one flipped bit in the machine code of a well-formed ELF") {
+    // The case that crashed cuModuleLoadDataEx: the structure is intact, the contents not.
+    std::string bad = cubin;
+    bad[64 + 100] ^= 0x01;
+    write_text(cubin_path, bad);
+    Result<std::string> r = read_image(dir.path(), im, true);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.message() == mismatch(cubin_path));
+  }
+  SECTION("one changed byte of PTX") {
+    std::string bad = ptx;
+    bad[bad.find("ret")] = 'R';
+    write_text(ptx_path, bad);
+    Result<std::string> r = read_image(dir.path(), im, false);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.message() == mismatch(ptx_path));
+  }
+  SECTION("a cubin and its hash from another variant") {
+    write_text(cubin_path, cubin);
+    ArchImage other = im;
+    other.cubin_hash = content_hash(elf_with_section(std::string(256, '\x5b')));
+    CHECK(read_image(dir.path(), other, true).message() == mismatch(cubin_path));
+  }
+  SECTION("structural problems are named first, as before") {
+    write_text(cubin_path, cubin.substr(0, cubin.size() / 2));
+    CHECK_THAT(read_image(dir.path(), im, true).message(),
+               Catch::StartsWith(cubin_path + " is not a valid cubin: truncated ("));
+    write_text(cubin_path, "");
+    CHECK(read_image(dir.path(), im, true).message() == cubin_path + " is empty");
+    CHECK(read_image(dir.path(), im, false).message() ==
+          "cannot read " + ptx_path + ": No such file or directory");
+  }
+}
