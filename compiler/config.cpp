@@ -32,28 +32,27 @@ std::map<std::string, int64_t> ReductionConfig::as_map() const {
 
 namespace {
 
-// 16 elements per thread (as vectors of max_vec): enough loads in flight to cover latency, few
-// enough registers for several blocks per SM.
+// 16 elements per thread as vectors of max_vec (the tiers for long rows hold twice that).
 int tier_items(int max_vec) {
   return std::max(1, 16 / max_vec);
 }
 
-ReductionConfig row_config(int group, int vec, int items) {
-  return {std::max(group, 128), group, vec, items};
+ReductionConfig row_config(int group, int vec, int items, int block = 0) {
+  return {std::max({group, 128, block}), group, vec, items};
 }
 
-}  // namespace
-
-namespace {
-
-// The heuristic's tiers: one row per 8 .. 128 threads with 16 elements per thread, then 128 ..
-// 1024 threads with 32. Measured on an H200 (bench/results/2026-11-21-h200-reductions.md):
-// rows of 8192 ran best on 256 threads with 32 elements each, 512 and 1024 threads per row
-// lost to the barriers.
+// The heuristic's tiers: one row per 8 .. 64 threads with 16 elements per thread (rows of up
+// to 1024), then 64 .. 512 threads with 32 (up to 16384); longer rows loop on the last.
+// Measured on an H200 (bench/results/2026-11-21-h200-reductions.md, third run): what limits a
+// persistent row kernel is the rows in flight per SM, so small blocks holding more elements
+// per thread win once registers stay low (bf16 layernorm of 4096: 128 threads x 32 elements
+// 140.4 us, 256 x 16 148.5 us, 512 x 8 255.6 us; softmax of 8192: 256 x 32 69.7 us, 512 x 16
+// 78.1 us). 1024 threads x 32 elements would spill (64 registers at most).
 bool is_tier(const ReductionConfig& c, int max_vec) {
   const int items = tier_items(max_vec);
   if (c.vec != max_vec || c.block != std::max(c.group, 128)) return false;
-  return (c.group <= 128 && c.items == items) || (c.group >= 128 && c.items == 2 * items);
+  return (c.group <= 64 && c.items == items) ||
+         (c.group >= 64 && c.group <= 512 && c.items == 2 * items);
 }
 
 }  // namespace
@@ -64,15 +63,18 @@ std::vector<ReductionConfig> row_reduction_space(int max_vec) {
   auto add = [&](ReductionConfig c) {
     if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
   };
-  for (int group = 8; group <= 128; group *= 2) add(row_config(group, max_vec, items));
-  for (int group = 128; group <= 1024; group *= 2) add(row_config(group, max_vec, 2 * items));
+  for (int group = 8; group <= 64; group *= 2) add(row_config(group, max_vec, items));
+  for (int group = 64; group <= 512; group *= 2) add(row_config(group, max_vec, 2 * items));
+  // Other splits for the tuner: fewer elements per thread, more rows per block.
   add(row_config(32, max_vec, 2 * items));
-  for (int group : {256, 512, 1024}) add(row_config(group, max_vec, items));
+  for (int group = 128; group <= 1024; group *= 2) add(row_config(group, max_vec, items));
   if (items >= 2) {
-    for (int group : {128, 256}) add(row_config(group, max_vec, items / 2));
+    for (int group : {256, 1024}) add(row_config(group, max_vec, items / 2));
   }
+  for (int group : {32, 64}) add(row_config(group, max_vec, items, 256));
   if (max_vec > 1) {
     add(row_config(32, 1, 8));
+    add(row_config(256, 1, 8));
     add(row_config(1024, 1, 8));
   }
   return space;
@@ -95,14 +97,26 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec) {
     }
     if (max_vec == 1) break;
   }
+  // Around the default (32 columns, scalar loads): more steps in flight, wider blocks, pairs.
+  for (ReductionConfig c : {ReductionConfig{256, 8, 1, 8},
+                            {128, 4, 1, 8},
+                            {512, 16, 1, 4},
+                            {512, 8, 1, 4},
+                            {256, 8, std::max(1, max_vec / 2), 4},
+                            {512, 8, std::max(1, max_vec / 2), 4},
+                            {512, 16, std::max(1, max_vec / 2), 4}}) {
+    if (c.vec <= max_vec && std::find(space.begin(), space.end(), c) == space.end()) {
+      space.push_back(c);
+    }
+  }
   return space;
 }
 
-// Measured on an H200 (bench/results/2026-11-21-h200-reductions.md): for column sums, scalar
-// loads over 32 columns per block beat 16-byte ones over 32 or 128 (more blocks in flight).
+// Measured on an H200 (bench/results/2026-11-21-h200-reductions.md, third run): for column
+// sums, 8-byte loads over 64 columns per block with 8 threads along the rows (134.1 us, 97% of
+// copy) beat scalar loads over 32 columns (140.9 us) and 16-byte loads (143.6 us at best).
 ReductionConfig default_outer_config(int max_vec) {
-  (void)max_vec;
-  return {256, 8, 1, 4};
+  return {256, 8, std::max(1, max_vec / 2), 4};
 }
 
 }  // namespace kiln

@@ -49,8 +49,8 @@ struct ReductionConfig {
   friend bool operator==(const ReductionConfig&, const ReductionConfig&) = default;
 };
 
-/// Row reductions: the heuristic's tiers (one row per 8 .. 128 threads with 16 elements per
-/// thread, then 128 .. 1024 threads with 32; see row_heuristic_limit), variants with other
+/// Row reductions: the heuristic's tiers (one row per 8 .. 64 threads with 16 elements per
+/// thread, then 64 .. 512 threads with 32; see row_heuristic_limit), variants with other
 /// splits, and scalar variants for pointers that are not 16-byte aligned.
 std::vector<ReductionConfig> row_reduction_space(int max_vec);
 /// The heuristic picks, for a row of R elements, the tier with the smallest limit >= R (the
@@ -60,7 +60,8 @@ int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec);
 ReductionConfig default_row_config(int max_vec);
 
 std::vector<ReductionConfig> outer_reduction_space(int max_vec);
-/// 32 threads along the rows, one row each, 8 along the reduced index, 4 steps in flight.
+/// 32 threads along the rows with 8 bytes of them each, 8 along the reduced index, 4 steps in
+/// flight.
 ReductionConfig default_outer_config(int max_vec);
 
 }  // namespace kiln

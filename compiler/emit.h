@@ -50,6 +50,8 @@ class Emitter {
 
   /// Marks `fn` a kernel with at most `max_threads` threads per block.
   void annotate_kernel(llvm::Function* fn, int max_threads);
+  /// exp(x) on ex2.approx.ftz (see emit.cpp for its error).
+  llvm::Value* fast_exp(llvm::Value* x);
   /// A kernel taking one global pointer per parameter of `abi` (noalias; readonly for inputs,
   /// writeonly for outputs) then one i64 per symbol.
   llvm::Function* declare_kernel(const KernelDef& abi, const std::string& entry, int max_threads);
@@ -68,6 +70,7 @@ class Emitter {
  private:
   llvm::Function* libdevice(const char* name, int arity);
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
+
   llvm::Value* int_div(llvm::Value* a, llvm::Value* b);
   llvm::Value* eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
 

@@ -9,7 +9,9 @@
 //   block = (block_threads, 1, 1)
 //   grid  = (min(ceil(numel(space) / elements_per_block), kMaxGridX), 1, 1)
 // and the kernel loops (grid-stride) over whatever the grid does not cover. For a reduction
-// step the space is its rows and elements_per_block the rows one block covers.
+// step the space is its rows and elements_per_block the rows one block covers; a row
+// reduction ("row_reduction") has no loop over rows, so the runtime refuses a launch whose
+// rows need more than kMaxGridX blocks.
 // A variant with align_bytes > 1 reads and writes some parameters with vectors: it may only
 // run when every pointer in `aligned_params` is a multiple of align_bytes.
 #pragma once

@@ -679,6 +679,11 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
       }
     }
     int64_t blocks = *n / var->elements_per_block + (*n % var->elements_per_block != 0);
+    if (step.kind == "row_reduction" && blocks > bundle::kMaxGridX) {
+      return Status::error(fmt::format(
+          "{}: step {} ({}): {} rows need {} blocks of {} rows, more than the grid limit {}",
+          info.name, s, step.name, *n, blocks, var->elements_per_block, bundle::kMaxGridX));
+    }
     chosen[s] = v;
     grid[s] = static_cast<unsigned>(std::min(blocks, bundle::kMaxGridX));
   }

@@ -64,7 +64,7 @@ TEST_CASE("a softmax is one row reduction step with heuristic tiers", "[compiler
   CHECK(scalar >= 1);
   CHECK(tiers == static_cast<int>(limits.size()));  // one tier per row length
   CHECK(*limits.begin() == 128);                    // 8 threads x 16 elements
-  CHECK(*limits.rbegin() == 32768);                 // 1024 threads x 32 elements
+  CHECK(*limits.rbegin() == 16384);                 // 512 threads x 32 elements
 }
 
 TEST_CASE("column sums are an outer reduction over the columns", "[compiler][reduction]") {
