@@ -193,8 +193,10 @@ Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool 
     api.cuEventElapsedTime(&ms, e0, e1);
     return ms * 1000.0;
   };
+  // Warm up for 20 ms of kernel time, in at most 50 launches: a tiny kernel would otherwise
+  // need thousands, each with its own L2 flush and synchronization.
   double warm = 0;
-  for (int i = 0; i < 3 || warm < 20000; ++i) warm += once(i);
+  for (int i = 0; i < 3 || (warm < 20000 && i < 50); ++i) warm += once(i);
   double est = once(0);
   if (reps <= 0) {
     reps = static_cast<int>(std::clamp(budget_ms * 1000.0 / std::max(est, 1.0), 10.0, 2000.0));

@@ -220,7 +220,9 @@ int main(int argc, char** argv) {
   run->add_option("bundle", ro.bundle, "bundle directory")->required();
   run->add_option("kernel", ro.kernel, "kernel name")->required();
   run->add_option("--shape", shapes, "symbol values, e.g. M=4097,N=33");
-  run->add_option("--variant", ro.variant, "default, all, or a variant id");
+  run->add_option("--variant", ro.variant,
+                  "default, all (each step's variants, the others at their default), or a "
+                  "variant id");
   run->add_option("--seed", ro.seed, "random seed for the inputs");
   run->add_option("--reps", ro.reps, "timed launches (default: about 200 ms worth)")
       ->check(CLI::Range(1, 1000000));

@@ -66,16 +66,23 @@ class Runner {
       if (!o_.cache_path.empty()) fmt::print("{}\n", why);
       return {chosen};
     }
+    if (o_.variant == "all") {
+      // Each step's variants in turn, the other steps at their default.
+      std::vector<std::vector<int>> all;
+      for (size_t s = 0; s < steps.size(); ++s) {
+        for (int v = 0; v < static_cast<int>(steps[s].variants.size()); ++v) {
+          std::vector<int> c = chosen;
+          c[s] = v;
+          if (s == 0 || v != chosen[s]) all.push_back(c);
+        }
+      }
+      return all;
+    }
     if (steps.size() != 1) {
       throw Failure{fmt::format("--variant {} needs a kernel of one step; {} has {}", o_.variant,
                                 kernel_.name(), steps.size())};
     }
     int n = static_cast<int>(steps[0].variants.size());
-    if (o_.variant == "all") {
-      std::vector<std::vector<int>> all;
-      for (int v = 0; v < n; ++v) all.push_back({v});
-      return all;
-    }
     char* end = nullptr;
     long v = std::strtol(o_.variant.c_str(), &end, 10);
     if (*end != '\0' || v < 0 || v >= n) {

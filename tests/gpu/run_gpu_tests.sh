@@ -2,8 +2,9 @@
 # The GPU end-to-end tests without CTest, for a GPU machine that has only the driver and the
 # kiln binary: compile every example in tests/gpu/cases.txt and run it at each shape.
 #   tests/gpu/run_gpu_tests.sh KILN_BINARY OUT_DIR [WRAPPER...]
-# WRAPPER (e.g. `compute-sanitizer --tool memcheck`) prefixes each `kiln run`; then only the
-# first three shapes of each line run, with few repetitions.
+# Every variant of a kernel runs at every shape. WRAPPER (e.g. `compute-sanitizer --tool
+# memcheck`) prefixes each `kiln run`; then only the default variant at the first three shapes
+# of each line runs, with few repetitions.
 set -uo pipefail
 kiln=$1 out=$2
 shift 2
@@ -11,19 +12,24 @@ wrapper=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mkdir -p "$out"
-pass=0 fail=0 skip=0
+# KILN_GPU_SHARD=i/n runs only every n-th case line from the i-th (0-based): shards can run at
+# once, each with its own OUT_DIR.
+IFS=/ read -r shard shards <<< "${KILN_GPU_SHARD:-0/1}"
+pass=0 fail=0 skip=0 line=0
 while read -r example kernel shapes; do
   [[ -z "$example" || "$example" == \#* ]] && continue
+  (( line++ % shards == shard )) || continue
   bundle="$out/bundles/$example"
   if [[ ! -f "$bundle/manifest.json" ]]; then
     "$kiln" compile "$root/examples/$example.kiln" -o "$bundle" > /dev/null || { echo "FAIL compile $example"; fail=$((fail+1)); continue; }
   fi
   read -ra list <<< "$shapes"
-  reps=20
-  if (( ${#wrapper[@]} )); then list=("${list[@]:0:3}"); reps=2; fi
+  # Every variant is checked against the interpreter (its timing is not the point here).
+  args=(--variant all --reps 3)
+  if (( ${#wrapper[@]} )); then list=("${list[@]:0:3}"); args=(--reps 2); fi
   for shape in "${list[@]}"; do
     log="$out/$example.$shape.log"
-    "${wrapper[@]}" "$kiln" run "$bundle" "$kernel" --shape "$shape" --reps $reps > "$log" 2>&1
+    "${wrapper[@]}" "$kiln" run "$bundle" "$kernel" --shape "$shape" "${args[@]}" > "$log" 2>&1
     rc=$?
     if (( rc == 0 )); then pass=$((pass+1)); status=ok
     elif (( rc == 77 )); then skip=$((skip+1)); status=SKIP
