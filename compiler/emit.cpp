@@ -52,6 +52,21 @@ Value* Emitter::widen(Value* v, DType t) {
   }
 }
 
+// bf16 lanes come straight out of the 32-bit words that hold them: the low lane is the word
+// shifted up by 16, the high lane the word with its low half cleared (one instruction each,
+// where extracting the 16-bit lane and widening it took three).
+Value* Emitter::widen_lane(Value* vec, int lane, DType t) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(vec->getType());
+  if (t != DType::bf16 || vt->getNumElements() % 2 != 0) {
+    return widen(b_.CreateExtractElement(vec, static_cast<uint64_t>(lane)), t);
+  }
+  Value* words =
+      b_.CreateBitCast(vec, llvm::FixedVectorType::get(b_.getInt32Ty(), vt->getNumElements() / 2));
+  Value* w = b_.CreateExtractElement(words, static_cast<uint64_t>(lane / 2));
+  Value* bits = lane % 2 == 0 ? b_.CreateShl(w, 16) : b_.CreateAnd(w, b_.getInt32(0xFFFF0000u));
+  return b_.CreateBitCast(bits, b_.getFloatTy());
+}
+
 Value* Emitter::to_storage(Value* v, DType t) {
   switch (t) {
     case DType::bf16:
@@ -83,7 +98,18 @@ void Emitter::store(Value* ptr, DType t, const std::vector<Value*>& vals) {
     return;
   }
   Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(storage_type(t), n));
-  for (int l = 0; l < n; ++l) vec = b_.CreateInsertElement(vec, to_storage(vals[l], t), l);
+  if (t == DType::bf16 && n % 2 == 0) {
+    // Pairs rounded by one cvt.rn.bf16x2.f32 (sm_80+) instead of two conversions and a pack.
+    auto* pairs = llvm::FixedVectorType::get(b_.getInt32Ty(), n / 2);
+    vec = llvm::PoisonValue::get(pairs);
+    for (int l = 0; l < n; l += 2) {
+      Value* two =
+          b_.CreateIntrinsic(llvm::Intrinsic::nvvm_ff2bf16x2_rn, {}, {vals[l + 1], vals[l]});
+      vec = b_.CreateInsertElement(vec, b_.CreateBitCast(two, b_.getInt32Ty()), l / 2);
+    }
+  } else {
+    for (int l = 0; l < n; ++l) vec = b_.CreateInsertElement(vec, to_storage(vals[l], t), l);
+  }
   b_.CreateAlignedStore(vec, ptr, llvm::Align(std::min<int>(16, n * size_of(t))));
 }
 

@@ -33,6 +33,8 @@ class Emitter {
   llvm::Type* compute_llvm_type(DType t);  // float, i32 or i1
   /// Loaded storage value -> compute value.
   llvm::Value* widen(llvm::Value* v, DType t);
+  /// Lane `lane` of a loaded vector of t, widened to its compute type.
+  llvm::Value* widen_lane(llvm::Value* vec, int lane, DType t);
   /// Compute value -> storage value, rounding to nearest even.
   llvm::Value* to_storage(llvm::Value* v, DType t);
   /// Element `offset` (an integer value) of a tensor of type `t` at `base` (a global pointer).

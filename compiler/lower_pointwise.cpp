@@ -398,8 +398,7 @@ class PointwiseLowering {
     Value* v =
         em_.load_vector(em_.element_ptr(ptr_args_[a.param], a.stored, start), a.stored, cfg_.vec);
     std::vector<Value*> out;
-    for (int l = 0; l < cfg_.vec; ++l)
-      out.push_back(widen(b_.CreateExtractElement(v, l), a.stored));
+    for (int l = 0; l < cfg_.vec; ++l) out.push_back(em_.widen_lane(v, l, a.stored));
     return out;
   }
 

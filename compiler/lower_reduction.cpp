@@ -689,6 +689,19 @@ class ReductionLowering {
         continue;
       }
       for (Group& g : groups) {
+        const bool one_mask =
+            S == 1 && std::all_of(g.pts.begin(), g.pts.end(),
+                                  [&](const Point& p) { return p.ok == g.pts[0].ok; });
+        if (one_mask) {  // a vector in range as a whole: fold it, then mask once
+          Value* part = nullptr;
+          for (Point& p : g.pts) {
+            Value* v = eval(it.value, p, g, results);
+            part = part ? em_.combine(it.op, part, v) : v;
+          }
+          part = b_.CreateSelect(g.pts[0].ok, part, em_.identity(it.op, it.type));
+          acc[k * S] = em_.combine(it.op, acc[k * S], part);
+          continue;
+        }
         for (Point& p : g.pts) {
           Value* v = eval(it.value, p, g, results);
           v = b_.CreateSelect(p.ok, v, em_.identity(it.op, it.type));
@@ -859,8 +872,7 @@ class ReductionLowering {
       std::vector<Value*>& raw = g.loads[key];
       if (raw.empty()) raw = {load_vector(param, ld, g.pts[0])};
       // Lanes widen where they are used: a prefetched vector stays packed until then.
-      Value* lane = b_.CreateExtractElement(raw[0], static_cast<uint64_t>(&p - &g.pts.front()));
-      return em_.widen(lane, ld.stored);
+      return em_.widen_lane(raw[0], static_cast<int>(&p - &g.pts.front()), ld.stored);
     }
     if (in_group && g.shared && !uses_vary) {
       std::vector<Value*>& vals = g.loads[key];
