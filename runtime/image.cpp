@@ -78,7 +78,73 @@ Status check_elf(const std::string& d, const std::string& path) {
   return Status::ok_status();
 }
 
+// One `.nv.info.NAME` section: 4-byte attribute headers {format, attribute, u16}; format 4
+// (EIFMT_SVAL) carries u16 bytes of value after the header, formats 1..3 none. Returns the
+// parameter bytes, or -1.
+int64_t param_bytes_of(std::string_view info) {
+  constexpr uint8_t kSval = 4, kHval = 3, kParamCbank = 0x0a, kCbankParamSize = 0x19;
+  int64_t from_cbank = -1;
+  for (size_t pos = 0; pos + 4 <= info.size();) {
+    const auto format = static_cast<uint8_t>(info[pos]);
+    const auto attr = static_cast<uint8_t>(info[pos + 1]);
+    uint16_t value;
+    std::memcpy(&value, info.data() + pos + 2, 2);
+    if (format == kHval && attr == kCbankParamSize) return value;
+    if (format == kSval) {
+      if (pos + 4 + value > info.size()) return -1;
+      if (attr == kParamCbank && value >= 8) {
+        uint16_t size;
+        std::memcpy(&size, info.data() + pos + 4 + 6, 2);
+        from_cbank = size;
+      }
+      pos += 4 + value;
+    } else if (format >= 1 && format <= 3) {
+      pos += 4;
+    } else {
+      return -1;  // a format not understood: the rest cannot be walked
+    }
+  }
+  return from_cbank;
+}
+
 }  // namespace
+
+std::map<std::string, int64_t> cubin_param_bytes(const std::string& d) {
+  std::map<std::string, int64_t> out;
+  if (d.size() < 64) return out;
+  const uint64_t shoff = load_le<uint64_t>(d, 0x28);
+  const uint16_t shentsize = load_le<uint16_t>(d, 0x3a), shnum = load_le<uint16_t>(d, 0x3c);
+  const uint16_t shstrndx = load_le<uint16_t>(d, 0x3e);
+  uint64_t table_end;
+  if (shstrndx >= shnum || shentsize < 0x28 ||
+      __builtin_add_overflow(shoff, uint64_t{shnum} * shentsize, &table_end) ||
+      table_end > d.size()) {
+    return out;
+  }
+  auto section = [&](uint16_t i) {  // its contents, or nothing when they are not in the file
+    const size_t sh = static_cast<size_t>(shoff) + size_t{i} * shentsize;
+    const uint64_t off = load_le<uint64_t>(d, sh + 0x18), size = load_le<uint64_t>(d, sh + 0x20);
+    if (load_le<uint32_t>(d, sh + 4) == 8 /* SHT_NOBITS */ || off > d.size() ||
+        size > d.size() - off) {
+      return std::string_view();
+    }
+    return std::string_view(d).substr(static_cast<size_t>(off), static_cast<size_t>(size));
+  };
+  const std::string_view names = section(shstrndx);
+  const std::string_view prefix = ".nv.info.";
+  for (uint16_t i = 0; i < shnum; ++i) {
+    const uint32_t name_at =
+        load_le<uint32_t>(d, static_cast<size_t>(shoff) + size_t{i} * shentsize);
+    if (name_at >= names.size()) continue;
+    std::string_view name = names.substr(name_at);
+    name = name.substr(0, name.find('\0'));
+    if (name.substr(0, prefix.size()) != prefix) continue;
+    if (int64_t bytes = param_bytes_of(section(i)); bytes >= 0) {
+      out[std::string(name.substr(prefix.size()))] = bytes;
+    }
+  }
+  return out;
+}
 
 Result<std::string> read_image(const std::string& bundle_dir, const ArchImage& im, bool cubin) {
   const std::string& file = cubin ? im.cubin : im.ptx;

@@ -4,6 +4,8 @@
 // is checked here, on the host, before any driver call sees it.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "runtime/manifest.h"
@@ -18,5 +20,13 @@ namespace kiln::bundle {
 /// image PATH does not match the hash in its manifest: corrupted or edited after compile").
 /// Calls no driver function.
 Result<std::string> read_image(const std::string& bundle_dir, const ArchImage& im, bool cubin);
+
+/// The parameter bytes of each kernel entry of a cubin that read_image accepted, by entry
+/// name: from the entry's `.nv.info.NAME` section (attribute EIATTR_CBANK_PARAM_SIZE, else
+/// the size in EIATTR_PARAM_CBANK). Entries whose section is absent, truncated or in a form
+/// not understood are left out (nothing is then known about them). No driver call: this is
+/// how the runtime counts an entry's parameters, since asking the driver past the last one
+/// fails by design and compute-sanitizer reports that failure.
+std::map<std::string, int64_t> cubin_param_bytes(const std::string& elf);
 
 }  // namespace kiln::bundle

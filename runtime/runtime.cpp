@@ -108,6 +108,7 @@ std::string one_line(std::string s) {
 struct Module {
   CUmodule module = nullptr;
   std::string error;
+  std::map<std::string, int64_t> param_bytes;  // by entry, for cubins (runtime/image.h)
 };
 
 // Loads `im`'s cubin or PTX from bundle `dir`; the driver only sees bytes that read_image
@@ -115,7 +116,7 @@ struct Module {
 Module load_module(const Runtime& rt, const std::string& dir, const ArchImage& im, bool cubin) {
   const DriverApi& api = rt.driver();
   Result<std::string> data = bundle::read_image(dir, im, cubin);
-  if (!data.ok()) return {nullptr, data.message()};
+  if (!data.ok()) return {nullptr, data.message(), {}};
   std::string path = (std::filesystem::path(dir) / (cubin ? im.cubin : im.ptx)).string();
   std::array<char, 8192> log{};
   std::array<CUjit_option, 2> opts = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -128,9 +129,9 @@ Module load_module(const Runtime& rt, const std::string& dir, const ArchImage& i
                                   cubin ? "cubin" : "PTX", rt.describe(r));
     log.back() = '\0';
     if (log[0] != '\0') msg += "; JIT log: " + one_line(log.data());
-    return {nullptr, msg};
+    return {nullptr, msg, {}};
   }
-  return {m, {}};
+  return {m, {}, cubin ? bundle::cubin_param_bytes(*data) : std::map<std::string, int64_t>{}};
 }
 
 // Encodes a shape for launch: fixed extents as themselves, symbol k as -k - 1.
@@ -181,14 +182,35 @@ std::string join_names(const std::vector<std::string>& names) {
   return s;
 }
 
-// The entry's parameters against the manifest's kernel ABI (manifest.h): an 8-byte pointer
-// per parameter, then an 8-byte i64 per symbol. Only the parameters the manifest names are
-// asked for: asking past the last one is how a count would be found, but the driver answers
-// with an error that compute-sanitizer reports for every valid load. So an entry taking fewer
-// parameters than the manifest says, or other sizes, is refused; one taking more is not
-// detected (the image hashes tie each image to the manifest that compile wrote). Without
-// cuFuncGetParamInfo (drivers before CUDA 12.4), or when the driver cannot answer, nothing is
-// checked.
+// The manifest's parameter names, then its symbols, for messages.
+std::string abi_names(const KernelInfo& k) {
+  std::vector<std::string> names;
+  for (const bundle::ParamInfo& p : k.params) names.push_back(p.name);
+  names.insert(names.end(), k.symbols.begin(), k.symbols.end());
+  return join_names(names);
+}
+
+// The entry's parameter bytes, read from its cubin (bundle::cubin_param_bytes), against the
+// manifest's kernel ABI: 8 bytes per parameter and per symbol. Catches an entry taking more
+// parameters than the manifest says as well as fewer; unknown for PTX images.
+Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, const KernelInfo& k,
+                         const std::string& entry, const std::string& file) {
+  auto it = param_bytes.find(entry);
+  if (it == param_bytes.end()) return Status::ok_status();
+  const auto expected = static_cast<int64_t>(8 * (k.params.size() + k.symbols.size()));
+  if (it->second == expected) return Status::ok_status();
+  return Status::error(fmt::format(
+      "entry {} in {} takes {} bytes of parameters, but the manifest's kernel {} passes {} ({} "
+      "x 8: {})",
+      entry, file, it->second, k.name, expected, expected / 8, abi_names(k)));
+}
+
+// The entry's parameters against the manifest's kernel ABI (manifest.h), asked of the driver
+// for PTX images too: each parameter the manifest names must exist and be 8 bytes. Only those
+// are asked for: asking past the last one fails by design, and compute-sanitizer reports it
+// for every valid load (an entry taking more parameters is caught by check_param_bytes, for
+// cubins). Without cuFuncGetParamInfo (drivers before CUDA 12.4), or when the driver cannot
+// answer, nothing is checked here.
 Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k,
                     const std::string& entry, const std::string& file) {
   if (api.cuFuncGetParamInfo == nullptr) return Status::ok_status();
@@ -197,12 +219,9 @@ Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k,
     size_t offset = 0, size = 0;
     CUresult r = api.cuFuncGetParamInfo(fn, i, &offset, &size);
     if (r == CUDA_ERROR_INVALID_VALUE) {  // past the entry's last parameter
-      std::vector<std::string> names;
-      for (const bundle::ParamInfo& p : k.params) names.push_back(p.name);
-      names.insert(names.end(), k.symbols.begin(), k.symbols.end());
       return Status::error(fmt::format(
           "entry {} in {} takes {} parameters, but the manifest's kernel {} has {} ({})", entry,
-          file, i, k.name, expected, join_names(names)));
+          file, i, k.name, expected, abi_names(k)));
     }
     if (r != CUDA_SUCCESS) return Status::ok_status();
     if (size != 8) {
@@ -347,6 +366,10 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
             loaded[vi].fn = nullptr;
             loaded[vi].load_error =
                 fmt::format("entry {} not found in {}: {}", v.entry, file, rt.describe(r));
+          } else if (Status s = check_param_bytes(it->second.param_bytes, info, v.entry, file);
+                     !s.ok()) {
+            loaded[vi].fn = nullptr;
+            loaded[vi].load_error = s.message();
           } else if (Status s = check_params(api, loaded[vi].fn, info, v.entry, file); !s.ok()) {
             loaded[vi].fn = nullptr;
             loaded[vi].load_error = s.message();

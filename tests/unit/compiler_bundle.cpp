@@ -169,3 +169,29 @@ TEST_CASE("add_variant refuses a bundle whose kernel changed", "[compiler]") {
         dir.file("none") +
             "/manifest.json.lock: cannot create lock file: No such file or directory");
 }
+
+TEST_CASE("a compiled cubin's entries declare the manifest's parameter bytes", "[compiler]") {
+  // What Bundle::load compares (runtime/image.h cubin_param_bytes): every entry of the
+  // compiler's own cubins must declare 8 bytes per parameter and per symbol.
+  Program p = parse_program(kAdd);
+  CompileOptions opts;
+  opts.jobs = 2;
+  CompiledBundle b = compile_program(p, opts);
+  if (!b.warnings.empty()) {
+    WARN("no cubins (" << b.warnings[0] << "): not tested");
+    return;
+  }
+  const bundle::KernelInfo& k = b.manifest.kernels[0];
+  const int64_t expected = 8 * static_cast<int64_t>(k.params.size() + k.symbols.size());
+  int checked = 0;
+  for (const bundle::Variant& v : k.steps[0].variants) {
+    for (const bundle::ArchImage& im : v.images) {
+      if (im.cubin.empty()) continue;
+      std::map<std::string, int64_t> bytes = bundle::cubin_param_bytes(b.files.at(im.cubin));
+      REQUIRE(bytes.count(v.entry) == 1);
+      CHECK(bytes.at(v.entry) == expected);
+      ++checked;
+    }
+  }
+  CHECK(checked == static_cast<int>(k.steps[0].variants.size() * opts.archs.size()));
+}

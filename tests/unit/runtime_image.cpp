@@ -108,3 +108,73 @@ TEST_CASE("read_image refuses an image changed after compile, before any driver 
           "cannot read " + ptx_path + ": No such file or directory");
   }
 }
+
+namespace {
+
+// An ELF64 file with a section-name table and the given named sections, as the structural
+// check accepts it.
+std::string elf_with_sections(const std::vector<std::pair<std::string, std::string>>& secs) {
+  auto put = [](std::string& s, size_t off, uint64_t v, size_t n) { std::memcpy(&s[off], &v, n); };
+  std::string names(1, '\0'), body;
+  std::vector<std::pair<size_t, size_t>> at;  // name offset, contents offset
+  for (const auto& [name, contents] : secs) {
+    at.push_back({names.size(), 64 + body.size()});
+    names += name + '\0';
+    body += contents;
+  }
+  const size_t names_off = 64 + body.size(), shoff = names_off + names.size();
+  const size_t n = secs.size() + 2;  // null, names, ours
+  std::string f = std::string(64, '\0') + body + names + std::string(n * 64, '\0');
+  const char ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  std::memcpy(f.data(), ident, sizeof ident);
+  put(f, 0x28, shoff, 8);
+  put(f, 0x3a, 64, 2);
+  put(f, 0x3c, n, 2);
+  put(f, 0x3e, 1, 2);  // e_shstrndx
+  auto header = [&](size_t i, size_t name, size_t off, size_t size) {
+    const size_t sh = shoff + i * 64;
+    put(f, sh, name, 4);
+    put(f, sh + 4, 1, 4);
+    put(f, sh + 0x18, off, 8);
+    put(f, sh + 0x20, size, 8);
+  };
+  header(1, 0, names_off, names.size());
+  for (size_t i = 0; i < secs.size(); ++i) {
+    header(i + 2, at[i].first, at[i].second, secs[i].second.size());
+  }
+  return f;
+}
+
+std::string attr(uint8_t format, uint8_t attribute, uint16_t value, const std::string& extra = "") {
+  std::string a = {static_cast<char>(format), static_cast<char>(attribute), 0, 0};
+  std::memcpy(&a[2], &value, 2);
+  return a + extra;
+}
+
+}  // namespace
+
+TEST_CASE("cubin_param_bytes reads each entry's parameter bytes from its .nv.info section",
+          "[runtime]") {
+  // The layout ptxas 12 writes (seen in a Kiln cubin): an SVAL attribute, EIATTR_PARAM_CBANK
+  // (SVAL: symbol, offset, size), EIATTR_CBANK_PARAM_SIZE (HVAL), then per-parameter info.
+  std::string cbank(8, '\0');
+  cbank[6] = 0x20;  // 32 bytes
+  std::string add_info = attr(4, 0x36, 4, std::string(4, '\0')) + attr(4, 0x0a, 8, cbank) +
+                         attr(3, 0x19, 32) + attr(4, 0x17, 12, std::string(12, '\0'));
+  std::string other_info = attr(4, 0x0a, 8, std::string(6, '\0') + std::string("\x18\0", 2));
+  std::map<std::string, int64_t> got = cubin_param_bytes(
+      elf_with_sections({{".nv.info", attr(4, 0x2f, 8, std::string(8, '\0'))},
+                         {".nv.info.add_s0_v0", add_info},
+                         {".nv.info.other", other_info},  // no CBANK_PARAM_SIZE: PARAM_CBANK's size
+                         {".text.add_s0_v0", "code"}}));
+  CHECK(got == std::map<std::string, int64_t>{{"add_s0_v0", 32}, {"other", 24}});
+
+  SECTION("what is not understood is left out, never read past") {
+    std::string truncated = attr(4, 0x0a, 200, cbank);  // claims 200 bytes of value
+    std::string unknown = attr(9, 0x19, 32);            // no such format
+    CHECK(cubin_param_bytes(elf_with_sections({{".nv.info.k", truncated}})).empty());
+    CHECK(cubin_param_bytes(elf_with_sections({{".nv.info.k", unknown}})).empty());
+    CHECK(cubin_param_bytes(elf_with_sections({{".nv.info.k", "ab"}})).empty());
+    CHECK(cubin_param_bytes("not an ELF").empty());
+  }
+}
