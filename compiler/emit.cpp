@@ -97,17 +97,17 @@ void Emitter::store(Value* ptr, DType t, const std::vector<Value*>& vals) {
     b_.CreateAlignedStore(to_storage(vals[0], t), ptr, llvm::Align(size_of(t)));
     return;
   }
-  Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(storage_type(t), n));
+  Value* vec = nullptr;
   if (t == DType::bf16 && n % 2 == 0) {
     // Pairs rounded by one cvt.rn.bf16x2.f32 (sm_80+) instead of two conversions and a pack.
-    auto* pairs = llvm::FixedVectorType::get(b_.getInt32Ty(), n / 2);
-    vec = llvm::PoisonValue::get(pairs);
+    vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getInt32Ty(), n / 2));
     for (int l = 0; l < n; l += 2) {
       Value* two =
           b_.CreateIntrinsic(llvm::Intrinsic::nvvm_ff2bf16x2_rn, {}, {vals[l + 1], vals[l]});
       vec = b_.CreateInsertElement(vec, b_.CreateBitCast(two, b_.getInt32Ty()), l / 2);
     }
   } else {
+    vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(storage_type(t), n));
     for (int l = 0; l < n; ++l) vec = b_.CreateInsertElement(vec, to_storage(vals[l], t), l);
   }
   b_.CreateAlignedStore(vec, ptr, llvm::Align(std::min<int>(16, n * size_of(t))));

@@ -72,7 +72,6 @@ class Emitter {
  private:
   llvm::Function* libdevice(const char* name, int arity);
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
-
   llvm::Value* int_div(llvm::Value* a, llvm::Value* b);
   llvm::Value* eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
 

@@ -25,8 +25,8 @@
 //  5. Combining: row kernels reduce across a row's threads with warp butterflies (every lane
 //     ends with the same value), then across warps through shared memory (each pass has its
 //     own slots: one barrier per pass), where every thread folds the warps' partials in warp
-//     order; outer kernels fold the `group` partials in
-//     order through shared memory. The result is deterministic: it does not depend on timing.
+//     order; outer kernels fold the `group` partials in order through shared memory. The
+//     result is deterministic: it does not depend on timing.
 // Accumulators are f32 (i32 for integer bodies); half types widen on load.
 #include "compiler/lower_reduction.h"
 
@@ -290,8 +290,8 @@ class ReductionLowering {
     branch2(vec_ok, [&](bool vector) { emit_rows(false, vector); });
   }
 
-  // The block-uniform loop over this kernel's rows (row kernels) or row groups (outer):
-  // calls body(first row of the block) and ends in exit_.
+  // The block-uniform loop of an outer kernel over its row groups: calls body(first row of
+  // the block) and ends in exit_. (Row kernels do not loop: the grid covers their rows.)
   template <class F>
   void block_loop(int64_t per_block, F&& body) {
     Value* start = b_.CreateMul(bid_, i64(per_block));
@@ -399,7 +399,7 @@ class ReductionLowering {
   }
 
   // Folds each reduction's per-thread partial across the `group` threads of its row. Each
-  // reduction pass has its own shared-memory slots (slot_base_ counts them), so one barrier
+  // reduction pass has its own shared-memory slots (from slot_base), so one barrier
   // suffices: no later pass overwrites a slot that a slow warp may still be reading.
   void combine_rows(const std::vector<int>& pass, int pass_index, std::vector<Value*>& partial,
                     Value* lane, Value* grp, std::vector<std::vector<Value*>>& results) {

@@ -82,6 +82,15 @@ const bundle::ArchImage* device_cubin(const bundle::Variant& v) {
   return best;
 }
 
+// device_cubin, or null after warning that the test's cubin cases do not run.
+const bundle::ArchImage* device_cubin_or_warn(const bundle::Variant& v) {
+  const bundle::ArchImage* im = device_cubin(v);
+  if (im == nullptr) {
+    WARN("the bundle has no cubin for " << g_rt->device().arch() << ": cubin cases not run");
+  }
+  return im;
+}
+
 // The PTX the driver JIT-compiles for `v` when it has no cubin: the highest architecture not
 // above the device's.
 const bundle::ArchImage* device_ptx(const bundle::Variant& v) {
@@ -170,11 +179,8 @@ TEST_CASE("a truncated cubin disables its variant, and a bundle of them does not
   for (const bundle::Variant& v : b.step0().variants) {
     if (v.is_default) dv = v.id;
   }
-  const bundle::ArchImage* im = device_cubin(b.step0().variants[dv]);
-  if (im == nullptr) {
-    WARN("the bundle has no cubin for " << g_rt->device().arch() << ": cubin cases not run");
-    return;
-  }
+  const bundle::ArchImage* im = device_cubin_or_warn(b.step0().variants[dv]);
+  if (im == nullptr) return;
   std::string cubin = b.path(im->cubin);
   std::string bytes = read_text(cubin);
   write_text(cubin, bytes.substr(0, bytes.size() / 2));
@@ -210,11 +216,8 @@ TEST_CASE("a truncated cubin disables its variant, and a bundle of them does not
 
 TEST_CASE("a cubin of random bytes is refused before the driver sees it", "[hostile][bundle]") {
   BundleCopy b(g_add);
-  const bundle::ArchImage* im = device_cubin(b.step0().variants[0]);
-  if (im == nullptr) {
-    WARN("the bundle has no cubin for " << g_rt->device().arch() << ": cubin cases not run");
-    return;
-  }
+  const bundle::ArchImage* im = device_cubin_or_warn(b.step0().variants[0]);
+  if (im == nullptr) return;
   std::string cubin = b.path(im->cubin);
   const std::string pristine = read_text(cubin);
 
@@ -282,11 +285,8 @@ TEST_CASE("a cubin of random bytes is refused before the driver sees it", "[host
 TEST_CASE("random machine code in a well-formed ELF cubin is refused by its hash",
           "[hostile][bundle]") {
   BundleCopy b(g_add);
-  const bundle::ArchImage* im = device_cubin(b.step0().variants[0]);
-  if (im == nullptr) {
-    WARN("the bundle has no cubin for " << g_rt->device().arch() << ": cubin cases not run");
-    return;
-  }
+  const bundle::ArchImage* im = device_cubin_or_warn(b.step0().variants[0]);
+  if (im == nullptr) return;
   std::string cubin = b.path(im->cubin);
   std::string data = read_text(cubin);
   uint64_t shoff = 0;
