@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <variant>
 
@@ -178,11 +179,11 @@ std::vector<bundle::ParamInfo> param_infos(const KernelDef& k) {
 // The manifest entry of a variant, its images not yet built.
 bundle::Variant make_variant(const KernelDef& k, size_t step, const StepPlan& plan,
                              const AnyConfig& cfg, int id, bool is_default,
-                             const std::vector<std::string>& archs) {
+                             const std::vector<std::string>& archs, const std::string& entry) {
   bundle::Variant v;
   v.id = id;
   v.is_default = is_default;
-  v.entry = entry_name(k, step, id);
+  v.entry = entry;
   if (const auto* pc = std::get_if<PointwiseConfig>(&cfg)) {
     v.config = pc->as_map();
     v.block_threads = pc->block;
@@ -264,7 +265,7 @@ std::string apply_image(BuiltImage&& built, bundle::Variant& v, size_t image,
 }  // namespace
 
 bundle::Variant compile_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg, int id,
-                                const std::vector<std::string>& archs,
+                                const std::string& entry, const std::vector<std::string>& archs,
                                 std::map<std::string, std::string>& files) {
   std::unique_ptr<KernelPlan> plan = plan_kernel(k);
   internal_check(step < plan->steps.size(), "compile_variant: no such step");
@@ -275,7 +276,7 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
                     "can run",
                     step, k.name, sp.kind));
   }
-  bundle::Variant v = make_variant(k, step, sp, cfg, id, false, archs);
+  bundle::Variant v = make_variant(k, step, sp, cfg, id, false, archs, entry);
   for (size_t im = 0; im < v.images.size(); ++im) {
     std::string w = apply_image(build_image(k, sp, cfg, v.entry, archs[im], true), v, im, files);
     if (!w.empty()) throw std::runtime_error(w);
@@ -315,7 +316,8 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
       bs.variants.reserve(space.size());
       for (const AnyConfig& cfg : space) {
         int id = static_cast<int>(bs.variants.size());
-        bs.variants.push_back(make_variant(k, si, step, cfg, id, cfg == def, opts.archs));
+        bs.variants.push_back(
+            make_variant(k, si, step, cfg, id, cfg == def, opts.archs, entry_name(k, si, id)));
       }
       for (bundle::Variant& v : bs.variants) {
         for (size_t im = 0; im < v.images.size(); ++im) {
@@ -375,8 +377,28 @@ Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
   }
   std::vector<std::string> archs;
   for (const bundle::ArchImage& im : variants.front().images) archs.push_back(im.arch);
-  int id = static_cast<int>(variants.size());
-  variants.push_back(compile_variant(k, step, cfg, id, archs, b.files));
+  const int id = static_cast<int>(variants.size());
+  // The entry names of a bundle need not follow the ids (a manifest cut down to some
+  // variants keeps their files): the new one takes the first free name from its id on.
+  std::set<std::string> taken;
+  for (const bundle::KernelInfo& ki : b.manifest.kernels) {
+    for (const bundle::Step& s : ki.steps) {
+      for (const bundle::Variant& v : s.variants) {
+        taken.insert(v.entry);
+        for (const bundle::ArchImage& im : v.images) taken.insert({im.ptx, im.cubin});
+      }
+    }
+  }
+  auto is_free = [&](const std::string& entry) {
+    if (taken.count(entry)) return false;
+    return std::none_of(archs.begin(), archs.end(), [&](const std::string& arch) {
+      return taken.count(fmt::format("{}.{}.ptx", entry, arch)) ||
+             taken.count(fmt::format("{}.{}.cubin", entry, arch));
+    });
+  };
+  size_t n = static_cast<size_t>(id);
+  while (!is_free(entry_name(k, step, n))) ++n;
+  variants.push_back(compile_variant(k, step, cfg, id, entry_name(k, step, n), archs, b.files));
   if (Status s = write_files(b, dir); !s.ok()) return s;
   return id;
 }

@@ -32,10 +32,11 @@ struct CompiledBundle {
 CompiledBundle compile_program(const Program& p, const CompileOptions& opts);
 
 /// Compiles one more variant, `id`, of step `step` of kernel `k` with `cfg` for `archs` (the
-/// autotuner's configurations beyond the precompiled grid). Its PTX and cubin files are added
-/// to `files`. Throws std::runtime_error when a cubin cannot be assembled.
+/// autotuner's configurations beyond the precompiled grid), as entry `entry` (files
+/// ENTRY.ARCH.ptx and ENTRY.ARCH.cubin, added to `files`). Throws std::runtime_error when a
+/// cubin cannot be assembled.
 bundle::Variant compile_variant(const KernelDef& k, size_t step, const PointwiseConfig& cfg, int id,
-                                const std::vector<std::string>& archs,
+                                const std::string& entry, const std::vector<std::string>& archs,
                                 std::map<std::string, std::string>& files);
 
 /// Writes a bundle directory: every file, then manifest.json last, each through a temporary
@@ -47,9 +48,11 @@ Status write_bundle(const CompiledBundle& b, const std::string& dir);
 /// Adds the variant of step `step` of kernel `k` with `cfg` to the bundle in `dir` (for
 /// `kiln tune`) and returns its id. Under the bundle's lock it re-reads the manifest: a
 /// variant with this config that another process added is reused; else the next id is
-/// compiled (compile_variant, which may throw) and its files and the manifest are written
-/// as write_bundle does. Safe with several processes and threads adding at once. Fails when
-/// the bundle cannot be read or written, or no longer has kernel `k` as it was.
+/// compiled (compile_variant, which may throw) under an entry name that no variant of the
+/// bundle uses (so no file of another variant is overwritten, whatever the manifest's
+/// numbering) and its files and the manifest are written as write_bundle does. Safe with several
+/// processes and threads adding at once. Fails when the bundle cannot be read or written, or no
+/// longer has kernel `k` as it was.
 Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
                         const PointwiseConfig& cfg);
 

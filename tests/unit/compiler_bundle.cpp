@@ -195,3 +195,41 @@ TEST_CASE("a compiled cubin's entries declare the manifest's parameter bytes", "
   }
   CHECK(checked == static_cast<int>(k.steps[0].variants.size() * opts.archs.size()));
 }
+
+TEST_CASE("add_variant never overwrites the files of a variant it did not number", "[compiler]") {
+  // A bundle cut down to one variant that keeps its files (entry add_s0_v2, now id 0), as
+  // tests/gpu/concurrent_tune.sh makes: the second variant added must not take the name v2.
+  Program p = parse_program(kAdd);
+  CompileOptions opts;
+  opts.jobs = 2;
+  CompiledBundle b = compile_program(p, opts);
+  if (!b.warnings.empty()) {
+    WARN("no cubins (" << b.warnings[0] << "): add_variant not tested");
+    return;
+  }
+  std::vector<bundle::Variant>& variants = b.manifest.kernels[0].steps[0].variants;
+  REQUIRE(variants.size() > 2);
+  bundle::Variant kept = variants[2];
+  kept.id = 0;
+  kept.is_default = true;
+  variants = {kept};
+  TempDir dir;
+  std::string out = dir.file("add.bundle");
+  REQUIRE(write_bundle(b, out).ok());
+
+  const KernelDef& k = p.kernels[0];
+  Result<int> first = add_variant(out, k, 0, {96, 1, 3});
+  Result<int> second = add_variant(out, k, 0, {160, 1, 5});
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  CHECK(*first == 1);
+  CHECK(*second == 2);
+  Result<bundle::Manifest> m = bundle::read_manifest(out);
+  REQUIRE(m.ok());
+  const std::vector<bundle::Variant>& now = m->kernels[0].steps[0].variants;
+  REQUIRE(now.size() == 3);
+  CHECK(now[0] == kept);
+  CHECK(now[1].entry == "add_s0_v1");
+  CHECK(now[2].entry == "add_s0_v3");
+  CHECK(check_images(out, *m) == "");  // the kept variant's files still match its hashes
+}
