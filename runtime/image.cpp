@@ -55,6 +55,9 @@ Status check_elf(const std::string& d, const std::string& path) {
       d[4] != 2) {
     return bad("no 64-bit ELF header");
   }
+  if (d[5] != 1 || load_le<uint16_t>(d, 0x12) != 190 /* EM_CUDA */) {
+    return bad("not a little-endian CUDA ELF (another machine's object file?)");
+  }
   auto table_fits = [&](uint64_t off, uint64_t n, uint64_t entsize) {
     uint64_t bytes, end;
     return !__builtin_mul_overflow(n, entsize, &bytes) &&
@@ -146,20 +149,26 @@ std::map<std::string, int64_t> cubin_param_bytes(const std::string& d) {
   return out;
 }
 
-Result<std::string> read_image(const std::string& bundle_dir, const ArchImage& im, bool cubin) {
-  const std::string& file = cubin ? im.cubin : im.ptx;
-  std::string path = (std::filesystem::path(bundle_dir) / file).string();
-  Result<std::string> data = read_file(path);
-  if (!data.ok()) return data;
+Status check_image(const std::string& bytes, const std::string& path, const ArchImage& im,
+                   bool cubin) {
   if (cubin) {
-    if (Status s = check_elf(*data, path); !s.ok()) return s;
+    if (Status s = check_elf(bytes, path); !s.ok()) return s;
   }
-  if (content_hash(*data) != (cubin ? im.cubin_hash : im.ptx_hash)) {
+  if (content_hash(bytes) != (cubin ? im.cubin_hash : im.ptx_hash)) {
     return Status::error(fmt::format(
         "bundle image {} does not match the hash in its manifest: corrupted or edited after "
         "compile",
         path));
   }
+  return Status::ok_status();
+}
+
+Result<std::string> read_image(const std::string& bundle_dir, const ArchImage& im, bool cubin) {
+  const std::string& file = cubin ? im.cubin : im.ptx;
+  std::string path = (std::filesystem::path(bundle_dir) / file).string();
+  Result<std::string> data = read_file(path);
+  if (!data.ok()) return data;
+  if (Status s = check_image(*data, path, im, cubin); !s.ok()) return s;
   return data;
 }
 

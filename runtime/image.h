@@ -21,6 +21,12 @@ namespace kiln::bundle {
 /// Calls no driver function.
 Result<std::string> read_image(const std::string& bundle_dir, const ArchImage& im, bool cubin);
 
+/// read_image's checks on bytes already read, with its messages (`path` names the file in
+/// them): for a cubin the ELF structure, then the hash against `im`'s. read_image is this
+/// after reading the file; the fuzzer (fuzz/fuzz_image.cpp) calls it without a file.
+Status check_image(const std::string& bytes, const std::string& path, const ArchImage& im,
+                   bool cubin);
+
 /// The parameter bytes of each kernel entry of a cubin that read_image accepted, by entry
 /// name: from the entry's `.nv.info.NAME` section (attribute EIATTR_CBANK_PARAM_SIZE, else
 /// the size in EIATTR_PARAM_CBANK). Entries whose section is absent, truncated or in a form

@@ -23,6 +23,7 @@ std::string elf_with_section(const std::string& contents) {
   std::string f(shoff + 2 * 64, '\0');
   const char ident[] = {0x7f, 'E', 'L', 'F', 2 /* 64-bit */, 1 /* little-endian */, 1};
   std::memcpy(f.data(), ident, sizeof ident);
+  put(f, 0x12, 190, 2);    // e_machine: EM_CUDA
   put(f, 0x28, shoff, 8);  // e_shoff
   put(f, 0x3a, 64, 2);     // e_shentsize
   put(f, 0x3c, 2, 2);      // e_shnum: the null section and ours
@@ -109,6 +110,27 @@ TEST_CASE("read_image refuses an image changed after compile, before any driver 
   }
 }
 
+TEST_CASE("check_image checks bytes in memory with read_image's messages", "[runtime]") {
+  const std::string cubin = elf_with_section(std::string(256, '\x5a'));
+  ArchImage im = image("", cubin);
+  CHECK(check_image(cubin, "b/k.cubin", im, true).ok());
+  std::string flipped = cubin;
+  flipped[64 + 100] ^= 0x01;
+  CHECK(check_image(flipped, "b/k.cubin", im, true).message() ==
+        "bundle image b/k.cubin does not match the hash in its manifest: corrupted or edited "
+        "after compile");
+  CHECK_THAT(check_image(cubin.substr(0, cubin.size() / 2), "b/k.cubin", im, true).message(),
+             Catch::StartsWith("b/k.cubin is not a valid cubin: truncated ("));
+  CHECK(check_image("", "b/k.ptx", im, false).ok());  // PTX: the hash alone (of "" here)
+  for (auto [offset, byte] : {std::pair{5, '\x02'} /* big-endian */, {0x12, '\x3e'} /* x86-64 */}) {
+    std::string other = cubin;
+    other[offset] = byte;
+    CHECK(check_image(other, "b/k.cubin", im, true).message() ==
+          "b/k.cubin is not a valid cubin: not a little-endian CUDA ELF (another machine's "
+          "object file?)");
+  }
+}
+
 namespace {
 
 // An ELF64 file with a section-name table and the given named sections, as the structural
@@ -127,6 +149,7 @@ std::string elf_with_sections(const std::vector<std::pair<std::string, std::stri
   std::string f = std::string(64, '\0') + body + names + std::string(n * 64, '\0');
   const char ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
   std::memcpy(f.data(), ident, sizeof ident);
+  put(f, 0x12, 190, 2);  // EM_CUDA
   put(f, 0x28, shoff, 8);
   put(f, 0x3a, 64, 2);
   put(f, 0x3c, n, 2);
