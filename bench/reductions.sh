@@ -10,7 +10,8 @@ mkdir -p "$out/bundles"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$out/gpu.txt"
 for spec in rowsum:rowsum:M=32768,N=4096 colsum:colsum:M=4096,N=32768 \
             softmax:softmax:M=32768,N=1024 softmax:softmax:M=8192,N=8192 \
-            layernorm:layernorm:M=32768,N=4096 rmsnorm:rmsnorm:M=32768,N=4096; do
+            layernorm:layernorm:M=32768,N=4096 rmsnorm:rmsnorm:M=32768,N=4096 \
+            rowsum:rowsum:M=1,N=67108864 softmax:softmax:M=4,N=4194304; do
   IFS=: read -r example kernel shape <<< "$spec"
   [[ -f "$out/bundles/$example/manifest.json" ]] || "$kiln" compile "$root/examples/$example.kiln" -o "$out/bundles/$example" > /dev/null
   "$kiln" run "$out/bundles/$example" "$kernel" --shape "$shape" --variant all --copy-baseline \

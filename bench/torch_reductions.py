@@ -35,6 +35,13 @@ def main():
                       lambda x, w, b: F.layer_norm(x, (N,), w, b, 1e-5), 2 * 2 * M * N + 4 * N))
     cases.append(case("rmsnorm bf16 32768x4096", (randn(M, N, dtype=bf16), randn(N, dtype=bf16)),
                       lambda x, w: F.rms_norm(x, (N,), w, 1e-6), 2 * 2 * M * N + 2 * N))
+    # Few, very long rows (split reductions).
+    M, N = 1, 1 << 26
+    cases.append(case("rowsum f32 1x67108864", (randn(M, N, dtype=f32),), lambda x: x.sum(1),
+                      4 * M * N + 4 * M))
+    M, N = 4, 1 << 22
+    cases.append(case("softmax bf16 4x4194304", (randn(M, N, dtype=bf16),),
+                      lambda x: torch.softmax(x, -1), 2 * 2 * M * N))
     report(sys.argv[1], copy, cases)
 
 

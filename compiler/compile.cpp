@@ -194,6 +194,10 @@ bundle::Variant make_variant(const KernelDef& k, size_t step, const StepPlan& pl
     v.block_threads = rc.block;
     v.elements_per_block = rows_per_block(plan.shape, rc);
     if (plan.shape == ReductionShape::row) v.max_reduced = row_heuristic_limit(rc, plan.max_vec);
+    if (rc.split) {
+      SplitShape ss = split_shape(k, *plan.sk);
+      v.split = {ss.phases, ss.slots, rc.capacity()};
+    }
   }
   for (const std::string& arch : archs) {
     v.images.push_back({arch, fmt::format("{}.{}.ptx", v.entry, arch), "", 0, 0, 0, "", ""});

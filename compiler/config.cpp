@@ -27,7 +27,10 @@ PointwiseConfig default_pointwise_config(int max_vec) {
 }
 
 std::map<std::string, int64_t> ReductionConfig::as_map() const {
-  return {{"block", block}, {"group", group}, {"vec", vec}, {"items", items}};
+  std::map<std::string, int64_t> m{
+      {"block", block}, {"group", group}, {"vec", vec}, {"items", items}};
+  if (split) m["split"] = 1;  // absent otherwise: the configs tuned before splits keep their keys
+  return m;
 }
 
 namespace {
@@ -50,7 +53,7 @@ ReductionConfig row_config(int group, int vec, int items, int block = 0) {
 // 78.1 us). 1024 threads x 32 elements would spill (64 registers at most).
 bool is_tier(const ReductionConfig& c, int max_vec) {
   const int items = tier_items(max_vec);
-  if (c.vec != max_vec || c.block != std::max(c.group, 128)) return false;
+  if (c.split || c.vec != max_vec || c.block != std::max(c.group, 128)) return false;
   return (c.group <= 64 && c.items == items) ||
          (c.group >= 64 && c.group <= 512 && c.items == 2 * items);
 }
@@ -77,7 +80,16 @@ std::vector<ReductionConfig> row_reduction_space(int max_vec) {
     add(row_config(256, 1, 8));
     add(row_config(1024, 1, 8));
   }
+  for (const ReductionConfig& c : split_row_configs(max_vec)) add(c);
   return space;
+}
+
+// 512 threads per slice with 16 elements each: 4 blocks fill an SM's 2048 threads.
+std::vector<ReductionConfig> split_row_configs(int max_vec) {
+  const int items = tier_items(max_vec);
+  return {{512, 512, max_vec, items, true},
+          {256, 256, max_vec, 2 * items, true},
+          {1024, 1024, max_vec, items, true}};
 }
 
 int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec) {

@@ -35,6 +35,9 @@ PointwiseConfig default_pointwise_config(int max_vec);
 /// below 32), a block holds block / group rows, and each thread keeps `items` vectors of `vec`
 /// elements of its row on chip. A row of at most capacity() elements is read once
 /// (persistent); a longer one is walked in chunks of that size, once per phase (looped).
+/// A split row reduction (`split`, group == block) spreads each row over several blocks, each
+/// walking a contiguous slice of it in chunks of capacity(), and runs once per phase: partial
+/// results go through a workspace and are combined in the next phase (few, very long rows).
 /// Outer reduction: block / group threads along the rows each own `vec` consecutive rows (the
 /// contiguous index), `group` threads share them along the reduced index, and each has
 /// `items` steps of the reduced index in flight.
@@ -43,6 +46,7 @@ struct ReductionConfig {
   int group = 256;
   int vec = 1;
   int items = 1;
+  bool split = false;  // row reductions only: several blocks per row (needs group == block)
 
   int64_t capacity() const { return int64_t{group} * vec * items; }
   std::map<std::string, int64_t> as_map() const;
@@ -56,6 +60,9 @@ std::vector<ReductionConfig> row_reduction_space(int max_vec);
 /// The heuristic picks, for a row of R elements, the tier with the smallest limit >= R (the
 /// largest tier when none): a config's limit, or 0 when it is not a tier.
 int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec);
+/// The split variants of a row reduction: the heuristic runs the first for few, very long
+/// rows (runtime/runtime.cpp); the others are for the tuner.
+std::vector<ReductionConfig> split_row_configs(int max_vec);
 /// The default when the row length is unknown: 256 threads per row, 32 elements each.
 ReductionConfig default_row_config(int max_vec);
 

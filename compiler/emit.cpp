@@ -130,11 +130,12 @@ void Emitter::annotate_kernel(llvm::Function* fn, int max_threads) {
 }
 
 llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string& entry,
-                                        int max_threads) {
+                                        int max_threads, bool workspace) {
   std::vector<const TensorDecl*> params = abi.params();
   std::vector<std::string> symbols = abi.symbols();
   std::vector<Type*> arg_types(params.size(), b_.getPtrTy(1));
   arg_types.insert(arg_types.end(), symbols.size(), b_.getInt64Ty());
+  if (workspace) arg_types.insert(arg_types.end(), {b_.getPtrTy(1), b_.getInt64Ty()});
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), arg_types, false);
   auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, entry, &m_);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -145,6 +146,12 @@ llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string&
                                                       : llvm::Attribute::WriteOnly);
   }
   for (size_t i = 0; i < symbols.size(); ++i) fn->getArg(params.size() + i)->setName(symbols[i]);
+  if (workspace) {
+    llvm::Argument* ws = fn->getArg(params.size() + symbols.size());
+    ws->setName("workspace");
+    ws->addAttr(llvm::Attribute::NoAlias);
+    fn->getArg(params.size() + symbols.size() + 1)->setName("phase");
+  }
   annotate_kernel(fn, max_threads);
   return fn;
 }

@@ -55,8 +55,10 @@ class Emitter {
   /// exp(x) on ex2.approx.ftz (see emit.cpp for its error).
   llvm::Value* fast_exp(llvm::Value* x);
   /// A kernel taking one global pointer per parameter of `abi` (noalias; readonly for inputs,
-  /// writeonly for outputs) then one i64 per symbol.
-  llvm::Function* declare_kernel(const KernelDef& abi, const std::string& entry, int max_threads);
+  /// writeonly for outputs) then one i64 per symbol; with `workspace`, then a global pointer
+  /// (noalias) and an i64 phase (split reductions, runtime/manifest.h).
+  llvm::Function* declare_kernel(const KernelDef& abi, const std::string& entry, int max_threads,
+                                 bool workspace = false);
 
   /// e at the current point: memoized in `memo`, leaves from `leaf`.
   llvm::Value* eval(const Expr& e, ValueMemo& memo, const LeafFn& leaf);

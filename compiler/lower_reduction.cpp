@@ -186,6 +186,33 @@ Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk) {
   return p;
 }
 
+// Split row kernels run once per phase: a pass's reductions complete, through the workspace,
+// at the start of the next phase, so a phase ends after each pass with reductions. Row stores
+// and passes that need no reduction of their own phase share it.
+struct SplitPlan {
+  std::vector<int> phase_of;   // per pass
+  std::map<int, int> slot_of;  // reduction item -> its workspace word in a (row, block) record
+  int phases = 0;
+  int slots = 0;
+};
+
+SplitPlan plan_split(const Program& p) {
+  SplitPlan s;
+  int phase = 0;
+  for (const std::vector<int>& pass : p.passes) {
+    s.phase_of.push_back(phase);
+    bool reduces = false;
+    for (int i : pass) {
+      if (p.items[i].kind != Item::reduction) continue;
+      s.slot_of[i] = s.slots++;
+      reduces = true;
+    }
+    phase += reduces;
+  }
+  s.phases = phase + 1;  // the last one stores what the last reductions give
+  return s;
+}
+
 // One element being computed: clamped (always valid) coordinates for loads, and whether it
 // is really in range.
 struct Point {
@@ -228,9 +255,17 @@ class ReductionLowering {
     if (shape_ == ReductionShape::outer && rank_ == 0) {
       throw InternalError("lower_reduction: an outer reduction without rows");
     }
-    fn_ = em_.declare_kernel(abi_, entry, cfg_.block);
+    if (cfg_.split && (shape_ != ReductionShape::row || cfg_.group != cfg_.block)) {
+      throw InternalError(
+          "lower_reduction: a split config of an outer kernel or with group != block");
+    }
+    fn_ = em_.declare_kernel(abi_, entry, cfg_.block, cfg_.split);
     for (size_t i = 0; i < params_.size(); ++i) ptrs_.push_back(fn_->getArg(i));
     for (size_t i = 0; i < symbols_.size(); ++i) syms_.push_back(fn_->getArg(params_.size() + i));
+    if (cfg_.split) {
+      workspace_ = fn_->getArg(params_.size() + symbols_.size());
+      phase_ = fn_->getArg(params_.size() + symbols_.size() + 1);
+    }
     b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn_));
     make_shared_memory();
     tid_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
@@ -250,7 +285,9 @@ class ReductionLowering {
       Value* along = shape_ == ReductionShape::row ? R_ : row_extents_.back();
       vec_ok = b_.CreateICmpEQ(b_.CreateURem(along, i64(V)), i64(0), "vec.ok");
     }
-    if (shape_ == ReductionShape::row) {
+    if (cfg_.split) {
+      emit_split(vec_ok);
+    } else if (shape_ == ReductionShape::row) {
       Value* fits = b_.CreateICmpULE(R_, i64(cfg_.capacity()), "fits");
       branch_rows(fits, vec_ok);
     } else {
@@ -341,31 +378,8 @@ class ReductionLowering {
     Value* valid = b_.CreateICmpULT(row, rows_, "valid");
     Value* rowc = b_.CreateSelect(valid, row, b_.CreateSub(rows_, i64(1)));
     std::vector<Value*> o = coords_of(rowc);
-    // The thread's groups for chunk `base` (i64 element offset of the chunk).
     auto make_groups = [&](Value* base) {
-      std::vector<Group> gs(G);
-      for (int c = 0; c < G; ++c) {
-        Group& g = gs[c];
-        g.shared = true;
-        g.vector = vector && V > 1;
-        Value* start =
-            b_.CreateAdd(base, b_.CreateMul(b_.CreateAdd(i64(int64_t{c} * T), lane), i64(V)), "r0");
-        // A vector (R % vec == 0, start % vec == 0) is in range as a whole or not at all.
-        Value* start_in = g.vector ? b_.CreateICmpULT(start, R_) : nullptr;
-        Value* vec_ok = g.vector ? b_.CreateAnd(valid, start_in) : nullptr;
-        Value* start_c =
-            g.vector ? b_.CreateSelect(start_in, start, b_.CreateSub(R_, i64(V))) : nullptr;
-        for (int v = 0; v < V; ++v) {
-          Point p;
-          p.o = o;
-          Value* r = b_.CreateAdd(start, i64(v));
-          p.ok = g.vector ? vec_ok : b_.CreateAnd(valid, b_.CreateICmpULT(r, R_));
-          p.r = g.vector ? b_.CreateAdd(start_c, i64(v))
-                         : b_.CreateSelect(b_.CreateICmpULT(r, R_), r, b_.CreateSub(R_, i64(1)));
-          g.pts.push_back(std::move(p));
-        }
-      }
-      return gs;
+      return row_groups(base, R_, {G, T, V, vector && V > 1}, lane, valid, o);
     };
     Point row_point;
     row_point.o = o;
@@ -388,24 +402,59 @@ class ReductionLowering {
         if (pi > 0) rematerialize(held, static_cast<int>(pi));
         partial = run_pass(pass, held, results, initial(pass));
       } else {
-        partial = chunk_loop(pass, results, i64(int64_t{T} * V * G), R_,
-                             [&](Value* base) { return make_groups(base); });
+        partial = chunk_loop(pass, results, i64(0), i64(int64_t{T} * V * G), R_, make_groups);
       }
-      combine_rows(pass, static_cast<int>(pi), partial, lane, grp, results);
+      std::vector<int> reds = reductions_of(pass);
+      partial = combine_rows(reds, partial, lane, grp, slot_base(static_cast<int>(pi)));
+      for (size_t k = 0; k < reds.size(); ++k) results[reds[k]] = {finish(reds[k], partial[k])};
       store_reductions(pass, row_point, results,
                        b_.CreateAnd(valid, b_.CreateICmpEQ(lane, i64(0))));
     }
     b_.CreateBr(exit_);
   }
 
-  // Folds each reduction's per-thread partial across the `group` threads of its row. Each
-  // reduction pass has its own shared-memory slots (from slot_base), so one barrier
-  // suffices: no later pass overwrites a slot that a slow warp may still be reading.
-  void combine_rows(const std::vector<int>& pass, int pass_index, std::vector<Value*>& partial,
-                    Value* lane, Value* grp, std::vector<std::vector<Value*>>& results) {
+  // The thread's groups of a row chunk from element `base` on (i64), for `items` x `vec`
+  // elements `threads` apart per group: elements at or past `limit` are out of range (they
+  // load a clamped, valid address and contribute nothing), as are all when !valid.
+  struct Walk {
+    int items, threads, vec;
+    bool vector;
+  };
+  std::vector<Group> row_groups(Value* base, Value* limit, Walk w, Value* lane, Value* valid,
+                                const std::vector<Value*>& o) {
+    std::vector<Group> gs(w.items);
+    for (int c = 0; c < w.items; ++c) {
+      Group& g = gs[c];
+      g.shared = true;
+      g.vector = w.vector;
+      Value* start = b_.CreateAdd(
+          base, b_.CreateMul(b_.CreateAdd(i64(int64_t{c} * w.threads), lane), i64(w.vec)), "r0");
+      // A vector (limit % vec == 0, start % vec == 0) is in range as a whole or not at all.
+      Value* start_in = g.vector ? b_.CreateICmpULT(start, limit) : nullptr;
+      Value* vec_ok = g.vector ? b_.CreateAnd(valid, start_in) : nullptr;
+      Value* start_c =
+          g.vector ? b_.CreateSelect(start_in, start, b_.CreateSub(R_, i64(w.vec))) : nullptr;
+      for (int v = 0; v < w.vec; ++v) {
+        Point p;
+        p.o = o;
+        Value* r = b_.CreateAdd(start, i64(v));
+        p.ok = g.vector ? vec_ok : b_.CreateAnd(valid, b_.CreateICmpULT(r, limit));
+        p.r = g.vector ? b_.CreateAdd(start_c, i64(v))
+                       : b_.CreateSelect(b_.CreateICmpULT(r, R_), r, b_.CreateSub(R_, i64(1)));
+        g.pts.push_back(std::move(p));
+      }
+    }
+    return gs;
+  }
+
+  // Folds each reduction's per-thread partial across the `group` threads of its row and
+  // returns the combined values, unfinished (every thread gets them). Shared-memory slots
+  // from `base` on: the caller gives each combine of a kernel its own (slot_base), so one
+  // barrier suffices: no later combine overwrites a slot that a slow warp may still read.
+  std::vector<Value*> combine_rows(const std::vector<int>& reds, std::vector<Value*> partial,
+                                   Value* lane, Value* grp, int64_t base) {
     const int T = cfg_.group;
-    std::vector<int> reds = reductions_of(pass);
-    if (reds.empty()) return;
+    if (reds.empty()) return partial;
     for (size_t k = 0; k < reds.size(); ++k) {
       const Item& it = prog_.items[reds[k]];
       for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) {
@@ -415,7 +464,6 @@ class ReductionLowering {
     if (T > 32) {
       const int W = T / 32;
       const int64_t rpb = cfg_.block / T;
-      const int64_t base = slot_base(pass_index);
       Value* warp = b_.CreateLShr(lane, i64(5));
       BasicBlock* write = BasicBlock::Create(ctx_, "smem.write", fn_);
       BasicBlock* joined = BasicBlock::Create(ctx_, "smem.joined", fn_);
@@ -441,7 +489,149 @@ class ReductionLowering {
         partial[k] = acc;
       }
     }
-    for (size_t k = 0; k < reds.size(); ++k) results[reds[k]] = {finish(reds[k], partial[k])};
+    return partial;
+  }
+
+  // ---- split row kernels ------------------------------------------------------------------
+
+  // Block b walks slice b % S of row b / S (S = blocks / rows), one phase per launch
+  // (plan_split). A phase first folds, in every block of the row and in the same order, the
+  // workspace records of the reductions of earlier phases: every block gets the same values,
+  // so the result does not depend on timing. Then block 0 of the row stores the row-level
+  // outputs that became complete, and each block runs the phase's passes over its slice and
+  // writes its reductions' partials to its record. Slices are whole chunks (a multiple of
+  // vec): vectors never straddle two blocks.
+  void emit_split(Value* vec_ok) {
+    const SplitPlan plan = plan_split(prog_);
+    const int T = cfg_.block;
+    const int64_t W = std::max(1, T / 32);
+    Value* S = b_.CreateUDiv(nblocks_, rows_, "S");
+    Value* row = b_.CreateUDiv(bid_, S, "row");
+    Value* slice = b_.CreateURem(bid_, S, "slice");
+    Value* valid = b_.CreateICmpULT(row, rows_, "valid");
+    Value* rowc = b_.CreateSelect(valid, row, b_.CreateSub(rows_, i64(1)));
+    std::vector<Value*> o = coords_of(rowc);
+    Value* record0 = b_.CreateMul(rowc, S, "record0");  // the row's first (row, block) record
+    Value* leader = b_.CreateAnd(valid, b_.CreateICmpEQ(tid_, i64(0)));
+    Value* row_leader = b_.CreateAnd(leader, b_.CreateICmpEQ(slice, i64(0)), "row.leader");
+    Point row_point;
+    row_point.o = o;
+    row_point.ok = valid;
+    for (int k = 0; k < plan.phases; ++k) {
+      BasicBlock* body = BasicBlock::Create(ctx_, fmt::format("phase{}", k), fn_);
+      BasicBlock* next = BasicBlock::Create(ctx_, "phase.next", fn_);
+      b_.CreateCondBr(b_.CreateICmpEQ(phase_, i64(k)), body, next);
+      b_.SetInsertPoint(body);
+      std::vector<std::vector<Value*>> results(prog_.items.size());
+      std::vector<int> done;
+      for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+        if (plan.phase_of[pi] >= k) continue;
+        for (int r : reductions_of(prog_.passes[pi])) done.push_back(r);
+      }
+      fold_records(done, plan, record0, S, results);
+      for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+        const std::vector<int>& pass = prog_.passes[pi];
+        if (plan.phase_of[pi] == k - 1) store_reductions(pass, row_point, results, row_leader);
+        if (plan.phase_of[pi] == k && prog_.items[pass[0]].kind == Item::row_store) {
+          store_row_item(prog_.items[pass[0]], row_point, results, row_leader);
+        }
+      }
+      auto walk = [&](bool vector) {
+        const bool unaligned = !vector && cfg_.vec > 1;
+        const int V = unaligned ? 1 : cfg_.vec, G = unaligned ? kUnalignedItems : cfg_.items;
+        const int64_t chunk = int64_t{T} * V * G;
+        // ceil(ceil(R / S) / chunk) chunks per slice
+        Value* per_block = b_.CreateUDiv(b_.CreateAdd(R_, b_.CreateSub(S, i64(1))), S);
+        Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, i64(chunk - 1)), i64(chunk));
+        Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), i64(chunk), "begin");
+        Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
+        end = b_.CreateSelect(b_.CreateICmpULT(end, R_), end, R_, "end");
+        auto make_groups = [&](Value* base) {
+          return row_groups(base, end, {G, T, V, vector && V > 1}, tid_, valid, o);
+        };
+        for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+          const std::vector<int>& pass = prog_.passes[pi];
+          if (plan.phase_of[pi] != k || prog_.items[pass[0]].kind == Item::row_store) continue;
+          std::vector<Value*> partial =
+              chunk_loop(pass, results, begin, i64(chunk), end, make_groups);
+          std::vector<int> reds = reductions_of(pass);
+          if (reds.empty()) continue;
+          partial = combine_rows(reds, partial, tid_, i64(0), plan.slots * W);
+          Value* record = b_.CreateAdd(record0, slice);
+          for (size_t j = 0; j < reds.size(); ++j) {
+            store_record(leader, record, plan, reds[j], partial[j]);
+          }
+        }
+      };
+      if (cfg_.vec > 1) {
+        branch2(vec_ok, [&](bool vector) {
+          walk(vector);
+          b_.CreateBr(exit_);
+        });
+      } else {
+        walk(false);
+        b_.CreateBr(exit_);
+      }
+      b_.SetInsertPoint(next);
+    }
+    b_.CreateBr(exit_);
+  }
+
+  // The workspace word of reduction `item` in record `record` (i64).
+  Value* record_word(Value* record, const SplitPlan& plan, int item) {
+    Value* word = b_.CreateAdd(b_.CreateMul(record, i64(plan.slots)), i64(plan.slot_of.at(item)));
+    return em_.element_ptr(workspace_, DType::i32, word);
+  }
+
+  void store_record(Value* cond, Value* record, const SplitPlan& plan, int item, Value* v) {
+    BasicBlock* yes = BasicBlock::Create(ctx_, "record", fn_);
+    BasicBlock* next = BasicBlock::Create(ctx_, "recorded", fn_);
+    b_.CreateCondBr(cond, yes, next);
+    b_.SetInsertPoint(yes);
+    b_.CreateAlignedStore(b_.CreateBitCast(v, b_.getInt32Ty()), record_word(record, plan, item),
+                          llvm::Align(4));
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+  }
+
+  // Sets results[r] for each reduction r of `done` from the S records of the row: thread t
+  // folds records t, t + T, ... in order, then the block combines the threads in order.
+  void fold_records(const std::vector<int>& done, const SplitPlan& plan, Value* record0, Value* S,
+                    std::vector<std::vector<Value*>>& results) {
+    if (done.empty()) return;
+    std::vector<Value*> init;
+    for (int r : done) init.push_back(em_.identity(prog_.items[r].op, prog_.items[r].type));
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* header = BasicBlock::Create(ctx_, "fold", fn_);
+    BasicBlock* body = BasicBlock::Create(ctx_, "fold.body", fn_);
+    BasicBlock* after = BasicBlock::Create(ctx_, "fold.done", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, "j");
+    j->addIncoming(tid_, pre);
+    std::vector<llvm::PHINode*> accs;
+    for (Value* v : init) {
+      accs.push_back(b_.CreatePHI(v->getType(), 2, "folded"));
+      accs.back()->addIncoming(v, pre);
+    }
+    b_.CreateCondBr(b_.CreateICmpULT(j, S), body, after);
+    b_.SetInsertPoint(body);
+    Value* record = b_.CreateAdd(record0, j);
+    std::vector<Value*> next(done.size());
+    for (size_t i = 0; i < done.size(); ++i) {
+      Value* word =
+          b_.CreateAlignedLoad(b_.getInt32Ty(), record_word(record, plan, done[i]), llvm::Align(4));
+      next[i] =
+          em_.combine(prog_.items[done[i]].op, accs[i], b_.CreateBitCast(word, accs[i]->getType()));
+    }
+    BasicBlock* latch = b_.GetInsertBlock();
+    j->addIncoming(b_.CreateAdd(j, i64(cfg_.block)), latch);
+    for (size_t i = 0; i < done.size(); ++i) accs[i]->addIncoming(next[i], latch);
+    no_unroll(b_.CreateBr(header));
+    b_.SetInsertPoint(after);
+    std::vector<Value*> partial(accs.begin(), accs.end());
+    partial = combine_rows(done, partial, tid_, i64(0), 0);
+    for (size_t i = 0; i < done.size(); ++i) results[done[i]] = {finish(done[i], partial[i])};
   }
 
   // ---- outer kernels ----------------------------------------------------------------------
@@ -508,7 +698,7 @@ class ReductionLowering {
           }
           continue;
         }
-        std::vector<Value*> partial = chunk_loop(pass, results, i64(int64_t{Y} * U), R_,
+        std::vector<Value*> partial = chunk_loop(pass, results, i64(0), i64(int64_t{Y} * U), R_,
                                                  [&](Value* base) { return make_groups(base); });
         combine_outer(pass, partial, tx, ty, results);
         for (int v = 0; v < V; ++v) {
@@ -714,12 +904,12 @@ class ReductionLowering {
     return acc;
   }
 
-  // A loop over the reduced index from 0 while base < end, `step` per iteration, running the
-  // pass on make_groups(base); returns the accumulators after the loop.
+  // A loop over the reduced index from `begin` while base < end, `step` per iteration,
+  // running the pass on make_groups(base); returns the accumulators after the loop.
   template <class MakeGroups>
   std::vector<Value*> chunk_loop(const std::vector<int>& pass,
-                                 const std::vector<std::vector<Value*>>& results, Value* step,
-                                 Value* end, MakeGroups&& make_groups) {
+                                 const std::vector<std::vector<Value*>>& results, Value* begin,
+                                 Value* step, Value* end, MakeGroups&& make_groups) {
     std::vector<Value*> init = initial(pass);
     BasicBlock* pre = b_.GetInsertBlock();
     BasicBlock* header = BasicBlock::Create(ctx_, "chunk", fn_);
@@ -728,7 +918,7 @@ class ReductionLowering {
     b_.CreateBr(header);
     b_.SetInsertPoint(header);
     llvm::PHINode* base = b_.CreatePHI(b_.getInt64Ty(), 2, "base");
-    base->addIncoming(i64(0), pre);
+    base->addIncoming(begin, pre);
     std::vector<llvm::PHINode*> phis;
     for (Value* v : init) {
       phis.push_back(b_.CreatePHI(v->getType(), 2, "acc"));
@@ -947,7 +1137,10 @@ class ReductionLowering {
   // Shared memory for the combines: one 32-bit word per slot.
   void make_shared_memory() {
     int64_t words = 1;
-    if (shape_ == ReductionShape::row) {
+    if (cfg_.split) {
+      // Two regions: the fold of earlier phases' records, then the phase's own combine.
+      if (cfg_.group > 32) words = 2 * int64_t{plan_split(prog_).slots} * (cfg_.block / 32);
+    } else if (shape_ == ReductionShape::row) {
       if (cfg_.group > 32) words = slot_base(static_cast<int>(prog_.passes.size()));
     } else {
       words = int64_t{cfg_.block} * cfg_.vec + int64_t{cfg_.block / cfg_.group} * cfg_.vec;
@@ -989,6 +1182,7 @@ class ReductionLowering {
   llvm::GlobalVariable* smem_ = nullptr;
   std::vector<Value*> ptrs_, syms_, row_extents_;
   Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *rows_ = nullptr, *R_ = nullptr;
+  Value *workspace_ = nullptr, *phase_ = nullptr;  // split kernels
   BasicBlock* exit_ = nullptr;
 };
 
@@ -1008,6 +1202,11 @@ int reduction_vector_width(const ScheduledKernel& sk) {
 int64_t rows_per_block(ReductionShape shape, const ReductionConfig& cfg) {
   if (shape == ReductionShape::row) return cfg.block / cfg.group;
   return int64_t{cfg.block / cfg.group} * cfg.vec;
+}
+
+SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {
+  SplitPlan plan = plan_split(canonicalize(abi, sk));
+  return {plan.phases, plan.slots};
 }
 
 void lower_reduction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,

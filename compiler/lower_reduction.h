@@ -20,10 +20,19 @@ int reduction_vector_width(const ScheduledKernel& sk);
 
 /// Adds to `m` a kernel, `entry`, that runs `sk` (a reduction kernel of a schedule of `abi`)
 /// with `cfg`. The entry takes `abi`'s parameters and symbols (runtime/manifest.h): the
-/// grid walks sk.space (the rows) in blocks of rows_per_block(). Throws UserError for bodies
-/// the code generator cannot place.
+/// grid walks sk.space (the rows) in blocks of rows_per_block(); a split config's entry also
+/// takes the workspace and the phase, and its grid is rows x blocks per row. Throws UserError for
+/// bodies the code generator cannot place.
 void lower_reduction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
                      const ReductionConfig& cfg, const std::string& entry, VariantLayout* layout);
+
+/// How a split variant of row reduction `sk` runs (runtime/manifest.h): launches per kernel
+/// launch, and 32-bit workspace words per (row, block).
+struct SplitShape {
+  int phases = 0;
+  int slots = 0;
+};
+SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk);
 
 /// Rows (elements of sk.space) one block covers.
 int64_t rows_per_block(ReductionShape shape, const ReductionConfig& cfg);

@@ -67,7 +67,13 @@ namespace kiln {
   X(cuGraphDestroy)
 
 // X(name) for entry points newer than the oldest driver Kiln runs on.
-#define KILN_DRIVER_OPTIONAL_FUNCTIONS(X) X(cuFuncGetParamInfo) /* CUDA 12.4 */
+#define KILN_DRIVER_OPTIONAL_FUNCTIONS(X) \
+  X(cuFuncGetParamInfo) /* CUDA 12.4 */   \
+  X(cuMemPoolCreate)    /* CUDA 11.2 */   \
+  X(cuMemPoolDestroy)                     \
+  X(cuMemPoolSetAttribute)                \
+  X(cuMemAllocFromPoolAsync)              \
+  X(cuMemFreeAsync)
 
 /// Function pointers into libcuda, one per entry point of KILN_DRIVER_FUNCTIONS and
 /// KILN_DRIVER_OPTIONAL_FUNCTIONS.

@@ -63,17 +63,21 @@ OrderedJson variant_json(const Variant& v) {
   for (const auto& [k, x] : v.config) config[k] = x;
   OrderedJson images = OrderedJson::array();
   for (const ArchImage& im : v.images) images.push_back(image_json(im));
-  return {{"id", v.id},
-          {"config", config},
-          {"is_default", v.is_default},
-          {"entry", v.entry},
-          {"geometry", v.geometry},
-          {"block_threads", v.block_threads},
-          {"elements_per_block", v.elements_per_block},
-          {"align_bytes", v.align_bytes},
-          {"aligned_params", v.aligned_params},
-          {"max_reduced", v.max_reduced},
-          {"images", images}};
+  OrderedJson out = {{"id", v.id},
+                     {"config", config},
+                     {"is_default", v.is_default},
+                     {"entry", v.entry},
+                     {"geometry", v.geometry},
+                     {"block_threads", v.block_threads},
+                     {"elements_per_block", v.elements_per_block},
+                     {"align_bytes", v.align_bytes},
+                     {"aligned_params", v.aligned_params},
+                     {"max_reduced", v.max_reduced},
+                     {"images", images}};
+  if (v.split.phases > 0) {
+    out["split"] = {{"phases", v.split.phases}, {"slots", v.split.slots}, {"chunk", v.split.chunk}};
+  }
+  return out;
 }
 
 OrderedJson step_json(const Step& s) {
@@ -208,6 +212,12 @@ Variant read_variant(const Obj& o, size_t index, size_t num_params) {
     v.aligned_params.push_back(static_cast<int>(p));
   }
   if (o.find("max_reduced")) v.max_reduced = o.integer("max_reduced", 0, kInt64Max);
+  if (o.find("split")) {
+    Obj so(o.get("split", "an object"), o.at("split"));
+    v.split.phases = static_cast<int>(so.integer("phases", 2, 64));
+    v.split.slots = static_cast<int>(so.integer("slots", 1, 1024));
+    v.split.chunk = so.integer("chunk", 1, kInt64Max);
+  }
   const Json& images = o.array("images");
   if (images.empty()) fail(o.at("images"), "expected at least one image");
   for (size_t i = 0; i < images.size(); ++i) {
@@ -232,6 +242,12 @@ Step read_step(const Obj& o, const KernelInfo& k) {
     s.variants.push_back(
         read_variant(Obj(variants[i], index_path(o.at("variants"), i)), i, k.params.size()));
     defaults += s.variants.back().is_default;
+    if (s.variants.back().split.phases > 0 && (s.kind != "row_reduction" || s.reduced.empty())) {
+      fail(index_path(o.at("variants"), i),
+           fmt::format("a split variant in a step of kind \"{}\" (only row_reduction steps "
+                       "split)",
+                       s.kind));
+    }
   }
   if (defaults != 1) {
     fail(o.at("variants"),

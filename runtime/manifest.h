@@ -14,6 +14,13 @@
 // rows need more than kMaxGridX blocks.
 // A variant with align_bytes > 1 reads and writes some parameters with vectors: it may only
 // run when every pointer in `aligned_params` is a multiple of align_bytes.
+// A split variant of a row reduction (Variant::split, split.phases > 0) spreads each row over
+// S >= 1 blocks, S chosen by the runtime per launch. Its entry takes two more parameters after
+// the symbols: a global pointer to a workspace of at least numel(space) * S * split.slots
+// 32-bit words (contents undefined) and an i64 phase. It is launched split.phases times, phase
+// 0 .. split.phases - 1, in order on one stream with the same workspace, each with
+//   block = (block_threads, 1, 1), grid = (numel(space) * S, 1, 1)   (at most kMaxGridX)
+// Block b walks slice b % S of row b / S; split.chunk is the elements it takes per iteration.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +35,9 @@
 
 namespace kiln::bundle {
 
-// Version 2 added the images' content hashes; version 1 bundles are refused (recompile them).
-inline constexpr int kFormatVersion = 2;
+// Version 2 added the images' content hashes, version 3 split variants; older bundles are
+// refused (recompile them): a version 2 reader would launch a split variant as a plain one.
+inline constexpr int kFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
 
 struct ParamInfo {
@@ -55,6 +63,14 @@ struct ArchImage {
   friend bool operator==(const ArchImage&, const ArchImage&) = default;
 };
 
+/// How a split variant runs (see the contract above); phases == 0 for every other variant.
+struct SplitInfo {
+  int phases = 0;     // launches per kernel launch, 2..64
+  int slots = 0;      // 32-bit workspace words per (row, block), 1..1024
+  int64_t chunk = 0;  // elements a block walks per iteration, >= 1
+  friend bool operator==(const SplitInfo&, const SplitInfo&) = default;
+};
+
 struct Variant {
   int id = 0;                             // index in Step::variants
   std::map<std::string, int64_t> config;  // e.g. {"block": 256, "vec": 4, "unroll": 2}
@@ -69,6 +85,7 @@ struct Variant {
   // A tier of a reduction step's heuristic: with no tuned choice, a row of R elements runs
   // the tier with the smallest max_reduced >= R (the largest tier when none). 0: not a tier.
   int64_t max_reduced = 0;
+  SplitInfo split;  // "split" in JSON, present only for split variants of row reductions
   friend bool operator==(const Variant&, const Variant&) = default;
 };
 

@@ -183,26 +183,30 @@ std::string join_names(const std::vector<std::string>& names) {
 }
 
 // The manifest's parameter names, then its symbols, for messages.
-std::string abi_names(const KernelInfo& k) {
+// The names of the arguments a variant's entry takes (manifest.h): parameters, symbols, and
+// for a split variant its workspace and phase.
+std::vector<std::string> abi_names(const KernelInfo& k, const Variant& v) {
   std::vector<std::string> names;
   for (const bundle::ParamInfo& p : k.params) names.push_back(p.name);
   names.insert(names.end(), k.symbols.begin(), k.symbols.end());
-  return join_names(names);
+  if (v.split.phases > 0) names.insert(names.end(), {"workspace", "phase"});
+  return names;
 }
 
 // The entry's parameter bytes, read from its cubin (bundle::cubin_param_bytes), against the
-// manifest's kernel ABI: 8 bytes per parameter and per symbol. Catches an entry taking more
-// parameters than the manifest says as well as fewer; unknown for PTX images.
+// manifest's kernel ABI: 8 bytes per argument. Catches an entry taking more parameters than
+// the manifest says as well as fewer; unknown for PTX images.
 Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, const KernelInfo& k,
-                         const std::string& entry, const std::string& file) {
-  auto it = param_bytes.find(entry);
+                         const Variant& v, const std::string& file) {
+  auto it = param_bytes.find(v.entry);
   if (it == param_bytes.end()) return Status::ok_status();
-  const auto expected = static_cast<int64_t>(8 * (k.params.size() + k.symbols.size()));
+  const std::vector<std::string> names = abi_names(k, v);
+  const auto expected = static_cast<int64_t>(8 * names.size());
   if (it->second == expected) return Status::ok_status();
   return Status::error(fmt::format(
       "entry {} in {} takes {} bytes of parameters, but the manifest's kernel {} passes {} ({} "
       "x 8: {})",
-      entry, file, it->second, k.name, expected, expected / 8, abi_names(k)));
+      v.entry, file, it->second, k.name, expected, expected / 8, join_names(names)));
 }
 
 // The entry's parameters against the manifest's kernel ABI (manifest.h), asked of the driver
@@ -211,17 +215,19 @@ Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, cons
 // for every valid load (an entry taking more parameters is caught by check_param_bytes, for
 // cubins). Without cuFuncGetParamInfo (drivers before CUDA 12.4), or when the driver cannot
 // answer, nothing is checked here.
-Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k,
-                    const std::string& entry, const std::string& file) {
+Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k, const Variant& v,
+                    const std::string& file) {
   if (api.cuFuncGetParamInfo == nullptr) return Status::ok_status();
-  const size_t expected = k.params.size() + k.symbols.size();
+  const std::string& entry = v.entry;
+  const std::vector<std::string> names = abi_names(k, v);
+  const size_t expected = names.size();
   for (size_t i = 0; i < expected; ++i) {
     size_t offset = 0, size = 0;
     CUresult r = api.cuFuncGetParamInfo(fn, i, &offset, &size);
     if (r == CUDA_ERROR_INVALID_VALUE) {  // past the entry's last parameter
       return Status::error(fmt::format(
           "entry {} in {} takes {} parameters, but the manifest's kernel {} has {} ({})", entry,
-          file, i, k.name, expected, abi_names(k)));
+          file, i, k.name, expected, join_names(names)));
     }
     if (r != CUDA_SUCCESS) return Status::ok_status();
     if (size != 8) {
@@ -232,6 +238,14 @@ Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k,
     }
   }
   return Status::ok_status();
+}
+
+// Blocks per row of a split launch: 4 per SM in all, each walking at least 2 chunks of its
+// row, the grid within kMaxGridX.
+int64_t split_blocks(int64_t rows, int64_t reduced, int64_t chunk, int sm_count) {
+  const int64_t want = (int64_t{4} * sm_count + rows - 1) / rows;
+  const int64_t most = std::max<int64_t>(1, reduced / (2 * chunk));
+  return std::max<int64_t>(1, std::min({want, most, bundle::kMaxGridX / rows}));
 }
 
 }  // namespace
@@ -295,6 +309,19 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
       return s;
     }
     if (Status s = rt->make_current(); !s.ok()) return s;
+    if (api.cuMemPoolCreate && api.cuMemPoolDestroy && api.cuMemPoolSetAttribute &&
+        api.cuMemAllocFromPoolAsync && api.cuMemFreeAsync) {
+      CUmemPoolProps props{};
+      props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+      props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+      props.location = {CU_MEM_LOCATION_TYPE_DEVICE, ordinal};
+      if (api.cuMemPoolCreate(&rt->pool_, &props) != CUDA_SUCCESS) {
+        rt->pool_ = nullptr;  // split reductions then never run (Kernel::heuristic)
+      } else {
+        cuuint64_t keep = ~cuuint64_t{0};
+        (void)api.cuMemPoolSetAttribute(rt->pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+      }
+    }
     return rt;
   } catch (const std::exception& e) {
     return Status::error(fmt::format("opening the CUDA device failed: {}", e.what()));
@@ -303,7 +330,25 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
 
 Runtime::~Runtime() {
   // The library handle stays open: libcuda keeps threads that must not lose their code.
+  if (pool_ != nullptr) (void)api_->cuMemPoolDestroy(pool_);
   if (ctx_ != nullptr) (void)api_->cuDevicePrimaryCtxRelease(dev_);
+}
+
+Result<CUdeviceptr> Runtime::alloc_async(size_t bytes, CUstream stream) const {
+  if (pool_ == nullptr) {
+    return Status::error(
+        "this CUDA driver has no stream-ordered memory pools (cuMemAllocFromPoolAsync)");
+  }
+  CUdeviceptr p = 0;
+  if (CUresult r = api_->cuMemAllocFromPoolAsync(&p, std::max<size_t>(bytes, 4), pool_, stream);
+      r != CUDA_SUCCESS) {
+    return Status::error(fmt::format("allocating {} bytes failed: {}", bytes, describe(r)));
+  }
+  return p;
+}
+
+void Runtime::free_async(CUdeviceptr p, CUstream stream) const {
+  (void)api_->cuMemFreeAsync(p, stream);
 }
 
 Status Runtime::make_current() const {
@@ -366,11 +411,10 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
             loaded[vi].fn = nullptr;
             loaded[vi].load_error =
                 fmt::format("entry {} not found in {}: {}", v.entry, file, rt.describe(r));
-          } else if (Status s = check_param_bytes(it->second.param_bytes, info, v.entry, file);
-                     !s.ok()) {
+          } else if (Status s = check_param_bytes(it->second.param_bytes, info, v, file); !s.ok()) {
             loaded[vi].fn = nullptr;
             loaded[vi].load_error = s.message();
-          } else if (Status s = check_params(api, loaded[vi].fn, info, v.entry, file); !s.ok()) {
+          } else if (Status s = check_params(api, loaded[vi].fn, info, v, file); !s.ok()) {
             loaded[vi].fn = nullptr;
             loaded[vi].load_error = s.message();
           }
@@ -409,6 +453,13 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
         }
         std::sort(tiers.begin(), tiers.end());
         k->has_tiers_ = k->has_tiers_ || !tiers.empty();
+        int& split = k->split_.emplace_back(-1);
+        for (size_t vi = 0; vi < step.variants.size() && split < 0 && !tiers.empty(); ++vi) {
+          if (loaded[vi].fn != nullptr && step.variants[vi].split.phases > 0 &&
+              rt.has_memory_pool()) {
+            split = static_cast<int>(vi);
+          }
+        }
       }
       b->kernels_.push_back(std::move(k));
     }
@@ -510,6 +561,7 @@ Status Kernel::set_choice(size_t step, int variant) {
   }
   chosen_[step] = variant;
   tiers_[step].clear();  // an explicit choice replaces the heuristic
+  split_[step] = -1;
   return Status::ok_status();
 }
 
@@ -576,6 +628,12 @@ int Kernel::heuristic(size_t step, std::span<const int64_t> symbols) const {
   if (tiers.empty() || symbols.size() != info_->symbols.size()) return chosen_[step];
   std::optional<int64_t> r = numel(reduced_dims_[step], symbols);
   if (!r) return chosen_[step];
+  if (split_[step] >= 0) {
+    std::optional<int64_t> rows = numel(space_dims_[step], symbols);
+    const int sms = rt_->device().sm_count;
+    const bundle::SplitInfo& si = info_->steps[step].variants[split_[step]].split;
+    if (rows && *rows < sms && split_blocks(*rows, *r, si.chunk, sms) >= 4) return split_[step];
+  }
   for (const auto& [limit, variant] : tiers) {
     if (limit >= *r) return variant;
   }
@@ -607,11 +665,11 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
                            bool fallback) const {
   const KernelInfo& info = *info_;
   const size_t np = info.params.size(), ns = info.symbols.size(), nsteps = steps_.size();
-  if (np + ns > kMaxLaunchArgs) {
+  if (np + ns + 2 > kMaxLaunchArgs) {
     return Status::error(
         fmt::format("{}: {} arguments (pointers and symbols); the runtime "
                     "supports at most {}",
-                    info.name, np + ns, kMaxLaunchArgs));
+                    info.name, np + ns, kMaxLaunchArgs - 2));
   }
   if (nsteps > kMaxSteps) {
     return Status::error(
@@ -677,6 +735,7 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
   // Resolve each step's variant and grid before launching anything.
   std::array<int, kMaxSteps> chosen{};
   std::array<unsigned, kMaxSteps> grid{};
+  std::array<int64_t, kMaxSteps> workspace_bytes{};  // split steps
   for (size_t s = 0; s < nsteps; ++s) {
     const bundle::Step& step = info.steps[s];
     std::optional<int64_t> n = numel(space_dims_[s], symbols);
@@ -702,6 +761,14 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
       }
     }
     int64_t blocks = *n / var->elements_per_block + (*n % var->elements_per_block != 0);
+    if (var->split.phases > 0 && blocks <= bundle::kMaxGridX) {
+      // n rows, each over S blocks; a workspace record of split.slots words per block.
+      std::optional<int64_t> r = numel(reduced_dims_[s], symbols);
+      const int64_t per_row =
+          split_blocks(*n, r.value_or(1), var->split.chunk, rt_->device().sm_count);
+      blocks = *n * per_row;
+      workspace_bytes[s] = blocks * var->split.slots * 4;
+    }
     if (step.kind == "row_reduction" && blocks > bundle::kMaxGridX) {
       return Status::error(fmt::format(
           "{}: step {} ({}): {} rows need {} blocks of {} rows, more than the grid limit {}",
@@ -724,18 +791,43 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
   std::array<void*, kMaxLaunchArgs> args;
   for (size_t i = 0; i < np; ++i) args[i] = const_cast<CUdeviceptr*>(&ptrs[i]);
   for (size_t j = 0; j < ns; ++j) args[np + j] = const_cast<int64_t*>(&symbols[j]);
+  CUdeviceptr workspace = 0;
+  int64_t phase = 0;
+  args[np + ns] = &workspace;
+  args[np + ns + 1] = &phase;
   const DriverApi& api = rt_->driver();
   for (size_t s = 0; s < nsteps; ++s) {
     const Variant& var = info.steps[s].variants[chosen[s]];
-    CUresult r = api.cuLaunchKernel(steps_[s][chosen[s]].fn, grid[s], 1, 1,
-                                    static_cast<unsigned>(var.block_threads), 1, 1, 0, stream,
-                                    args.data(), nullptr);
-    if (r != CUDA_SUCCESS) {
+    auto fail = [&](std::string_view what, CUresult r) {
       return Status::error(fmt::format(
-          "{}: step {} ({}), variant {}: cuLaunchKernel failed: {}{}", info.name, s,
-          info.steps[s].name, chosen[s], rt_->describe(r),
+          "{}: step {} ({}), variant {}: {} failed: {}{}", info.name, s, info.steps[s].name,
+          chosen[s], what, rt_->describe(r),
           r == CUDA_ERROR_INVALID_CONTEXT ? " (call Runtime::make_current on this thread)" : ""));
+    };
+    auto launch = [&] {
+      return api.cuLaunchKernel(steps_[s][chosen[s]].fn, grid[s], 1, 1,
+                                static_cast<unsigned>(var.block_threads), 1, 1, 0, stream,
+                                args.data(), nullptr);
+    };
+    if (var.split.phases == 0) {
+      if (CUresult r = launch(); r != CUDA_SUCCESS) return fail("cuLaunchKernel", r);
+      continue;
     }
+    Result<CUdeviceptr> ws = rt_->alloc_async(static_cast<size_t>(workspace_bytes[s]), stream);
+    if (!ws.ok()) {
+      return Status::error(
+          fmt::format("{}: step {} ({}), variant {}: the split reduction's "
+                      "workspace: {}",
+                      info.name, s, info.steps[s].name, chosen[s], ws.message()));
+    }
+    workspace = *ws;
+    for (phase = 0; phase < var.split.phases; ++phase) {
+      if (CUresult r = launch(); r != CUDA_SUCCESS) {
+        rt_->free_async(workspace, stream);
+        return fail(fmt::format("cuLaunchKernel (phase {})", phase), r);
+      }
+    }
+    rt_->free_async(workspace, stream);
   }
   return Status::ok_status();
 }

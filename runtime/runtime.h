@@ -59,6 +59,13 @@ class Runtime {
   CUcontext context() const { return ctx_; }
   /// Makes the runtime's context current on the calling thread.
   Status make_current() const;
+  /// Device memory in stream order from the runtime's own pool (a split reduction's
+  /// workspace): usable by work enqueued on `stream` after this call, until free_async on the
+  /// same stream. Launches on other streams or threads never share it. Fails when the driver
+  /// has no memory pools (before CUDA 11.2) or the device is out of memory.
+  Result<CUdeviceptr> alloc_async(size_t bytes, CUstream stream) const;
+  void free_async(CUdeviceptr p, CUstream stream) const;
+  bool has_memory_pool() const { return pool_ != nullptr; }
   /// A driver error code as "CUDA_ERROR_X: description".
   std::string describe(CUresult r) const;
 
@@ -69,6 +76,9 @@ class Runtime {
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   DeviceInfo device_;
+  // Keeps what it was given (release threshold: unlimited): after the first launches of a
+  // shape, allocating a workspace asks the operating system for nothing.
+  CUmemoryPool pool_ = nullptr;
 };
 
 class Bundle;
@@ -76,8 +86,8 @@ class Bundle;
 /// One kernel of a loaded bundle: every variant of every step, with its CUfunction.
 class Kernel {
  public:
-  /// Most arguments (pointers + symbols) and steps a launch supports; the argument array
-  /// lives on the stack.
+  /// Most arguments (pointers + symbols, plus a split step's workspace and phase) and steps
+  /// a launch supports; the argument array lives on the stack.
   static constexpr size_t kMaxLaunchArgs = 64;
   static constexpr size_t kMaxSteps = 32;
 
@@ -100,7 +110,9 @@ class Kernel {
   /// the lowest loadable id). Error messages number arguments from 1 ("softmax: argument 2
   /// (y): null pointer"). Safe from several threads at once: a thread whose current context
   /// is not the runtime's gets it made current. Safe inside CUDA graph capture (it only
-  /// enqueues kernels). Allocates nothing.
+  /// enqueues kernels, and for a split step a workspace allocation and its free, which
+  /// capture records as memory nodes). Allocates nothing, except a split step's workspace
+  /// (Runtime::alloc_async, a few bytes per row block).
   Status launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
                 std::span<const int64_t> symbols) const;
   /// Where a launch's variants come from.
@@ -140,8 +152,11 @@ class Kernel {
   std::vector<std::vector<int64_t>> reduced_dims_;
   std::vector<std::vector<std::pair<int64_t, int>>> tiers_;
   bool has_tiers_ = false;
-  /// The variant step `step` runs without a tuned entry: its tier for these symbols, else
-  /// chosen_.
+  // Row reduction steps: the split variant the heuristic runs for few, very long rows, or -1
+  // (none loadable, no memory pools, or after set_choice).
+  std::vector<int> split_;
+  /// The variant step `step` runs without a tuned entry: its split variant for few, very long
+  /// rows, else its tier for these symbols, else chosen_.
   int heuristic(size_t step, std::span<const int64_t> symbols) const;
 
   // Tuned winners from the cache, one row per shape (exact or bucket), in symbol order; a

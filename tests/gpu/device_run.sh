@@ -37,7 +37,8 @@ totals=$(awk '/passed,.*failed/ {p+=$1; f+=$3; s+=$5} END {printf "%d passed, %d
 note "gpu end-to-end (all variants): $totals ($(seconds "$t0") s)"
 
 "$kiln" compile examples/add.kiln -o "$out/add.bundle" > /dev/null
-"$rt_tests" "$out/add.bundle" > "$out/runtime_tests.txt" 2>&1
+"$kiln" compile examples/rowsum.kiln -o "$out/rowsum.bundle" > /dev/null
+"$rt_tests" "$out/add.bundle" "$out/rowsum.bundle" > "$out/runtime_tests.txt" 2>&1
 note "runtime launch tests:  $(grep -E 'passed|failed' "$out/runtime_tests.txt" | tail -1)"
 if [[ -x "$hostile" ]]; then
   "$kiln" compile examples/swiglu.kiln -o "$out/swiglu.bundle" > /dev/null
@@ -53,7 +54,7 @@ for tool in memcheck racecheck initcheck; do
   (
     san=(compute-sanitizer --tool $tool --error-exitcode 9)
     tests/gpu/run_gpu_tests.sh "$kiln" "$out/san_$tool" "${san[@]}" > "$out/sanitizer_$tool.txt" 2>&1
-    "${san[@]}" "$rt_tests" "$out/add.bundle" >> "$out/sanitizer_$tool.txt" 2>&1
+    "${san[@]}" "$rt_tests" "$out/add.bundle" "$out/rowsum.bundle" >> "$out/sanitizer_$tool.txt" 2>&1
     echo "runtime tests rc=$?" >> "$out/sanitizer_$tool.txt"
   ) &
 done

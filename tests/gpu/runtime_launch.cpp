@@ -1,8 +1,10 @@
 // GPU tests of libkiln_runtime's launch path on a real bundle (examples/add.kiln, compiled by
 // the bundle/add test): results, the scalar fallback for unaligned pointers, and every
-// argument check. Links only the runtime, never LLVM.
+// argument check; with a second bundle (examples/rowsum.kiln), split reductions: their
+// workspaces under several threads and inside graph capture. Links only the runtime, never
+// LLVM.
 //
-//   kiln_gpu_runtime_tests BUNDLE_DIR [catch options]
+//   kiln_gpu_runtime_tests ADD_BUNDLE_DIR [ROWSUM_BUNDLE_DIR] [catch options]
 //
 // Without a CUDA driver or device it prints a [SKIP] line and exits 77 (reported as skipped).
 #define CATCH_CONFIG_RUNNER
@@ -21,7 +23,7 @@ using namespace kiln;
 namespace {
 
 Runtime* g_rt = nullptr;
-std::string g_bundle;
+std::string g_bundle, g_rowsum_bundle;
 
 struct Buffers {
   static constexpr int64_t kSlack = 64;  // room to offset pointers
@@ -212,9 +214,131 @@ TEST_CASE("launches can be captured into a CUDA graph and replayed", "[gpu]") {
   api.cuStreamDestroy(stream);
 }
 
+namespace {
+
+// Few, very long rows of rowsum: M rows of N, each row's sum known exactly (small integers).
+struct RowSums {
+  static constexpr int64_t M = 3, N = 1000003;
+  CUdeviceptr x = 0, s = 0;
+  std::vector<float> want;
+  RowSums() : want(M) {
+    const DriverApi& api = g_rt->driver();
+    std::vector<float> hx(M * N);
+    for (int64_t i = 0; i < M; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < N; ++j) sum += hx[i * N + j] = static_cast<float>((i + j) % 7 - 3);
+      want[i] = static_cast<float>(sum);
+    }
+    REQUIRE(api.cuMemAlloc(&x, hx.size() * 4) == CUDA_SUCCESS);
+    REQUIRE(api.cuMemAlloc(&s, M * 4) == CUDA_SUCCESS);
+    REQUIRE(api.cuMemcpyHtoD(x, hx.data(), hx.size() * 4) == CUDA_SUCCESS);
+  }
+  ~RowSums() {
+    g_rt->driver().cuMemFree(x);
+    g_rt->driver().cuMemFree(s);
+  }
+  // Poisons s, runs `launch` (which must leave its work on `stream`) and returns the rows
+  // that are not their exact sum.
+  template <class F>
+  int64_t wrong_rows(CUstream stream, F&& launch) {
+    const DriverApi& api = g_rt->driver();
+    std::vector<float> got(M);
+    REQUIRE(api.cuMemsetD8(s, 0xFF, M * 4) == CUDA_SUCCESS);
+    launch();
+    REQUIRE(api.cuStreamSynchronize(stream) == CUDA_SUCCESS);
+    REQUIRE(api.cuMemcpyDtoH(got.data(), s, M * 4) == CUDA_SUCCESS);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < M; ++i) bad += got[i] != want[i];
+    return bad;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("few long rows run split, with a workspace per launch, in graphs and threads", "[gpu]") {
+  if (g_rowsum_bundle.empty()) {
+    WARN("no rowsum bundle given: split launches not tested");
+    return;
+  }
+  if (!g_rt->has_memory_pool()) {
+    WARN("this driver has no memory pools: split reductions are not used");
+    return;
+  }
+  auto b = Bundle::load(*g_rt, g_rowsum_bundle);
+  REQUIRE(b.ok());
+  const Kernel* k = (*b)->find("rowsum");
+  REQUIRE(k);
+  RowSums rs;
+  CUdeviceptr ptrs[] = {rs.x, rs.s};
+  int64_t syms[] = {RowSums::M, RowSums::N};
+  int chosen = -1;
+  k->choose(syms, std::span<int>(&chosen, 1));
+  CHECK(k->info().steps[0].variants[chosen].split.phases == 2);  // the heuristic splits
+  int64_t many[] = {4096, 1000};
+  int plain = -1;
+  k->choose(many, std::span<int>(&plain, 1));
+  CHECK(k->info().steps[0].variants[plain].split.phases == 0);  // enough rows: one block each
+
+  const DriverApi& api = g_rt->driver();
+  CUstream stream;
+  REQUIRE(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK(rs.wrong_rows(stream, [&] { REQUIRE(k->launch(stream, ptrs, syms).ok()); }) == 0);
+
+  SECTION("captured into a graph: the workspace becomes memory nodes, replayed twice") {
+    REQUIRE(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    Status s = k->launch(stream, ptrs, syms);
+    CUgraph graph = nullptr;
+    REQUIRE(api.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS);
+    REQUIRE(s.ok());
+    CUgraphExec exec = nullptr;
+    REQUIRE(api.cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS);
+    for (int replay = 0; replay < 2; ++replay) {
+      CHECK(rs.wrong_rows(stream, [&] { REQUIRE(api.cuGraphLaunch(exec, stream) == 0); }) == 0);
+    }
+    api.cuGraphExecDestroy(exec);
+    api.cuGraphDestroy(graph);
+  }
+  SECTION("4 threads, each on its own stream, 50 launches each into its own output") {
+    constexpr int kThreads = 4, kLaunches = 50;
+    std::vector<int64_t> bad(kThreads, -1);
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        CUstream st;
+        CUdeviceptr out;
+        if (!g_rt->make_current().ok() || api.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) ||
+            api.cuMemAlloc(&out, RowSums::M * 4)) {
+          errors[t] = "setup failed";
+          return;
+        }
+        CUdeviceptr p[] = {rs.x, out};
+        std::vector<float> got(RowSums::M);
+        bad[t] = 0;
+        for (int i = 0; i < kLaunches; ++i) {
+          api.cuMemsetD8Async(out, 0xFF, RowSums::M * 4, st);
+          if (Status s = k->launch(st, p, syms); !s.ok()) errors[t] = s.message();
+          api.cuMemcpyDtoHAsync(got.data(), out, RowSums::M * 4, st);
+          api.cuStreamSynchronize(st);
+          for (int64_t r = 0; r < RowSums::M; ++r) bad[t] += got[r] != rs.want[r];
+        }
+        api.cuMemFree(out);
+        api.cuStreamDestroy(st);
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) {
+      INFO("thread " << t << ": " << errors[t]);
+      CHECK(errors[t].empty());
+      CHECK(bad[t] == 0);
+    }
+  }
+  api.cuStreamDestroy(stream);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s BUNDLE_DIR [catch options]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s ADD_BUNDLE_DIR [ROWSUM_BUNDLE_DIR] [catch options]\n", argv[0]);
     return 2;
   }
   auto rt = Runtime::open();
@@ -224,6 +348,11 @@ int main(int argc, char** argv) {
   }
   g_rt = rt->get();
   g_bundle = argv[1];
-  argv[1] = argv[0];
-  return Catch::Session().run(argc - 1, argv + 1);
+  int skip = 1;
+  if (argc > 2 && argv[2][0] != '-') {
+    g_rowsum_bundle = argv[2];
+    skip = 2;
+  }
+  argv[skip] = argv[0];
+  return Catch::Session().run(argc - skip, argv + skip);
 }

@@ -118,6 +118,69 @@ TEST_CASE("row reduction tiers cover row lengths without gaps", "[compiler][redu
   }
 }
 
+TEST_CASE("split variants: one launch per reduction pass and one to finish",
+          "[compiler][reduction]") {
+  // phases, words per (row, block) record, for each kind of row kernel; the passes are
+  // those of the looped path (compiler/lower_reduction.cpp).
+  struct Case {
+    const char* spec;
+    int phases, slots;
+  } cases[] = {
+      {"kernel k(x: f32[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }", 2, 1},
+      {R"(kernel k(x: bf16[M, N]) -> (y: bf16[M, N]) {
+  mx[i] = max(x[i, j], j)
+  e[i, j] = exp(x[i, j] - mx[i])
+  s[i] = sum(e[i, j], j)
+  y[i, j] = e[i, j] / s[i]
+})",
+       3, 2},
+      {R"(kernel k(x: bf16[M, N]) -> (y: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  y[i] = mx[i] + log(sum(exp(x[i, j] - mx[i]), j))
+})",
+       3, 2},
+      // mean is stored when its sum is complete (phase 1), var in phase 2.
+      {R"(kernel k(x: bf16[M, N]) -> (mean: f32[M], var: f32[M]) {
+  mean[i] = sum(x[i, j], j) / N
+  var[i] = sum((x[i, j] - mean[i]) * (x[i, j] - mean[i]), j) / N
+})",
+       3, 2},
+      // h is stored in the same phase as the sum of squares is taken.
+      {R"(kernel k(x: f32[M, N], r: f32[M, N], w: f32[N]) -> (h: f32[M, N], y: f32[M, N]) {
+  h[i, j] = x[i, j] + r[i, j]
+  ms[i] = sum(h[i, k] * h[i, k], k) / N
+  y[i, j] = h[i, j] * rsqrt(ms[i] + 1e-6) * w[j]
+})",
+       2, 1},
+  };
+  for (const Case& c : cases) {
+    INFO(c.spec);
+    bundle::Manifest m = compile_text(c.spec);
+    REQUIRE(m.kernels[0].steps.size() == 1);
+    const bundle::Step& st = m.kernels[0].steps[0];
+    int split = 0;
+    for (const bundle::Variant& v : st.variants) {
+      if (v.split.phases == 0) {
+        CHECK(v.config.count("split") == 0);
+        continue;
+      }
+      ++split;
+      CHECK(v.config.at("split") == 1);
+      CHECK(v.config.at("group") == v.config.at("block"));
+      CHECK(v.elements_per_block == 1);
+      CHECK(v.max_reduced == 0);  // never a tier: the runtime picks it for few, long rows
+      CHECK(v.split.phases == c.phases);
+      CHECK(v.split.slots == c.slots);
+      CHECK(v.split.chunk == v.config.at("block") * v.config.at("vec") * v.config.at("items"));
+    }
+    CHECK(split == 3);
+  }
+  // Outer reductions do not split.
+  bundle::Manifest cols =
+      compile_text("kernel c(x: f32[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }");
+  for (const bundle::Variant& v : cols.kernels[0].steps[0].variants) CHECK(v.split.phases == 0);
+}
+
 TEST_CASE("kernels whose schedule passes a buffer are refused with the reason",
           "[compiler][reduction]") {
   Program p = parse_program(R"(kernel k(x: f32[M, N]) -> (c: f32[N]) {

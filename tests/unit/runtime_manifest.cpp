@@ -100,7 +100,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 2);
+  CHECK(j["version"] == 3);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -109,7 +109,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 2,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 3,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -251,13 +251,17 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 3; }) ==
-        "bundle/manifest.json: version: unsupported format version 3 (this runtime reads "
-        "version 2)");
-  // Version 1 had no image hashes: such a bundle is compiled again, never loaded unchecked.
+  CHECK(error_after([](Json& j) { j["version"] = 4; }) ==
+        "bundle/manifest.json: version: unsupported format version 4 (this runtime reads "
+        "version 3)");
+  // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
+  // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "version 2; recompile the bundle)");
+        "version 3; recompile the bundle)");
+  CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
+        "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
+        "version 3; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = "1"; }) ==
         "bundle/manifest.json: version: expected an integer >= 0, got a string");
   CHECK(error_after([](Json& j) { j["format"] = "zip"; }) ==
@@ -303,7 +307,7 @@ TEST_CASE("read_manifest reads DIR/manifest.json", "[runtime]") {
   REQUIRE(r.ok());
   CHECK(*r == sample());
 
-  std::ofstream(dir + "/manifest.json") << "{\"format\": \"kiln-bundle\", \"version\": 2}";
+  std::ofstream(dir + "/manifest.json") << "{\"format\": \"kiln-bundle\", \"version\": 3}";
   Result<Manifest> bad = read_manifest(dir);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.message() == dir + "/manifest.json: kiln_version: missing (expected a string)");
@@ -328,4 +332,38 @@ TEST_CASE("Runtime::open reports a missing driver instead of crashing", "[runtim
                  Catch::StartsWith("no CUDA driver: libcuda.so.1 could not be loaded ("));
     }
   }
+}
+
+TEST_CASE("a split variant round-trips and only a row reduction step may have one", "[runtime]") {
+  Manifest m = sample();
+  Step& s = m.kernels[0].steps[0];
+  s.kind = "row_reduction";
+  s.space = {Dim::symbol("M")};
+  s.reduced = {Dim::symbol("N")};
+  s.variants[2].split = {3, 2, 8192};
+  std::string text = to_json(m);
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  Json j = Json::parse(text);
+  CHECK(variant_json(j, 2)["split"] == Json({{"phases", 3}, {"slots", 2}, {"chunk", 8192}}));
+  CHECK_FALSE(variant_json(j, 1).contains("split"));  // present only for split variants
+
+  auto error_with = [&](const std::function<void(Json&)>& edit) {
+    Json e = j;
+    edit(e);
+    Result<Manifest> r = parse_manifest(e.dump(), kOrigin);
+    return r.ok() ? std::string("(accepted)") : r.message();
+  };
+  const std::string v2 = "bundle/manifest.json: kernels[0].steps[0].variants[2]";
+  CHECK(error_with([](Json& e) { variant_json(e, 2)["split"]["phases"] = 1; }) ==
+        v2 + ".split.phases: expected an integer in 2..64, got 1");
+  CHECK(error_with([](Json& e) { variant_json(e, 2)["split"]["slots"] = 0; }) ==
+        v2 + ".split.slots: expected an integer in 1..1024, got 0");
+  CHECK(error_with([](Json& e) { variant_json(e, 2)["split"].erase("chunk"); }) ==
+        v2 + ".split.chunk: missing (expected an integer)");
+  CHECK(error_with([](Json& e) { variant_json(e, 2)["split"] = 3; }) ==
+        v2 + ".split: expected an object, got an integer");
+  CHECK(error_with([](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "pointwise"; }) ==
+        v2 + ": a split variant in a step of kind \"pointwise\" (only row_reduction steps split)");
 }
