@@ -99,6 +99,11 @@ KernelHarness::KernelHarness(const Runtime& rt, const KernelDef& def,
     }
   }
   for (const std::string& s : info.symbols) syms_.push_back(shape.at(s));
+  // A copy from pageable memory may return before its DMA lands (the driver stages it), and
+  // kernels on stream_ (non-blocking) do not wait for the default stream it is queued on:
+  // without this a kernel could read inputs half uploaded. Seen on an H200 under load as
+  // rare "relative error 1" mismatches of small shapes (rowmean_bf16, logsumexp M=1000,N=33).
+  check_cu(rt, api.cuCtxSynchronize(), "uploading the inputs");
 }
 
 KernelHarness::~KernelHarness() {

@@ -8,7 +8,8 @@
 #     default variant of the smaller cases and on the runtime tests.
 # Each summary line is also appended to $OUT/summary.txt as soon as it is known.
 # Expects build/tools/kiln and build/tests/kiln_gpu_runtime_tests (carried from the build
-# machine). Logs go to $OUT (or ./device-out), packed into logs.tgz; a table is printed last.
+# machine). Logs go to $OUT (or ./device-out), packed into logs.tgz; a table is printed last,
+# with the first lines of every failed case.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-device-out}
@@ -65,9 +66,13 @@ for tool in memcheck racecheck initcheck; do
 done
 note "sanitizers: $(seconds "$t0") s"
 
-(cd "$out" && tar czf logs.tgz --exclude=bundles --exclude='*.bundle' gpu san_* bench_*/ \
-  concurrent 2>/dev/null; rm -rf gpu san_* bench_*/ ./*.bundle concurrent)
 echo
-grep -hE '^kernel|v[0-9]+\*|copy baseline|^torch' "$out"/bench_*.txt
+grep -hE '^kernel|v[0-9]+\*|copy baseline|^torch' "$out"/bench_*.txt 2>/dev/null
+echo
+grep -h -A6 'FAIL' "$out"/gpu_tests.txt | head -60
 echo
 printf '%s\n' "${summary[@]}"
+# The device tool returns at most 8 files: every log goes into logs.tgz, beside summary.txt.
+(cd "$out" && rm -rf ./*.bundle && tar czf logs.tgz --exclude=bundles --exclude=summary.txt \
+  --exclude=logs.tgz ./* 2>/dev/null && find . -mindepth 1 -maxdepth 1 ! -name summary.txt \
+  ! -name logs.tgz -exec rm -rf {} +)

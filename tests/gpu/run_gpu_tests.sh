@@ -35,7 +35,7 @@ while read -r example kernel shapes; do
     elif (( rc == 77 )); then skip=$((skip+1)); status=SKIP
     else fail=$((fail+1)); status="FAIL(rc=$rc)"; fi
     printf '%-16s %-16s %-20s %s\n' "$example" "$kernel" "$shape" "$status"
-    if [[ $status != ok ]]; then tail -5 "$log"; fi
+    if [[ $status != ok ]]; then grep -m 5 '^kiln run:' "$log"; tail -5 "$log"; fi
   done
 done < "$here/cases.txt"
 echo "$pass passed, $fail failed, $skip skipped"

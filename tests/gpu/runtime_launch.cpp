@@ -153,6 +153,7 @@ TEST_CASE("several threads launch through one runtime at once", "[gpu]") {
       std::vector<float> hx(n, 1.0f + t), hy(n, 2.0f), hz(n);
       api.cuMemcpyHtoD(x, hx.data(), n * 4);
       api.cuMemcpyHtoD(y, hy.data(), n * 4);
+      api.cuCtxSynchronize();  // `stream` is non-blocking: it would not wait for the copies' DMA
       CUdeviceptr ptrs[] = {x, y, z};
       int64_t syms[] = {n};
       for (int i = 0; i < kLaunches; ++i) {
@@ -232,6 +233,8 @@ struct RowSums {
     REQUIRE(api.cuMemAlloc(&x, hx.size() * 4) == CUDA_SUCCESS);
     REQUIRE(api.cuMemAlloc(&s, M * 4) == CUDA_SUCCESS);
     REQUIRE(api.cuMemcpyHtoD(x, hx.data(), hx.size() * 4) == CUDA_SUCCESS);
+    // Launches on non-blocking streams do not wait for this copy's DMA.
+    REQUIRE(api.cuCtxSynchronize() == CUDA_SUCCESS);
   }
   ~RowSums() {
     g_rt->driver().cuMemFree(x);
