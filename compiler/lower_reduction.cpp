@@ -584,14 +584,10 @@ class ReductionLowering {
   }
 
   void store_record(Value* cond, Value* record, const SplitPlan& plan, int item, Value* v) {
-    BasicBlock* yes = BasicBlock::Create(ctx_, "record", fn_);
-    BasicBlock* next = BasicBlock::Create(ctx_, "recorded", fn_);
-    b_.CreateCondBr(cond, yes, next);
-    b_.SetInsertPoint(yes);
-    b_.CreateAlignedStore(b_.CreateBitCast(v, b_.getInt32Ty()), record_word(record, plan, item),
-                          llvm::Align(4));
-    b_.CreateBr(next);
-    b_.SetInsertPoint(next);
+    when(cond, "record", "recorded", [&] {
+      b_.CreateAlignedStore(b_.CreateBitCast(v, b_.getInt32Ty()), record_word(record, plan, item),
+                            llvm::Align(4));
+    });
   }
 
   // Sets results[r] for each reduction r of `done` from the S records of the row: thread t
@@ -1016,12 +1012,21 @@ class ReductionLowering {
   }
 
   void store_if(Value* cond, int param, Value* offset, const std::vector<Value*>& vals) {
-    BasicBlock* yes = BasicBlock::Create(ctx_, "store", fn_);
-    BasicBlock* next = BasicBlock::Create(ctx_, "stored", fn_);
+    when(cond, "store", "stored", [&] {
+      DType t = params_[param]->dtype;
+      em_.store(em_.element_ptr(ptrs_[param], t, offset), t, vals);
+    });
+  }
+
+  // Emits body() in a block of its own that runs only when `cond` holds; code emitted after
+  // it runs either way.
+  template <class F>
+  void when(Value* cond, const char* name, const char* after, F&& body) {
+    BasicBlock* yes = BasicBlock::Create(ctx_, name, fn_);
+    BasicBlock* next = BasicBlock::Create(ctx_, after, fn_);
     b_.CreateCondBr(cond, yes, next);
     b_.SetInsertPoint(yes);
-    DType t = params_[param]->dtype;
-    em_.store(em_.element_ptr(ptrs_[param], t, offset), t, vals);
+    body();
     b_.CreateBr(next);
     b_.SetInsertPoint(next);
   }

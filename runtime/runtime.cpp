@@ -182,7 +182,6 @@ std::string join_names(const std::vector<std::string>& names) {
   return s;
 }
 
-// The manifest's parameter names, then its symbols, for messages.
 // The names of the arguments a variant's entry takes (manifest.h): parameters, symbols, and
 // for a split variant its workspace and phase.
 std::vector<std::string> abi_names(const KernelInfo& k, const Variant& v) {
