@@ -2,7 +2,9 @@
 mode="max-autotune-no-cudagraphs"), timed on the same GPU in the same run as Kiln, with the
 device-to-device copy bandwidth they are judged against (bench/torch_common.py says how).
 
-    python3 bench/torch_reductions.py OUT.json"""
+    python3 bench/torch_reductions.py OUT.json [NAME_PART ...]
+
+With NAME_PARTs, only the cases whose name contains one of them run."""
 import sys
 
 import torch
@@ -20,28 +22,35 @@ def main():
         return torch.randn(*shape, device=dev, dtype=dtype)
 
     cases = []
+    only = sys.argv[2:]
+
+    def add(name, make_args, fn, nbytes):
+        """Runs the case now (make_args allocates its inputs) unless filtered out."""
+        if not only or any(part in name for part in only):
+            cases.append(case(name, make_args(), fn, nbytes))
+
     M, N = 32768, 4096
-    cases.append(case("rowsum f32 32768x4096", (randn(M, N, dtype=f32),), lambda x: x.sum(1),
-                      4 * M * N + 4 * M))
+    add("rowsum f32 32768x4096", lambda: (randn(M, N, dtype=f32),), lambda x: x.sum(1),
+        4 * M * N + 4 * M)
     M, N = 4096, 32768
-    cases.append(case("colsum f32 4096x32768", (randn(M, N, dtype=f32),), lambda x: x.sum(0),
-                      4 * M * N + 4 * N))
+    add("colsum f32 4096x32768", lambda: (randn(M, N, dtype=f32),), lambda x: x.sum(0),
+        4 * M * N + 4 * N)
     for M, N in [(32768, 1024), (8192, 8192)]:
-        cases.append(case(f"softmax bf16 {M}x{N}", (randn(M, N, dtype=bf16),),
-                          lambda x: torch.softmax(x, -1), 2 * 2 * M * N))
+        add(f"softmax bf16 {M}x{N}", lambda: (randn(M, N, dtype=bf16),),
+            lambda x: torch.softmax(x, -1), 2 * 2 * M * N)
     M, N = 32768, 4096
-    cases.append(case("layernorm bf16 32768x4096",
-                      (randn(M, N, dtype=bf16), randn(N, dtype=bf16), randn(N, dtype=bf16)),
-                      lambda x, w, b: F.layer_norm(x, (N,), w, b, 1e-5), 2 * 2 * M * N + 4 * N))
-    cases.append(case("rmsnorm bf16 32768x4096", (randn(M, N, dtype=bf16), randn(N, dtype=bf16)),
-                      lambda x, w: F.rms_norm(x, (N,), w, 1e-6), 2 * 2 * M * N + 2 * N))
+    add("layernorm bf16 32768x4096",
+        lambda: (randn(M, N, dtype=bf16), randn(N, dtype=bf16), randn(N, dtype=bf16)),
+        lambda x, w, b: F.layer_norm(x, (N,), w, b, 1e-5), 2 * 2 * M * N + 4 * N)
+    add("rmsnorm bf16 32768x4096", lambda: (randn(M, N, dtype=bf16), randn(N, dtype=bf16)),
+        lambda x, w: F.rms_norm(x, (N,), w, 1e-6), 2 * 2 * M * N + 2 * N)
     # Few, very long rows (split reductions).
     M, N = 1, 1 << 26
-    cases.append(case("rowsum f32 1x67108864", (randn(M, N, dtype=f32),), lambda x: x.sum(1),
-                      4 * M * N + 4 * M))
+    add("rowsum f32 1x67108864", lambda: (randn(M, N, dtype=f32),), lambda x: x.sum(1),
+        4 * M * N + 4 * M)
     M, N = 4, 1 << 22
-    cases.append(case("softmax bf16 4x4194304", (randn(M, N, dtype=bf16),),
-                      lambda x: torch.softmax(x, -1), 2 * 2 * M * N))
+    add("softmax bf16 4x4194304", lambda: (randn(M, N, dtype=bf16),),
+        lambda x: torch.softmax(x, -1), 2 * 2 * M * N)
     report(sys.argv[1], copy, cases)
 
 
