@@ -1,22 +1,40 @@
 #!/usr/bin/env bash
-# Reduction benchmark (issue 4): every variant of each case, with the heuristic's choice marked
-# `*`, the copy bandwidth measured in the same run, then the same reductions through PyTorch
-# eager and torch.compile(mode="max-autotune-no-cudagraphs").
+# Reduction benchmark (issue 4), in one call: every variant of each case, with the heuristic's
+# choice marked `*` and the copy bandwidth measured in the same run; then the same reductions
+# through PyTorch eager and torch.compile(mode="max-autotune-no-cudagraphs"); then looped rows
+# (longer than the register tiers) through Kiln alone; last, the table of
+# bench/summarize_reductions.py.
 #   bench/reductions.sh KILN_BINARY OUT_DIR
-set -euo pipefail
+set -uo pipefail
 kiln=$1 out=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out/bundles"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$out/gpu.txt"
-for spec in rowsum:rowsum:M=32768,N=4096 colsum:colsum:M=4096,N=32768 \
-            softmax:softmax:M=32768,N=1024 softmax:softmax:M=8192,N=8192 \
-            layernorm:layernorm:M=32768,N=4096 rmsnorm:rmsnorm:M=32768,N=4096 \
-            rowsum:rowsum:M=1,N=67108864 softmax:softmax:M=4,N=4194304; do
-  IFS=: read -r example kernel shape <<< "$spec"
-  [[ -f "$out/bundles/$example/manifest.json" ]] || "$kiln" compile "$root/examples/$example.kiln" -o "$out/bundles/$example" > /dev/null
-  # A variant that mismatches is marked MISMATCH in the table (exit 2); the others still count.
-  "$kiln" run "$out/bundles/$example" "$kernel" --shape "$shape" --variant all --copy-baseline \
-      --json "$out/kiln_${kernel}_${shape//[=,]/_}.json" | tee "$out/kiln_${kernel}_${shape//[=,]/_}.txt" ||
-    echo "kiln run $kernel $shape: exit $? (a variant failed its check, see above)"
+stamp() { echo "[$(date +%T)] $*"; }
+
+# Bundles compile in parallel (CPU only, before anything is timed).
+for example in rowsum colsum softmax layernorm rmsnorm mean_var logsumexp; do
+  [[ -f "$out/bundles/$example/manifest.json" ]] ||
+    "$kiln" compile "$root/examples/$example.kiln" -o "$out/bundles/$example" > /dev/null &
 done
-python3 "$root/bench/torch_reductions.py" "$out/torch.json" | tee "$out/torch.txt"
+wait
+stamp "bundles compiled"
+
+run_case() {  # KERNEL SHAPE: the kernel of examples/KERNEL.kiln, every variant
+  local kernel=$1 shape=$2 name="kiln_$1_${2//[=,]/_}"
+  # A variant that mismatches is marked MISMATCH in the table (exit 2); the others still count.
+  "$kiln" run "$out/bundles/$kernel" "$kernel" --shape "$shape" --variant all --copy-baseline \
+      --json "$out/$name.json" > "$out/$name.txt" ||
+    echo "kiln run $kernel $shape: exit $? (a variant failed its check, see $name.txt)"
+  stamp "$kernel $shape"
+}
+
+for spec in rowsum:M=32768,N=4096 colsum:M=4096,N=32768 softmax:M=32768,N=1024 \
+            softmax:M=8192,N=8192 layernorm:M=32768,N=4096 rmsnorm:M=32768,N=4096 \
+            rowsum:M=1,N=67108864 softmax:M=4,N=4194304; do
+  run_case "${spec%%:*}" "${spec#*:}"
+done
+python3 "$root/bench/torch_reductions.py" "$out/torch.json" > "$out/torch.txt" 2>&1
+stamp "torch"
+for kernel in softmax layernorm mean_var logsumexp; do run_case "$kernel" M=1024,N=65536; done
+python3 "$root/bench/summarize_reductions.py" "$out" | tee "$out/summary.md"
