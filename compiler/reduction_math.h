@@ -65,7 +65,9 @@ Welford<typename A::V> from_shifted_sums(A& a, typename A::V n, typename A::V k,
 }
 
 /// Chan, Golub and LeVeque's merge: with delta = y.mean - x.mean and n = x.n + y.n,
-/// mean = x.mean + delta * y.n / n and M2 = x.M2 + y.M2 + delta^2 * x.n * y.n / n.
+/// mean = x.mean + delta * y.n / n and M2 = x.M2 + y.M2 + delta^2 * x.n * y.n / n. delta is
+/// scaled before it is squared: against an empty x, delta is y's mean, whose square may
+/// overflow, and inf * 0 would be NaN.
 template <class A>
 Welford<typename A::V> merge(A& a, const Welford<typename A::V>& x,
                              const Welford<typename A::V>& y) {
@@ -73,7 +75,7 @@ Welford<typename A::V> merge(A& a, const Welford<typename A::V>& x,
   auto w = a.select(a.gt(n, a.num(0)), a.div(y.n, n), a.num(0));
   auto delta = a.sub(y.mean, x.mean);
   return {n, a.add(x.mean, a.mul(delta, w)),
-          a.add(a.add(x.m2, y.m2), a.mul(a.mul(delta, delta), a.mul(x.n, w)))};
+          a.add(a.add(x.m2, y.m2), a.mul(a.mul(delta, a.mul(x.n, w)), delta))};
 }
 
 }  // namespace kiln::reduction_math
