@@ -16,7 +16,8 @@
 //       - online max+sum: L is a max and F's body is f * exp(A - L), factors in any order and
 //         divisors allowed, with A structurally equal to L's body and no f reading L (softmax,
 //         logsumexp). Each thread keeps (m, s); per chunk m' = max(m, the chunk's values),
-//         s = s * exp(m - m') + the chunk's terms taken against m'. Equal maxima keep s and a
+//         s = s * exp(m - m') + the chunk's terms taken against m', s compensated (Kahan, its
+//         compensation rescaled with it). Equal maxima keep s and a
 //         max of -inf rescales to 0, so exp(-inf - -inf) never turns a sum into NaN that the
 //         two-pass sum would not be (reduction_math.h). Threads' pairs merge alike.
 //       - Welford: L is a sum or mean with body X and F's body is D * D, D = X - mean, the two
@@ -24,8 +25,9 @@
 //         or its fixed value) or the mean L itself (layernorm, mean_var). L keeps (n, mean,
 //         M2) in place of its sum; L's value is n * mean, F's is M2. Per chunk the thread
 //         sums x - k and (x - k)^2, k its running mean (the chunk's first value before any),
-//         and merges that chunk's state with Chan's formula: one division per chunk, where
-//         Welford's update per element would divide per element. States merge the same way.
+//         and merges that chunk's state with Chan's formula, the mean and M2 compensated
+//         (Kahan): one division per chunk, where Welford's update per element would divide
+//         per element. Threads' states merge with Chan's formula.
 //     A lead's result must be read as accumulated (an output narrower than f32 is read back
 //     rounded: no fusion). Anything else keeps its passes. Error against two-pass: an online
 //     sum's terms are the same exp(x - max), taken against a smaller or equal max; each
@@ -33,15 +35,17 @@
 //     2^-22 relative (ex2.approx), no more than the sum's own rounding of those 4 elements
 //     (2^-24 each). A Welford M2's relative error grows at most like eps * |mean| / stddev
 //     (the shifts and the merges' deltas), where the textbook one-pass formula's grows like
-//     its square; measured in f32 (tests/unit/compiler_reduction_math.cpp's CPU model of
-//     these loops), 3e-7 against two-pass's 1.3e-6 to 1.7e-6 at mean / stddev <= 10, 5e-6
-//     against 1.4e-6 at 1000. Counts are f32, exact up to 2^24 elements.
+//     its square. The compensation keeps the running sums from drifting with the number of
+//     chunks: in f32 (tests/unit/compiler_reduction_math.cpp's CPU model of these loops), 8
+//     threads over 3M elements of 3 + N(0, 1), relative errors 3.1e-8 (online sum) and
+//     5.2e-8 (M2), against 4.0e-6 and 7.2e-6 uncompensated. Counts are f32, exact up to 2^24
+//     elements.
 //  4. Row kernels (the reduced index is contiguous): `group` threads own one row, thread l
 //     the elements (c * group + l) * vec + v. When R <= group * vec * items (checked at run
 //     time) the row is persistent: the `items` vectors are loaded once and every pass reuses
 //     them from registers. Otherwise each pass (of step 3's looped passes) loops over the
-//     row in chunks of that size, re-reading it; its plain f32 sums are compensated (Kahan)
-//     across chunks, its fused states are not. When R % vec == 0 the vectors are 16-byte
+//     row in chunks of that size, re-reading it; its f32 sums (fused states' included) are
+//     compensated (Kahan) across chunks. When R % vec == 0 the vectors are 16-byte
 //     loads and stores; otherwise scalar accesses, `group` apart, 4 per iteration.
 //     Out-of-range elements load a clamped (valid) address and contribute the reduction's
 //     identity. The grid covers the rows (no loop over rows). In a persistent row only the
@@ -1198,10 +1202,7 @@ class ReductionLowering {
         a = em_.combine(op, a, v);
         return;
       }
-      Value* y = b_.CreateFSub(v, *c);
-      Value* sum = b_.CreateFAdd(a, y);
-      *c = b_.CreateFSub(b_.CreateFSub(sum, a), y);
-      a = sum;
+      reduction_math::kahan_add(math_, a, *c, v);
     };
     for (Group& g : groups) {
       const bool one_mask = S == 1 && std::all_of(g.pts.begin(), g.pts.end(), [&](const Point& p) {
@@ -1225,9 +1226,9 @@ class ReductionLowering {
   // Evaluates a pass over `groups`: folds each reduction's in-range values into `acc` (per
   // reduction, per slot) and stores element-level outputs. Returns the new accumulators.
   // A fused reduction comes after its lead, so it sees the lead's accumulator both before
-  // (`before`) and after this chunk. With `comp` (loops over chunks), the plain f32 sums are
-  // compensated (Kahan): comp[i] holds what acc[i] lost to rounding, or is null for an
-  // accumulator that is not such a sum (a fused state's included).
+  // (`before`) and after this chunk. With `comp` (loops over chunks), the f32 running sums are
+  // compensated (Kahan): comp[i] holds what acc[i] gained by rounding, or is null for an
+  // accumulator that is not such a sum (chunk_loop says which).
   std::vector<Value*> run_pass(const std::vector<int>& pass, std::vector<Group>& groups,
                                const std::vector<std::vector<Value*>>& results,
                                std::vector<Value*> acc, std::vector<Value*>* comp = nullptr) {
@@ -1239,13 +1240,15 @@ class ReductionLowering {
         continue;
       }
       Value** a = &acc[offset(i, pass)];
+      Value** c = comp ? &(*comp)[offset(i, pass)] : nullptr;
       if (welford_lead(i, pass)) {
-        // The chunk's own state from its sums of x - k, k the running mean (before any
-        // element, the chunk's first value, clamped and so always an element of the row):
-        // one sweep that holds no element and one division per chunk, where a Welford
-        // update per element would divide per element.
+        // The chunk's sums of x - k, k the running mean (before any element, the chunk's
+        // first value, clamped and so always an element of the row), added to the state
+        // with one division per chunk, where a Welford update per element would divide per
+        // element; the mean and M2 compensated when c[1] and c[2] are given.
         auto x = [&](Point& p, Group& g) { return eval(it.value, p, g, results); };
-        Value* k = math_.select(math_.gt(a[0], math_.num(0)), a[1], x(groups[0].pts[0], groups[0]));
+        reduction_math::Welford<Value*> st{a[0], a[1], a[2]};
+        Value* k = reduction_math::shift(math_, st, x(groups[0].pts[0], groups[0]));
         Value *n = math_.num(0), *s1 = math_.num(0), *s2 = math_.num(0);
         fold(ReduceOp::sum, DType::f32, groups, &n, [&](Point&, Group&) { return math_.num(1); });
         fold(ReduceOp::sum, DType::f32, groups, &s1,
@@ -1254,29 +1257,34 @@ class ReductionLowering {
           Value* d = math_.sub(x(p, g), k);
           return math_.mul(d, d);
         });
-        auto state = reduction_math::merge(math_, {a[0], a[1], a[2]},
-                                           reduction_math::from_shifted_sums(math_, n, k, s1, s2));
-        a[0] = state.n;
-        a[1] = state.mean;
-        a[2] = state.m2;
+        Value *mean_c = c ? c[1] : math_.num(0), *m2_c = c ? c[2] : math_.num(0);
+        reduction_math::add_shifted_sums(math_, st, mean_c, m2_c, n, k, s1, s2);
+        a[0] = st.n;
+        a[1] = st.mean;
+        a[2] = st.m2;
+        if (c) {
+          c[1] = mean_c;
+          c[2] = m2_c;
+        }
         continue;
       }
       switch (fusion_in(i, pass)) {
         case Fusion::none:
           fold(
               it.op, it.type, groups, a,
-              [&](Point& p, Group& g) { return eval(it.value, p, g, results); },
-              comp ? &(*comp)[offset(i, pass)] : nullptr);
+              [&](Point& p, Group& g) { return eval(it.value, p, g, results); }, c);
           break;
         case Fusion::online: {
           // The chunk's terms are taken against the running max after it, which bounds them
-          // by 1; the sum so far is re-measured against that max.
+          // by 1; the sum so far, and its compensation, are re-measured against that max.
           const int m = offset(it.lead, pass);
           std::vector<std::vector<Value*>> running = results;
           running[it.lead] = {acc[m]};
           a[0] = reduction_math::rescale(math_, a[0], before[m], acc[m]);
-          fold(it.op, it.type, groups, a,
-               [&](Point& p, Group& g) { return eval(it.value, p, g, running); });
+          if (c && c[0]) c[0] = reduction_math::rescale(math_, c[0], before[m], acc[m]);
+          fold(
+              it.op, it.type, groups, a,
+              [&](Point& p, Group& g) { return eval(it.value, p, g, running); }, c);
           break;
         }
         case Fusion::welford:  // its lead's M2
@@ -1309,19 +1317,25 @@ class ReductionLowering {
     // f32 sums over a loop are compensated (Kahan): a thread may add up millions of values
     // (a row of 64M over 8 threads), and plain f32 accumulation then drifts past the
     // output's tolerance (measured on an H200: relative errors up to 2.9e-5 on rows of 64M).
-    // A fused state keeps its own update (reduction_math.h): only plain sums are compensated.
+    // So are the running sums of the fused states: an online sum, and a Welford state's mean
+    // and M2 (its count is exact); the fused states' drift measured 1.7e-5 to 2.5e-5 there.
+    auto compensate = [&](int i) {
+      comp_phis[i] = b_.CreatePHI(b_.getFloatTy(), 2, "lost");
+      comp_phis[i]->addIncoming(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), pre);
+    };
     for (int r : reductions_of(pass)) {
       const Item& it = prog_.items[r];
-      if ((it.op != ReduceOp::sum && it.op != ReduceOp::mean) ||
-          fusion_in(r, pass) != Fusion::none || welford_lead(r, pass)) {
+      const int at = offset(r, pass);
+      if (welford_lead(r, pass)) {
+        compensate(at + 1);
+        compensate(at + 2);
         continue;
       }
-      const int at = offset(r, pass);
-      if (!init[at]->getType()->isFloatTy()) continue;
-      for (int i = at; i < at + width(r, pass); ++i) {
-        comp_phis[i] = b_.CreatePHI(b_.getFloatTy(), 2, "lost");
-        comp_phis[i]->addIncoming(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), pre);
+      if ((it.op != ReduceOp::sum && it.op != ReduceOp::mean) ||
+          fusion_in(r, pass) == Fusion::welford || !init[at]->getType()->isFloatTy()) {
+        continue;
       }
+      for (int i = at; i < at + width(r, pass); ++i) compensate(i);
     }
     b_.CreateCondBr(b_.CreateICmpULT(base, end), body, done);
     b_.SetInsertPoint(body);

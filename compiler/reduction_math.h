@@ -9,14 +9,30 @@
 //   cond eq(V, V); cond gt(V, V); V select(cond, V, V).
 // Merges take the states in a fixed order (first, second): the results must not depend on
 // timing, and fma contraction makes even the symmetric-looking formulas order-dependent.
+//
+// A thread of a looped row updates its state once per chunk, tens of thousands of times on
+// rows of millions of elements, so the running sums (the online sum, Welford's mean and M2)
+// are compensated (Kahan) like the plain sums: their error then stays near eps instead of
+// growing with the chunks (measured in tests/unit/compiler_reduction_math.cpp).
 #pragma once
 
 #include <cmath>
 
 namespace kiln::reduction_math {
 
+/// Adds v to the compensated sum (s, c) (Kahan): the sum is s - c, c what rounding has added
+/// to s so far. Starts from (0, 0).
+template <class A>
+void kahan_add(A& a, typename A::V& s, typename A::V& c, typename A::V v) {
+  auto y = a.sub(v, c);
+  auto t = a.add(s, y);
+  c = a.sub(a.sub(t, s), y);
+  s = t;
+}
+
 /// Online max+sum: m is the running max of the elements seen, s the sum of their terms
-/// f * exp(a - m) measured against it.
+/// f * exp(a - m) measured against it. A looped row's thread keeps s compensated: when m
+/// grows, s and its compensation are both rescaled (rescale is linear in s).
 template <class V>
 struct Online {
   V m, s;
@@ -53,15 +69,33 @@ typename A::V mean_of(A& a, typename A::V n, typename A::V sum) {
   return a.select(a.gt(n, a.num(0)), a.div(sum, n), a.num(0));
 }
 
-/// The state of n elements x given s1 = sum(x - k) and s2 = sum((x - k)^2) over them:
-/// mean = k + s1 / n and M2 = s2 - s1^2 / n. Exact in real arithmetic for any shift k; in
-/// floating point the subtraction loses about (mean - k)^2 / variance in relative accuracy of
-/// M2 (the textbook one-pass formula is k = 0), so k should lie near the mean.
+/// The first value that a thread's chunk sums are shifted by (add_shifted_sums): the running
+/// mean, or before any element the chunk's first value.
 template <class A>
-Welford<typename A::V> from_shifted_sums(A& a, typename A::V n, typename A::V k, typename A::V s1,
-                                         typename A::V s2) {
+typename A::V shift(A& a, const Welford<typename A::V>& st, typename A::V first) {
+  return a.select(a.gt(st.n, a.num(0)), st.mean, first);
+}
+
+/// Adds a chunk of n elements x, given as s1 = sum(x - k) and s2 = sum((x - k)^2) with
+/// k = shift(st, its first value), to the state st whose mean and M2 carry Kahan
+/// compensations (the state is (n, mean - mean_c, m2 - m2_c); all start at 0). This is
+/// Chan's merge (below) of st with the chunk's state (mean k + q, q = s1 / n; M2 s2 - s1 q),
+/// its two running sums compensated: delta, the chunk's mean less st's, is
+/// (k - mean) + q + mean_c, where k - mean is 0 once st holds an element. Shifting by a value
+/// near the mean matters: s2 - s1 q loses about (mean - k)^2 / variance in relative accuracy
+/// of M2 (k = 0 is the textbook one-pass formula).
+template <class A>
+void add_shifted_sums(A& a, Welford<typename A::V>& st, typename A::V& mean_c, typename A::V& m2_c,
+                      typename A::V n, typename A::V k, typename A::V s1, typename A::V s2) {
   auto q = mean_of(a, n, s1);
-  return {n, a.add(k, q), a.sub(s2, a.mul(s1, q))};
+  auto total = a.add(st.n, n);
+  auto w = a.select(a.gt(total, a.num(0)), a.div(n, total), a.num(0));
+  auto delta = a.add(a.sub(k, st.mean), a.add(q, mean_c));
+  // delta is scaled before it is squared, as in merge.
+  kahan_add(a, st.m2, m2_c,
+            a.add(a.sub(s2, a.mul(s1, q)), a.mul(a.mul(delta, a.mul(st.n, w)), delta)));
+  kahan_add(a, st.mean, mean_c, a.mul(delta, w));
+  st.n = total;
 }
 
 /// Chan, Golub and LeVeque's merge: with delta = y.mean - x.mean and n = x.n + y.n,
