@@ -9,8 +9,10 @@
 //  2. Passes: statements are split into passes over the reduced index; a pass ends before a
 //     statement that needs a reduction of the same pass. Row-level outputs sit between
 //     passes. (softmax: max | exp-sum | store: three passes.)
-//  3. Fusions, for rows that loop (step 4; a held row costs nothing to walk again, and split
-//     rows keep the passes: their records hold one word per reduction): a sum or mean
+//  3. Fusions, for rows that loop in fused variants (ReductionConfig::fuse; a held row costs
+//     nothing to walk again, and split rows keep the passes: their records hold one word per
+//     reduction; unfused variants keep the passes too, and compile.cpp adds fused ones only
+//     where something fuses): a sum or mean
 //     reduction F (f32) joins the pass of an earlier f32 reduction L, its lead, when
 //     everything else F reads is known before L's pass and L is not itself a follower, and
 //       - online max+sum: L is a max and F's body is f * exp(A - L), factors in any order and
@@ -266,7 +268,8 @@ void fuse_for_looped_rows(Program& p, const std::vector<const TensorDecl*>& para
   std::erase_if(p.looped, [](const std::vector<int>& pass) { return pass.empty(); });
 }
 
-Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk) {
+// `fuse`: whether looped rows fuse (step 3; ReductionConfig::fuse), else p.looped == p.passes.
+Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk, bool fuse) {
   const KernelDef& def = sk.def;
   const int rows = static_cast<int>(sk.space.size());
   Inliner inliner(def, [](const Stmt& s) { return !s.value.as<Reduce>(); });
@@ -331,7 +334,10 @@ Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk) {
     if (it.kind == Item::row_store) close();
   }
   close();
-  if (reduction_shape(sk) == ReductionShape::row) fuse_for_looped_rows(p, params, *sk.reduced);
+  p.looped = p.passes;
+  if (fuse && reduction_shape(sk) == ReductionShape::row) {
+    fuse_for_looped_rows(p, params, *sk.reduced);
+  }
   return p;
 }
 
@@ -413,7 +419,7 @@ class ReductionLowering {
         shape_(reduction_shape(sk)),
         params_(abi.params()),
         symbols_(abi.symbols()),
-        prog_(canonicalize(abi, sk)) {
+        prog_(canonicalize(abi, sk, cfg.fuse)) {
     rank_ = static_cast<int>(sk.space.size());
     vary_ = shape_ == ReductionShape::row ? kReduced : row_var(rank_ - 1);
   }
@@ -425,6 +431,9 @@ class ReductionLowering {
     if (cfg_.split && (shape_ != ReductionShape::row || cfg_.group != cfg_.block)) {
       throw InternalError(
           "lower_reduction: a split config of an outer kernel or with group != block");
+    }
+    if (cfg_.fuse && (shape_ != ReductionShape::row || cfg_.split)) {
+      throw InternalError("lower_reduction: a fused config of an outer or split kernel");
     }
     fn_ = em_.declare_kernel(abi_, entry, cfg_.block, cfg_.split);
     for (size_t i = 0; i < params_.size(); ++i) ptrs_.push_back(fn_->getArg(i));
@@ -1635,7 +1644,7 @@ int reduction_vector_width(const ScheduledKernel& sk) {
 RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk) {
   internal_check(sk.reduced.has_value() && reduction_shape(sk) == ReductionShape::row,
                  "row_passes: not a row reduction kernel");
-  auto p = canonicalize(abi, sk);
+  auto p = canonicalize(abi, sk, true);
   auto walks = [&](const std::vector<std::vector<int>>& passes) {
     return static_cast<int>(std::count_if(passes.begin(), passes.end(), [&](const auto& pass) {
       return p.items[pass[0]].kind != Item::row_store;
@@ -1657,7 +1666,7 @@ int64_t rows_per_block(ReductionShape shape, const ReductionConfig& cfg) {
 }
 
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {
-  SplitPlan plan = plan_split(canonicalize(abi, sk));
+  SplitPlan plan = plan_split(canonicalize(abi, sk, false));
   return {plan.phases, plan.slots};
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -147,6 +148,100 @@ TEST_CASE("row reduction tiers cover row lengths without gaps", "[compiler][redu
     REQUIRE(!limits.empty());
     for (size_t i = 1; i < limits.size(); ++i) CHECK(limits[i] == 2 * limits[i - 1]);
     CHECK(std::count(space.begin(), space.end(), default_row_config(max_vec)) == 1);
+  }
+}
+
+TEST_CASE("fused copies follow the unfused row variants; one is the tier of longer rows",
+          "[compiler][reduction]") {
+  for (int max_vec : {4, 8}) {
+    const std::vector<ReductionConfig> plain = row_reduction_space(max_vec);
+    const std::vector<ReductionConfig> space = row_reduction_space(max_vec, true);
+    REQUIRE(space.size() > plain.size());
+    CHECK(std::equal(plain.begin(), plain.end(), space.begin()));  // ids kept
+    size_t fused = 0;
+    for (size_t i = plain.size(); i < space.size(); ++i) {
+      ReductionConfig c = space[i];
+      CHECK(c.fuse);
+      CHECK(!c.split);
+      CHECK(c.as_map().at("fuse") == 1);
+      c.fuse = false;
+      CHECK(std::count(plain.begin(), plain.end(), c) == 1);
+      ++fused;
+    }
+    CHECK(fused ==
+          static_cast<size_t>(std::count_if(plain.begin(), plain.end(),
+                                            [](const ReductionConfig& c) { return !c.split; })));
+    for (bool single : {false, true}) {
+      std::vector<int64_t> limits;
+      for (const ReductionConfig& c : space) {
+        const int64_t l = row_heuristic_limit(c, max_vec, single);
+        if (!c.fuse) CHECK(l == row_heuristic_limit(c, max_vec));  // the unfused tiers stay
+        if (l > 0) limits.push_back(l);
+        if (c.fuse && l > 0) {
+          CHECK(single);
+          CHECK(c.group == 512);
+          CHECK(l == std::numeric_limits<int64_t>::max());
+        }
+      }
+      std::sort(limits.begin(), limits.end());
+      CHECK(std::adjacent_find(limits.begin(), limits.end()) == limits.end());
+      CHECK((limits.back() == std::numeric_limits<int64_t>::max()) == single);
+    }
+  }
+}
+
+TEST_CASE("fused variants only for kernels whose looped rows fuse", "[compiler][reduction]") {
+  struct Case {
+    const char *file, *kernel;
+    bool fusable, single_pass;
+  };
+  for (const Case& c :
+       {Case{"mean_var", "mean_var", true, true}, Case{"logsumexp", "logsumexp", true, true},
+        Case{"softmax", "softmax", true, false}, Case{"layernorm", "layernorm", true, false},
+        Case{"rmsnorm", "rmsnorm", false, false}, Case{"rowsum", "rowsum", false, false}}) {
+    INFO(c.kernel);
+    CompileOptions o;
+    o.archs = {"sm_90"};
+    o.assemble = false;
+    Program p;
+    p.kernels.push_back(example(c.file, c.kernel));
+    CompiledBundle b = compile_program(p, o);
+    REQUIRE(b.manifest.kernels[0].steps.size() == 1);
+    const bundle::Step& st = b.manifest.kernels[0].steps[0];
+    const int max_vec = static_cast<int>(st.variants[0].config.at("vec"));
+    const size_t plain = row_reduction_space(max_vec).size();
+    std::vector<const bundle::Variant*> fused, longer;
+    for (const bundle::Variant& v : st.variants) {
+      if (v.config.count("fuse")) fused.push_back(&v);
+      if (v.max_reduced == std::numeric_limits<int64_t>::max()) longer.push_back(&v);
+      if (v.config.count("fuse") && v.max_reduced > 0)
+        CHECK(v.max_reduced == std::numeric_limits<int64_t>::max());
+    }
+    CHECK(st.variants.size() == (c.fusable ? row_reduction_space(max_vec, true).size() : plain));
+    CHECK(fused.size() == st.variants.size() - plain);
+    CHECK(longer.size() == (c.single_pass ? 1u : 0u));
+    for (const bundle::Variant* v : longer) {
+      CHECK(v->config.at("fuse") == 1);
+      CHECK(v->config.at("group") == 512);
+    }
+    if (!c.fusable) continue;
+    // The default's fused copy lowers to other code (the looped rows): the knob is not ignored.
+    auto twin = std::find_if(st.variants.begin(), st.variants.end(), [&](const bundle::Variant& v) {
+      std::map<std::string, int64_t> m = v.config;
+      return m.erase("fuse") == 1 &&
+             m == std::find_if(st.variants.begin(), st.variants.end(), [](const auto& d) {
+                    return d.is_default;
+                  })->config;
+    });
+    REQUIRE(twin != st.variants.end());
+    CHECK(!twin->is_default);
+    const bundle::Variant& def = *std::find_if(st.variants.begin(), st.variants.end(),
+                                               [](const auto& d) { return d.is_default; });
+    std::string a = b.files.at(def.images[0].ptx), t = b.files.at(twin->images[0].ptx);
+    for (size_t at; (at = t.find(twin->entry)) != std::string::npos;) {
+      t.replace(at, twin->entry.size(), def.entry);
+    }
+    CHECK(a != t);
   }
 }
 
