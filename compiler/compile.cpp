@@ -42,13 +42,16 @@ struct StepPlan {
   const ScheduledKernel* sk = nullptr;  // reductions
   ReductionShape shape = ReductionShape::row;
   int max_vec = 1;
+  // Row reductions whose looped rows can fuse (ReductionConfig::fuse), and whether fusing
+  // leaves them one pass over the row (then the heuristic runs the fused variant on them).
+  bool fusable = false, fused_single_pass = false;
 
   std::vector<AnyConfig> space_of_configs() const {
     std::vector<AnyConfig> out;
     if (kind == "pointwise") {
       for (const PointwiseConfig& c : pointwise_config_space(max_vec)) out.push_back(c);
     } else if (shape == ReductionShape::row) {
-      for (const ReductionConfig& c : row_reduction_space(max_vec)) out.push_back(c);
+      for (const ReductionConfig& c : row_reduction_space(max_vec, fusable)) out.push_back(c);
     } else {
       for (const ReductionConfig& c : outer_reduction_space(max_vec)) out.push_back(c);
     }
@@ -125,6 +128,11 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
     p.space = sk.space;
     p.reduced = sk.reduced;
     p.max_vec = reduction_vector_width(sk);
+    if (p.shape == ReductionShape::row) {
+      RowPasses rp = row_passes(k, sk);
+      p.fusable = !rp.fused.empty();
+      p.fused_single_pass = p.fusable && rp.looped == 1;
+    }
   }
   return plan;
 }
@@ -193,7 +201,9 @@ bundle::Variant make_variant(const KernelDef& k, size_t step, const StepPlan& pl
     v.config = rc.as_map();
     v.block_threads = rc.block;
     v.elements_per_block = rows_per_block(plan.shape, rc);
-    if (plan.shape == ReductionShape::row) v.max_reduced = row_heuristic_limit(rc, plan.max_vec);
+    if (plan.shape == ReductionShape::row) {
+      v.max_reduced = row_heuristic_limit(rc, plan.max_vec, plan.fused_single_pass);
+    }
     if (rc.split) {
       SplitShape ss = split_shape(k, *plan.sk);
       v.split = {ss.phases, ss.slots, rc.capacity()};
@@ -421,10 +431,17 @@ std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
     std::unique_ptr<KernelPlan> plan = plan_kernel(k);
     for (size_t si = 0; si < plan->steps.size(); ++si) {
       const StepPlan& step = plan->steps[si];
-      AnyConfig cfg = step.default_config();
       std::vector<AnyConfig> space = step.space_of_configs();
-      size_t id = std::find(space.begin(), space.end(), cfg) - space.begin();
-      lower_step(m, k, step, cfg, entry_name(k, si, id), nullptr);
+      std::vector<AnyConfig> shown{step.default_config()};
+      if (step.fusable) {  // and the default's fused copy
+        ReductionConfig fused = std::get<ReductionConfig>(shown[0]);
+        fused.fuse = true;
+        shown.push_back(fused);
+      }
+      for (const AnyConfig& cfg : shown) {
+        size_t id = std::find(space.begin(), space.end(), cfg) - space.begin();
+        lower_step(m, k, step, cfg, entry_name(k, si, id), nullptr);
+      }
     }
   }
   return stage == Stage::llvm ? module_text(m) : emit_ptx(m, arch);

@@ -57,7 +57,8 @@ Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
                         const PointwiseConfig& cfg);
 
 enum class Stage { ir, schedule, llvm, ptx, header };
-/// The text of one stage for every kernel (for the default variant of each step): the
+/// The text of one stage for every kernel (for the default variant of each step, and for a
+/// row reduction with fused variants the default's fused copy after it): the
 /// canonical IR, the fusion schedule (compiler/schedule.h), the LLVM IR as lowered (before
 /// optimization), the PTX for `arch`, or the typed launchers (compiler/header.h, in namespace
 /// `kiln_kernels`).

@@ -2,6 +2,7 @@
 #include "compiler/config.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace kiln {
 
@@ -30,6 +31,7 @@ std::map<std::string, int64_t> ReductionConfig::as_map() const {
   std::map<std::string, int64_t> m{
       {"block", block}, {"group", group}, {"vec", vec}, {"items", items}};
   if (split) m["split"] = 1;  // absent otherwise: the configs tuned before splits keep their keys
+  if (fuse) m["fuse"] = 1;    // likewise
   return m;
 }
 
@@ -51,16 +53,17 @@ ReductionConfig row_config(int group, int vec, int items, int block = 0) {
 // per thread win once registers stay low (bf16 layernorm of 4096: 128 threads x 32 elements
 // 140.4 us, 256 x 16 148.5 us, 512 x 8 255.6 us; softmax of 8192: 256 x 32 69.7 us, 512 x 16
 // 78.1 us). 1024 threads x 32 elements would spill (64 registers at most).
+constexpr int kLargestTierGroup = 512;
 bool is_tier(const ReductionConfig& c, int max_vec) {
   const int items = tier_items(max_vec);
-  if (c.split || c.vec != max_vec || c.block != std::max(c.group, 128)) return false;
+  if (c.split || c.fuse || c.vec != max_vec || c.block != std::max(c.group, 128)) return false;
   return (c.group <= 64 && c.items == items) ||
-         (c.group >= 64 && c.group <= 512 && c.items == 2 * items);
+         (c.group >= 64 && c.group <= kLargestTierGroup && c.items == 2 * items);
 }
 
 }  // namespace
 
-std::vector<ReductionConfig> row_reduction_space(int max_vec) {
+std::vector<ReductionConfig> row_reduction_space(int max_vec, bool fusable) {
   const int items = tier_items(max_vec);
   std::vector<ReductionConfig> space;
   auto add = [&](ReductionConfig c) {
@@ -81,6 +84,15 @@ std::vector<ReductionConfig> row_reduction_space(int max_vec) {
     add(row_config(1024, 1, 8));
   }
   for (const ReductionConfig& c : split_row_configs(max_vec)) add(c);
+  if (fusable) {
+    const size_t unfused = space.size();
+    for (size_t i = 0; i < unfused; ++i) {
+      if (space[i].split) continue;
+      ReductionConfig c = space[i];
+      c.fuse = true;
+      space.push_back(c);
+    }
+  }
   return space;
 }
 
@@ -92,8 +104,15 @@ std::vector<ReductionConfig> split_row_configs(int max_vec) {
           {1024, 1024, max_vec, items, true}};
 }
 
-int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec) {
-  return is_tier(c, max_vec) ? c.capacity() : 0;
+int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_single_pass) {
+  if (!c.fuse) return is_tier(c, max_vec) ? c.capacity() : 0;
+  // Measured on an H200 (bench/results/2026-11-21-h200-reductions-run5.log, D): looped rows
+  // of 65536, mean_var 132.3 -> 82.4 us and logsumexp 131.1 -> 73.9 us fused (one pass),
+  // but softmax 101.3 -> 105.3 us and layernorm 108.4 -> 111.0 us (two passes either way).
+  ReductionConfig unfused = c;
+  unfused.fuse = false;
+  if (!fused_single_pass || !is_tier(unfused, max_vec) || c.group != kLargestTierGroup) return 0;
+  return std::numeric_limits<int64_t>::max();
 }
 
 ReductionConfig default_row_config(int max_vec) {

@@ -38,6 +38,9 @@ PointwiseConfig default_pointwise_config(int max_vec);
 /// A split row reduction (`split`, group == block) spreads each row over several blocks, each
 /// walking a contiguous slice of it in chunks of capacity(), and runs once per phase: partial
 /// results go through a workspace and are combined in the next phase (few, very long rows).
+/// A fused row reduction (`fuse`, not split) computes, on rows that loop, a sum or a variance
+/// that follows a max or a mean in the pass of that max or mean (online max+sum, Welford:
+/// compiler/lower_reduction.cpp); only kernels with such a pattern get fused variants.
 /// Outer reduction: block / group threads along the rows each own `vec` consecutive rows (the
 /// contiguous index), `group` threads share them along the reduced index, and each has
 /// `items` steps of the reduced index in flight.
@@ -47,6 +50,7 @@ struct ReductionConfig {
   int vec = 1;
   int items = 1;
   bool split = false;  // row reductions only: several blocks per row (needs group == block)
+  bool fuse = false;   // row reductions only, not split: looped rows fuse (see above)
 
   int64_t capacity() const { return int64_t{group} * vec * items; }
   std::map<std::string, int64_t> as_map() const;
@@ -55,11 +59,17 @@ struct ReductionConfig {
 
 /// Row reductions: the heuristic's tiers (one row per 8 .. 64 threads with 16 elements per
 /// thread, then 64 .. 512 threads with 32; see row_heuristic_limit), variants with other
-/// splits, and scalar variants for pointers that are not 16-byte aligned.
-std::vector<ReductionConfig> row_reduction_space(int max_vec);
+/// splits, scalar variants for pointers that are not 16-byte aligned, the split variants,
+/// and, for a kernel whose looped rows can fuse (`fusable`), a fused copy of every variant
+/// that is not split, after all the others (the unfused variants keep their places).
+std::vector<ReductionConfig> row_reduction_space(int max_vec, bool fusable = false);
 /// The heuristic picks, for a row of R elements, the tier with the smallest limit >= R (the
-/// largest tier when none): a config's limit, or 0 when it is not a tier.
-int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec);
+/// largest tier when none): a config's limit, or 0 when it is not a tier. Rows longer than
+/// the largest tier loop; when fusing leaves such rows with one pass over them
+/// (`fused_single_pass`: mean+variance, logsumexp), the fused copy of the largest tier is
+/// the tier for every longer row (limit INT64_MAX); shorter rows, which stay on chip and
+/// never fuse, keep the unfused tiers.
+int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_single_pass = false);
 /// The split variants of a row reduction: the heuristic runs the first for few, very long
 /// rows (runtime/runtime.cpp); the others are for the tuner.
 std::vector<ReductionConfig> split_row_configs(int max_vec);

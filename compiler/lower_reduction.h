@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "compiler/codegen.h"
 #include "compiler/config.h"
@@ -33,6 +34,17 @@ struct SplitShape {
   int slots = 0;
 };
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk);
+
+/// The passes that a row reduction kernel (reduction_shape row) makes over each row: `held`
+/// when the row is persistent (and in a split variant), `looped` when it loops, fewer where a
+/// reduction is computed in an earlier reduction's pass (the rules open lower_reduction.cpp).
+/// Row-level stores are not passes over the row. `fused` says which and how, in statement
+/// order: "s: online max+sum with mx", "_r1: welford with _r0". For tests and tools.
+struct RowPasses {
+  int held = 0, looped = 0;
+  std::vector<std::string> fused;
+};
+RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk);
 
 /// Rows (elements of sk.space) one block covers.
 int64_t rows_per_block(ReductionShape shape, const ReductionConfig& cfg);

@@ -1,10 +1,16 @@
 // The reduction code generator as the manifest sees it: steps, kinds, configuration spaces,
 // heuristic tiers and vector layouts (tests/golden/codegen checks the PTX; tests/gpu runs it).
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <set>
+#include <sstream>
 
 #include "compiler/compile.h"
 #include "compiler/config.h"
+#include "compiler/lower_reduction.h"
+#include "compiler/schedule.h"
 #include "ir/text.h"
 #include "runtime/manifest.h"
 
@@ -16,6 +22,33 @@ bundle::Manifest compile_text(const std::string& text) {
   o.archs = {"sm_90"};
   o.assemble = false;
   return compile_program(parse_program(text), o).manifest;
+}
+
+// The row passes of a kernel that schedules as one row reduction.
+RowPasses passes_of(const KernelDef& k) {
+  Schedule s = schedule_kernel(k);
+  REQUIRE(s.kernels.size() == 1);
+  return row_passes(k, s.kernels[0]);
+}
+
+RowPasses passes_of(const std::string& text) {
+  Program p = parse_program(text);
+  REQUIRE(p.kernels.size() == 1);
+  return passes_of(p.kernels[0]);
+}
+
+// Kernel `name` of examples/<file>.kiln.
+KernelDef example(const std::string& file, const std::string& name) {
+  std::ifstream f(std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "examples" /
+                  (file + ".kiln"));
+  REQUIRE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  for (const KernelDef& k : parse_program(ss.str()).kernels) {
+    if (k.name == name) return k;
+  }
+  FAIL("no kernel " << name << " in " << file);
+  return {};
 }
 
 int param_index(const bundle::KernelInfo& k, const std::string& name) {
@@ -118,6 +151,100 @@ TEST_CASE("row reduction tiers cover row lengths without gaps", "[compiler][redu
   }
 }
 
+TEST_CASE("fused copies follow the unfused row variants; one is the tier of longer rows",
+          "[compiler][reduction]") {
+  for (int max_vec : {4, 8}) {
+    const std::vector<ReductionConfig> plain = row_reduction_space(max_vec);
+    const std::vector<ReductionConfig> space = row_reduction_space(max_vec, true);
+    REQUIRE(space.size() > plain.size());
+    CHECK(std::equal(plain.begin(), plain.end(), space.begin()));  // ids kept
+    size_t fused = 0;
+    for (size_t i = plain.size(); i < space.size(); ++i) {
+      ReductionConfig c = space[i];
+      CHECK(c.fuse);
+      CHECK(!c.split);
+      CHECK(c.as_map().at("fuse") == 1);
+      c.fuse = false;
+      CHECK(std::count(plain.begin(), plain.end(), c) == 1);
+      ++fused;
+    }
+    CHECK(fused ==
+          static_cast<size_t>(std::count_if(plain.begin(), plain.end(),
+                                            [](const ReductionConfig& c) { return !c.split; })));
+    for (bool single : {false, true}) {
+      std::vector<int64_t> limits;
+      for (const ReductionConfig& c : space) {
+        const int64_t l = row_heuristic_limit(c, max_vec, single);
+        if (!c.fuse) CHECK(l == row_heuristic_limit(c, max_vec));  // the unfused tiers stay
+        if (l > 0) limits.push_back(l);
+        if (c.fuse && l > 0) {
+          CHECK(single);
+          CHECK(c.group == 512);
+          CHECK(l == std::numeric_limits<int64_t>::max());
+        }
+      }
+      std::sort(limits.begin(), limits.end());
+      CHECK(std::adjacent_find(limits.begin(), limits.end()) == limits.end());
+      CHECK((limits.back() == std::numeric_limits<int64_t>::max()) == single);
+    }
+  }
+}
+
+TEST_CASE("fused variants only for kernels whose looped rows fuse", "[compiler][reduction]") {
+  struct Case {
+    const char *file, *kernel;
+    bool fusable, single_pass;
+  };
+  for (const Case& c :
+       {Case{"mean_var", "mean_var", true, true}, Case{"logsumexp", "logsumexp", true, true},
+        Case{"softmax", "softmax", true, false}, Case{"layernorm", "layernorm", true, false},
+        Case{"rmsnorm", "rmsnorm", false, false}, Case{"rowsum", "rowsum", false, false}}) {
+    INFO(c.kernel);
+    CompileOptions o;
+    o.archs = {"sm_90"};
+    o.assemble = false;
+    Program p;
+    p.kernels.push_back(example(c.file, c.kernel));
+    CompiledBundle b = compile_program(p, o);
+    REQUIRE(b.manifest.kernels[0].steps.size() == 1);
+    const bundle::Step& st = b.manifest.kernels[0].steps[0];
+    const int max_vec = static_cast<int>(st.variants[0].config.at("vec"));
+    const size_t plain = row_reduction_space(max_vec).size();
+    std::vector<const bundle::Variant*> fused, longer;
+    for (const bundle::Variant& v : st.variants) {
+      if (v.config.count("fuse")) fused.push_back(&v);
+      if (v.max_reduced == std::numeric_limits<int64_t>::max()) longer.push_back(&v);
+      if (v.config.count("fuse") && v.max_reduced > 0)
+        CHECK(v.max_reduced == std::numeric_limits<int64_t>::max());
+    }
+    CHECK(st.variants.size() == (c.fusable ? row_reduction_space(max_vec, true).size() : plain));
+    CHECK(fused.size() == st.variants.size() - plain);
+    CHECK(longer.size() == (c.single_pass ? 1u : 0u));
+    for (const bundle::Variant* v : longer) {
+      CHECK(v->config.at("fuse") == 1);
+      CHECK(v->config.at("group") == 512);
+    }
+    if (!c.fusable) continue;
+    // The default's fused copy lowers to other code (the looped rows): the knob is not ignored.
+    auto twin = std::find_if(st.variants.begin(), st.variants.end(), [&](const bundle::Variant& v) {
+      std::map<std::string, int64_t> m = v.config;
+      return m.erase("fuse") == 1 &&
+             m == std::find_if(st.variants.begin(), st.variants.end(), [](const auto& d) {
+                    return d.is_default;
+                  })->config;
+    });
+    REQUIRE(twin != st.variants.end());
+    CHECK(!twin->is_default);
+    const bundle::Variant& def = *std::find_if(st.variants.begin(), st.variants.end(),
+                                               [](const auto& d) { return d.is_default; });
+    std::string a = b.files.at(def.images[0].ptx), t = b.files.at(twin->images[0].ptx);
+    for (size_t at; (at = t.find(twin->entry)) != std::string::npos;) {
+      t.replace(at, twin->entry.size(), def.entry);
+    }
+    CHECK(a != t);
+  }
+}
+
 TEST_CASE("split variants: one launch per reduction pass and one to finish",
           "[compiler][reduction]") {
   // phases, words per (row, block) record, for each kind of row kernel; the passes are
@@ -193,6 +320,162 @@ TEST_CASE("kernels whose schedule passes a buffer are refused with the reason",
   CHECK_THROWS_WITH(compile_program(p, o),
                     Catch::Contains("pass r through memory") &&
                         Catch::Contains("does not allocate intermediate buffers yet"));
+}
+
+TEST_CASE("looped rows fuse the sum of a softmax or logsumexp into the max's pass",
+          "[compiler][reduction]") {
+  struct Case {
+    const char *file, *kernel;
+    int held, looped;
+    const char* fused;
+  };
+  for (const Case& c :
+       {Case{"softmax", "softmax", 3, 2, "s: online max+sum with mx"},
+        Case{"reduction_suite", "softmax_f32", 3, 2, "s: online max+sum with mx"},
+        Case{"logsumexp", "logsumexp", 2, 1, "s: online max+sum with mx"},
+        Case{"reduction_suite", "logsumexp_bf16", 2, 1, "_r0: online max+sum with mx"}}) {
+    INFO(c.kernel);
+    RowPasses p = passes_of(example(c.file, c.kernel));
+    CHECK(p.held == c.held);
+    CHECK(p.looped == c.looped);
+    CHECK(p.fused == std::vector<std::string>{c.fused});
+  }
+}
+
+TEST_CASE("looped rows fuse a variance into its mean's pass (Welford)", "[compiler][reduction]") {
+  struct Case {
+    const char *file, *kernel;
+    int held, looped;
+  };
+  for (const Case& c :
+       {Case{"layernorm", "layernorm", 3, 2}, Case{"reduction_suite", "layernorm_f32", 3, 2},
+        Case{"mean_var", "mean_var", 2, 1}, Case{"reduction_suite", "mean_var_bf16", 2, 1}}) {
+    INFO(c.kernel);
+    RowPasses p = passes_of(example(c.file, c.kernel));
+    CHECK(p.held == c.held);
+    CHECK(p.looped == c.looped);
+    CHECK(p.fused == std::vector<std::string>{"_r1: welford with _r0"});
+  }
+}
+
+TEST_CASE("kernels without these patterns keep their passes", "[compiler][reduction]") {
+  for (auto [file, kernel] :
+       {std::pair{"rmsnorm", "rmsnorm"}, std::pair{"reduction_suite", "rmsnorm_f32"},
+        std::pair{"reduction_suite", "add_rmsnorm_f32"}, std::pair{"reduction_suite", "rowmean"}}) {
+    INFO(kernel);
+    RowPasses p = passes_of(example(file, kernel));
+    CHECK(p.looped == p.held);
+    CHECK(p.fused.empty());
+  }
+}
+
+TEST_CASE("the online sum takes any factors that do not read the max", "[compiler][reduction]") {
+  RowPasses p = passes_of(R"(kernel k(x: f32[M, N], w: f32[N]) -> (s: f32[M], t: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  s[i] = sum(w[j] * exp(x[i, j] - mx[i]) / (x[i, j] * x[i, j] + 1.0), j)
+  t[i] = mean(exp(x[i, j] - mx[i]), j)
+})");
+  CHECK(p.held == 2);
+  CHECK(p.looped == 1);
+  CHECK(p.fused ==
+        std::vector<std::string>{"s: online max+sum with mx", "t: online max+sum with mx"});
+}
+
+TEST_CASE("a variance of a mean reduction, or of a sum over a fixed extent, is fused",
+          "[compiler][reduction]") {
+  CHECK(passes_of(R"(kernel k(x: f32[M, N]) -> (v: f32[M]) {
+  mu[i] = mean(x[i, j], j)
+  v[i] = mean((x[i, j] - mu[i]) * (x[i, j] - mu[i]), j)
+})")
+            .fused == std::vector<std::string>{"v: welford with mu"});
+  CHECK(passes_of(R"(kernel k(x: f32[M, 4096]) -> (v: f32[M]) {
+  mu[i] = sum(x[i, j] * 2.0, j) / 4096
+  d[i, j] = x[i, j] * 2.0 - mu[i]
+  v[i] = sum(d[i, j] * d[i, j], j)
+})")
+            .fused == std::vector<std::string>{"v: welford with _r0"});
+}
+
+TEST_CASE("near misses of the fusion patterns keep their passes", "[compiler][reduction]") {
+  const char* misses[] = {
+      // The exponent is not the max's body.
+      R"(kernel k(x: f32[M, N], z: f32[M, N]) -> (s: f32[M]) {
+  mx[i] = max(z[i, j], j)
+  s[i] = sum(exp(x[i, j] - mx[i]), j)
+})",
+      R"(kernel k(x: f32[M, N]) -> (s: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  s[i] = sum(exp(x[i, j] * 2.0 - mx[i]), j)
+})",
+      // exp(M - A), a min, a sum of terms that do not all scale with exp(-M).
+      R"(kernel k(x: f32[M, N]) -> (s: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  s[i] = sum(exp(mx[i] - x[i, j]), j)
+})",
+      R"(kernel k(x: f32[M, N]) -> (s: f32[M]) {
+  mn[i] = min(x[i, j], j)
+  s[i] = sum(exp(x[i, j] - mn[i]), j)
+})",
+      R"(kernel k(x: f32[M, N]) -> (s: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  s[i] = sum(exp(x[i, j] - mx[i]) + 1.0, j)
+})",
+      R"(kernel k(x: f32[M, N]) -> (s: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  s[i] = sum(exp(x[i, j] - mx[i]) * exp(x[i, j] - mx[i]), j)
+})",
+      R"(kernel k(x: f32[M, N]) -> (s: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  s[i] = sum(exp(x[i, j] - mx[i]) * mx[i], j)
+})",
+      // Another factor needs a reduction of the max's own pass.
+      R"(kernel k(x: f32[M, N]) -> (s: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  t[i] = sum(x[i, j], j)
+  s[i] = sum(exp(x[i, j] - mx[i]) * t[i], j)
+})",
+      // The max is an output in bf16: the sum reads it rounded.
+      R"(kernel k(x: f32[M, N]) -> (mx: bf16[M], s: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  s[i] = sum(exp(x[i, j] - mx[i]), j)
+})",
+      // The variance of a different X, a mean over another extent, differing deviations.
+      R"(kernel k(x: f32[M, N], z: f32[M, N]) -> (v: f32[M]) {
+  mu[i] = sum(x[i, j], j) / N
+  v[i] = sum((z[i, j] - mu[i]) * (z[i, j] - mu[i]), j)
+})",
+      R"(kernel k(x: f32[M, N]) -> (v: f32[M]) {
+  mu[i] = sum(x[i, j], j) / M
+  v[i] = sum((x[i, j] - mu[i]) * (x[i, j] - mu[i]), j)
+})",
+      R"(kernel k(x: f32[M, 4096]) -> (v: f32[M]) {
+  mu[i] = sum(x[i, j], j) / 4095
+  v[i] = sum((x[i, j] - mu[i]) * (x[i, j] - mu[i]), j)
+})",
+      R"(kernel k(x: f32[M, N]) -> (v: f32[M]) {
+  mu[i] = sum(x[i, j], j)
+  v[i] = sum((x[i, j] - mu[i]) * (x[i, j] - mu[i]), j)
+})",
+      R"(kernel k(x: f32[M, N]) -> (v: f32[M]) {
+  mu[i] = sum(x[i, j], j) / N
+  v[i] = sum((x[i, j] - mu[i]) * (x[i, j] + mu[i]), j)
+})",
+      R"(kernel k(x: f32[M, N]) -> (v: f32[M]) {
+  mu[i] = max(x[i, j], j) / N
+  v[i] = sum((x[i, j] - mu[i]) * (x[i, j] - mu[i]), j)
+})",
+      // The mean is an output in bf16: the variance reads it rounded.
+      R"(kernel k(x: f32[M, N]) -> (mu: bf16[M], v: f32[M]) {
+  mu[i] = sum(x[i, j], j) / N
+  v[i] = sum((x[i, j] - mu[i]) * (x[i, j] - mu[i]), j)
+})",
+  };
+  for (const char* text : misses) {
+    INFO(text);
+    RowPasses p = passes_of(text);
+    CHECK(p.looped == p.held);
+    CHECK(p.fused.empty());
+  }
 }
 
 }  // namespace kiln
