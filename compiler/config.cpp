@@ -30,8 +30,10 @@ PointwiseConfig default_pointwise_config(int max_vec) {
 std::map<std::string, int64_t> ReductionConfig::as_map() const {
   std::map<std::string, int64_t> m{
       {"block", block}, {"group", group}, {"vec", vec}, {"items", items}};
-  if (split) m["split"] = 1;  // absent otherwise: the configs tuned before splits keep their keys
-  if (fuse) m["fuse"] = 1;    // likewise
+  // Absent when off: the configs tuned before these knobs keep their keys.
+  if (split) m["split"] = 1;
+  if (fuse) m["fuse"] = 1;
+  if (warm) m["warm"] = 1;
   return m;
 }
 
@@ -56,7 +58,9 @@ ReductionConfig row_config(int group, int vec, int items, int block = 0) {
 constexpr int kLargestTierGroup = 512;
 bool is_tier(const ReductionConfig& c, int max_vec) {
   const int items = tier_items(max_vec);
-  if (c.split || c.fuse || c.vec != max_vec || c.block != std::max(c.group, 128)) return false;
+  if (c.split || c.fuse || c.warm || c.vec != max_vec || c.block != std::max(c.group, 128)) {
+    return false;
+  }
   return (c.group <= 64 && c.items == items) ||
          (c.group >= 64 && c.group <= kLargestTierGroup && c.items == 2 * items);
 }
@@ -92,6 +96,12 @@ std::vector<ReductionConfig> row_reduction_space(int max_vec, bool fusable) {
       c.fuse = true;
       space.push_back(c);
     }
+  }
+  // The persistent tiers of rows up to 16384, warming L1 with the row-invariant vectors.
+  for (int group = 64; group <= kLargestTierGroup; group *= 2) {
+    ReductionConfig c = row_config(group, max_vec, 2 * items);
+    c.warm = true;
+    add(c);
   }
   return space;
 }

@@ -51,6 +51,9 @@ struct ReductionConfig {
   int items = 1;
   bool split = false;  // row reductions only: several blocks per row (needs group == block)
   bool fuse = false;   // row reductions only, not split: looped rows fuse (see above)
+  // Row reductions only: a persistent row first prefetches into L1 the vectors that every row
+  // reads (a weight, a bias), which later passes load from there.
+  bool warm = false;
 
   int64_t capacity() const { return int64_t{group} * vec * items; }
   std::map<std::string, int64_t> as_map() const;
