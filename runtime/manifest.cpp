@@ -77,6 +77,11 @@ OrderedJson variant_json(const Variant& v) {
   if (v.split.phases > 0) {
     out["split"] = {{"phases", v.split.phases}, {"slots", v.split.slots}, {"chunk", v.split.chunk}};
   }
+  if (v.stage.bytes_per_element > 0) {
+    out["stage"] = {{"bytes_per_element", v.stage.bytes_per_element},
+                    {"rows_per_block", v.stage.rows_per_block},
+                    {"vec", v.stage.vec}};
+  }
   return out;
 }
 
@@ -218,6 +223,12 @@ Variant read_variant(const Obj& o, size_t index, size_t num_params) {
     v.split.slots = static_cast<int>(so.integer("slots", 1, 1024));
     v.split.chunk = so.integer("chunk", 1, kInt64Max);
   }
+  if (o.find("stage")) {
+    Obj so(o.get("stage", "an object"), o.at("stage"));
+    v.stage.bytes_per_element = so.integer("bytes_per_element", 1, 1024);
+    v.stage.rows_per_block = so.integer("rows_per_block", 1, 1024);
+    v.stage.vec = so.integer("vec", 1, 256);
+  }
   const Json& images = o.array("images");
   if (images.empty()) fail(o.at("images"), "expected at least one image");
   for (size_t i = 0; i < images.size(); ++i) {
@@ -242,6 +253,16 @@ Step read_step(const Obj& o, const KernelInfo& k) {
     s.variants.push_back(
         read_variant(Obj(variants[i], index_path(o.at("variants"), i)), i, k.params.size()));
     defaults += s.variants.back().is_default;
+    const Variant& v = s.variants.back();
+    if (v.stage.bytes_per_element > 0 && v.split.phases > 0) {
+      fail(index_path(o.at("variants"), i), "a variant that both stages and splits its rows");
+    }
+    if (v.stage.bytes_per_element > 0 && (s.kind != "row_reduction" || s.reduced.empty())) {
+      fail(index_path(o.at("variants"), i),
+           fmt::format("a staging variant in a step of kind \"{}\" (only row_reduction steps "
+                       "stage)",
+                       s.kind));
+    }
     if (s.variants.back().split.phases > 0 && (s.kind != "row_reduction" || s.reduced.empty())) {
       fail(index_path(o.at("variants"), i),
            fmt::format("a split variant in a step of kind \"{}\" (only row_reduction steps "
@@ -329,6 +350,13 @@ Manifest read_top(const Json& j) {
 }
 
 }  // namespace
+
+int64_t stage_bytes(const StageInfo& s, int64_t reduced, int64_t available) {
+  if (s.bytes_per_element <= 0 || s.vec <= 0 || reduced <= 0 || reduced % s.vec != 0) return 0;
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(reduced, s.bytes_per_element * s.rows_per_block, &bytes)) return 0;
+  return bytes <= available ? bytes : 0;
+}
 
 const KernelInfo* Manifest::find(std::string_view name) const {
   for (const KernelInfo& k : kernels) {

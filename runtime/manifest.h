@@ -21,6 +21,12 @@
 // 0 .. split.phases - 1, in order on one stream with the same workspace, each with
 //   block = (block_threads, 1, 1), grid = (numel(space) * S, 1, 1)   (at most kMaxGridX)
 // Block b walks slice b % S of row b / S; split.chunk is the elements it takes per iteration.
+// A staging variant of a row reduction (Variant::stage, stage.bytes_per_element > 0) keeps
+// long rows in dynamic shared memory. For rows of R elements with R % stage.vec == 0 it uses
+// stage_bytes(stage, R) = R * bytes_per_element * rows_per_block bytes when the launch gives
+// at least that much dynamic shared memory (sharedMemBytes); with less (0 included) it reads
+// the rows from global memory in every pass: correct with any launch, only slower. Its entry
+// takes the usual parameters. A reader that ignores `stage` launches it correctly.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +77,20 @@ struct SplitInfo {
   friend bool operator==(const SplitInfo&, const SplitInfo&) = default;
 };
 
+/// How a staging variant uses dynamic shared memory (see the contract above); all 0 for every
+/// other variant.
+struct StageInfo {
+  int64_t bytes_per_element = 0;  // per element of a row: the staged inputs' sizes, 1..1024
+  int64_t rows_per_block = 0;     // 1..1024
+  int64_t vec = 0;                // rows whose length is not a multiple of vec run unstaged
+  friend bool operator==(const StageInfo&, const StageInfo&) = default;
+};
+
+/// The dynamic shared memory (bytes) a staging variant uses for rows of `reduced` elements:
+/// 0 when it runs them unstaged anyway (reduced % vec != 0), or when the bytes would exceed
+/// `available` (the most the device lets the variant have).
+int64_t stage_bytes(const StageInfo& s, int64_t reduced, int64_t available);
+
 struct Variant {
   int id = 0;                             // index in Step::variants
   std::map<std::string, int64_t> config;  // e.g. {"block": 256, "vec": 4, "unroll": 2}
@@ -86,6 +106,7 @@ struct Variant {
   // the tier with the smallest max_reduced >= R (the largest tier when none). 0: not a tier.
   int64_t max_reduced = 0;
   SplitInfo split;  // "split" in JSON, present only for split variants of row reductions
+  StageInfo stage;  // "stage" in JSON, present only for staging variants of row reductions
   friend bool operator==(const Variant&, const Variant&) = default;
 };
 

@@ -367,3 +367,62 @@ TEST_CASE("a split variant round-trips and only a row reduction step may have on
   CHECK(error_with([](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "pointwise"; }) ==
         v2 + ": a split variant in a step of kind \"pointwise\" (only row_reduction steps split)");
 }
+
+TEST_CASE("a staging variant round-trips and only a plain row reduction variant may stage",
+          "[runtime]") {
+  Manifest m = sample();
+  Step& s = m.kernels[0].steps[0];
+  s.kind = "row_reduction";
+  s.space = {Dim::symbol("M")};
+  s.reduced = {Dim::symbol("N")};
+  s.variants[2].stage = {4, 1, 8};
+  std::string text = to_json(m);
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  Json j = Json::parse(text);
+  CHECK(variant_json(j, 2)["stage"] ==
+        Json({{"bytes_per_element", 4}, {"rows_per_block", 1}, {"vec", 8}}));
+  CHECK_FALSE(variant_json(j, 1).contains("stage"));  // present only for staging variants
+  // A bundle without staging variants (every bundle before them) reads as before.
+  Json old = j;
+  variant_json(old, 2).erase("stage");
+  Result<Manifest> plain = parse_manifest(old.dump(), kOrigin);
+  REQUIRE(plain.ok());
+  CHECK(plain->kernels[0].steps[0].variants[2].stage == bundle::StageInfo{});
+
+  auto error_with = [&](const std::function<void(Json&)>& edit) {
+    Json e = j;
+    edit(e);
+    Result<Manifest> r = parse_manifest(e.dump(), kOrigin);
+    return r.ok() ? std::string("(accepted)") : r.message();
+  };
+  const std::string v2 = "bundle/manifest.json: kernels[0].steps[0].variants[2]";
+  CHECK(error_with([](Json& e) { variant_json(e, 2)["stage"]["bytes_per_element"] = 0; }) ==
+        v2 + ".stage.bytes_per_element: expected an integer in 1..1024, got 0");
+  CHECK(error_with([](Json& e) { variant_json(e, 2)["stage"]["rows_per_block"] = 2048; }) ==
+        v2 + ".stage.rows_per_block: expected an integer in 1..1024, got 2048");
+  CHECK(error_with([](Json& e) { variant_json(e, 2)["stage"].erase("vec"); }) ==
+        v2 + ".stage.vec: missing (expected an integer)");
+  CHECK(error_with([](Json& e) { variant_json(e, 2)["stage"] = "yes"; }) ==
+        v2 + ".stage: expected an object, got a string");
+  CHECK(error_with([](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "outer_reduction"; }) ==
+        v2 + ": a staging variant in a step of kind \"outer_reduction\" (only row_reduction "
+             "steps stage)");
+  CHECK(error_with([](Json& e) {
+          variant_json(e, 2)["split"] = {{"phases", 3}, {"slots", 2}, {"chunk", 8192}};
+        }) == v2 + ": a variant that both stages and splits its rows");
+}
+
+TEST_CASE("stage_bytes: the dynamic shared memory a staged launch gets", "[runtime]") {
+  const bundle::StageInfo bf16_row{2, 1, 8};  // a softmax of bf16, one row per block
+  const int64_t hopper = 232448 - 64;         // opt-in maximum less the combines' words
+  CHECK(bundle::stage_bytes(bf16_row, 65536, hopper) == 131072);
+  CHECK(bundle::stage_bytes(bf16_row, 20000, hopper) == 40000);
+  CHECK(bundle::stage_bytes(bf16_row, 20001, hopper) == 0);      // scalar rows run unstaged
+  CHECK(bundle::stage_bytes(bf16_row, 131072, hopper) == 0);     // 256 KB: more than a block has
+  CHECK(bundle::stage_bytes(bf16_row, 65536, 0) == 0);           // no shared memory allowed
+  CHECK(bundle::stage_bytes({6, 2, 4}, 1000, hopper) == 12000);  // two inputs, two rows
+  CHECK(bundle::stage_bytes(bf16_row, int64_t{1} << 62, int64_t{1} << 62) == 0);  // overflow
+  CHECK(bundle::stage_bytes({}, 1024, hopper) == 0);  // not a staging variant
+}
