@@ -239,6 +239,24 @@ Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k, co
   return Status::ok_status();
 }
 
+// Lets a staging variant's `fn` have the most dynamic shared memory the device allows a block
+// (its opt-in maximum) less the kernel's static shared memory (the combines'); returns that
+// many bytes, or 0 when the driver refuses (the variant then runs unstaged).
+int64_t allow_dynamic_smem(const Runtime& rt, CUfunction fn) {
+  const DriverApi& api = rt.driver();
+  int static_bytes = 0;
+  if (api.cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn) !=
+      CUDA_SUCCESS) {
+    return 0;
+  }
+  const int dynamic = rt.device().max_shared_optin - static_bytes;
+  if (dynamic <= 0 || api.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             dynamic) != CUDA_SUCCESS) {
+    return 0;
+  }
+  return dynamic;
+}
+
 // Blocks per row of a split launch: 4 per SM in all, each walking at least 2 chunks of its
 // row, the grid within kMaxGridX.
 int64_t split_blocks(int64_t rows, int64_t reduced, int64_t chunk, int sm_count) {
@@ -300,6 +318,12 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
     }
     d.total_memory = static_cast<int64_t>(total);
     api.cuDriverGetVersion(&d.driver_version);
+    // Only staging variants need it: without it they run unstaged (Bundle::load).
+    if (api.cuDeviceGetAttribute(&d.max_shared_optin,
+                                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                 rt->dev_) != CUDA_SUCCESS) {
+      d.max_shared_optin = 0;
+    }
     if (Status s = check(api.cuDevicePrimaryCtxRetain(&rt->ctx_, rt->dev_),
                          "retaining the "
                          "primary context");
@@ -416,6 +440,8 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
           } else if (Status s = check_params(api, loaded[vi].fn, info, v, file); !s.ok()) {
             loaded[vi].fn = nullptr;
             loaded[vi].load_error = s.message();
+          } else if (v.stage.bytes_per_element > 0) {
+            loaded[vi].max_dynamic_smem = allow_dynamic_smem(rt, loaded[vi].fn);
           }
         }
         // The default when it loaded, else the lowest loadable id; scalar fallback likewise.
@@ -452,6 +478,12 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
         }
         std::sort(tiers.begin(), tiers.end());
         k->has_tiers_ = k->has_tiers_ || !tiers.empty();
+        // The first staging variant that may have shared memory (the compiler lists the
+        // heuristic's choice first: compiler/config.h).
+        int& stage = k->stage_.emplace_back(-1);
+        for (size_t vi = 0; vi < step.variants.size() && stage < 0 && !tiers.empty(); ++vi) {
+          if (loaded[vi].max_dynamic_smem > 0) stage = static_cast<int>(vi);
+        }
         int& split = k->split_.emplace_back(-1);
         for (size_t vi = 0; vi < step.variants.size() && split < 0 && !tiers.empty(); ++vi) {
           if (loaded[vi].fn != nullptr && step.variants[vi].split.phases > 0 &&
@@ -561,6 +593,7 @@ Status Kernel::set_choice(size_t step, int variant) {
   chosen_[step] = variant;
   tiers_[step].clear();  // an explicit choice replaces the heuristic
   split_[step] = -1;
+  stage_[step] = -1;
   return Status::ok_status();
 }
 
@@ -632,6 +665,15 @@ int Kernel::heuristic(size_t step, std::span<const int64_t> symbols) const {
     const int sms = rt_->device().sm_count;
     const bundle::SplitInfo& si = info_->steps[step].variants[split_[step]].split;
     if (rows && *rows < sms && split_blocks(*rows, *r, si.chunk, sms) >= 4) return split_[step];
+  }
+  // A row longer than every tier loops over global memory once per pass; staged, it is read
+  // from there once (staging variants exist only for kernels with several passes over it).
+  if (stage_[step] >= 0 && *r > tiers.back().first) {
+    const int v = stage_[step];
+    if (bundle::stage_bytes(info_->steps[step].variants[v].stage, *r,
+                            steps_[step][v].max_dynamic_smem) > 0) {
+      return v;
+    }
   }
   for (const auto& [limit, variant] : tiers) {
     if (limit >= *r) return variant;
@@ -735,6 +777,7 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
   std::array<int, kMaxSteps> chosen{};
   std::array<unsigned, kMaxSteps> grid{};
   std::array<int64_t, kMaxSteps> workspace_bytes{};  // split steps
+  std::array<unsigned, kMaxSteps> smem_bytes{};      // staging steps: dynamic shared memory
   for (size_t s = 0; s < nsteps; ++s) {
     const bundle::Step& step = info.steps[s];
     std::optional<int64_t> n = numel(space_dims_[s], symbols);
@@ -773,6 +816,13 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
           "{}: step {} ({}): {} rows need {} blocks of {} rows, more than the grid limit {}",
           info.name, s, step.name, *n, blocks, var->elements_per_block, bundle::kMaxGridX));
     }
+    if (var->stage.bytes_per_element > 0) {
+      // What the staged rows need when the device has it, else 0: the kernel then loops
+      // over global memory (manifest.h), so the launch is correct either way.
+      std::optional<int64_t> r = numel(reduced_dims_[s], symbols);
+      smem_bytes[s] = static_cast<unsigned>(
+          bundle::stage_bytes(var->stage, r.value_or(0), steps_[s][v].max_dynamic_smem));
+    }
     chosen[s] = v;
     grid[s] = static_cast<unsigned>(std::min(blocks, bundle::kMaxGridX));
   }
@@ -805,8 +855,8 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
     };
     auto launch = [&] {
       return api.cuLaunchKernel(steps_[s][chosen[s]].fn, grid[s], 1, 1,
-                                static_cast<unsigned>(var.block_threads), 1, 1, 0, stream,
-                                args.data(), nullptr);
+                                static_cast<unsigned>(var.block_threads), 1, 1, smem_bytes[s],
+                                stream, args.data(), nullptr);
     };
     if (var.split.phases == 0) {
       if (CUresult r = launch(); r != CUDA_SUCCESS) return fail("cuLaunchKernel", r);

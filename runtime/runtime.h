@@ -38,6 +38,8 @@ struct DeviceInfo {
   int sm_count = 0;
   int64_t total_memory = 0;
   int driver_version = 0;  // cuDriverGetVersion, e.g. 13000
+  // The shared memory (bytes) one block may opt in to: 232448 on Hopper; 0 when unknown.
+  int max_shared_optin = 0;
   std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 
@@ -133,6 +135,9 @@ class Kernel {
   struct LoadedVariant {
     CUfunction fn = nullptr;  // null when the variant could not be loaded here
     std::string load_error;
+    // Staging variants: the dynamic shared memory (bytes) a launch may give it, set at load
+    // (the device's opt-in maximum less the kernel's static shared memory); 0 otherwise.
+    int64_t max_dynamic_smem = 0;
   };
   Status launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
                      std::span<const int64_t> symbols, std::span<const int> variants,
@@ -155,8 +160,12 @@ class Kernel {
   // Row reduction steps: the split variant the heuristic runs for few, very long rows, or -1
   // (none loadable, no memory pools, or after set_choice).
   std::vector<int> split_;
+  // Row reduction steps: the staging variant the heuristic runs for rows longer than the
+  // largest tier that fit in its shared memory, or -1 (none loadable, or after set_choice).
+  std::vector<int> stage_;
   /// The variant step `step` runs without a tuned entry: its split variant for few, very long
-  /// rows, else its tier for these symbols, else chosen_.
+  /// rows, else its staging variant for rows longer than every tier that it can stage, else
+  /// its tier for these symbols, else chosen_.
   int heuristic(size_t step, std::span<const int64_t> symbols) const;
 
   // Tuned winners from the cache, one row per shape (exact or bucket), in symbol order; a
