@@ -45,13 +45,18 @@ struct StepPlan {
   // Row reductions whose looped rows can fuse (ReductionConfig::fuse), and whether fusing
   // leaves them one pass over the row (then the heuristic runs the fused variant on them).
   bool fusable = false, fused_single_pass = false;
+  // Row reductions: whether a later pass reads the row again (stage_bytes_per_element > 0);
+  // staging variants are made only then, since otherwise they would keep nothing.
+  bool stages = false;
 
   std::vector<AnyConfig> space_of_configs() const {
     std::vector<AnyConfig> out;
     if (kind == "pointwise") {
       for (const PointwiseConfig& c : pointwise_config_space(max_vec)) out.push_back(c);
     } else if (shape == ReductionShape::row) {
-      for (const ReductionConfig& c : row_reduction_space(max_vec, fusable)) out.push_back(c);
+      for (const ReductionConfig& c : row_reduction_space(max_vec, fusable)) {
+        if (!c.stage || stages) out.push_back(c);
+      }
     } else {
       for (const ReductionConfig& c : outer_reduction_space(max_vec)) out.push_back(c);
     }
@@ -132,6 +137,7 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
       RowPasses rp = row_passes(k, sk);
       p.fusable = !rp.fused.empty();
       p.fused_single_pass = p.fusable && rp.looped == 1;
+      p.stages = stage_bytes_per_element(k, sk) > 0;
     }
   }
   return plan;
@@ -207,6 +213,9 @@ bundle::Variant make_variant(const KernelDef& k, size_t step, const StepPlan& pl
     if (rc.split) {
       SplitShape ss = split_shape(k, *plan.sk);
       v.split = {ss.phases, ss.slots, rc.capacity()};
+    }
+    if (rc.stage) {
+      v.stage = {stage_bytes_per_element(k, *plan.sk), rows_per_block(plan.shape, rc), rc.vec};
     }
   }
   for (const std::string& arch : archs) {

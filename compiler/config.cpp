@@ -34,6 +34,7 @@ std::map<std::string, int64_t> ReductionConfig::as_map() const {
   if (split) m["split"] = 1;
   if (fuse) m["fuse"] = 1;
   if (warm) m["warm"] = 1;
+  if (stage) m["stage"] = 1;
   return m;
 }
 
@@ -58,7 +59,8 @@ ReductionConfig row_config(int group, int vec, int items, int block = 0) {
 constexpr int kLargestTierGroup = 512;
 bool is_tier(const ReductionConfig& c, int max_vec) {
   const int items = tier_items(max_vec);
-  if (c.split || c.fuse || c.warm || c.vec != max_vec || c.block != std::max(c.group, 128)) {
+  if (c.split || c.fuse || c.warm || c.stage || c.vec != max_vec ||
+      c.block != std::max(c.group, 128)) {
     return false;
   }
   return (c.group <= 64 && c.items == items) ||
@@ -103,6 +105,7 @@ std::vector<ReductionConfig> row_reduction_space(int max_vec, bool fusable) {
     c.warm = true;
     add(c);
   }
+  for (const ReductionConfig& c : staged_row_configs(max_vec)) add(c);
   return space;
 }
 
@@ -112,6 +115,20 @@ std::vector<ReductionConfig> split_row_configs(int max_vec) {
   return {{512, 512, max_vec, items, true},
           {256, 256, max_vec, 2 * items, true},
           {1024, 1024, max_vec, items, true}};
+}
+
+// One row per block, as many threads as fit (the staged row bounds the blocks per SM: a row
+// of 64K bf16 takes 128 KB, one block per SM on Hopper), 16 elements per thread per chunk.
+// Not measured yet: the order is a guess that the tuner corrects.
+std::vector<ReductionConfig> staged_row_configs(int max_vec) {
+  const int items = tier_items(max_vec);
+  std::vector<ReductionConfig> out;
+  for (int group : {1024, 512, 256}) {
+    ReductionConfig c = row_config(group, max_vec, items);
+    c.stage = true;
+    out.push_back(c);
+  }
+  return out;
 }
 
 int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_single_pass) {

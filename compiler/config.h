@@ -41,6 +41,10 @@ PointwiseConfig default_pointwise_config(int max_vec);
 /// A fused row reduction (`fuse`, not split) computes, on rows that loop, a sum or a variance
 /// that follows a max or a mean in the pass of that max or mean (online max+sum, Welford:
 /// compiler/lower_reduction.cpp); only kernels with such a pattern get fused variants.
+/// A staging row reduction (`stage`) also keeps, in dynamic shared memory, the packed vectors
+/// of the row's inputs that later passes read again: the first pass that reads them from
+/// global memory stores them, later passes read them back (rows too long for registers that
+/// fit on chip; the kernel checks the launch's dynamic shared memory, runtime/manifest.h).
 /// Outer reduction: block / group threads along the rows each own `vec` consecutive rows (the
 /// contiguous index), `group` threads share them along the reduced index, and each has
 /// `items` steps of the reduced index in flight.
@@ -54,6 +58,7 @@ struct ReductionConfig {
   // Row reductions only: a persistent row first prefetches into L1 the vectors that every row
   // reads (a weight, a bias), which later passes load from there.
   bool warm = false;
+  bool stage = false;  // row reductions only: long rows staged in dynamic shared memory
 
   int64_t capacity() const { return int64_t{group} * vec * items; }
   std::map<std::string, int64_t> as_map() const;
@@ -76,6 +81,10 @@ int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_si
 /// The split variants of a row reduction: the heuristic runs the first for few, very long
 /// rows (runtime/runtime.cpp); the others are for the tuner.
 std::vector<ReductionConfig> split_row_configs(int max_vec);
+/// The staging variants of a row reduction (one row per block, full vectors): the heuristic
+/// runs the first for rows longer than the largest tier that fit in shared memory
+/// (runtime/runtime.cpp); the others are for the tuner.
+std::vector<ReductionConfig> staged_row_configs(int max_vec);
 /// The default when the row length is unknown: 256 threads per row, 32 elements each.
 ReductionConfig default_row_config(int max_vec);
 

@@ -54,6 +54,13 @@
 //     packed loads stay live between passes: each pass widens and recomputes from them
 //     (rematerialize), since registers, not instructions, bound the rows in flight per SM.
 //     Split rows (few, very long ones) spread each row over many blocks: emit_split.
+//  4b. Staging (cfg.stage, looped rows whose R is a multiple of vec): the packed vectors of
+//     each row-varying input that more than one looped pass reads (plan_stage) are kept in
+//     dynamic shared memory. The first pass that reads an input stores each vector it loads
+//     from global memory; later passes load it from shared memory. A thread reads back only
+//     the vectors it stored itself (every pass walks the row with the same element -> thread
+//     mapping), so no barrier is needed. The kernel runs this path only when the launch gave
+//     it enough dynamic shared memory (%dynamic_smem_size): otherwise it loops unstaged.
 //  5. Outer kernels (the reduced index is strided): block / group threads along the rows, each
 //     owning `vec` consecutive rows (the contiguous index), and `group` threads along the
 //     reduced index, each with `items` steps in flight.
@@ -368,6 +375,65 @@ SplitPlan plan_split(const Program& p) {
   return s;
 }
 
+// Staging (step 4b): the inputs kept in a row's dynamic shared memory area, by load key
+// (load_key). A row's area holds, for each staged input in turn (widest elements first), R
+// elements of its stored type; rows of a block follow each other.
+struct StagePlan {
+  struct Region {
+    int first_pass = 0;  // the pass that loads it from global memory and stores it
+    int64_t offset = 0;  // bytes per element of the regions before it: it starts at R * offset
+    DType type = DType::f32;
+  };
+  std::map<std::string, Region> regions;
+  int64_t bytes_per_element = 0;  // of all regions: a row's area is R * bytes_per_element
+};
+
+// The key of a load among a group's loads: its tensor and canonical indices.
+std::string load_key(const Load& ld) {
+  std::string key = ld.tensor;
+  for (const auto& i : ld.indices) key += "," + i;
+  return key;
+}
+
+// Inputs read as row vectors (the row's own elements along the contiguous reduced index) by
+// two or more of the looped passes (Program::looped: staging applies to rows that loop).
+StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& params) {
+  std::map<std::string, std::pair<std::set<int>, DType>> reads;
+  for (size_t pi = 0; pi < p.looped.size(); ++pi) {
+    std::set<const ExprNode*> seen;
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (!seen.insert(e.ptr().get()).second) return;
+      if (const Load* ld = e.as<Load>()) {
+        auto param = std::find_if(params.begin(), params.end(),
+                                  [&](const TensorDecl* t) { return t->name == ld->tensor; });
+        if (param != params.end() && (*param)->role == TensorRole::input && !ld->indices.empty() &&
+            ld->indices.back() == kReduced && uses_row(ld->indices)) {
+          auto& [passes, type] = reads[load_key(*ld)];
+          passes.insert(static_cast<int>(pi));
+          type = ld->stored;
+        }
+        return;
+      }
+      for_each_child(e, walk);
+    };
+    for (int i : p.looped[pi]) {
+      if (p.items[i].kind != Item::row_store) walk(p.items[i].value);
+    }
+  }
+  std::vector<std::pair<int, std::string>> order;  // (-element size, key)
+  for (const auto& [key, r] : reads) {
+    if (r.first.size() >= 2) order.emplace_back(-static_cast<int>(size_of(r.second)), key);
+  }
+  std::sort(order.begin(), order.end());
+  StagePlan s;
+  for (const auto& [neg_size, key] : order) {
+    const auto& [passes, type] = reads.at(key);
+    s.regions[key] = {*passes.begin(), s.bytes_per_element, type};
+    s.bytes_per_element += -neg_size;
+  }
+  return s;
+}
+
 // One element being computed: clamped (always valid) coordinates for loads, and whether it
 // is really in range.
 struct Point {
@@ -419,7 +485,8 @@ class ReductionLowering {
         shape_(reduction_shape(sk)),
         params_(abi.params()),
         symbols_(abi.symbols()),
-        prog_(canonicalize(abi, sk, cfg.fuse)) {
+        prog_(canonicalize(abi, sk, cfg.fuse)),
+        stage_plan_(plan_stage(prog_, params_)) {
     rank_ = static_cast<int>(sk.space.size());
     vary_ = shape_ == ReductionShape::row ? kReduced : row_var(rank_ - 1);
   }
@@ -434,6 +501,9 @@ class ReductionLowering {
     }
     if (cfg_.fuse && (shape_ != ReductionShape::row || cfg_.split)) {
       throw InternalError("lower_reduction: a fused config of an outer or split kernel");
+    }
+    if (cfg_.stage && (shape_ != ReductionShape::row || cfg_.split)) {
+      throw InternalError("lower_reduction: a staging config of an outer or split kernel");
     }
     fn_ = em_.declare_kernel(abi_, entry, cfg_.block, cfg_.split);
     for (size_t i = 0; i < params_.size(); ++i) ptrs_.push_back(fn_->getArg(i));
@@ -500,7 +570,30 @@ class ReductionLowering {
       emit_rows(false, false);
       return;
     }
-    branch2(vec_ok, [&](bool vector) { emit_rows(false, vector); });
+    branch2(vec_ok, [&](bool vector) {
+      if (vector && cfg_.stage && !stage_plan_.regions.empty()) {
+        branch_staged();
+      } else {
+        emit_rows(false, vector);
+      }
+    });
+  }
+
+  // Looped vector rows of a staging config: staged when the rows of the block fit in the
+  // dynamic shared memory of the launch (runtime/manifest.h: the runtime gives R x
+  // bytes_per_element x rows per block when the device has it), else unstaged. The check
+  // divides, so a huge R cannot overflow it.
+  void branch_staged() {
+    const int64_t per_row = stage_plan_.bytes_per_element * (cfg_.block / cfg_.group);
+    Value* avail = b_.CreateZExt(dynamic_smem_size(), b_.getInt64Ty(), "smem.dynamic");
+    Value* fits = b_.CreateICmpULE(R_, b_.CreateUDiv(avail, i64(per_row)), "stage.fits");
+    BasicBlock* staged = BasicBlock::Create(ctx_, "staged", fn_);
+    BasicBlock* plain = BasicBlock::Create(ctx_, "unstaged", fn_);
+    b_.CreateCondBr(fits, staged, plain);
+    b_.SetInsertPoint(staged);
+    emit_rows(false, true, true);
+    b_.SetInsertPoint(plain);
+    emit_rows(false, true);
   }
 
   // The block-uniform loop of an outer kernel over its row groups: calls body(first row of
@@ -536,7 +629,7 @@ class ReductionLowering {
 
   // ---- row kernels ------------------------------------------------------------------------
 
-  void emit_rows(bool persistent, bool vector) {
+  void emit_rows(bool persistent, bool vector, bool staged = false) {
     // Scalar accesses of a vectorized variant (rows with R % vec != 0) take kUnalignedItems
     // elements, `group` apart, per iteration: each scalar access needs an address register of
     // its own, and a kernel's register count is that of its hungriest path.
@@ -554,6 +647,9 @@ class ReductionLowering {
     Value* valid = b_.CreateICmpULT(row, rows_, "valid");
     Value* rowc = b_.CreateSelect(valid, row, b_.CreateSub(rows_, i64(1)));
     std::vector<Value*> o = coords_of(rowc);
+    if (staged) {
+      stage_row_ = b_.CreateMul(grp, b_.CreateMul(R_, i64(stage_plan_.bytes_per_element)));
+    }
     auto make_groups = [&](Value* base) {
       return row_groups(base, R_, {G, T, V, vector && V > 1}, lane, valid, o);
     };
@@ -570,6 +666,7 @@ class ReductionLowering {
     const std::vector<std::vector<int>>& passes = persistent ? prog_.passes : prog_.looped;
     for (size_t pi = 0; pi < passes.size(); ++pi) {
       const std::vector<int>& pass = passes[pi];
+      pass_ = static_cast<int>(pi);
       if (prog_.items[pass[0]].kind == Item::row_store) {
         store_row_item(prog_.items[pass[0]], row_point, results,
                        b_.CreateAnd(valid, b_.CreateICmpEQ(lane, i64(0))));
@@ -589,6 +686,7 @@ class ReductionLowering {
                        b_.CreateAnd(valid, b_.CreateICmpEQ(lane, i64(0))));
     }
     b_.CreateBr(exit_);
+    stage_row_ = nullptr;
   }
 
   // The thread's groups of a row chunk from element `base` on (i64), for `items` x `vec`
@@ -1528,11 +1626,11 @@ class ReductionLowering {
     }
     const bool uses_vary = uses(ld.indices, vary_);
     const bool in_group = !g.pts.empty();  // else p is a row-level point
-    std::string key = ld.tensor;
-    for (const auto& i : ld.indices) key += "," + i;
+    const std::string key = load_key(ld);
     if (in_group && g.vector && !ld.indices.empty() && ld.indices.back() == vary_) {
       std::vector<Value*>& raw = g.loads[key];
-      if (raw.empty()) raw = {load_vector(param, ld, g.pts[0])};
+      if (raw.empty())
+        raw = {stage_row_ ? staged_vector(param, ld, g.pts[0]) : load_vector(param, ld, g.pts[0])};
       // Lanes widen where they are used: a prefetched vector stays packed until then.
       return em_.widen_lane(raw[0], static_cast<int>(&p - &g.pts.front()), ld.stored);
     }
@@ -1555,6 +1653,45 @@ class ReductionLowering {
     return em_.load_vector(
         em_.element_ptr(ptrs_[param], ld.stored, offset_of(param, ld.indices, first)), ld.stored,
         cfg_.vec);
+  }
+
+  // A staged path's vector (step 4b): in the input's first pass, loaded from global memory and
+  // stored to the row's area; in later passes, loaded from there. Only vectors in range are
+  // stored and loaded (an out-of-range one has a clamped address, another thread's vector):
+  // the others are zero, and masked by their users like any out-of-range element.
+  Value* staged_vector(int param, const Load& ld, const Point& first) {
+    auto it = stage_plan_.regions.find(load_key(ld));
+    if (it == stage_plan_.regions.end()) return load_vector(param, ld, first);
+    const StagePlan::Region& reg = it->second;
+    Value* byte = b_.CreateAdd(
+        stage_row_,
+        b_.CreateAdd(b_.CreateMul(R_, i64(reg.offset)),
+                     b_.CreateMul(first.r, i64(static_cast<int64_t>(size_of(reg.type))))));
+    Value* ptr = b_.CreateInBoundsGEP(b_.getInt8Ty(), stage_smem(), byte, "staged.ptr");
+    // Every region and vector starts at a multiple of vec x its element size (R % vec == 0),
+    // so at a multiple of vec x the narrowest staged element.
+    int narrowest = 4;
+    for (const auto& [key, r] : stage_plan_.regions)
+      narrowest = std::min<int>(narrowest, size_of(r.type));
+    const llvm::Align align(std::min(16, cfg_.vec * narrowest));
+    if (pass_ == reg.first_pass) {
+      Value* v = load_vector(param, ld, first);
+      when(first.ok, "stage", "staged", [&] { b_.CreateAlignedStore(v, ptr, align); });
+      return v;
+    }
+    auto* vt = llvm::FixedVectorType::get(em_.storage_type(reg.type), cfg_.vec);
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* in = BasicBlock::Create(ctx_, "unstage", fn_);
+    BasicBlock* next = BasicBlock::Create(ctx_, "unstaged.vec", fn_);
+    b_.CreateCondBr(first.ok, in, next);
+    b_.SetInsertPoint(in);
+    Value* v = b_.CreateAlignedLoad(vt, ptr, align);
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+    llvm::PHINode* out = b_.CreatePHI(vt, 2, "staged.vec");
+    out->addIncoming(v, in);
+    out->addIncoming(llvm::Constant::getNullValue(vt), pre);
+    return out;
   }
 
   void note_aligned(int param, DType t) {
@@ -1592,6 +1729,26 @@ class ReductionLowering {
         llvm::MDNode::getDistinct(ctx_, {nullptr, llvm::MDNode::get(ctx_, disable)});
     self->replaceOperandWith(0, self);
     latch->setMetadata(llvm::LLVMContext::MD_loop, self);
+  }
+
+  // The dynamic shared memory of the launch, in bytes (i32).
+  Value* dynamic_smem_size() {
+    auto* fty = llvm::FunctionType::get(b_.getInt32Ty(), false);
+    auto* mov = llvm::InlineAsm::get(fty, "mov.u32 $0, %dynamic_smem_size;", "=r",
+                                     /*hasSideEffects=*/false);
+    return b_.CreateCall(mov, {});
+  }
+
+  // The staged rows' area: the launch's dynamic shared memory (an external, unsized array in
+  // the shared address space; PTX `.extern .shared`), apart from the combines' static one.
+  llvm::GlobalVariable* stage_smem() {
+    if (stage_smem_) return stage_smem_;
+    auto* ty = llvm::ArrayType::get(b_.getInt8Ty(), 0);
+    stage_smem_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::ExternalLinkage,
+                                           nullptr, fn_->getName() + "_stage", nullptr,
+                                           llvm::GlobalValue::NotThreadLocal, 3);
+    stage_smem_->setAlignment(llvm::Align(16));
+    return stage_smem_;
   }
 
   void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
@@ -1650,12 +1807,16 @@ class ReductionLowering {
   std::vector<const TensorDecl*> params_;
   std::vector<std::string> symbols_;
   Program prog_;
+  StagePlan stage_plan_;
   int rank_ = 0;
   std::string vary_;
   VariantLayout layout_;
 
   llvm::Function* fn_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
+  llvm::GlobalVariable* stage_smem_ = nullptr;  // staging configs: the dynamic shared memory
+  Value* stage_row_ = nullptr;  // on a staged path: the byte offset (i64) of the row's area
+  int pass_ = 0;                // row kernels: the pass being emitted
   std::vector<Value*> ptrs_, syms_, row_extents_;
   Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *rows_ = nullptr, *R_ = nullptr;
   Value *workspace_ = nullptr, *phase_ = nullptr;  // split kernels
@@ -1697,6 +1858,11 @@ RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk) {
 int64_t rows_per_block(ReductionShape shape, const ReductionConfig& cfg) {
   if (shape == ReductionShape::row) return cfg.block / cfg.group;
   return int64_t{cfg.block / cfg.group} * cfg.vec;
+}
+
+int64_t stage_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk) {
+  if (reduction_shape(sk) != ReductionShape::row) return 0;
+  return plan_stage(canonicalize(abi, sk, false), abi.params()).bytes_per_element;
 }
 
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {

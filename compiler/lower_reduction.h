@@ -46,6 +46,11 @@ struct RowPasses {
 };
 RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk);
 
+/// The dynamic shared memory a staging variant of row reduction `sk` uses per element of a row
+/// (the element sizes of the inputs it stages), or 0 when no input is read by two passes
+/// (staging would keep nothing; the compiler then makes no staging variant).
+int64_t stage_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk);
+
 /// Rows (elements of sk.space) one block covers.
 int64_t rows_per_block(ReductionShape shape, const ReductionConfig& cfg);
 

@@ -308,6 +308,87 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   for (const bundle::Variant& v : cols.kernels[0].steps[0].variants) CHECK(v.split.phases == 0);
 }
 
+TEST_CASE("staging variants: rows too long for registers, kept in shared memory",
+          "[compiler][reduction]") {
+  for (int max_vec : {4, 8}) {
+    std::vector<ReductionConfig> staged = staged_row_configs(max_vec);
+    REQUIRE(staged.size() == 3);
+    CHECK(staged[0].group == 1024);  // the heuristic's choice comes first
+    std::vector<ReductionConfig> space = row_reduction_space(max_vec);
+    for (const ReductionConfig& c : staged) {
+      CHECK(c.stage);
+      CHECK_FALSE(c.split);
+      CHECK(c.vec == max_vec);                      // 16-byte vectors
+      CHECK(c.block == c.group);                    // one row per block
+      CHECK(row_heuristic_limit(c, max_vec) == 0);  // never a tier
+      CHECK(c.as_map().at("stage") == 1);
+      CHECK(std::count(space.begin(), space.end(), c) == 1);
+    }
+    CHECK(default_row_config(max_vec).as_map().count("stage") == 0);
+  }
+  // Per spec: bytes of shared memory per row element (the inputs read by two passes or
+  // more), or 0 when no input is read twice and the compiler makes no staging variant.
+  struct Case {
+    const char* spec;
+    int64_t bytes;
+  } cases[] = {
+      {"kernel k(x: f32[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }", 0},
+      {R"(kernel k(x: bf16[M, N]) -> (y: bf16[M, N]) {
+  mx[i] = max(x[i, j], j)
+  e[i, j] = exp(x[i, j] - mx[i])
+  s[i] = sum(e[i, j], j)
+  y[i, j] = e[i, j] / s[i]
+})",
+       2},
+      // The weight and bias are the same for every row: not staged.
+      {R"(kernel k(x: bf16[M, N], w: bf16[N], b: bf16[N]) -> (y: bf16[M, N]) {
+  mean[i] = sum(x[i, j], j) / N
+  d[i, j] = x[i, j] - mean[i]
+  var[i] = sum(d[i, j] * d[i, j], j) / N
+  y[i, j] = d[i, j] * rsqrt(var[i] + 1e-5) * w[j] + b[j]
+})",
+       2},
+      // Both summands of the residual, f32 and bf16.
+      {R"(kernel k(x: f32[M, N], r: bf16[M, N], w: f32[N]) -> (h: f32[M, N], y: f32[M, N]) {
+  h[i, j] = x[i, j] + r[i, j]
+  ms[i] = sum(h[i, k] * h[i, k], k) / N
+  y[i, j] = h[i, j] * rsqrt(ms[i] + 1e-6) * w[j]
+})",
+       6},
+  };
+  for (const Case& c : cases) {
+    INFO(c.spec);
+    bundle::Manifest m = compile_text(c.spec);
+    REQUIRE(m.kernels[0].steps.size() == 1);
+    int staged = 0, split = 0;
+    for (const bundle::Variant& v : m.kernels[0].steps[0].variants) {
+      split += v.split.phases > 0;
+      if (v.stage.bytes_per_element == 0) {
+        CHECK(v.config.count("stage") == 0);
+        continue;
+      }
+      ++staged;
+      CHECK(v.config.at("stage") == 1);
+      CHECK(v.stage.bytes_per_element == c.bytes);
+      CHECK(v.stage.rows_per_block == 1);
+      CHECK(v.stage.vec == v.config.at("vec"));
+      CHECK(v.max_reduced == 0);
+      CHECK_FALSE(v.is_default);
+    }
+    CHECK(staged == (c.bytes > 0 ? 3 : 0));
+    CHECK(split == 3);
+    // Staging variants come last: the ids of the others do not change.
+    const auto& vs = m.kernels[0].steps[0].variants;
+    for (size_t i = 0; i + 3 < vs.size() && c.bytes > 0; ++i) CHECK(vs[i].stage.vec == 0);
+  }
+  // Outer reductions do not stage.
+  bundle::Manifest cols =
+      compile_text("kernel c(x: f32[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }");
+  for (const bundle::Variant& v : cols.kernels[0].steps[0].variants) {
+    CHECK(v.stage.bytes_per_element == 0);
+  }
+}
+
 TEST_CASE("kernels whose schedule passes a buffer are refused with the reason",
           "[compiler][reduction]") {
   Program p = parse_program(R"(kernel k(x: f32[M, N]) -> (c: f32[N]) {
