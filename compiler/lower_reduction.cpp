@@ -380,9 +380,9 @@ SplitPlan plan_split(const Program& p) {
 // elements of its stored type; rows of a block follow each other.
 struct StagePlan {
   struct Region {
-    int first_pass = 0;  // the pass that loads it from global memory and stores it
-    int64_t offset = 0;  // bytes per element of the regions before it: it starts at R * offset
-    DType type = DType::f32;
+    Load load;             // the input's load (canonical indices)
+    std::set<int> passes;  // the passes that read it; the first loads it and stores it
+    int64_t offset = 0;    // bytes per element of the regions before it: it starts at R * offset
   };
   std::map<std::string, Region> regions;
   int64_t bytes_per_element = 0;  // of all regions: a row's area is R * bytes_per_element
@@ -398,7 +398,7 @@ std::string load_key(const Load& ld) {
 // Inputs read as row vectors (the row's own elements along the contiguous reduced index) by
 // two or more of the looped passes (Program::looped: staging applies to rows that loop).
 StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& params) {
-  std::map<std::string, std::pair<std::set<int>, DType>> reads;
+  std::map<std::string, std::pair<std::set<int>, Load>> reads;
   for (size_t pi = 0; pi < p.looped.size(); ++pi) {
     std::set<const ExprNode*> seen;
     std::function<void(const Expr&)> walk = [&](const Expr& e) {
@@ -408,9 +408,9 @@ StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& par
                                   [&](const TensorDecl* t) { return t->name == ld->tensor; });
         if (param != params.end() && (*param)->role == TensorRole::input && !ld->indices.empty() &&
             ld->indices.back() == kReduced && uses_row(ld->indices)) {
-          auto& [passes, type] = reads[load_key(*ld)];
+          auto& [passes, load] = reads[load_key(*ld)];
           passes.insert(static_cast<int>(pi));
-          type = ld->stored;
+          load = *ld;
         }
         return;
       }
@@ -422,13 +422,13 @@ StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& par
   }
   std::vector<std::pair<int, std::string>> order;  // (-element size, key)
   for (const auto& [key, r] : reads) {
-    if (r.first.size() >= 2) order.emplace_back(-static_cast<int>(size_of(r.second)), key);
+    if (r.first.size() >= 2) order.emplace_back(-static_cast<int>(size_of(r.second.stored)), key);
   }
   std::sort(order.begin(), order.end());
   StagePlan s;
   for (const auto& [neg_size, key] : order) {
-    const auto& [passes, type] = reads.at(key);
-    s.regions[key] = {*passes.begin(), s.bytes_per_element, type};
+    const auto& [passes, load] = reads.at(key);
+    s.regions[key] = {load, passes, s.bytes_per_element};
     s.bytes_per_element += -neg_size;
   }
   return s;
@@ -651,7 +651,9 @@ class ReductionLowering {
       stage_row_ = b_.CreateMul(grp, b_.CreateMul(R_, i64(stage_plan_.bytes_per_element)));
     }
     auto make_groups = [&](Value* base) {
-      return row_groups(base, R_, {G, T, V, vector && V > 1}, lane, valid, o);
+      std::vector<Group> gs = row_groups(base, R_, {G, T, V, vector && V > 1}, lane, valid, o);
+      if (staged) stage_groups(gs);
+      return gs;
     };
     Point row_point;
     row_point.o = o;
@@ -1629,8 +1631,7 @@ class ReductionLowering {
     const std::string key = load_key(ld);
     if (in_group && g.vector && !ld.indices.empty() && ld.indices.back() == vary_) {
       std::vector<Value*>& raw = g.loads[key];
-      if (raw.empty())
-        raw = {stage_row_ ? staged_vector(param, ld, g.pts[0]) : load_vector(param, ld, g.pts[0])};
+      if (raw.empty()) raw = {load_vector(param, ld, g.pts[0])};
       // Lanes widen where they are used: a prefetched vector stays packed until then.
       return em_.widen_lane(raw[0], static_cast<int>(&p - &g.pts.front()), ld.stored);
     }
@@ -1655,43 +1656,59 @@ class ReductionLowering {
         cfg_.vec);
   }
 
-  // A staged path's vector (step 4b): in the input's first pass, loaded from global memory and
-  // stored to the row's area; in later passes, loaded from there. Only vectors in range are
-  // stored and loaded (an out-of-range one has a clamped address, another thread's vector):
-  // the others are zero, and masked by their users like any out-of-range element.
-  Value* staged_vector(int param, const Load& ld, const Point& first) {
-    auto it = stage_plan_.regions.find(load_key(ld));
-    if (it == stage_plan_.regions.end()) return load_vector(param, ld, first);
-    const StagePlan::Region& reg = it->second;
-    Value* byte = b_.CreateAdd(
-        stage_row_,
-        b_.CreateAdd(b_.CreateMul(R_, i64(reg.offset)),
-                     b_.CreateMul(first.r, i64(static_cast<int64_t>(size_of(reg.type))))));
-    Value* ptr = b_.CreateInBoundsGEP(b_.getInt8Ty(), stage_smem(), byte, "staged.ptr");
+  // A chunk's groups on a staged path (step 4b): the staged inputs this pass reads, as their
+  // vectors (g.loads, where load() finds them). In an input's first pass they come from
+  // global memory, every group's load issued before any is stored to the row's area (the
+  // chunk's loads in flight together); in later passes from the row's area. Only vectors in
+  // range are stored and loaded (an out-of-range one has a clamped address, another thread's
+  // vector): the others are zero, and masked by their users like any out-of-range element.
+  void stage_groups(std::vector<Group>& groups) {
+    int narrowest = 4;
+    for (const auto& [key, r] : stage_plan_.regions) {
+      narrowest = std::min<int>(narrowest, size_of(r.load.stored));
+    }
     // Every region and vector starts at a multiple of vec x its element size (R % vec == 0),
     // so at a multiple of vec x the narrowest staged element.
-    int narrowest = 4;
-    for (const auto& [key, r] : stage_plan_.regions)
-      narrowest = std::min<int>(narrowest, size_of(r.type));
     const llvm::Align align(std::min(16, cfg_.vec * narrowest));
-    if (pass_ == reg.first_pass) {
-      Value* v = load_vector(param, ld, first);
-      when(first.ok, "stage", "staged", [&] { b_.CreateAlignedStore(v, ptr, align); });
-      return v;
+    auto area = [&](const StagePlan::Region& reg, const Point& first) {
+      const auto size = static_cast<int64_t>(size_of(reg.load.stored));
+      Value* byte = b_.CreateAdd(stage_row_, b_.CreateAdd(b_.CreateMul(R_, i64(reg.offset)),
+                                                          b_.CreateMul(first.r, i64(size))));
+      return b_.CreateInBoundsGEP(b_.getInt8Ty(), stage_smem(), byte, "staged.ptr");
+    };
+    std::vector<std::pair<const StagePlan::Region*, Group*>> to_store;
+    for (const auto& [key, reg] : stage_plan_.regions) {
+      if (reg.passes.count(pass_) == 0) continue;
+      const bool first_pass = *reg.passes.begin() == pass_;
+      for (Group& g : groups) {
+        Value* v = nullptr;
+        if (first_pass) {
+          v = load_vector(param_of(reg.load.tensor), reg.load, g.pts[0]);
+          to_store.emplace_back(&reg, &g);
+        } else {
+          auto* vt = llvm::FixedVectorType::get(em_.storage_type(reg.load.stored), cfg_.vec);
+          Value* ptr = area(reg, g.pts[0]);
+          BasicBlock* pre = b_.GetInsertBlock();
+          BasicBlock* in = BasicBlock::Create(ctx_, "unstage", fn_);
+          BasicBlock* next = BasicBlock::Create(ctx_, "unstaged.vec", fn_);
+          b_.CreateCondBr(g.pts[0].ok, in, next);
+          b_.SetInsertPoint(in);
+          Value* x = b_.CreateAlignedLoad(vt, ptr, align);
+          b_.CreateBr(next);
+          b_.SetInsertPoint(next);
+          llvm::PHINode* phi = b_.CreatePHI(vt, 2, "staged.vec");
+          phi->addIncoming(x, in);
+          phi->addIncoming(llvm::Constant::getNullValue(vt), pre);
+          v = phi;
+        }
+        g.loads[key] = {v};
+      }
     }
-    auto* vt = llvm::FixedVectorType::get(em_.storage_type(reg.type), cfg_.vec);
-    BasicBlock* pre = b_.GetInsertBlock();
-    BasicBlock* in = BasicBlock::Create(ctx_, "unstage", fn_);
-    BasicBlock* next = BasicBlock::Create(ctx_, "unstaged.vec", fn_);
-    b_.CreateCondBr(first.ok, in, next);
-    b_.SetInsertPoint(in);
-    Value* v = b_.CreateAlignedLoad(vt, ptr, align);
-    b_.CreateBr(next);
-    b_.SetInsertPoint(next);
-    llvm::PHINode* out = b_.CreatePHI(vt, 2, "staged.vec");
-    out->addIncoming(v, in);
-    out->addIncoming(llvm::Constant::getNullValue(vt), pre);
-    return out;
+    for (const auto& [reg, g] : to_store) {
+      Value* v = g->loads.at(load_key(reg->load))[0];
+      Value* ptr = area(*reg, g->pts[0]);
+      when(g->pts[0].ok, "stage", "staged", [&] { b_.CreateAlignedStore(v, ptr, align); });
+    }
   }
 
   void note_aligned(int param, DType t) {
