@@ -38,6 +38,12 @@ for t in $targets; do
         rm -rf "$out/seed.bundle"
         "$kiln" compile "$root/examples/mixed.kiln" -o "$out/seed.bundle" --default-only > /dev/null
         { printf '\x01'; cat "$out/seed.bundle/manifest.json"; } > "$out/corpus_files/manifest"
+        # and a row reduction's whole space: split and staging variants.
+        rm -rf "$out/seed_rows.bundle"
+        "$kiln" compile "$root/examples/softmax.kiln" -o "$out/seed_rows.bundle" --arch sm_90 \
+          > /dev/null
+        { printf '\x01'; cat "$out/seed_rows.bundle/manifest.json"; } \
+          > "$out/corpus_files/manifest_rows"
       fi
       { printf '\x00'; cat "$root/bench/results/2026-11-21-h200-cache.json"; } \
         > "$out/corpus_files/cache"
