@@ -54,8 +54,9 @@ struct StepPlan {
     if (kind == "pointwise") {
       for (const PointwiseConfig& c : pointwise_config_space(max_vec)) out.push_back(c);
     } else if (shape == ReductionShape::row) {
-      for (const ReductionConfig& c : row_reduction_space(max_vec, fusable)) {
-        if (!c.stage || stages) out.push_back(c);
+      for (const ReductionConfig& c : row_reduction_space(max_vec, fusable)) out.push_back(c);
+      if (stages) {  // after every other variant: their ids do not change
+        for (const ReductionConfig& c : staged_row_configs(max_vec)) out.push_back(c);
       }
     } else {
       for (const ReductionConfig& c : outer_reduction_space(max_vec)) out.push_back(c);

@@ -105,7 +105,6 @@ std::vector<ReductionConfig> row_reduction_space(int max_vec, bool fusable) {
     c.warm = true;
     add(c);
   }
-  for (const ReductionConfig& c : staged_row_configs(max_vec)) add(c);
   return space;
 }
 

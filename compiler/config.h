@@ -81,9 +81,10 @@ int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_si
 /// The split variants of a row reduction: the heuristic runs the first for few, very long
 /// rows (runtime/runtime.cpp); the others are for the tuner.
 std::vector<ReductionConfig> split_row_configs(int max_vec);
-/// The staging variants of a row reduction (one row per block, full vectors): the heuristic
-/// runs the first for rows longer than the largest tier that fit in shared memory
-/// (runtime/runtime.cpp); the others are for the tuner.
+/// The staging variants of a row reduction (one row per block, full vectors), which the
+/// compiler adds after the row space for kernels whose looped rows are read by two passes or
+/// more: the heuristic runs the first for rows longer than the largest tier that fit in
+/// shared memory (runtime/runtime.cpp); the others are for the tuner.
 std::vector<ReductionConfig> staged_row_configs(int max_vec);
 /// The default when the row length is unknown: 256 threads per row, 32 elements each.
 ReductionConfig default_row_config(int max_vec);
