@@ -55,9 +55,6 @@ struct ReductionConfig {
   int items = 1;
   bool split = false;  // row reductions only: several blocks per row (needs group == block)
   bool fuse = false;   // row reductions only, not split: looped rows fuse (see above)
-  // Row reductions only: a persistent row first prefetches into L1 the vectors that every row
-  // reads (a weight, a bias), which later passes load from there.
-  bool warm = false;
   bool stage = false;  // row reductions only: long rows staged in dynamic shared memory
 
   int64_t capacity() const { return int64_t{group} * vec * items; }
@@ -83,8 +80,8 @@ int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_si
 std::vector<ReductionConfig> split_row_configs(int max_vec);
 /// The staging variants of a row reduction (one row per block, full vectors), which the
 /// compiler adds after the row space for kernels whose looped rows are read by two passes or
-/// more: the heuristic runs the first for rows longer than the largest tier that fit in
-/// shared memory (runtime/runtime.cpp); the others are for the tuner.
+/// more. Only the tuner or an explicit choice runs them (slower than the looped tiers on an
+/// H200: docs/architecture.md).
 std::vector<ReductionConfig> staged_row_configs(int max_vec);
 /// The default when the row length is unknown: 256 threads per row, 32 elements each.
 ReductionConfig default_row_config(int max_vec);

@@ -663,7 +663,6 @@ class ReductionLowering {
     if (persistent) {
       held = make_groups(i64(0));
       prefetch(held);
-      if (cfg_.warm) warm_invariant(held);
     }
     const std::vector<std::vector<int>>& passes = persistent ? prog_.passes : prog_.looped;
     for (size_t pi = 0; pi < passes.size(); ++pi) {
@@ -1221,39 +1220,6 @@ class ReductionLowering {
               continue;
             }
             for (Point& p : g.pts) p.memo[e.ptr().get()] = load(*ld, p, g, none);
-          }
-        }
-        return;
-      }
-      for_each_child(e, walk);
-    };
-    for (const Item& it : prog_.items) {
-      if (it.kind != Item::row_store) walk(it.value);
-    }
-  }
-
-  // Prefetches into L1 the vectors of `groups` that do not depend on the row (warm configs):
-  // they are loaded at their use, after the reductions they wait for, and this takes their
-  // latency out of that wait without holding registers.
-  void warm_invariant(std::vector<Group>& groups) {
-    std::set<std::string> done;
-    std::unordered_map<const ExprNode*, bool> seen;
-    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(1)}, false);
-    auto* asm_fn = llvm::InlineAsm::get(fty, "prefetch.global.L1 [$0];", "l",
-                                        /*hasSideEffects=*/true);
-    std::function<void(const Expr&)> walk = [&](const Expr& e) {
-      if (!seen.emplace(e.ptr().get(), true).second) return;
-      if (const Load* ld = e.as<Load>()) {
-        int param = param_of(ld->tensor);
-        if (param >= 0 && params_[param]->role == TensorRole::input && !ld->indices.empty() &&
-            ld->indices.back() == vary_ && !uses_row(ld->indices)) {
-          std::string key = ld->tensor;
-          for (const auto& i : ld->indices) key += "," + i;
-          if (!done.insert(key).second) return;
-          for (Group& g : groups) {
-            if (!g.vector) continue;
-            b_.CreateCall(asm_fn, {em_.element_ptr(ptrs_[param], ld->stored,
-                                                   offset_of(param, ld->indices, g.pts[0]))});
           }
         }
         return;

@@ -478,12 +478,6 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
         }
         std::sort(tiers.begin(), tiers.end());
         k->has_tiers_ = k->has_tiers_ || !tiers.empty();
-        // The first staging variant that may have shared memory (the compiler lists the
-        // heuristic's choice first: compiler/config.h).
-        int& stage = k->stage_.emplace_back(-1);
-        for (size_t vi = 0; vi < step.variants.size() && stage < 0 && !tiers.empty(); ++vi) {
-          if (loaded[vi].max_dynamic_smem > 0) stage = static_cast<int>(vi);
-        }
         int& split = k->split_.emplace_back(-1);
         for (size_t vi = 0; vi < step.variants.size() && split < 0 && !tiers.empty(); ++vi) {
           if (loaded[vi].fn != nullptr && step.variants[vi].split.phases > 0 &&
@@ -593,7 +587,6 @@ Status Kernel::set_choice(size_t step, int variant) {
   chosen_[step] = variant;
   tiers_[step].clear();  // an explicit choice replaces the heuristic
   split_[step] = -1;
-  stage_[step] = -1;
   return Status::ok_status();
 }
 
@@ -665,15 +658,6 @@ int Kernel::heuristic(size_t step, std::span<const int64_t> symbols) const {
     const int sms = rt_->device().sm_count;
     const bundle::SplitInfo& si = info_->steps[step].variants[split_[step]].split;
     if (rows && *rows < sms && split_blocks(*rows, *r, si.chunk, sms) >= 4) return split_[step];
-  }
-  // A row longer than every tier loops over global memory once per pass; staged, it is read
-  // from there once (staging variants exist only for kernels with several passes over it).
-  if (stage_[step] >= 0 && *r > tiers.back().first) {
-    const int v = stage_[step];
-    if (bundle::stage_bytes(info_->steps[step].variants[v].stage, *r,
-                            steps_[step][v].max_dynamic_smem) > 0) {
-      return v;
-    }
   }
   for (const auto& [limit, variant] : tiers) {
     if (limit >= *r) return variant;

@@ -160,12 +160,9 @@ class Kernel {
   // Row reduction steps: the split variant the heuristic runs for few, very long rows, or -1
   // (none loadable, no memory pools, or after set_choice).
   std::vector<int> split_;
-  // Row reduction steps: the staging variant the heuristic runs for rows longer than the
-  // largest tier that fit in its shared memory, or -1 (none loadable, or after set_choice).
-  std::vector<int> stage_;
   /// The variant step `step` runs without a tuned entry: its split variant for few, very long
-  /// rows, else its staging variant for rows longer than every tier that it can stage, else
-  /// its tier for these symbols, else chosen_.
+  /// rows, else its tier for these symbols, else chosen_. Staging variants run only when
+  /// chosen (tuned or explicit): measured slower than the looped tiers (docs/architecture.md).
   int heuristic(size_t step, std::span<const int64_t> symbols) const;
 
   // Tuned winners from the cache, one row per shape (exact or bucket), in symbol order; a
