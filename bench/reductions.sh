@@ -35,12 +35,18 @@ run_case() {  # KERNEL SHAPE: the kernel of examples/KERNEL.kiln, every variant
   stamp "$kernel $shape"
 }
 
-for spec in rowsum:M=32768,N=4096 colsum:M=4096,N=32768 softmax:M=32768,N=1024 \
-            softmax:M=8192,N=8192 layernorm:M=32768,N=4096 rmsnorm:M=32768,N=4096 \
-            rowsum:M=1,N=67108864 softmax:M=4,N=4194304; do
-  run_case "${spec%%:*}" "${spec#*:}"
-done
-python3 "$root/bench/torch_reductions.py" "$out/torch.json" > "$out/torch.txt" 2>&1
+# The six cases of issue 4, then few very long rows (split; BENCH_SPLIT=0 leaves them out),
+# then rows longer than the register tiers (looped: fused and staged variants), then torch.
+cases="rowsum:M=32768,N=4096 colsum:M=4096,N=32768 softmax:M=32768,N=1024 softmax:M=8192,N=8192
+       layernorm:M=32768,N=4096 rmsnorm:M=32768,N=4096"
+torch_cases=("rowsum f32 32768x4096" "colsum f32 4096x32768" "softmax bf16 32768x1024" "softmax bf16 8192x8192" layernorm rmsnorm)
+if [[ ${BENCH_SPLIT:-1} == 1 ]]; then
+  cases+=" rowsum:M=1,N=67108864 softmax:M=4,N=4194304"
+  torch_cases=()  # all of them
+fi
+cases+=" softmax:M=1024,N=65536 layernorm:M=1024,N=65536 mean_var:M=1024,N=65536"
+cases+=" logsumexp:M=1024,N=65536"
+for spec in $cases; do run_case "${spec%%:*}" "${spec#*:}"; done
+python3 "$root/bench/torch_reductions.py" "$out/torch.json" "${torch_cases[@]}" > "$out/torch.txt" 2>&1
 stamp "torch"
-for kernel in softmax layernorm mean_var logsumexp; do run_case "$kernel" M=1024,N=65536; done
 python3 "$root/bench/summarize_reductions.py" "$out" | tee "$out/summary.md"
