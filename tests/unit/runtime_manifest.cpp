@@ -65,9 +65,8 @@ Json sample_json() {
   return Json::parse(to_json(sample()));
 }
 
-// The error parse_manifest reports for the sample manifest after `edit`.
-std::string error_after(const std::function<void(Json&)>& edit) {
-  Json j = sample_json();
+// The error parse_manifest reports for manifest `j` (the sample by default) after `edit`.
+std::string error_after(const std::function<void(Json&)>& edit, Json j = sample_json()) {
   edit(j);
   Result<Manifest> r = parse_manifest(j.dump(), kOrigin);
   return r.ok() ? "(accepted)" : r.message();
@@ -349,12 +348,7 @@ TEST_CASE("a split variant round-trips and only a row reduction step may have on
   CHECK(variant_json(j, 2)["split"] == Json({{"phases", 3}, {"slots", 2}, {"chunk", 8192}}));
   CHECK_FALSE(variant_json(j, 1).contains("split"));  // present only for split variants
 
-  auto error_with = [&](const std::function<void(Json&)>& edit) {
-    Json e = j;
-    edit(e);
-    Result<Manifest> r = parse_manifest(e.dump(), kOrigin);
-    return r.ok() ? std::string("(accepted)") : r.message();
-  };
+  auto error_with = [&](const std::function<void(Json&)>& edit) { return error_after(edit, j); };
   const std::string v2 = "bundle/manifest.json: kernels[0].steps[0].variants[2]";
   CHECK(error_with([](Json& e) { variant_json(e, 2)["split"]["phases"] = 1; }) ==
         v2 + ".split.phases: expected an integer in 2..64, got 1");
@@ -391,12 +385,7 @@ TEST_CASE("a staging variant round-trips and only a plain row reduction variant 
   REQUIRE(plain.ok());
   CHECK(plain->kernels[0].steps[0].variants[2].stage == bundle::StageInfo{});
 
-  auto error_with = [&](const std::function<void(Json&)>& edit) {
-    Json e = j;
-    edit(e);
-    Result<Manifest> r = parse_manifest(e.dump(), kOrigin);
-    return r.ok() ? std::string("(accepted)") : r.message();
-  };
+  auto error_with = [&](const std::function<void(Json&)>& edit) { return error_after(edit, j); };
   const std::string v2 = "bundle/manifest.json: kernels[0].steps[0].variants[2]";
   CHECK(error_with([](Json& e) { variant_json(e, 2)["stage"]["bytes_per_element"] = 0; }) ==
         v2 + ".stage.bytes_per_element: expected an integer in 1..1024, got 0");
