@@ -36,6 +36,10 @@ void lower_pointwise(llvm::Module& m, const KernelDef& k, const PointwiseStep& s
 /// module's text after optimization.
 std::string emit_ptx(llvm::Module& m, const std::string& arch, std::string* optimized_ir = nullptr);
 
+/// Asks ptxas to fit `blocks` blocks of `entry` on one SM (.minnctapersm): it then keeps the
+/// registers per thread within what that many blocks leave each thread, spilling if it must.
+void require_blocks_per_sm(llvm::Module& m, const std::string& entry, int blocks);
+
 /// The module's textual LLVM IR.
 std::string module_text(const llvm::Module& m);
 

@@ -242,14 +242,63 @@ struct BuiltImage {
   Result<Cubin> cubin = Status::error("assembly disabled");
 };
 
-BuiltImage build_image(const KernelDef& k, const StepPlan& step, const AnyConfig& cfg,
-                       const std::string& entry, const std::string& arch, bool assemble) {
+// `blocks_per_sm` > 0 asks ptxas to fit that many blocks on an SM (require_blocks_per_sm).
+BuiltImage build_image_once(const KernelDef& k, const StepPlan& step, const AnyConfig& cfg,
+                            const std::string& entry, const std::string& arch, bool assemble,
+                            int blocks_per_sm) {
   BuiltImage out;
   llvm::LLVMContext ctx;
   llvm::Module m(entry, ctx);
   lower_step(m, k, step, cfg, entry, &out.layout);
+  if (blocks_per_sm > 0) require_blocks_per_sm(m, entry, blocks_per_sm);
   out.ptx = emit_ptx(m, arch);
   if (assemble) out.cubin = assemble_cubin(out.ptx, arch);
+  return out;
+}
+
+// Occupancy. nvJitLink has ptxas compile an image as relocatable code, and ptxas then gives a
+// kernel more registers than it needs: a bf16 layernorm row of 4096 at 256 threads got 56
+// registers per thread (4 blocks per SM), where asked for 6 blocks it fits in 40 without
+// spilling. Registers bound how many rows a row kernel has in flight per SM. So the image of
+// a row kernel whose block holds one row, when its registers hold it below kTargetThreads per
+// SM, is built again asking for that many threads' worth of blocks, and the second image is
+// kept when it spills nothing and uses fewer registers. Measured on an H200 (bench/results/
+// 2026-11-21-h200-reductions.md, seventh run): at 32768x4096, layernorm 256 threads x 16
+// elements 162.78 -> 137.15 us, rmsnorm 138.53 -> 133.12 us, 512 x 16 238.78 -> 189.60 us;
+// but blocks of several rows often lost (rmsnorm 128 threads, 64 per row: 148.48 -> 166.14 us;
+// layernorm 256 threads, 32 per row: 189.09 -> 263.36 us), so they keep ptxas's choice, as do
+// staging variants (their shared memory bounds them) and outer and pointwise kernels (not
+// measured). The hint is not pushed to a full SM: there ptxas spills (rmsnorm 256 x 16 at 32
+// registers: 12 bytes).
+constexpr int kRegistersPerSm = 65536;  // sm_70 to sm_90
+constexpr int kTargetThreads = 1536;    // per SM: 3/4 of sm_80's and sm_90's 2048
+
+// Blocks of `threads` that fit on an SM when each thread takes `registers` (allocated per
+// warp in units of 256).
+int blocks_by_registers(int registers, int threads) {
+  int per_warp = (registers * 32 + 255) / 256 * 256;
+  return kRegistersPerSm / (std::max(per_warp, 256) * ((threads + 31) / 32));
+}
+
+// Whether build_image may ask for more blocks per SM (above).
+bool wants_occupancy_hint(const StepPlan& step, const AnyConfig& cfg) {
+  const auto* rc = std::get_if<ReductionConfig>(&cfg);
+  return rc && step.shape == ReductionShape::row && rows_per_block(step.shape, *rc) == 1 &&
+         !rc->stage;
+}
+
+BuiltImage build_image(const KernelDef& k, const StepPlan& step, const AnyConfig& cfg,
+                       const std::string& entry, const std::string& arch, bool assemble,
+                       int threads) {
+  BuiltImage out = build_image_once(k, step, cfg, entry, arch, assemble, 0);
+  if (!out.cubin.ok() || !wants_occupancy_hint(step, cfg)) return out;
+  int target = kTargetThreads / threads;
+  if (target <= blocks_by_registers(out.cubin->registers, threads)) return out;
+  BuiltImage hinted = build_image_once(k, step, cfg, entry, arch, assemble, target);
+  if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 &&
+      hinted.cubin->registers < out.cubin->registers) {
+    return hinted;
+  }
   return out;
 }
 
@@ -302,7 +351,8 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
   }
   bundle::Variant v = make_variant(k, step, sp, cfg, id, false, archs, entry);
   for (size_t im = 0; im < v.images.size(); ++im) {
-    std::string w = apply_image(build_image(k, sp, cfg, v.entry, archs[im], true), v, im, files);
+    std::string w = apply_image(build_image(k, sp, cfg, v.entry, archs[im], true, v.block_threads),
+                                v, im, files);
     if (!w.empty()) throw std::runtime_error(w);
   }
   return v;
@@ -355,8 +405,9 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
   std::mutex mu;
   parallel_for(jobs.size(), opts.jobs, [&](size_t i) {
     const Job& job = jobs[i];
-    BuiltImage built = build_image(*job.kernel, *job.step, job.cfg, job.variant->entry,
-                                   job.variant->images[job.image].arch, opts.assemble);
+    BuiltImage built =
+        build_image(*job.kernel, *job.step, job.cfg, job.variant->entry,
+                    job.variant->images[job.image].arch, opts.assemble, job.variant->block_threads);
     std::lock_guard lock(mu);
     std::string w = apply_image(std::move(built), *job.variant, job.image, out.files);
     if (opts.assemble && !w.empty() &&

@@ -12,6 +12,7 @@
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/CodeGen/CommandFlags.h>
 #include <llvm/Config/llvm-config.h>
+#include <llvm/IR/Constants.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
@@ -97,6 +98,16 @@ bool is_kernel(const llvm::GlobalValue& gv, const std::set<std::string>& kernels
 }
 
 }  // namespace
+
+void require_blocks_per_sm(llvm::Module& m, const std::string& entry, int blocks) {
+  llvm::Function* fn = m.getFunction(entry);
+  internal_check(fn != nullptr, "require_blocks_per_sm: no such kernel in the module");
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::Metadata* ops[] = {
+      llvm::ValueAsMetadata::get(fn), llvm::MDString::get(ctx, "minctasm"),
+      llvm::ValueAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), blocks))};
+  m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, ops));
+}
 
 std::string emit_ptx(llvm::Module& m, const std::string& arch, std::string* optimized_ir) {
   auto tm = make_target_machine(arch);
