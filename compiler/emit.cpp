@@ -1,6 +1,8 @@
 // See emit.h.
 #include "compiler/emit.h"
 
+#include <fmt/format.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -89,6 +91,36 @@ Value* Emitter::load(Value* ptr, DType t) {
 Value* Emitter::load_vector(Value* ptr, DType t, int n) {
   auto* vt = llvm::FixedVectorType::get(storage_type(t), n);
   return b_.CreateAlignedLoad(vt, ptr, llvm::Align(std::min<int>(16, n * size_of(t))));
+}
+
+Value* Emitter::l2_evict_last_policy() {
+  auto* fty = llvm::FunctionType::get(b_.getInt64Ty(), {}, false);
+  auto* fn = llvm::InlineAsm::get(fty, "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;", "=l",
+                                  /*hasSideEffects=*/false);
+  return b_.CreateCall(fn, {}, "l2.keep");
+}
+
+// Inline assembly, since LLVM 19's NVPTX backend has no cache-hinted loads. The asm neither
+// has side effects nor reads memory as far as LLVM knows, so it may move across the kernel's
+// stores: the callers use it for inputs only, which the kernel never writes (they are loaded
+// with ld.global.nc already).
+Value* Emitter::load_vector_kept(Value* ptr, DType t, int n, Value* policy) {
+  const int bytes = n * size_of(t);
+  if (bytes != 8 && bytes != 16) return load_vector(ptr, t, n);
+  const int words = bytes / 4;
+  std::vector<Type*> outs(words, b_.getInt32Ty());
+  auto* ret = llvm::StructType::get(b_.getContext(), outs);
+  auto* fty = llvm::FunctionType::get(ret, {ptr->getType(), b_.getInt64Ty()}, false);
+  std::string regs = words == 4 ? "{$0, $1, $2, $3}, [$4], $5" : "{$0, $1}, [$2], $3";
+  std::string cons = words == 4 ? "=r,=r,=r,=r,l,l" : "=r,=r,l,l";
+  auto* fn = llvm::InlineAsm::get(
+      fty, fmt::format("ld.global.nc.L1::evict_last.L2::cache_hint.v{}.b32 {};", words, regs), cons,
+      /*hasSideEffects=*/false);
+  Value* r = b_.CreateCall(fn, {ptr, policy});
+  auto* wt = llvm::FixedVectorType::get(b_.getInt32Ty(), words);
+  Value* w = llvm::PoisonValue::get(wt);
+  for (int i = 0; i < words; ++i) w = b_.CreateInsertElement(w, b_.CreateExtractValue(r, i), i);
+  return b_.CreateBitCast(w, llvm::FixedVectorType::get(storage_type(t), n));
 }
 
 void Emitter::store(Value* ptr, DType t, const std::vector<Value*>& vals) {

@@ -44,6 +44,12 @@ class Emitter {
   /// `n` consecutive elements at `ptr` as one vector of the stored type, aligned to
   /// min(16, n * size) bytes (the caller guarantees it).
   llvm::Value* load_vector(llvm::Value* ptr, DType t, int n);
+  /// An L2 cache policy (b64) that gives every line it is used on the evict_last priority.
+  llvm::Value* l2_evict_last_policy();
+  /// As load_vector, for 8 or 16 bytes of a tensor the kernel never writes, with eviction
+  /// priorities: evict_last in L1 and `policy` (l2_evict_last_policy) in L2 (PTX
+  /// ld.global.nc.L1::evict_last.L2::cache_hint). Other sizes load as load_vector does.
+  llvm::Value* load_vector_kept(llvm::Value* ptr, DType t, int n, llvm::Value* policy);
   /// Stores compute values to consecutive elements of type `t` at `ptr`, rounded: one scalar
   /// store, or one vector store aligned to min(16, vals.size() * size) bytes.
   void store(llvm::Value* ptr, DType t, const std::vector<llvm::Value*>& vals);

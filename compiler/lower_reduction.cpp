@@ -655,6 +655,29 @@ class ReductionLowering {
       if (staged) stage_groups(gs);
       return gs;
     };
+    // The row's own inputs load with evict_last priorities in L1 and L2 (Emitter::
+    // load_vector_kept), as Triton's norm kernels do, when the kernel writes the row back or
+    // this path walks it more than once. Measured on an H200 (bench/results/2026-11-21-h200-
+    // reductions.md, eighth run): a hand-written bf16 rmsnorm of 32768x4096 took 128.74 us
+    // with the hints and 134.72 without (torch.compile 129.06 in the same process; evict_first
+    // loads 141.31); in Kiln, rmsnorm 134.91 -> 129.06 us, layernorm 135.42 -> 128.99, softmax
+    // of 1024 x 65536 (looped: three walks) 101.44 -> 97.76. A row sum, which only reads,
+    // went from 127.39 to 128.96 us with them, so it loads plainly. Why the hints help (our
+    // reading, not measured): the output's dirty lines leave L2 before the input's, and a
+    // looped row is still in L2 for its next walk.
+    const std::vector<std::vector<int>>& walked = persistent ? prog_.passes : prog_.looped;
+    const auto walks = std::count_if(walked.begin(), walked.end(), [&](const auto& pass) {
+      return prog_.items[pass[0]].kind != Item::row_store;
+    });
+    const bool writes_row = std::any_of(prog_.items.begin(), prog_.items.end(), [](const Item& it) {
+      return it.kind == Item::element_store && it.param >= 0;
+    });
+    // A staged path loads plainly: its later walks read shared memory, and its first walk's
+    // loads are to be issued together before their stores to shared memory, an order LLVM
+    // keeps for loads but not for the hinted loads' inline assembly.
+    if (!staged && (writes_row || (!persistent && walks > 1))) {
+      keep_policy_ = em_.l2_evict_last_policy();
+    }
     Point row_point;
     row_point.o = o;
     row_point.ok = valid;
@@ -688,6 +711,7 @@ class ReductionLowering {
     }
     b_.CreateBr(exit_);
     stage_row_ = nullptr;
+    keep_policy_ = nullptr;
   }
 
   // The thread's groups of a row chunk from element `base` on (i64), for `items` x `vec`
@@ -1615,11 +1639,15 @@ class ReductionLowering {
   }
 
   // The `vec` elements from `first` on, as one vector of the stored type.
+  // In a row kernel (emit_rows) a row's own input takes the evict_last hints; inputs that are
+  // the same for every row (a weight) load plainly.
   Value* load_vector(int param, const Load& ld, const Point& first) {
     note_aligned(param, ld.stored);
-    return em_.load_vector(
-        em_.element_ptr(ptrs_[param], ld.stored, offset_of(param, ld.indices, first)), ld.stored,
-        cfg_.vec);
+    Value* ptr = em_.element_ptr(ptrs_[param], ld.stored, offset_of(param, ld.indices, first));
+    if (keep_policy_ && uses_row(ld.indices)) {
+      return em_.load_vector_kept(ptr, ld.stored, cfg_.vec, keep_policy_);
+    }
+    return em_.load_vector(ptr, ld.stored, cfg_.vec);
   }
 
   // A chunk's groups on a staged path (step 4b): the staged inputs this pass reads, as their
@@ -1798,6 +1826,7 @@ class ReductionLowering {
   llvm::Function* fn_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
   llvm::GlobalVariable* stage_smem_ = nullptr;  // staging configs: the dynamic shared memory
+  Value* keep_policy_ = nullptr;                // in emit_rows: the L2 policy of load_vector_kept
   Value* stage_row_ = nullptr;  // on a staged path: the byte offset (i64) of the row's area
   int pass_ = 0;                // row kernels: the pass being emitted
   std::vector<Value*> ptrs_, syms_, row_extents_;

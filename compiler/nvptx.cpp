@@ -25,6 +25,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/IPO/Internalize.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <set>
 
@@ -76,8 +77,14 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const std::string& arch
   if (!target) throw InternalError("NVPTX target not registered: " + err);
   llvm::TargetOptions opts;
   opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;  // a * b + c may become one fma, as in nvcc
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      kTriple, arch, "", opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  // Cache-hinted loads (Emitter::load_vector_kept) need PTX ISA 7.4; LLVM would write 7.0 for
+  // sm_80 and sm_86. 7.8 is what it writes for sm_89 and sm_90 (CUDA 11.8 and later).
+  int sm = 0;
+  if (arch.rfind("sm_", 0) == 0) sm = std::atoi(arch.c_str() + 3);
+  const std::string features = sm > 0 && sm < 89 ? "+ptx78" : "";
+  return std::unique_ptr<llvm::TargetMachine>(
+      target->createTargetMachine(kTriple, arch, features, opts, llvm::Reloc::PIC_, std::nullopt,
+                                  llvm::CodeGenOptLevel::Aggressive));
 }
 
 void link_libdevice(llvm::Module& m) {
