@@ -1,7 +1,9 @@
 """Builds the cubins of the occupancy experiment (bench/results/2026-11-21-h200-reductions.md,
 seventh run) from the sm_90 PTX of two bundles, through nvJitLink as `kiln compile` does, each
 with one edit: a .minnctapersm directive, streaming stores (st.global.cs) or loads that skip
-L1 (L1::no_allocate). Run here (CUDA toolkit), carry the directory, time with run.py there:
+L1 (L1::no_allocate). The recorded numbers came from bundles of 4f79859, before kiln added
+its own occupancy hint (removed below) and cache-hinted loads (which the L1::no_allocate edit
+does not match). Run here (CUDA toolkit), carry the directory, time with run.py there:
 
     kiln compile examples/rmsnorm.kiln -o /tmp/rb && kiln compile examples/layernorm.kiln -o /tmp/lb
     python3 bench/experiments/occupancy/mk.py /tmp/rb /tmp/lb bench/experiments/occupancy/out
