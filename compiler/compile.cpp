@@ -6,6 +6,7 @@
 #include <llvm/IR/Module.h>
 
 #include <atomic>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -35,7 +36,8 @@ using AnyConfig = std::variant<PointwiseConfig, ReductionConfig>;
 
 // One GPU launch of a spec kernel, as the code generator sees it.
 struct StepPlan {
-  std::string kind;  // the manifest's Step::kind
+  const KernelDef* abi = nullptr;  // the parameters its entry takes (step_abi)
+  std::string kind;                // the manifest's Step::kind
   std::vector<Dim> space;
   std::optional<Dim> reduced;
   PointwiseStep pointwise;              // kind "pointwise"
@@ -70,17 +72,34 @@ struct StepPlan {
   }
 };
 
-// A spec kernel's schedule and its steps (which point into the schedule).
+// A spec kernel's schedule and its steps (which point into the schedule and `abis`).
 struct KernelPlan {
   Schedule schedule;
+  std::deque<KernelDef> abis;  // one per scheduled kernel when there are buffers
   std::vector<StepPlan> steps;
 };
 
+// The parameters of a step's entry (manifest.h): the spec kernel's, then the schedule's
+// buffers as more outputs. A buffer's role is the step's: an output where `sub` writes it, an
+// input where it only reads it (so its loads may take the read-only path), else a temp,
+// which the entry takes and never touches.
+KernelDef step_abi(const KernelDef& k, const Schedule& s, const KernelDef& sub) {
+  KernelDef abi = k;
+  for (const TensorDecl& b : s.buffers) {
+    TensorDecl& t = abi.outputs.emplace_back(b);
+    auto named = [&](const TensorDecl& d) { return d.name == b.name; };
+    t.role = std::any_of(sub.outputs.begin(), sub.outputs.end(), named) ? TensorRole::output
+             : std::any_of(sub.inputs.begin(), sub.inputs.end(), named) ? TensorRole::input
+                                                                        : TensorRole::temp;
+  }
+  return abi;
+}
+
 // A pointwise step planned on a scheduled kernel's program, its stores renumbered as
-// parameters of the spec kernel (every step takes the spec kernel's parameters).
-std::vector<PointwiseStep> plan_sub_pointwise(const KernelDef& k, const KernelDef& sub) {
+// parameters of the step's entry (`abi`).
+std::vector<PointwiseStep> plan_sub_pointwise(const KernelDef& abi, const KernelDef& sub) {
   std::vector<PointwiseStep> steps = plan_pointwise(sub);
-  std::vector<const TensorDecl*> mine = sub.params(), all = k.params();
+  std::vector<const TensorDecl*> mine = sub.params(), all = abi.params();
   for (PointwiseStep& st : steps) {
     for (StepStore& store : st.stores) {
       const std::string& name = mine[store.param]->name;
@@ -97,37 +116,31 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
   auto plan = std::make_unique<KernelPlan>();
   plan->schedule = schedule_kernel(k);
   const Schedule& s = plan->schedule;
-  auto add_pointwise = [&](const std::vector<PointwiseStep>& steps) {
+  auto add_pointwise = [&](const KernelDef& abi, const std::vector<PointwiseStep>& steps) {
     for (const PointwiseStep& st : steps) {
       StepPlan& p = plan->steps.emplace_back();
+      p.abi = &abi;
       p.kind = "pointwise";
       p.space = st.space;
       p.pointwise = st;
-      p.max_vec = max_vector_width(k, st);
+      p.max_vec = max_vector_width(abi, st);
     }
   };
   bool all_pointwise =
       std::all_of(s.kernels.begin(), s.kernels.end(),
                   [](const ScheduledKernel& sk) { return sk.kind == KernelKind::pointwise; });
   if (all_pointwise) {
-    add_pointwise(plan_pointwise(k));
+    add_pointwise(k, plan_pointwise(k));
     return plan;
   }
-  if (!s.buffers.empty()) {
-    std::vector<std::string> names;
-    for (const TensorDecl& t : s.buffers) names.push_back(t.name);
-    throw UserError(k.loc, fmt::format("kernel '{}' is scheduled as {} GPU kernels that pass {} "
-                                       "through memory; the code generator does not allocate "
-                                       "intermediate buffers yet (`kiln explain` shows the "
-                                       "schedule): split the kernel so that '{}' is an output",
-                                       k.name, s.kernels.size(), fmt::join(names, ", "), names[0]));
-  }
   for (const ScheduledKernel& sk : s.kernels) {
+    const KernelDef& abi = s.buffers.empty() ? k : plan->abis.emplace_back(step_abi(k, s, sk.def));
     if (sk.kind == KernelKind::pointwise) {
-      add_pointwise(plan_sub_pointwise(k, sk.def));
+      add_pointwise(abi, plan_sub_pointwise(abi, sk.def));
       continue;
     }
     StepPlan& p = plan->steps.emplace_back();
+    p.abi = &abi;
     p.sk = &sk;
     p.shape = reduction_shape(sk);
     p.kind = p.shape == ReductionShape::row ? "row_reduction" : "outer_reduction";
@@ -135,10 +148,10 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
     p.reduced = sk.reduced;
     p.max_vec = reduction_vector_width(sk);
     if (p.shape == ReductionShape::row) {
-      RowPasses rp = row_passes(k, sk);
+      RowPasses rp = row_passes(abi, sk);
       p.fusable = !rp.fused.empty();
       p.fused_single_pass = p.fusable && rp.looped == 1;
-      p.stages = stage_bytes_per_element(k, sk) > 0;
+      p.stages = stage_bytes_per_element(abi, sk) > 0;
     }
   }
   return plan;
@@ -146,7 +159,6 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
 
 // One (variant, arch) to compile.
 struct Job {
-  const KernelDef* kernel;
   const StepPlan* step;
   AnyConfig cfg;
   bundle::Variant* variant;
@@ -192,8 +204,7 @@ std::vector<bundle::ParamInfo> param_infos(const KernelDef& k) {
 }
 
 // The manifest entry of a variant, its images not yet built.
-bundle::Variant make_variant(const KernelDef& k, size_t step, const StepPlan& plan,
-                             const AnyConfig& cfg, int id, bool is_default,
+bundle::Variant make_variant(const StepPlan& plan, const AnyConfig& cfg, int id, bool is_default,
                              const std::vector<std::string>& archs, const std::string& entry) {
   bundle::Variant v;
   v.id = id;
@@ -212,11 +223,12 @@ bundle::Variant make_variant(const KernelDef& k, size_t step, const StepPlan& pl
       v.max_reduced = row_heuristic_limit(rc, plan.max_vec, plan.fused_single_pass);
     }
     if (rc.split) {
-      SplitShape ss = split_shape(k, *plan.sk);
+      SplitShape ss = split_shape(*plan.abi, *plan.sk);
       v.split = {ss.phases, ss.slots, rc.capacity()};
     }
     if (rc.stage) {
-      v.stage = {stage_bytes_per_element(k, *plan.sk), rows_per_block(plan.shape, rc), rc.vec};
+      v.stage = {stage_bytes_per_element(*plan.abi, *plan.sk), rows_per_block(plan.shape, rc),
+                 rc.vec};
     }
   }
   for (const std::string& arch : archs) {
@@ -226,12 +238,12 @@ bundle::Variant make_variant(const KernelDef& k, size_t step, const StepPlan& pl
 }
 
 // Adds the kernel of `plan` with `cfg` to `m` as `entry`.
-void lower_step(llvm::Module& m, const KernelDef& k, const StepPlan& plan, const AnyConfig& cfg,
+void lower_step(llvm::Module& m, const StepPlan& plan, const AnyConfig& cfg,
                 const std::string& entry, VariantLayout* layout) {
   if (const auto* pc = std::get_if<PointwiseConfig>(&cfg)) {
-    lower_pointwise(m, k, plan.pointwise, *pc, entry, layout);
+    lower_pointwise(m, *plan.abi, plan.pointwise, *pc, entry, layout);
   } else {
-    lower_reduction(m, k, *plan.sk, std::get<ReductionConfig>(cfg), entry, layout);
+    lower_reduction(m, *plan.abi, *plan.sk, std::get<ReductionConfig>(cfg), entry, layout);
   }
 }
 
@@ -243,13 +255,12 @@ struct BuiltImage {
 };
 
 // `blocks_per_sm` > 0 asks ptxas to fit that many blocks on an SM (require_blocks_per_sm).
-BuiltImage build_image_once(const KernelDef& k, const StepPlan& step, const AnyConfig& cfg,
-                            const std::string& entry, const std::string& arch, bool assemble,
-                            int blocks_per_sm) {
+BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
+                            const std::string& arch, bool assemble, int blocks_per_sm) {
   BuiltImage out;
   llvm::LLVMContext ctx;
   llvm::Module m(entry, ctx);
-  lower_step(m, k, step, cfg, entry, &out.layout);
+  lower_step(m, step, cfg, entry, &out.layout);
   if (blocks_per_sm > 0) require_blocks_per_sm(m, entry, blocks_per_sm);
   out.ptx = emit_ptx(m, arch);
   if (assemble) out.cubin = assemble_cubin(out.ptx, arch);
@@ -287,14 +298,13 @@ bool wants_occupancy_hint(const StepPlan& step, const AnyConfig& cfg) {
          !rc->stage;
 }
 
-BuiltImage build_image(const KernelDef& k, const StepPlan& step, const AnyConfig& cfg,
-                       const std::string& entry, const std::string& arch, bool assemble,
-                       int threads) {
-  BuiltImage out = build_image_once(k, step, cfg, entry, arch, assemble, 0);
+BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
+                       const std::string& arch, bool assemble, int threads) {
+  BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, 0);
   if (!out.cubin.ok() || !wants_occupancy_hint(step, cfg)) return out;
   int target = kTargetThreads / threads;
   if (target <= blocks_by_registers(out.cubin->registers, threads)) return out;
-  BuiltImage hinted = build_image_once(k, step, cfg, entry, arch, assemble, target);
+  BuiltImage hinted = build_image_once(step, cfg, entry, arch, assemble, target);
   if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 &&
       hinted.cubin->registers < out.cubin->registers) {
     return hinted;
@@ -349,10 +359,10 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
                     "can run",
                     step, k.name, sp.kind));
   }
-  bundle::Variant v = make_variant(k, step, sp, cfg, id, false, archs, entry);
+  bundle::Variant v = make_variant(sp, cfg, id, false, archs, entry);
   for (size_t im = 0; im < v.images.size(); ++im) {
-    std::string w = apply_image(build_image(k, sp, cfg, v.entry, archs[im], true, v.block_threads),
-                                v, im, files);
+    std::string w =
+        apply_image(build_image(sp, cfg, v.entry, archs[im], true, v.block_threads), v, im, files);
     if (!w.empty()) throw std::runtime_error(w);
   }
   return v;
@@ -375,6 +385,9 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
     info.hash = content_hash(k);
     info.ir = print(k);
     info.params = param_infos(k);
+    for (const TensorDecl& b : plans[ki]->schedule.buffers) {
+      info.buffers.push_back({b.name, b.dtype, b.shape, false});
+    }
     info.symbols = k.symbols();
     info.steps.reserve(plans[ki]->steps.size());
     for (size_t si = 0; si < plans[ki]->steps.size(); ++si) {
@@ -391,11 +404,11 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
       for (const AnyConfig& cfg : space) {
         int id = static_cast<int>(bs.variants.size());
         bs.variants.push_back(
-            make_variant(k, si, step, cfg, id, cfg == def, opts.archs, entry_name(k, si, id)));
+            make_variant(step, cfg, id, cfg == def, opts.archs, entry_name(k, si, id)));
       }
       for (bundle::Variant& v : bs.variants) {
         for (size_t im = 0; im < v.images.size(); ++im) {
-          jobs.push_back({&k, &step, space[v.id], &v, im});
+          jobs.push_back({&step, space[v.id], &v, im});
         }
       }
     }
@@ -406,8 +419,8 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
   parallel_for(jobs.size(), opts.jobs, [&](size_t i) {
     const Job& job = jobs[i];
     BuiltImage built =
-        build_image(*job.kernel, *job.step, job.cfg, job.variant->entry,
-                    job.variant->images[job.image].arch, opts.assemble, job.variant->block_threads);
+        build_image(*job.step, job.cfg, job.variant->entry, job.variant->images[job.image].arch,
+                    opts.assemble, job.variant->block_threads);
     std::lock_guard lock(mu);
     std::string w = apply_image(std::move(built), *job.variant, job.image, out.files);
     if (opts.assemble && !w.empty() &&
@@ -501,7 +514,7 @@ std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
       }
       for (const AnyConfig& cfg : shown) {
         size_t id = std::find(space.begin(), space.end(), cfg) - space.begin();
-        lower_step(m, k, step, cfg, entry_name(k, si, id), nullptr);
+        lower_step(m, step, cfg, entry_name(k, si, id), nullptr);
       }
     }
   }

@@ -174,8 +174,10 @@ llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string&
     llvm::Argument* arg = fn->getArg(i);
     arg->setName(params[i]->name);
     arg->addAttr(llvm::Attribute::NoAlias);
-    arg->addAttr(params[i]->role == TensorRole::input ? llvm::Attribute::ReadOnly
-                                                      : llvm::Attribute::WriteOnly);
+    // A temp is a buffer this step neither reads nor writes (compile.cpp, step_abi).
+    if (params[i]->role == TensorRole::input) arg->addAttr(llvm::Attribute::ReadOnly);
+    if (params[i]->role == TensorRole::output) arg->addAttr(llvm::Attribute::WriteOnly);
+    if (params[i]->role == TensorRole::temp) arg->addAttr(llvm::Attribute::ReadNone);
   }
   for (size_t i = 0; i < symbols.size(); ++i) fn->getArg(params.size() + i)->setName(symbols[i]);
   if (workspace) {

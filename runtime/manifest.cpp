@@ -103,10 +103,16 @@ OrderedJson kernel_json(const KernelInfo& k) {
                       {"shape", dims_json(p.shape)},
                       {"output", p.output}});
   }
+  OrderedJson buffers = OrderedJson::array();
+  for (const ParamInfo& b : k.buffers) {
+    buffers.push_back({{"name", b.name},
+                       {"dtype", std::string(to_string(b.dtype))},
+                       {"shape", dims_json(b.shape)}});
+  }
   OrderedJson steps = OrderedJson::array();
   for (const Step& s : k.steps) steps.push_back(step_json(s));
-  return {{"name", k.name},   {"hash", k.hash},       {"ir", k.ir},
-          {"params", params}, {"symbols", k.symbols}, {"steps", steps}};
+  return {{"name", k.name},     {"hash", k.hash},       {"ir", k.ir},    {"params", params},
+          {"buffers", buffers}, {"symbols", k.symbols}, {"steps", steps}};
 }
 
 // ---- reading ----
@@ -250,8 +256,8 @@ Step read_step(const Obj& o, const KernelInfo& k) {
   if (variants.empty()) fail(o.at("variants"), "expected at least one variant");
   int defaults = 0;
   for (size_t i = 0; i < variants.size(); ++i) {
-    s.variants.push_back(
-        read_variant(Obj(variants[i], index_path(o.at("variants"), i)), i, k.params.size()));
+    s.variants.push_back(read_variant(Obj(variants[i], index_path(o.at("variants"), i)), i,
+                                      k.params.size() + k.buffers.size()));
     defaults += s.variants.back().is_default;
     const Variant& v = s.variants.back();
     if (v.stage.bytes_per_element > 0 && v.split.phases > 0) {
@@ -294,14 +300,13 @@ KernelInfo read_kernel(const Obj& o) {
     }
     k.symbols.push_back(std::move(s));
   }
-  const Json& params = o.array("params");
   std::set<std::string> names;
-  for (size_t i = 0; i < params.size(); ++i) {
-    Obj po(params[i], index_path(o.at("params"), i));
+  // A parameter or buffer: a name no other one has, a dtype and a shape of known symbols.
+  auto read_tensor = [&](const Obj& po) {
     ParamInfo p;
     p.name = po.nonempty_str("name");
     if (!names.insert(p.name).second) {
-      fail(po.at("name"), fmt::format("parameter \"{}\" is declared twice", p.name));
+      fail(po.at("name"), fmt::format("tensor \"{}\" is declared twice", p.name));
     }
     std::string dtype = po.str("dtype");
     std::optional<DType> t = parse_dtype(dtype);
@@ -310,11 +315,23 @@ KernelInfo read_kernel(const Obj& o) {
     }
     p.dtype = *t;
     p.shape = read_dims(po, "shape", k.symbols);
+    return p;
+  };
+  const Json& params = o.array("params");
+  for (size_t i = 0; i < params.size(); ++i) {
+    Obj po(params[i], index_path(o.at("params"), i));
+    ParamInfo p = read_tensor(po);
     p.output = po.boolean("output");
     if (!p.output && !k.params.empty() && k.params.back().output) {
       fail(po.path(), "inputs must precede outputs");
     }
     k.params.push_back(std::move(p));
+  }
+  if (o.find("buffers")) {  // absent in version 3
+    const Json& buffers = o.array("buffers");
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      k.buffers.push_back(read_tensor(Obj(buffers[i], index_path(o.at("buffers"), i))));
+    }
   }
   const Json& steps = o.array("steps");
   if (steps.empty()) fail(o.at("steps"), "expected at least one step");
@@ -329,10 +346,11 @@ Manifest read_top(const Json& j) {
   if (o.str("format") != "kiln-bundle") fail("format", "expected \"kiln-bundle\"");
   Manifest m;
   int64_t version = o.integer("version", 0, kInt64Max);
-  if (version != kFormatVersion) {
+  if (version < kOldestFormatVersion || version > kFormatVersion) {
     fail("version",
-         fmt::format("unsupported format version {} (this runtime reads version {}{})", version,
-                     kFormatVersion, version < kFormatVersion ? "; recompile the bundle" : ""));
+         fmt::format("unsupported format version {} (this runtime reads versions {} to {}{})",
+                     version, kOldestFormatVersion, kFormatVersion,
+                     version < kOldestFormatVersion ? "; recompile the bundle" : ""));
   }
   m.version = kFormatVersion;
   m.kiln_version = o.str("kiln_version");

@@ -4,8 +4,12 @@
 //
 // Kernel ABI. A spec kernel runs as one or more GPU launches ("steps"). Every step's entry
 // function takes the same parameters: one global pointer per kernel parameter (inputs then
-// outputs, declared order), then one i64 per symbol (KernelInfo::symbols order). A step
-// iterates over its `space`; for geometry "flat" the launch is
+// outputs, declared order), one per buffer (KernelInfo::buffers order), then one i64 per
+// symbol (KernelInfo::symbols order). Buffers are the intermediates that one step writes and
+// a later one reads: the runtime allocates them for each launch of the kernel (shape and dtype
+// as declared, each kBufferAlign-byte aligned, contents undefined until written), passes the same
+// ones to every step, in order on one stream, and frees them after the last step. A step iterates
+// over its `space`; for geometry "flat" the launch is
 //   block = (block_threads, 1, 1)
 //   grid  = (min(ceil(numel(space) / elements_per_block), kMaxGridX), 1, 1)
 // and the kernel loops (grid-stride) over whatever the grid does not cover. For a reduction
@@ -41,10 +45,14 @@
 
 namespace kiln::bundle {
 
-// Version 2 added the images' content hashes, version 3 split variants; older bundles are
-// refused (recompile them): a version 2 reader would launch a split variant as a plain one.
-inline constexpr int kFormatVersion = 3;
+// Version 2 added the images' content hashes, version 3 split variants, version 4 buffers.
+// Bundles before version 3 are refused (recompile them): a version 2 reader would launch a
+// split variant as a plain one. A version 3 bundle reads as a version 4 one without buffers;
+// a version 3 reader refuses version 4, whose entries may take buffers it would not pass.
+inline constexpr int kFormatVersion = 4;
+inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
+inline constexpr int64_t kBufferAlign = 256;  // bytes; every buffer starts at a multiple
 
 struct ParamInfo {
   std::string name;
@@ -100,7 +108,7 @@ struct Variant {
   int block_threads = 0;
   int64_t elements_per_block = 0;
   int align_bytes = 1;
-  std::vector<int> aligned_params;  // indices into KernelInfo::params
+  std::vector<int> aligned_params;  // indices into KernelInfo::params, then ::buffers
   std::vector<ArchImage> images;
   // A tier of a reduction step's heuristic: with no tuned choice, a row of R elements runs
   // the tier with the smallest max_reduced >= R (the largest tier when none). 0: not a tier.
@@ -121,9 +129,10 @@ struct Step {
 
 struct KernelInfo {
   std::string name;
-  std::string hash;               // content_hash of the kernel's canonical IR
-  std::string ir;                 // the kernel's canonical text (ir/text.h print)
-  std::vector<ParamInfo> params;  // inputs then outputs
+  std::string hash;                // content_hash of the kernel's canonical IR
+  std::string ir;                  // the kernel's canonical text (ir/text.h print)
+  std::vector<ParamInfo> params;   // inputs then outputs
+  std::vector<ParamInfo> buffers;  // intermediates between steps (output false), see above
   std::vector<std::string> symbols;
   std::vector<Step> steps;
   friend bool operator==(const KernelInfo&, const KernelInfo&) = default;

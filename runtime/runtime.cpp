@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -182,11 +183,12 @@ std::string join_names(const std::vector<std::string>& names) {
   return s;
 }
 
-// The names of the arguments a variant's entry takes (manifest.h): parameters, symbols, and
-// for a split variant its workspace and phase.
+// The names of the arguments a variant's entry takes (manifest.h): parameters, buffers,
+// symbols, and for a split variant its workspace and phase.
 std::vector<std::string> abi_names(const KernelInfo& k, const Variant& v) {
   std::vector<std::string> names;
   for (const bundle::ParamInfo& p : k.params) names.push_back(p.name);
+  for (const bundle::ParamInfo& b : k.buffers) names.push_back(b.name);
   names.insert(names.end(), k.symbols.begin(), k.symbols.end());
   if (v.split.phases > 0) names.insert(names.end(), {"workspace", "phase"});
   return names;
@@ -404,6 +406,8 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
       k->info_ = &info;
       for (const bundle::ParamInfo& p : info.params)
         k->param_dims_.push_back(encode_dims(p.shape, info));
+      for (const bundle::ParamInfo& b : info.buffers)
+        k->buffer_dims_.push_back(encode_dims(b.shape, info));
       for (size_t si = 0; si < info.steps.size(); ++si) {
         const bundle::Step& step = info.steps[si];
         k->space_dims_.push_back(encode_dims(step.space, info));
@@ -689,12 +693,13 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
                            std::span<const int64_t> symbols, std::span<const int> variants,
                            bool fallback) const {
   const KernelInfo& info = *info_;
-  const size_t np = info.params.size(), ns = info.symbols.size(), nsteps = steps_.size();
-  if (np + ns + 2 > kMaxLaunchArgs) {
+  const size_t np = info.params.size(), nb = info.buffers.size(), ns = info.symbols.size(),
+               nsteps = steps_.size();
+  if (np + nb + ns + 2 > kMaxLaunchArgs) {
     return Status::error(
-        fmt::format("{}: {} arguments (pointers and symbols); the runtime "
+        fmt::format("{}: {} arguments (pointers, buffers and symbols); the runtime "
                     "supports at most {}",
-                    info.name, np + ns, kMaxLaunchArgs - 2));
+                    info.name, np + nb + ns, kMaxLaunchArgs - 2));
   }
   if (nsteps > kMaxSteps) {
     return Status::error(
@@ -742,6 +747,25 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
     }
   }
 
+  // The buffers, laid out in one allocation, each at a multiple of bundle::kBufferAlign.
+  std::array<int64_t, kMaxLaunchArgs> buffer_offset{};
+  int64_t buffer_bytes = 0;
+  for (size_t i = 0; i < nb; ++i) {
+    std::optional<int64_t> n = numel(buffer_dims_[i], symbols);
+    const auto elem = static_cast<int64_t>(size_of(info.buffers[i].dtype));
+    int64_t bytes = 0, end = 0;
+    if (!n || __builtin_mul_overflow(*n, elem, &bytes) ||
+        __builtin_add_overflow(buffer_bytes, bytes, &end) ||
+        end > std::numeric_limits<int64_t>::max() - bundle::kBufferAlign) {
+      return Status::error(fmt::format(
+          "{}: buffer {}: shape {} is too large (the kernel's buffers overflow int64 bytes)",
+          info.name, info.buffers[i].name,
+          shape_text(info.buffers[i].shape, buffer_dims_[i], symbols)));
+    }
+    buffer_offset[i] = buffer_bytes;
+    buffer_bytes = (end + bundle::kBufferAlign - 1) / bundle::kBufferAlign * bundle::kBufferAlign;
+  }
+
   // Kernels take their pointers as noalias: an output may not overlap any other argument.
   for (size_t i = 0; i < np; ++i) {
     if (!info.params[i].output) continue;
@@ -774,6 +798,13 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
     const Variant* var = &step.variants[v];
     if (var->align_bytes > 1) {
       for (int p : var->aligned_params) {
+        if (static_cast<size_t>(p) >= np) {  // a buffer, at a multiple of bundle::kBufferAlign
+          if (bundle::kBufferAlign % var->align_bytes == 0) continue;
+          return Status::error(fmt::format(
+              "{}: variant {} of step {} ({}) needs {}-byte aligned buffers; the runtime aligns "
+              "them to {}",
+              info.name, v, s, step.name, var->align_bytes, bundle::kBufferAlign));
+        }
         if (ptrs[p] % static_cast<CUdeviceptr>(var->align_bytes) == 0) continue;
         if (!fallback || scalar_fallback_[s] < 0) {
           return Status::error(fmt::format(
@@ -821,13 +852,45 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
     }
   }
 
+  CUdeviceptr buffers = 0;
+  std::array<CUdeviceptr, kMaxLaunchArgs> buffer_ptrs{};
+  if (nb > 0) {
+    Result<CUdeviceptr> a = rt_->alloc_async(static_cast<size_t>(buffer_bytes), stream);
+    if (!a.ok()) {
+      return Status::error(fmt::format("{}: the kernel's buffers ({} bytes): {}", info.name,
+                                       buffer_bytes, a.message()));
+    }
+    buffers = *a;
+    if (buffers % bundle::kBufferAlign != 0) {  // the driver's pools align to more
+      rt_->free_async(buffers, stream);
+      return Status::error(
+          fmt::format("{}: the driver allocated the kernel's buffers at {:#x}, "
+                      "not a multiple of {} bytes",
+                      info.name, buffers, bundle::kBufferAlign));
+    }
+    for (size_t i = 0; i < nb; ++i) {
+      buffer_ptrs[i] = buffers + static_cast<CUdeviceptr>(buffer_offset[i]);
+    }
+  }
+  // Freed in stream order after whatever was enqueued, on every path out.
+  struct FreeBuffers {
+    const Runtime* rt;
+    CUdeviceptr p;
+    CUstream stream;
+    ~FreeBuffers() {
+      if (p != 0) rt->free_async(p, stream);
+    }
+  } free_buffers{rt_, buffers, stream};
+
   std::array<void*, kMaxLaunchArgs> args;
   for (size_t i = 0; i < np; ++i) args[i] = const_cast<CUdeviceptr*>(&ptrs[i]);
-  for (size_t j = 0; j < ns; ++j) args[np + j] = const_cast<int64_t*>(&symbols[j]);
+  for (size_t i = 0; i < nb; ++i) args[np + i] = &buffer_ptrs[i];
+  const size_t na = np + nb;  // pointer arguments
+  for (size_t j = 0; j < ns; ++j) args[na + j] = const_cast<int64_t*>(&symbols[j]);
   CUdeviceptr workspace = 0;
   int64_t phase = 0;
-  args[np + ns] = &workspace;
-  args[np + ns + 1] = &phase;
+  args[na + ns] = &workspace;
+  args[na + ns + 1] = &phase;
   const DriverApi& api = rt_->driver();
   for (size_t s = 0; s < nsteps; ++s) {
     const Variant& var = info.steps[s].variants[chosen[s]];

@@ -88,8 +88,8 @@ class Bundle;
 /// One kernel of a loaded bundle: every variant of every step, with its CUfunction.
 class Kernel {
  public:
-  /// Most arguments (pointers + symbols, plus a split step's workspace and phase) and steps
-  /// a launch supports; the argument array lives on the stack.
+  /// Most arguments (pointers, buffers and symbols, plus a split step's workspace and phase)
+  /// and steps a launch supports; the argument array lives on the stack.
   static constexpr size_t kMaxLaunchArgs = 64;
   static constexpr size_t kMaxSteps = 32;
 
@@ -112,9 +112,11 @@ class Kernel {
   /// the lowest loadable id). Error messages number arguments from 1 ("softmax: argument 2
   /// (y): null pointer"). Safe from several threads at once: a thread whose current context
   /// is not the runtime's gets it made current. Safe inside CUDA graph capture (it only
-  /// enqueues kernels, and for a split step a workspace allocation and its free, which
-  /// capture records as memory nodes). Allocates nothing, except a split step's workspace
-  /// (Runtime::alloc_async, a few bytes per row block).
+  /// enqueues kernels, and for buffers or a split step an allocation and its free, which
+  /// capture records as memory nodes). Allocates nothing, except the kernel's buffers
+  /// (info().buffers: one allocation per launch, freed after its last step) and a split
+  /// step's workspace (a few bytes per row block), both in stream order from
+  /// Runtime::alloc_async: without memory pools a kernel with buffers cannot launch.
   Status launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
                 std::span<const int64_t> symbols) const;
   /// Where a launch's variants come from.
@@ -149,8 +151,9 @@ class Kernel {
   std::vector<int> chosen_;
   // Shapes encoded for launch-time evaluation without lookups: a value > 0 is a fixed
   // extent, a value v < 0 is symbol number -v - 1.
-  std::vector<std::vector<int64_t>> param_dims_;  // [param]
-  std::vector<std::vector<int64_t>> space_dims_;  // [step]
+  std::vector<std::vector<int64_t>> param_dims_;   // [param]
+  std::vector<std::vector<int64_t>> buffer_dims_;  // [buffer]
+  std::vector<std::vector<int64_t>> space_dims_;   // [step]
   std::vector<int> scalar_fallback_;  // [step]: best loadable align_bytes == 1 variant, or -1
   // Reduction steps: the reduced extent (encoded like space_dims_) and the heuristic's tiers
   // (max_reduced, variant), loadable ones only, ascending; empty after set_choice.

@@ -51,8 +51,9 @@ fi
 
 "$kiln" compile examples/add.kiln -o "$out/add.bundle" > /dev/null
 "$kiln" compile examples/rowsum.kiln -o "$out/rowsum.bundle" > /dev/null
+"$kiln" compile examples/global_max_norm.kiln -o "$out/global_max_norm.bundle" > /dev/null
 if wants runtime; then
-  "$rt_tests" "$out/add.bundle" "$out/rowsum.bundle" > "$out/runtime_tests.txt" 2>&1
+  "$rt_tests" "$out/add.bundle" "$out/rowsum.bundle" "$out/global_max_norm.bundle" > "$out/runtime_tests.txt" 2>&1
   note "runtime launch tests:  $(grep -E 'passed|failed' "$out/runtime_tests.txt" | tail -1)"
 fi
 if wants runtime && [[ -x "$hostile" ]]; then
@@ -70,7 +71,7 @@ if wants sanitizers; then
     (
       san=(compute-sanitizer --tool $tool --error-exitcode 9)
       tests/gpu/run_gpu_tests.sh "$kiln" "$out/san_$tool" "${san[@]}" > "$out/sanitizer_$tool.txt" 2>&1
-      "${san[@]}" "$rt_tests" "$out/add.bundle" "$out/rowsum.bundle" >> "$out/sanitizer_$tool.txt" 2>&1
+      "${san[@]}" "$rt_tests" "$out/add.bundle" "$out/rowsum.bundle" "$out/global_max_norm.bundle" >> "$out/sanitizer_$tool.txt" 2>&1
       echo "runtime tests rc=$?" >> "$out/sanitizer_$tool.txt"
     ) &
   done

@@ -428,6 +428,13 @@ TEST_CASE("a manifest whose parameter list disagrees with the kernel", "[hostile
         " takes 32 bytes of parameters, but the manifest's kernel add passes 40 (5 x 8: x, y, w, "
         "z, N)");
   }
+  SECTION("a buffer added: the entry's parameter bytes give it away") {
+    // A launch would pass the buffer between z and N, where the entry takes N.
+    k.buffers.push_back(bundle::ParamInfo{"w", DType::f32, k.params[0].shape, false});
+    refused_for_params(
+        " takes 32 bytes of parameters, but the manifest's kernel add passes 40 (5 x 8: x, y, z, "
+        "w, N)");
+  }
   SECTION("a dtype changed from f32 to i32: NOT detected; the kernel's own code decides") {
     k.params[0].dtype = DType::i32;
     b.save_manifest();

@@ -1,13 +1,15 @@
 // GPU tests of libkiln_runtime's launch path on a real bundle (examples/add.kiln, compiled by
 // the bundle/add test): results, the scalar fallback for unaligned pointers, and every
 // argument check; with a second bundle (examples/rowsum.kiln), split reductions: their
-// workspaces under several threads and inside graph capture. Links only the runtime, never
-// LLVM.
+// workspaces under several threads and inside graph capture; with a third
+// (examples/global_max_norm.kiln), the buffers a kernel of several steps passes between them,
+// the same ways. Links only the runtime, never LLVM.
 //
-//   kiln_gpu_runtime_tests ADD_BUNDLE_DIR [ROWSUM_BUNDLE_DIR] [catch options]
+//   kiln_gpu_runtime_tests ADD_BUNDLE_DIR [ROWSUM_BUNDLE_DIR [MAX_NORM_BUNDLE_DIR]] [catch options]
 //
 // Without a CUDA driver or device it prints a [SKIP] line and exits 77 (reported as skipped).
 #define CATCH_CONFIG_RUNNER
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <random>
@@ -23,7 +25,7 @@ using namespace kiln;
 namespace {
 
 Runtime* g_rt = nullptr;
-std::string g_bundle, g_rowsum_bundle;
+std::string g_bundle, g_rowsum_bundle, g_max_norm_bundle;
 
 struct Buffers {
   static constexpr int64_t kSlack = 64;  // room to offset pointers
@@ -339,9 +341,142 @@ TEST_CASE("few long rows run split, with a workspace per launch, in graphs and t
   api.cuStreamDestroy(stream);
 }
 
+namespace {
+
+// y = x / max(x) of global_max_norm, on M x N small integers whose largest is known: the
+// division is exact in IEEE f32 on both sides, so every element must match bitwise.
+struct MaxNorm {
+  int64_t M, N;
+  CUdeviceptr x = 0;
+  std::vector<float> want;
+  MaxNorm(int64_t m, int64_t n) : M(m), N(n), want(m * n) {
+    const DriverApi& api = g_rt->driver();
+    std::vector<float> hx(M * N);
+    float mx = -1e30f;
+    for (int64_t i = 0; i < M * N; ++i) mx = std::max(mx, hx[i] = float((i * 7919) % 2001 - 1000));
+    for (int64_t i = 0; i < M * N; ++i) want[i] = hx[i] / mx;
+    REQUIRE(api.cuMemAlloc(&x, hx.size() * 4) == CUDA_SUCCESS);
+    REQUIRE(api.cuMemcpyHtoD(x, hx.data(), hx.size() * 4) == CUDA_SUCCESS);
+    REQUIRE(api.cuCtxSynchronize() == CUDA_SUCCESS);
+  }
+  ~MaxNorm() { g_rt->driver().cuMemFree(x); }
+  // Poisons y, runs `launch` (which leaves its work on `stream`) and counts wrong elements.
+  template <class F>
+  int64_t wrong(CUstream stream, CUdeviceptr y, F&& launch) {
+    const DriverApi& api = g_rt->driver();
+    std::vector<float> got(M * N);
+    REQUIRE(api.cuMemsetD8Async(y, 0xFF, M * N * 4, stream) == CUDA_SUCCESS);
+    launch();
+    REQUIRE(api.cuMemcpyDtoHAsync(got.data(), y, M * N * 4, stream) == CUDA_SUCCESS);
+    REQUIRE(api.cuStreamSynchronize(stream) == CUDA_SUCCESS);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < M * N; ++i) bad += got[i] != want[i];
+    return bad;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("buffers between steps: allocated per launch, in graphs and threads", "[gpu]") {
+  if (g_max_norm_bundle.empty()) {
+    WARN("no global_max_norm bundle given: buffers not tested");
+    return;
+  }
+  auto b = Bundle::load(*g_rt, g_max_norm_bundle);
+  REQUIRE(b.ok());
+  const Kernel* k = (*b)->find("global_max_norm");
+  REQUIRE(k);
+  REQUIRE(k->info().buffers.size() == 2);
+  REQUIRE(k->info().steps.size() == 3);
+  if (!g_rt->has_memory_pool()) {
+    MaxNorm mn(3, 5);
+    CUdeviceptr y;
+    REQUIRE(g_rt->driver().cuMemAlloc(&y, 15 * 4) == CUDA_SUCCESS);
+    CUdeviceptr ptrs[] = {mn.x, y};
+    int64_t syms[] = {3, 5};
+    Status s = k->launch(nullptr, ptrs, syms);
+    CHECK_THAT(s.message(), Catch::Contains("buffers") && Catch::Contains("memory pools"));
+    g_rt->driver().cuMemFree(y);
+    return;
+  }
+  const DriverApi& api = g_rt->driver();
+  CUstream stream;
+  REQUIRE(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  // A block per row maximum, then one row of M: plain, then split (the max of a million).
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{1, 1}, {1000, 33}, {4097, 1001}, {1000003, 3}}) {
+    INFO("M=" << m << " N=" << n);
+    MaxNorm mn(m, n);
+    CUdeviceptr y;
+    REQUIRE(api.cuMemAlloc(&y, m * n * 4) == CUDA_SUCCESS);
+    CUdeviceptr ptrs[] = {mn.x, y};
+    int64_t syms[] = {m, n};
+    int chosen[3];
+    k->choose(syms, chosen);
+    CHECK((k->info().steps[1].variants[chosen[1]].split.phases > 0) == (m == 1000003));
+    CHECK(mn.wrong(stream, y, [&] { REQUIRE(k->launch(stream, ptrs, syms).ok()); }) == 0);
+
+    // Captured: the buffers (and a split step's workspace) become memory nodes.
+    REQUIRE(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    Status s = k->launch(stream, ptrs, syms);
+    CUgraph graph = nullptr;
+    REQUIRE(api.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS);
+    REQUIRE(s.ok());
+    CUgraphExec exec = nullptr;
+    REQUIRE(api.cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS);
+    for (int replay = 0; replay < 2; ++replay) {
+      CHECK(mn.wrong(stream, y, [&] { REQUIRE(api.cuGraphLaunch(exec, stream) == 0); }) == 0);
+    }
+    api.cuGraphExecDestroy(exec);
+    api.cuGraphDestroy(graph);
+    api.cuMemFree(y);
+  }
+
+  // 4 threads, each on its own stream into its own output, 30 launches each: every launch
+  // gets buffers of its own (a thread never sees another's row maxima).
+  constexpr int kThreads = 4, kLaunches = 30;
+  MaxNorm mn(2001, 777);
+  int64_t syms[] = {mn.M, mn.N};
+  std::vector<int64_t> bad(kThreads, -1);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      CUstream st;
+      CUdeviceptr out;
+      if (!g_rt->make_current().ok() || api.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) ||
+          api.cuMemAlloc(&out, mn.M * mn.N * 4)) {
+        errors[t] = "setup failed";
+        return;
+      }
+      CUdeviceptr p[] = {mn.x, out};
+      std::vector<float> got(mn.M * mn.N);
+      bad[t] = 0;
+      for (int i = 0; i < kLaunches; ++i) {
+        api.cuMemsetD8Async(out, 0xFF, mn.M * mn.N * 4, st);
+        if (Status s = k->launch(st, p, syms); !s.ok()) errors[t] = s.message();
+        api.cuMemcpyDtoHAsync(got.data(), out, mn.M * mn.N * 4, st);
+        api.cuStreamSynchronize(st);
+        for (int64_t e = 0; e < mn.M * mn.N; ++e) bad[t] += got[e] != mn.want[e];
+      }
+      api.cuMemFree(out);
+      api.cuStreamDestroy(st);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t << ": " << errors[t]);
+    CHECK(errors[t].empty());
+    CHECK(bad[t] == 0);
+  }
+  api.cuStreamDestroy(stream);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s ADD_BUNDLE_DIR [ROWSUM_BUNDLE_DIR] [catch options]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s ADD_BUNDLE_DIR [ROWSUM_BUNDLE_DIR [MAX_NORM_BUNDLE_DIR]] [catch "
+                 "options]\n",
+                 argv[0]);
     return 2;
   }
   auto rt = Runtime::open();
@@ -355,6 +490,10 @@ int main(int argc, char** argv) {
   if (argc > 2 && argv[2][0] != '-') {
     g_rowsum_bundle = argv[2];
     skip = 2;
+  }
+  if (argc > 3 && argv[3][0] != '-') {
+    g_max_norm_bundle = argv[3];
+    skip = 3;
   }
   argv[skip] = argv[0];
   return Catch::Session().run(argc - skip, argv + skip);

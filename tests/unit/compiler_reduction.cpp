@@ -1,5 +1,6 @@
 // The reduction code generator as the manifest sees it: steps, kinds, configuration spaces,
 // heuristic tiers and vector layouts (tests/golden/codegen checks the PTX; tests/gpu runs it).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -393,18 +394,71 @@ TEST_CASE("staging variants: rows too long for registers, kept in shared memory"
   }
 }
 
-TEST_CASE("kernels whose schedule passes a buffer are refused with the reason",
+// The number of .param lines of entry `entry` in PTX text.
+int entry_params(const std::string& ptx, const std::string& entry) {
+  size_t at = ptx.find(".entry " + entry + "(");
+  REQUIRE(at != std::string::npos);
+  size_t end = ptx.find(')', at);
+  int n = 0;
+  for (size_t p = ptx.find(".param .u64", at); p < end; p = ptx.find(".param .u64", p + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("buffers between steps: declared in the manifest, taken by every step's entry",
           "[compiler][reduction]") {
-  Program p = parse_program(R"(kernel k(x: f32[M, N]) -> (c: f32[N]) {
-  r[i] = sum(x[i, j], j)
-  c[j] = sum(x[i, j] / r[i], i)
-})");
   CompileOptions o;
   o.archs = {"sm_90"};
   o.assemble = false;
-  CHECK_THROWS_WITH(compile_program(p, o),
-                    Catch::Contains("pass r through memory") &&
-                        Catch::Contains("does not allocate intermediate buffers yet"));
+  Program p;
+  p.kernels = {example("global_max_norm", "global_max_norm"),
+               example("rowsum_colsum", "rowsum_colsum")};
+  CompiledBundle b = compile_program(p, o);
+  const Dim M = Dim::symbol("M");
+
+  const bundle::KernelInfo& g = b.manifest.kernels[0];
+  // Row maxima [M], their max [], the division: both maxima pass through memory, in f32.
+  REQUIRE(g.buffers.size() == 2);
+  CHECK(g.buffers[0] == bundle::ParamInfo{"_r0", DType::f32, {M}, false});
+  CHECK(g.buffers[1] == bundle::ParamInfo{"g", DType::f32, {}, false});
+  REQUIRE(g.steps.size() == 3);
+  CHECK(g.steps[0].kind == "row_reduction");
+  CHECK(g.steps[1].kind == "row_reduction");
+  CHECK(g.steps[1].space.empty());
+  CHECK(g.steps[2].kind == "pointwise");
+  // The max of the rows is one row of M: it has a split variant for very long ones.
+  CHECK(std::any_of(g.steps[1].variants.begin(), g.steps[1].variants.end(),
+                    [](const bundle::Variant& v) { return v.split.phases > 0; }));
+
+  const bundle::KernelInfo& rc = b.manifest.kernels[1];
+  REQUIRE(rc.buffers.size() == 1);
+  CHECK(rc.buffers[0] == bundle::ParamInfo{"r", DType::f32, {M}, false});
+  REQUIRE(rc.steps.size() == 2);
+  CHECK(rc.steps[1].kind == "outer_reduction");
+
+  // Every entry takes the parameters, the buffers and the symbols (M, N), and a split one its
+  // workspace and phase; aligned_params may name buffers (indices past the parameters).
+  for (const bundle::KernelInfo* k : {&g, &rc}) {
+    const size_t args = k->params.size() + k->buffers.size() + k->symbols.size();
+    for (const bundle::Step& st : k->steps) {
+      for (const bundle::Variant& v : st.variants) {
+        INFO(v.entry);
+        const std::string& ptx = b.files.at(v.images[0].ptx);
+        CHECK(entry_params(ptx, v.entry) == static_cast<int>(args + (v.split.phases ? 2 : 0)));
+        for (int ap : v.aligned_params) {
+          CHECK(ap < static_cast<int>(k->params.size() + k->buffers.size()));
+        }
+      }
+    }
+  }
+  // The max of the row maxima reads _r0 (argument 2) with vectors in its vectorised variants.
+  bool r0_aligned = false;
+  for (const bundle::Variant& v : g.steps[1].variants) {
+    bool names_r0 =
+        std::find(v.aligned_params.begin(), v.aligned_params.end(), 2) != v.aligned_params.end();
+    CHECK(names_r0 == (v.align_bytes > 1));
+    r0_aligned |= names_r0;
+  }
+  CHECK(r0_aligned);
 }
 
 TEST_CASE("looped rows fuse the sum of a softmax or logsumexp into the max's pass",

@@ -99,7 +99,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 3);
+  CHECK(j["version"] == 4);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -108,7 +108,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 3,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 4,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -232,7 +232,7 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["dtype"] = "bool"; }) ==
         k0 + "params[1].dtype: expected f32, f16, bf16 or i32, got \"bool\"");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["name"] = "x"; }) ==
-        k0 + "params[1].name: parameter \"x\" is declared twice");
+        k0 + "params[1].name: tensor \"x\" is declared twice");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][0]["output"] = true; }) ==
         k0 + "params[1]: inputs must precede outputs");
   CHECK(error_after([](Json& j) {
@@ -250,17 +250,24 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 4; }) ==
-        "bundle/manifest.json: version: unsupported format version 4 (this runtime reads "
-        "version 3)");
+  CHECK(error_after([](Json& j) { j["version"] = 5; }) ==
+        "bundle/manifest.json: version: unsupported format version 5 (this runtime reads "
+        "versions 3 to 4)");
   // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
   // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "version 3; recompile the bundle)");
+        "versions 3 to 4; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "version 3; recompile the bundle)");
+        "versions 3 to 4; recompile the bundle)");
+  // Version 3 had no buffers: it reads as version 4 without them.
+  Json v3 = sample_json();
+  v3["version"] = 3;
+  v3["kernels"][0].erase("buffers");
+  Result<Manifest> old = parse_manifest(v3.dump(), kOrigin);
+  REQUIRE(old.ok());
+  CHECK(*old == sample());
   CHECK(error_after([](Json& j) { j["version"] = "1"; }) ==
         "bundle/manifest.json: version: expected an integer >= 0, got a string");
   CHECK(error_after([](Json& j) { j["format"] = "zip"; }) ==
@@ -306,7 +313,7 @@ TEST_CASE("read_manifest reads DIR/manifest.json", "[runtime]") {
   REQUIRE(r.ok());
   CHECK(*r == sample());
 
-  std::ofstream(dir + "/manifest.json") << "{\"format\": \"kiln-bundle\", \"version\": 3}";
+  std::ofstream(dir + "/manifest.json") << "{\"format\": \"kiln-bundle\", \"version\": 4}";
   Result<Manifest> bad = read_manifest(dir);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.message() == dir + "/manifest.json: kiln_version: missing (expected a string)");
@@ -331,6 +338,34 @@ TEST_CASE("Runtime::open reports a missing driver instead of crashing", "[runtim
                  Catch::StartsWith("no CUDA driver: libcuda.so.1 could not be loaded ("));
     }
   }
+}
+
+TEST_CASE("buffers round-trip, share the parameters' names and bound aligned_params", "[runtime]") {
+  Manifest m = sample();
+  KernelInfo& k = m.kernels[0];
+  k.buffers = {{"r", DType::f32, {Dim::symbol("M")}, false}, {"g", DType::f32, {}, false}};
+  k.steps[0].variants[1].aligned_params = {0, 3};  // x and the first buffer
+  std::string text = to_json(m);
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  Json j = Json::parse(text);
+  CHECK(j["kernels"][0]["buffers"] == Json::parse(R"([{"name": "r", "dtype": "f32", "shape": ["M"]},
+                        {"name": "g", "dtype": "f32", "shape": []}])"));
+
+  auto error_with = [&](const std::function<void(Json&)>& edit) { return error_after(edit, j); };
+  const std::string k0 = "bundle/manifest.json: kernels[0]";
+  CHECK(error_with([](Json& e) { e["kernels"][0]["buffers"][1]["name"] = "x"; }) ==
+        k0 + ".buffers[1].name: tensor \"x\" is declared twice");
+  CHECK(error_with([](Json& e) { e["kernels"][0]["buffers"][0]["shape"] = {"K"}; }) ==
+        k0 + ".buffers[0].shape[0]: symbol \"K\" is not listed in the kernel's symbols");
+  CHECK(error_with([](Json& e) { e["kernels"][0]["buffers"][0]["dtype"] = "bool"; }) ==
+        k0 + ".buffers[0].dtype: expected f32, f16, bf16 or i32, got \"bool\"");
+  CHECK(error_with([](Json& e) { e["kernels"][0]["buffers"] = 1; }) ==
+        k0 + ".buffers: expected an array, got an integer");
+  // Three parameters and two buffers: arguments 0..4 may be aligned.
+  CHECK(error_with([](Json& e) { variant_json(e, 1)["aligned_params"] = {5}; }) ==
+        k0 + ".steps[0].variants[1].aligned_params[0]: expected an integer in 0..4, got 5");
 }
 
 TEST_CASE("a split variant round-trips and only a row reduction step may have one", "[runtime]") {
