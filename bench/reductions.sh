@@ -7,6 +7,8 @@
 #   bench/reductions.sh KILN_BINARY OUT_DIR
 #   BENCH_REPS=N     timed launches per variant (default 100)
 #   BENCH_CHECK=1    also check every variant against the interpreter (slow at these sizes)
+#   BENCH_SPLIT=0    leaves out the few very long rows (split reductions)
+#   BENCH_BUFFERS=0  leaves out the kernels of several steps that pass buffers
 set -uo pipefail
 kiln=$1 out=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,7 +17,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format
 stamp() { echo "[$(date +%T)] $*"; }
 
 # Bundles compile in parallel (CPU only, before anything is timed).
-for example in rowsum colsum softmax layernorm rmsnorm mean_var logsumexp; do
+for example in rowsum colsum softmax layernorm rmsnorm mean_var logsumexp global_max_norm \
+    rowsum_colsum; do
   [[ -f "$out/bundles/$example/manifest.json" ]] ||
     "$kiln" compile "$root/examples/$example.kiln" -o "$out/bundles/$example" > /dev/null &
 done
@@ -46,6 +49,10 @@ if [[ ${BENCH_SPLIT:-1} == 1 ]]; then
 fi
 cases+=" softmax:M=1024,N=65536 layernorm:M=1024,N=65536 mean_var:M=1024,N=65536"
 cases+=" logsumexp:M=1024,N=65536"
+if [[ ${BENCH_BUFFERS:-1} == 1 ]]; then
+  cases+=" global_max_norm:M=8192,N=8192 rowsum_colsum:M=8192,N=8192"
+  (( ${#torch_cases[@]} )) && torch_cases+=("global_max_norm f32" "rowsum_colsum f32")
+fi
 for spec in $cases; do run_case "${spec%%:*}" "${spec#*:}"; done
 python3 "$root/bench/torch_reductions.py" "$out/torch.json" "${torch_cases[@]}" > "$out/torch.txt" 2>&1
 stamp "torch"

@@ -51,6 +51,13 @@ def main():
     M, N = 4, 1 << 22
     add("softmax bf16 4x4194304", lambda: (randn(M, N, dtype=bf16),),
         lambda x: torch.softmax(x, -1), 2 * 2 * M * N)
+    # Kernels of several steps, intermediates between them (Kiln's buffers); bytes count x
+    # once and the output once, as Kiln counts them, though both read x twice.
+    M, N = 8192, 8192
+    add("global_max_norm f32 8192x8192", lambda: (randn(M, N, dtype=f32),),
+        lambda x: x / x.max(), 2 * 4 * M * N)
+    add("rowsum_colsum f32 8192x8192", lambda: (randn(M, N, dtype=f32),),
+        lambda x: (x / (x * x).sum(1, keepdim=True)).sum(0), 4 * M * N + 4 * N)
     report(sys.argv[1], copy, cases)
 
 
