@@ -224,7 +224,10 @@ bundle::Variant make_variant(const StepPlan& plan, const AnyConfig& cfg, int id,
     }
     if (rc.split) {
       SplitShape ss = split_shape(*plan.abi, *plan.sk);
-      v.split = {ss.phases, ss.slots, rc.capacity()};
+      // The elements of the reduced extent a block walks per iteration.
+      const int64_t chunk =
+          plan.shape == ReductionShape::row ? rc.capacity() : int64_t{rc.group} * rc.items;
+      v.split = {ss.phases, ss.slots, chunk};
     }
     if (rc.stage) {
       v.stage = {stage_bytes_per_element(*plan.abi, *plan.sk), rows_per_block(plan.shape, rc),

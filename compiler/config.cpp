@@ -159,6 +159,13 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec) {
       space.push_back(c);
     }
   }
+  // Split over the reduced extent, for few columns (after the others: their ids stay): the
+  // default's shape, then wider blocks for the tuner.
+  for (ReductionConfig c : {default_outer_config(max_vec), ReductionConfig{512, 16, 1, 4},
+                            ReductionConfig{512, 8, std::max(1, max_vec / 2), 4}}) {
+    c.split = true;
+    space.push_back(c);
+  }
   return space;
 }
 

@@ -47,13 +47,15 @@ PointwiseConfig default_pointwise_config(int max_vec);
 /// fit on chip; the kernel checks the launch's dynamic shared memory, runtime/manifest.h).
 /// Outer reduction: block / group threads along the rows each own `vec` consecutive rows (the
 /// contiguous index), `group` threads share them along the reduced index, and each has
-/// `items` steps of the reduced index in flight.
+/// `items` steps of the reduced index in flight. A split outer reduction (`split`) spreads
+/// the reduced extent of a block's rows over several blocks, in chunks of group x items, with
+/// phases and a workspace as split rows have (few rows, e.g. column sums of 8192 columns).
 struct ReductionConfig {
   int block = 256;
   int group = 256;
   int vec = 1;
   int items = 1;
-  bool split = false;  // row reductions only: several blocks per row (needs group == block)
+  bool split = false;  // several blocks per row (row reductions: needs group == block)
   bool fuse = false;   // row reductions only, not split: looped rows fuse (see above)
   bool stage = false;  // row reductions only: long rows staged in dynamic shared memory
 
@@ -86,6 +88,8 @@ std::vector<ReductionConfig> staged_row_configs(int max_vec);
 /// The default when the row length is unknown: 256 threads per row, 32 elements each.
 ReductionConfig default_row_config(int max_vec);
 
+/// Outer reductions: 64-column blocks and their neighbours, then the split variants (the
+/// heuristic runs the first when the blocks are fewer than the SMs: runtime/runtime.cpp).
 std::vector<ReductionConfig> outer_reduction_space(int max_vec);
 /// 32 threads along the rows with 8 bytes of them each, 8 along the reduced index, 4 steps in
 /// flight.

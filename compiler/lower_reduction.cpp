@@ -495,9 +495,8 @@ class ReductionLowering {
     if (shape_ == ReductionShape::outer && rank_ == 0) {
       throw InternalError("lower_reduction: an outer reduction without rows");
     }
-    if (cfg_.split && (shape_ != ReductionShape::row || cfg_.group != cfg_.block)) {
-      throw InternalError(
-          "lower_reduction: a split config of an outer kernel or with group != block");
+    if (cfg_.split && shape_ == ReductionShape::row && cfg_.group != cfg_.block) {
+      throw InternalError("lower_reduction: a split row config with group != block");
     }
     if (cfg_.fuse && (shape_ != ReductionShape::row || cfg_.split)) {
       throw InternalError("lower_reduction: a fused config of an outer or split kernel");
@@ -531,7 +530,9 @@ class ReductionLowering {
       Value* along = shape_ == ReductionShape::row ? R_ : row_extents_.back();
       vec_ok = b_.CreateICmpEQ(b_.CreateURem(along, i64(V)), i64(0), "vec.ok");
     }
-    if (cfg_.split) {
+    if (cfg_.split && shape_ == ReductionShape::outer) {
+      emit_outer_split(vec_ok);
+    } else if (cfg_.split) {
       emit_split(vec_ok);
     } else if (shape_ == ReductionShape::row) {
       Value* fits = b_.CreateICmpULE(R_, i64(cfg_.capacity()), "fits");
@@ -892,18 +893,25 @@ class ReductionLowering {
           }
         }
       };
-      if (cfg_.vec > 1) {
-        branch2(vec_ok, [&](bool vector) {
-          walk(vector);
-          b_.CreateBr(exit_);
-        });
-      } else {
-        walk(false);
-        b_.CreateBr(exit_);
-      }
+      walk_to_exit(vec_ok, walk);
       b_.SetInsertPoint(next);
     }
     b_.CreateBr(exit_);
+  }
+
+  // A split phase's walk(vector): on the vector and the scalar path (or the scalar one alone
+  // when vec is 1), each ending in exit_.
+  template <class Walk>
+  void walk_to_exit(Value* vec_ok, Walk&& walk) {
+    if (cfg_.vec == 1) {
+      walk(false);
+      b_.CreateBr(exit_);
+      return;
+    }
+    branch2(vec_ok, [&](bool vector) {
+      walk(vector);
+      b_.CreateBr(exit_);
+    });
   }
 
   // The workspace word of reduction `item` in record `record` (i64).
@@ -919,13 +927,13 @@ class ReductionLowering {
     });
   }
 
-  // Sets results[r] for each reduction r of `done` from the S records of the row: thread t
-  // folds records t, t + T, ... in order, then the block combines the threads in order.
-  void fold_records(const std::vector<int>& done, const SplitPlan& plan, Value* record0, Value* S,
-                    std::vector<std::vector<Value*>>& results) {
-    if (done.empty()) return;
-    std::vector<Value*> init;
-    for (int r : done) init.push_back(em_.identity(prog_.items[r].op, prog_.items[r].type));
+  // Folds records j = first, first + stride, ... below `end`, in order, into `per` accumulators
+  // per reduction of `done` (accumulator i * per + k is reduction done[i]), each starting at
+  // its identity: `word(j, i * per + k)` is the 32-bit word it takes from record j. A loop,
+  // not unrolled.
+  template <class Word>
+  std::vector<Value*> fold_loop(const std::vector<int>& done, int per, Value* first, int64_t stride,
+                                Value* end, Word&& word) {
     BasicBlock* pre = b_.GetInsertBlock();
     BasicBlock* header = BasicBlock::Create(ctx_, "fold", fn_);
     BasicBlock* body = BasicBlock::Create(ctx_, "fold.body", fn_);
@@ -933,30 +941,42 @@ class ReductionLowering {
     b_.CreateBr(header);
     b_.SetInsertPoint(header);
     llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, "j");
-    j->addIncoming(tid_, pre);
+    j->addIncoming(first, pre);
     std::vector<llvm::PHINode*> accs;
-    for (Value* v : init) {
-      accs.push_back(b_.CreatePHI(v->getType(), 2, "folded"));
-      accs.back()->addIncoming(v, pre);
+    for (int r : done) {
+      for (int k = 0; k < per; ++k) {
+        Value* init = em_.identity(prog_.items[r].op, prog_.items[r].type);
+        accs.push_back(b_.CreatePHI(init->getType(), 2, "folded"));
+        accs.back()->addIncoming(init, pre);
+      }
     }
-    b_.CreateCondBr(b_.CreateICmpULT(j, S), body, after);
+    b_.CreateCondBr(b_.CreateICmpULT(j, end), body, after);
     b_.SetInsertPoint(body);
-    Value* record = b_.CreateAdd(record0, j);
-    std::vector<Value*> next(done.size());
-    for (size_t i = 0; i < done.size(); ++i) {
-      Value* word =
-          b_.CreateAlignedLoad(b_.getInt32Ty(), record_word(record, plan, done[i]), llvm::Align(4));
-      next[i] =
-          em_.combine(prog_.items[done[i]].op, accs[i], b_.CreateBitCast(word, accs[i]->getType()));
+    std::vector<Value*> next(accs.size());
+    for (size_t a = 0; a < accs.size(); ++a) {
+      Value* w = b_.CreateAlignedLoad(b_.getInt32Ty(), word(j, a), llvm::Align(4));
+      next[a] = em_.combine(prog_.items[done[a / per]].op, accs[a],
+                            b_.CreateBitCast(w, accs[a]->getType()));
     }
     BasicBlock* latch = b_.GetInsertBlock();
-    j->addIncoming(b_.CreateAdd(j, i64(cfg_.block)), latch);
-    for (size_t i = 0; i < done.size(); ++i) accs[i]->addIncoming(next[i], latch);
+    j->addIncoming(b_.CreateAdd(j, i64(stride)), latch);
+    for (size_t a = 0; a < accs.size(); ++a) accs[a]->addIncoming(next[a], latch);
     no_unroll(b_.CreateBr(header));
     b_.SetInsertPoint(after);
+    return {accs.begin(), accs.end()};
+  }
+
+  // Sets results[r] for each reduction r of `done` from the S records of the row: thread t
+  // folds records t, t + T, ... in order, then the block combines the threads in order.
+  void fold_records(const std::vector<int>& done, const SplitPlan& plan, Value* record0, Value* S,
+                    std::vector<std::vector<Value*>>& results) {
+    if (done.empty()) return;
+    std::vector<Value*> accs = fold_loop(done, 1, tid_, cfg_.block, S, [&](Value* j, size_t i) {
+      return record_word(b_.CreateAdd(record0, j), plan, done[i]);
+    });
     std::vector<std::vector<int>> alone;  // records hold plain reductions, never a state
     for (int r : done) alone.push_back({r});
-    std::vector<Value*> partial = combine_rows(alone, {accs.begin(), accs.end()}, tid_, i64(0), 0);
+    std::vector<Value*> partial = combine_rows(alone, accs, tid_, i64(0), 0);
     for (size_t i = 0; i < done.size(); ++i) results[done[i]] = {finish(done[i], partial[i])};
   }
 
@@ -1048,88 +1068,217 @@ class ReductionLowering {
 
   // ---- outer kernels ----------------------------------------------------------------------
 
+  // The columns of an outer kernel's thread: its `vec` consecutive rows of the kernel from
+  // `first` (the block's first) + tx * vec, each clamped to an existing one, whether it exists,
+  // and its coordinates.
+  struct OuterColumns {
+    std::vector<Value*> valid;
+    std::vector<std::vector<Value*>> o;
+    std::vector<Point> points;  // for row-level stores
+  };
+  OuterColumns outer_columns(Value* first, Value* tx, bool vector) {
+    const int V = cfg_.vec;
+    OuterColumns c;
+    c.valid.resize(V);
+    c.o.resize(V);
+    Value* col0 = b_.CreateAdd(first, b_.CreateMul(tx, i64(V)), "col0");
+    Value* last = b_.CreateSub(rows_, i64(1));
+    if (vector && V > 1) {
+      Value* c0 = b_.CreateSelect(b_.CreateICmpULT(col0, rows_), col0, b_.CreateSub(rows_, i64(V)));
+      std::vector<Value*> base = coords_of(c0);
+      for (int v = 0; v < V; ++v) {
+        c.valid[v] = b_.CreateICmpULT(b_.CreateAdd(col0, i64(v)), rows_);
+        c.o[v] = base;
+        c.o[v][rank_ - 1] = b_.CreateAdd(base[rank_ - 1], i64(v));
+      }
+    } else {
+      for (int v = 0; v < V; ++v) {
+        Value* col = b_.CreateAdd(col0, i64(v));
+        c.valid[v] = b_.CreateICmpULT(col, rows_);
+        c.o[v] = coords_of(b_.CreateSelect(c.valid[v], col, last));
+      }
+    }
+    c.points.resize(V);
+    for (int v = 0; v < V; ++v) {
+      c.points[v].o = c.o[v];
+      c.points[v].ok = c.valid[v];
+      c.points[v].slot = v;
+    }
+    return c;
+  }
+
+  // The `items` groups of an outer thread's chunk from reduced index `base` (steps of the
+  // reduced index below `end`).
+  std::vector<Group> outer_groups(const OuterColumns& c, Value* base, Value* ty, Value* end,
+                                  bool vector) {
+    const int Y = cfg_.group, V = cfg_.vec, U = cfg_.items;
+    std::vector<Group> gs(U);
+    for (int u = 0; u < U; ++u) {
+      Group& g = gs[u];
+      g.shared = vector || V == 1;
+      g.vector = vector && V > 1;
+      Value* r = b_.CreateAdd(base, b_.CreateAdd(i64(int64_t{u} * Y), ty), "r");
+      Value* in = b_.CreateICmpULT(r, end);
+      Value* rc = b_.CreateSelect(in, r, b_.CreateSub(R_, i64(1)));
+      for (int v = 0; v < V; ++v) {
+        Point p;
+        p.o = c.o[v];
+        p.r = rc;
+        p.ok = b_.CreateAnd(c.valid[v], in);
+        p.slot = v;
+        g.pts.push_back(std::move(p));
+      }
+    }
+    return gs;
+  }
+
   void emit_outer(bool vector) {
     const int Y = cfg_.group, V = cfg_.vec, U = cfg_.items;
     const int X = cfg_.block / Y;
     Value* tx = b_.CreateURem(tid_, i64(X), "tx");
     Value* ty = b_.CreateUDiv(tid_, i64(X), "ty");
     block_loop(int64_t{X} * V, [&](Value* first) {
-      Value* col0 = b_.CreateAdd(first, b_.CreateMul(tx, i64(V)), "col0");
-      // Per slot v: the row (clamped) and whether it exists.
-      std::vector<Value*> valid(V);
-      std::vector<std::vector<Value*>> o(V);
-      Value* last = b_.CreateSub(rows_, i64(1));
-      if (vector && V > 1) {
-        Value* c0 =
-            b_.CreateSelect(b_.CreateICmpULT(col0, rows_), col0, b_.CreateSub(rows_, i64(V)));
-        std::vector<Value*> base = coords_of(c0);
-        for (int v = 0; v < V; ++v) {
-          valid[v] = b_.CreateICmpULT(b_.CreateAdd(col0, i64(v)), rows_);
-          o[v] = base;
-          o[v][rank_ - 1] = b_.CreateAdd(base[rank_ - 1], i64(v));
-        }
-      } else {
-        for (int v = 0; v < V; ++v) {
-          Value* col = b_.CreateAdd(col0, i64(v));
-          valid[v] = b_.CreateICmpULT(col, rows_);
-          o[v] = coords_of(b_.CreateSelect(valid[v], col, last));
-        }
-      }
-      auto make_groups = [&](Value* base) {
-        std::vector<Group> gs(U);
-        for (int u = 0; u < U; ++u) {
-          Group& g = gs[u];
-          g.shared = vector || V == 1;
-          g.vector = vector && V > 1;
-          Value* r = b_.CreateAdd(base, b_.CreateAdd(i64(int64_t{u} * Y), ty), "r");
-          Value* in = b_.CreateICmpULT(r, R_);
-          Value* rc = b_.CreateSelect(in, r, b_.CreateSub(R_, i64(1)));
-          for (int v = 0; v < V; ++v) {
-            Point p;
-            p.o = o[v];
-            p.r = rc;
-            p.ok = b_.CreateAnd(valid[v], in);
-            p.slot = v;
-            g.pts.push_back(std::move(p));
-          }
-        }
-        return gs;
-      };
-      std::vector<Point> row_points(V);
-      for (int v = 0; v < V; ++v) {
-        row_points[v].o = o[v];
-        row_points[v].ok = valid[v];
-        row_points[v].slot = v;
-      }
+      OuterColumns c = outer_columns(first, tx, vector);
       std::vector<std::vector<Value*>> results(prog_.items.size());
       for (const std::vector<int>& pass : prog_.passes) {
         if (prog_.items[pass[0]].kind == Item::row_store) {
           for (int v = 0; v < V; ++v) {
-            store_row_item(prog_.items[pass[0]], row_points[v], results,
-                           b_.CreateAnd(valid[v], b_.CreateICmpEQ(ty, i64(0))));
+            store_row_item(prog_.items[pass[0]], c.points[v], results,
+                           b_.CreateAnd(c.valid[v], b_.CreateICmpEQ(ty, i64(0))));
           }
           continue;
         }
-        std::vector<Value*> partial = chunk_loop(pass, results, i64(0), i64(int64_t{Y} * U), R_,
-                                                 [&](Value* base) { return make_groups(base); });
-        combine_outer(pass, partial, tx, ty, results);
+        std::vector<Value*> partial =
+            chunk_loop(pass, results, i64(0), i64(int64_t{Y} * U), R_,
+                       [&](Value* base) { return outer_groups(c, base, ty, R_, vector); });
+        combine_outer(reductions_of(pass), partial, tx, ty, results, true);
         for (int v = 0; v < V; ++v) {
-          store_reductions(pass, row_points[v], results,
-                           b_.CreateAnd(valid[v], b_.CreateICmpEQ(ty, i64(0))));
+          store_reductions(pass, c.points[v], results,
+                           b_.CreateAnd(c.valid[v], b_.CreateICmpEQ(ty, i64(0))));
         }
       }
     });
   }
 
-  // partial holds, per reduction of the pass, `vec` values (one per slot) in order. The
-  // `group` partials of a row are folded in order by one thread, and the result shared.
-  void combine_outer(const std::vector<int>& pass, std::vector<Value*>& partial, Value* tx,
-                     Value* ty, std::vector<std::vector<Value*>>& results) {
+  // ---- split outer kernels ----------------------------------------------------------------
+
+  // Few columns over a long reduced extent (e.g. 8192 columns: 128 blocks of 64 would leave
+  // an SM one block). As split rows do (emit_split), block b walks slice b % S of the reduced
+  // extent for the columns of tile b / S (S = blocks / tiles), one phase per launch: a phase
+  // first folds, in every block of the tile and in the same order, the records of the
+  // reductions of earlier phases (a record per (tile, slice): one word per column and
+  // reduction; thread row ty folds records ty, ty + group, ..., then the rows fold in order
+  // through shared memory), block 0 of the tile stores the outputs that became complete, and
+  // each block runs the phase's passes over its slice and writes its partials to its record.
+  void emit_outer_split(Value* vec_ok) {
+    const SplitPlan plan = plan_split(prog_);
+    const int Y = cfg_.group, V = cfg_.vec, U = cfg_.items;
+    const int X = cfg_.block / Y;
+    const int64_t XV = int64_t{X} * V;  // columns per tile
+    const int64_t chunk = int64_t{Y} * U;
+    Value* tx = b_.CreateURem(tid_, i64(X), "tx");
+    Value* ty = b_.CreateUDiv(tid_, i64(X), "ty");
+    Value* tiles = b_.CreateUDiv(b_.CreateAdd(rows_, i64(XV - 1)), i64(XV), "tiles");
+    Value* S = b_.CreateUDiv(nblocks_, tiles, "S");
+    Value* tile = b_.CreateUDiv(bid_, S, "tile");
+    Value* slice = b_.CreateURem(bid_, S, "slice");
+    Value* tile_ok = b_.CreateICmpULT(tile, tiles, "tile.ok");
+    Value* tilec = b_.CreateSelect(tile_ok, tile, i64(0));
+    Value* first = b_.CreateMul(tilec, i64(XV), "first");
+    Value* record0 = b_.CreateMul(tilec, S, "record0");  // the tile's first record
+    Value* lead = b_.CreateAnd(tile_ok, b_.CreateICmpEQ(ty, i64(0)));
+    Value* tile_lead = b_.CreateAnd(lead, b_.CreateICmpEQ(slice, i64(0)), "tile.leader");
+    // The word of reduction `item` for column `v` of this thread in record `record`, or for
+    // the record's first column unless `exists`.
+    auto word = [&](Value* record, int v, int item, Value* exists) {
+      Value* column =
+          b_.CreateSelect(exists, b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v)), i64(0));
+      Value* w = b_.CreateAdd(
+          b_.CreateMul(b_.CreateAdd(b_.CreateMul(record, i64(XV)), column), i64(plan.slots)),
+          i64(plan.slot_of.at(item)));
+      return em_.element_ptr(workspace_, DType::i32, w);
+    };
+    for (int k = 0; k < plan.phases; ++k) {
+      BasicBlock* body = BasicBlock::Create(ctx_, fmt::format("phase{}", k), fn_);
+      BasicBlock* next = BasicBlock::Create(ctx_, "phase.next", fn_);
+      b_.CreateCondBr(b_.CreateICmpEQ(phase_, i64(k)), body, next);
+      b_.SetInsertPoint(body);
+      std::vector<int> done;
+      for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+        if (plan.phase_of[pi] >= k) continue;
+        for (int r : reductions_of(prog_.passes[pi])) done.push_back(r);
+      }
+      auto walk = [&](bool vector) {
+        OuterColumns c = outer_columns(first, tx, vector);
+        std::vector<std::vector<Value*>> results(prog_.items.size());
+        if (!done.empty()) {
+          // Thread row ty folds records ty, ty + Y, ... of the tile, for each column and
+          // reduction; the rows are then folded in order (combine_outer). A column past the
+          // last has no record word written: it reads the tile's first column's instead (its
+          // result is never stored), so nothing reads memory that no launch wrote.
+          std::vector<Value*> partial = fold_loop(done, V, ty, Y, S, [&](Value* j, size_t a) {
+            const int v = static_cast<int>(a % V);
+            return word(b_.CreateAdd(record0, j), v, done[a / V], c.valid[v]);
+          });
+          combine_outer(done, partial, tx, ty, results, true);
+        }
+        for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+          const std::vector<int>& pass = prog_.passes[pi];
+          const bool row_store = prog_.items[pass[0]].kind == Item::row_store;
+          if (plan.phase_of[pi] == k - 1) {
+            for (int v = 0; v < V; ++v) {
+              store_reductions(pass, c.points[v], results, b_.CreateAnd(tile_lead, c.valid[v]));
+            }
+          }
+          if (plan.phase_of[pi] == k && row_store) {
+            for (int v = 0; v < V; ++v) {
+              store_row_item(prog_.items[pass[0]], c.points[v], results,
+                             b_.CreateAnd(tile_lead, c.valid[v]));
+            }
+          }
+        }
+        // ceil(ceil(R / S) / chunk) chunks per slice
+        Value* per_block = b_.CreateUDiv(b_.CreateAdd(R_, b_.CreateSub(S, i64(1))), S);
+        Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, i64(chunk - 1)), i64(chunk));
+        Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), i64(chunk), "begin");
+        Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
+        end = b_.CreateSelect(b_.CreateICmpULT(end, R_), end, R_, "end");
+        for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+          const std::vector<int>& pass = prog_.passes[pi];
+          if (plan.phase_of[pi] != k || prog_.items[pass[0]].kind == Item::row_store) continue;
+          std::vector<Value*> partial =
+              chunk_loop(pass, results, begin, i64(chunk), end,
+                         [&](Value* base) { return outer_groups(c, base, ty, end, vector); });
+          std::vector<int> reds = reductions_of(pass);
+          if (reds.empty()) continue;
+          std::vector<std::vector<Value*>> slice_results(prog_.items.size());
+          combine_outer(reds, partial, tx, ty, slice_results, false);
+          Value* record = b_.CreateAdd(record0, slice);
+          for (int r : reds) {
+            for (int v = 0; v < V; ++v) {
+              when(b_.CreateAnd(lead, c.valid[v]), "record", "recorded", [&] {
+                b_.CreateAlignedStore(b_.CreateBitCast(slice_results[r][v], b_.getInt32Ty()),
+                                      word(record, v, r, b_.getTrue()), llvm::Align(4));
+              });
+            }
+          }
+        }
+      };
+      walk_to_exit(vec_ok, walk);
+      b_.SetInsertPoint(next);
+    }
+    b_.CreateBr(exit_);
+  }
+
+  // partial holds, per reduction of `reds`, `vec` values (one per slot) in order. The
+  // `group` partials of a row are folded in order by one thread, and the result shared
+  // (finished, or as a partial for a split kernel's record).
+  void combine_outer(const std::vector<int>& reds, const std::vector<Value*>& partial, Value* tx,
+                     Value* ty, std::vector<std::vector<Value*>>& results, bool finished) {
     const int Y = cfg_.group, V = cfg_.vec;
     internal_check(Y >= 2, "lower_reduction: an outer reduction needs 2+ threads per row");
     const int64_t X = cfg_.block / Y;
     const int64_t folded = int64_t{cfg_.block} * V;  // where the folded results go
-    std::vector<int> reds = reductions_of(pass);
     for (size_t k = 0; k < reds.size(); ++k) {
       const Item& it = prog_.items[reds[k]];
       Type* t = partial[k * V]->getType();
@@ -1165,7 +1314,7 @@ class ReductionLowering {
         b_.SetInsertPoint(done);
         llvm::PHINode* total = b_.CreatePHI(t, 1, "folded");
         total->addIncoming(acc1, loop);
-        store_shared(b_.CreateAdd(i64(folded), column), finish(reds[k], total));
+        store_shared(b_.CreateAdd(i64(folded), column), finished ? finish(reds[k], total) : total);
         b_.CreateBr(next);
         b_.SetInsertPoint(next);
       }
@@ -1777,7 +1926,7 @@ class ReductionLowering {
   // Shared memory for the combines: one 32-bit word per slot.
   void make_shared_memory() {
     int64_t words = 1;
-    if (cfg_.split) {
+    if (cfg_.split && shape_ == ReductionShape::row) {
       // Two regions: the fold of earlier phases' records, then the phase's own combine.
       if (cfg_.group > 32) words = 2 * int64_t{plan_split(prog_).slots} * (cfg_.block / 32);
     } else if (shape_ == ReductionShape::row) {

@@ -269,10 +269,11 @@ Step read_step(const Obj& o, const KernelInfo& k) {
                        "stage)",
                        s.kind));
     }
-    if (s.variants.back().split.phases > 0 && (s.kind != "row_reduction" || s.reduced.empty())) {
+    if (s.variants.back().split.phases > 0 &&
+        ((s.kind != "row_reduction" && s.kind != "outer_reduction") || s.reduced.empty())) {
       fail(index_path(o.at("variants"), i),
-           fmt::format("a split variant in a step of kind \"{}\" (only row_reduction steps "
-                       "split)",
+           fmt::format("a split variant in a step of kind \"{}\" (only row_reduction and "
+                       "outer_reduction steps split)",
                        s.kind));
     }
   }

@@ -18,13 +18,17 @@
 // rows need more than kMaxGridX blocks.
 // A variant with align_bytes > 1 reads and writes some parameters with vectors: it may only
 // run when every pointer in `aligned_params` is a multiple of align_bytes.
-// A split variant of a row reduction (Variant::split, split.phases > 0) spreads each row over
-// S >= 1 blocks, S chosen by the runtime per launch. Its entry takes two more parameters after
-// the symbols: a global pointer to a workspace of at least numel(space) * S * split.slots
-// 32-bit words (contents undefined) and an i64 phase. It is launched split.phases times, phase
-// 0 .. split.phases - 1, in order on one stream with the same workspace, each with
-//   block = (block_threads, 1, 1), grid = (numel(space) * S, 1, 1)   (at most kMaxGridX)
-// Block b walks slice b % S of row b / S; split.chunk is the elements it takes per iteration.
+// A split variant of a row or outer reduction (Variant::split, split.phases > 0) spreads the
+// reduced extent of each block's rows ("tile": elements_per_block rows; one row for a split
+// row reduction) over S >= 1 blocks, S chosen by the runtime per launch. Its entry takes two
+// more parameters after the symbols: a global pointer to a workspace of at least
+// tiles * S * elements_per_block * split.slots 32-bit words (contents undefined), where
+// tiles = ceil(numel(space) / elements_per_block), and an i64 phase. It is launched
+// split.phases times, phase 0 .. split.phases - 1, in order on one stream with the same
+// workspace, each with
+//   block = (block_threads, 1, 1), grid = (tiles * S, 1, 1)   (at most kMaxGridX)
+// Block b walks slice b % S of tile b / S; split.chunk is the elements of the reduced extent
+// it takes per iteration.
 // A staging variant of a row reduction (Variant::stage, stage.bytes_per_element > 0) keeps
 // long rows in dynamic shared memory. For rows of R elements with R % stage.vec == 0 it uses
 // stage_bytes(stage, R) = R * bytes_per_element * rows_per_block bytes when the launch gives

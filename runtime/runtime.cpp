@@ -259,8 +259,8 @@ int64_t allow_dynamic_smem(const Runtime& rt, CUfunction fn) {
   return dynamic;
 }
 
-// Blocks per row of a split launch: 4 per SM in all, each walking at least 2 chunks of its
-// row, the grid within kMaxGridX.
+// Blocks per tile of a split launch (a tile: a block's rows; one row for split rows): 4 per
+// SM in all, each walking at least 2 chunks of the reduced extent, the grid within kMaxGridX.
 int64_t split_blocks(int64_t rows, int64_t reduced, int64_t chunk, int sm_count) {
   const int64_t want = (int64_t{4} * sm_count + rows - 1) / rows;
   const int64_t most = std::max<int64_t>(1, reduced / (2 * chunk));
@@ -481,14 +481,16 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
             tiers.emplace_back(step.variants[vi].max_reduced, static_cast<int>(vi));
         }
         std::sort(tiers.begin(), tiers.end());
-        k->has_tiers_ = k->has_tiers_ || !tiers.empty();
         int& split = k->split_.emplace_back(-1);
-        for (size_t vi = 0; vi < step.variants.size() && split < 0 && !tiers.empty(); ++vi) {
+        // Row steps split under their tiers; outer steps have no tiers, only this choice.
+        const bool may_split = !tiers.empty() || step.kind == "outer_reduction";
+        for (size_t vi = 0; vi < step.variants.size() && split < 0 && may_split; ++vi) {
           if (loaded[vi].fn != nullptr && step.variants[vi].split.phases > 0 &&
               rt.has_memory_pool()) {
             split = static_cast<int>(vi);
           }
         }
+        k->has_tiers_ = k->has_tiers_ || !tiers.empty() || split >= 0;
       }
       b->kernels_.push_back(std::move(k));
     }
@@ -654,15 +656,22 @@ Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> v
 
 int Kernel::heuristic(size_t step, std::span<const int64_t> symbols) const {
   const std::vector<std::pair<int64_t, int>>& tiers = tiers_[step];
-  if (tiers.empty() || symbols.size() != info_->symbols.size()) return chosen_[step];
+  if ((tiers.empty() && split_[step] < 0) || symbols.size() != info_->symbols.size()) {
+    return chosen_[step];
+  }
   std::optional<int64_t> r = numel(reduced_dims_[step], symbols);
   if (!r) return chosen_[step];
   if (split_[step] >= 0) {
+    // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth 4+ blocks.
     std::optional<int64_t> rows = numel(space_dims_[step], symbols);
     const int sms = rt_->device().sm_count;
-    const bundle::SplitInfo& si = info_->steps[step].variants[split_[step]].split;
-    if (rows && *rows < sms && split_blocks(*rows, *r, si.chunk, sms) >= 4) return split_[step];
+    const Variant& sv = info_->steps[step].variants[split_[step]];
+    if (rows) {
+      const int64_t tiles = (*rows + sv.elements_per_block - 1) / sv.elements_per_block;
+      if (tiles < sms && split_blocks(tiles, *r, sv.split.chunk, sms) >= 4) return split_[step];
+    }
   }
+  if (tiers.empty()) return chosen_[step];
   for (const auto& [limit, variant] : tiers) {
     if (limit >= *r) return variant;
   }
@@ -819,12 +828,21 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
     }
     int64_t blocks = *n / var->elements_per_block + (*n % var->elements_per_block != 0);
     if (var->split.phases > 0 && blocks <= bundle::kMaxGridX) {
-      // n rows, each over S blocks; a workspace record of split.slots words per block.
+      // `blocks` tiles, each over S blocks; a workspace record of split.slots words per row
+      // of a block.
       std::optional<int64_t> r = numel(reduced_dims_[s], symbols);
-      const int64_t per_row =
-          split_blocks(*n, r.value_or(1), var->split.chunk, rt_->device().sm_count);
-      blocks = *n * per_row;
-      workspace_bytes[s] = blocks * var->split.slots * 4;
+      const int64_t per_tile =
+          split_blocks(blocks, r.value_or(1), var->split.chunk, rt_->device().sm_count);
+      blocks *= per_tile;
+      int64_t record_bytes = 0;
+      if (__builtin_mul_overflow(var->elements_per_block, int64_t{var->split.slots} * 4,
+                                 &record_bytes) ||
+          __builtin_mul_overflow(blocks, record_bytes, &workspace_bytes[s])) {
+        return Status::error(
+            fmt::format("{}: step {} ({}): the split workspace of {} blocks of "
+                        "{} rows overflows int64 bytes",
+                        info.name, s, step.name, blocks, var->elements_per_block));
+      }
     }
     if (step.kind == "row_reduction" && blocks > bundle::kMaxGridX) {
       return Status::error(fmt::format(

@@ -160,7 +160,8 @@ class Kernel {
   std::vector<std::vector<int64_t>> reduced_dims_;
   std::vector<std::vector<std::pair<int64_t, int>>> tiers_;
   bool has_tiers_ = false;
-  // Row reduction steps: the split variant the heuristic runs for few, very long rows, or -1
+  // Reduction steps: the split variant the heuristic runs for few, very long rows (few
+  // column tiles for outer steps), or -1
   // (none loadable, no memory pools, or after set_choice).
   std::vector<int> split_;
   /// The variant step `step` runs without a tuned entry: its split variant for few, very long

@@ -307,10 +307,29 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
     }
     CHECK(split == 3);
   }
-  // Outer reductions do not split.
+  // Outer reductions split the reduced extent of a block's columns: the last three variants,
+  // a record word per column of the block, chunks of group x items of the reduced index.
   bundle::Manifest cols =
       compile_text("kernel c(x: f32[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }");
-  for (const bundle::Variant& v : cols.kernels[0].steps[0].variants) CHECK(v.split.phases == 0);
+  const std::vector<bundle::Variant>& vs = cols.kernels[0].steps[0].variants;
+  REQUIRE(vs.size() > 3);
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const bundle::Variant& v = vs[i];
+    INFO(v.entry);
+    CHECK((v.split.phases > 0) == (i + 3 >= vs.size()));
+    if (v.split.phases == 0) continue;
+    CHECK(!v.is_default);
+    CHECK(v.split.phases == 2);
+    CHECK(v.split.slots == 1);
+    CHECK(v.elements_per_block == v.config.at("block") / v.config.at("group") * v.config.at("vec"));
+    CHECK(v.split.chunk == v.config.at("group") * v.config.at("items"));
+  }
+  // The first is the default's configuration, split.
+  std::map<std::string, int64_t> first = vs[vs.size() - 3].config;
+  first.erase("split");
+  CHECK(first == std::find_if(vs.begin(), vs.end(), [](const bundle::Variant& v) {
+                   return v.is_default;
+                 })->config);
 }
 
 TEST_CASE("staging variants: rows too long for registers, kept in shared memory",

@@ -394,7 +394,8 @@ TEST_CASE("a split variant round-trips and only a row reduction step may have on
   CHECK(error_with([](Json& e) { variant_json(e, 2)["split"] = 3; }) ==
         v2 + ".split: expected an object, got an integer");
   CHECK(error_with([](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "pointwise"; }) ==
-        v2 + ": a split variant in a step of kind \"pointwise\" (only row_reduction steps split)");
+        v2 + ": a split variant in a step of kind \"pointwise\" (only row_reduction and "
+             "outer_reduction steps split)");
 }
 
 TEST_CASE("a staging variant round-trips and only a plain row reduction variant may stage",
