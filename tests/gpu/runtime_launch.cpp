@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -219,6 +220,67 @@ TEST_CASE("launches can be captured into a CUDA graph and replayed", "[gpu]") {
 
 namespace {
 
+// Launches `k` on input `x` into an output of its own from each of 4 threads, each on its own
+// stream, `launches` times, and checks every element of the output against `want` each time.
+void check_from_threads(const Kernel& k, CUdeviceptr x, std::span<const int64_t> syms,
+                        const std::vector<float>& want, int launches) {
+  constexpr int kThreads = 4;
+  const DriverApi& api = g_rt->driver();
+  const auto n = static_cast<int64_t>(want.size());
+  std::vector<int64_t> bad(kThreads, -1);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      CUstream st;
+      CUdeviceptr out;
+      if (!g_rt->make_current().ok() || api.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) ||
+          api.cuMemAlloc(&out, n * 4)) {
+        errors[t] = "setup failed";
+        return;
+      }
+      CUdeviceptr p[] = {x, out};
+      std::vector<float> got(n);
+      bad[t] = 0;
+      for (int i = 0; i < launches; ++i) {
+        api.cuMemsetD8Async(out, 0xFF, n * 4, st);
+        if (Status s = k.launch(st, p, syms); !s.ok()) errors[t] = s.message();
+        api.cuMemcpyDtoHAsync(got.data(), out, n * 4, st);
+        api.cuStreamSynchronize(st);
+        for (int64_t e = 0; e < n; ++e) bad[t] += got[e] != want[e];
+      }
+      api.cuMemFree(out);
+      api.cuStreamDestroy(st);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t << ": " << errors[t]);
+    CHECK(errors[t].empty());
+    CHECK(bad[t] == 0);
+  }
+}
+
+// Captures one launch of `k` on `stream` into a graph and replays it twice; `wrong(launch)`
+// poisons the output, runs `launch` and returns the elements that are wrong.
+template <class Wrong>
+void check_in_graph(const Kernel& k, CUstream stream, std::span<const CUdeviceptr> ptrs,
+                    std::span<const int64_t> syms, Wrong&& wrong) {
+  const DriverApi& api = g_rt->driver();
+  REQUIRE(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  Status s = k.launch(stream, ptrs, syms);
+  CUgraph graph = nullptr;
+  REQUIRE(api.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS);
+  REQUIRE(s.ok());
+  CUgraphExec exec = nullptr;
+  REQUIRE(api.cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS);
+  for (int replay = 0; replay < 2; ++replay) {
+    CHECK(wrong([&] { REQUIRE(api.cuGraphLaunch(exec, stream) == 0); }) == 0);
+  }
+  api.cuGraphExecDestroy(exec);
+  api.cuGraphDestroy(graph);
+}
+
 // Few, very long rows of rowsum: M rows of N, each row's sum known exactly (small integers).
 struct RowSums {
   static constexpr int64_t M = 3, N = 1000003;
@@ -290,53 +352,11 @@ TEST_CASE("few long rows run split, with a workspace per launch, in graphs and t
   CHECK(rs.wrong_rows(stream, [&] { REQUIRE(k->launch(stream, ptrs, syms).ok()); }) == 0);
 
   SECTION("captured into a graph: the workspace becomes memory nodes, replayed twice") {
-    REQUIRE(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
-    Status s = k->launch(stream, ptrs, syms);
-    CUgraph graph = nullptr;
-    REQUIRE(api.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS);
-    REQUIRE(s.ok());
-    CUgraphExec exec = nullptr;
-    REQUIRE(api.cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS);
-    for (int replay = 0; replay < 2; ++replay) {
-      CHECK(rs.wrong_rows(stream, [&] { REQUIRE(api.cuGraphLaunch(exec, stream) == 0); }) == 0);
-    }
-    api.cuGraphExecDestroy(exec);
-    api.cuGraphDestroy(graph);
+    check_in_graph(*k, stream, ptrs, syms,
+                   [&](auto launch) { return rs.wrong_rows(stream, launch); });
   }
   SECTION("4 threads, each on its own stream, 50 launches each into its own output") {
-    constexpr int kThreads = 4, kLaunches = 50;
-    std::vector<int64_t> bad(kThreads, -1);
-    std::vector<std::string> errors(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        CUstream st;
-        CUdeviceptr out;
-        if (!g_rt->make_current().ok() || api.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) ||
-            api.cuMemAlloc(&out, RowSums::M * 4)) {
-          errors[t] = "setup failed";
-          return;
-        }
-        CUdeviceptr p[] = {rs.x, out};
-        std::vector<float> got(RowSums::M);
-        bad[t] = 0;
-        for (int i = 0; i < kLaunches; ++i) {
-          api.cuMemsetD8Async(out, 0xFF, RowSums::M * 4, st);
-          if (Status s = k->launch(st, p, syms); !s.ok()) errors[t] = s.message();
-          api.cuMemcpyDtoHAsync(got.data(), out, RowSums::M * 4, st);
-          api.cuStreamSynchronize(st);
-          for (int64_t r = 0; r < RowSums::M; ++r) bad[t] += got[r] != rs.want[r];
-        }
-        api.cuMemFree(out);
-        api.cuStreamDestroy(st);
-      });
-    }
-    for (auto& th : threads) th.join();
-    for (int t = 0; t < kThreads; ++t) {
-      INFO("thread " << t << ": " << errors[t]);
-      CHECK(errors[t].empty());
-      CHECK(bad[t] == 0);
-    }
+    check_from_threads(*k, rs.x, syms, rs.want, 50);
   }
   api.cuStreamDestroy(stream);
 }
@@ -416,58 +436,16 @@ TEST_CASE("buffers between steps: allocated per launch, in graphs and threads", 
     CHECK(mn.wrong(stream, y, [&] { REQUIRE(k->launch(stream, ptrs, syms).ok()); }) == 0);
 
     // Captured: the buffers (and a split step's workspace) become memory nodes.
-    REQUIRE(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
-    Status s = k->launch(stream, ptrs, syms);
-    CUgraph graph = nullptr;
-    REQUIRE(api.cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS);
-    REQUIRE(s.ok());
-    CUgraphExec exec = nullptr;
-    REQUIRE(api.cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS);
-    for (int replay = 0; replay < 2; ++replay) {
-      CHECK(mn.wrong(stream, y, [&] { REQUIRE(api.cuGraphLaunch(exec, stream) == 0); }) == 0);
-    }
-    api.cuGraphExecDestroy(exec);
-    api.cuGraphDestroy(graph);
+    check_in_graph(*k, stream, ptrs, syms,
+                   [&](auto launch) { return mn.wrong(stream, y, launch); });
     api.cuMemFree(y);
   }
 
   // 4 threads, each on its own stream into its own output, 30 launches each: every launch
   // gets buffers of its own (a thread never sees another's row maxima).
-  constexpr int kThreads = 4, kLaunches = 30;
   MaxNorm mn(2001, 777);
   int64_t syms[] = {mn.M, mn.N};
-  std::vector<int64_t> bad(kThreads, -1);
-  std::vector<std::string> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      CUstream st;
-      CUdeviceptr out;
-      if (!g_rt->make_current().ok() || api.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) ||
-          api.cuMemAlloc(&out, mn.M * mn.N * 4)) {
-        errors[t] = "setup failed";
-        return;
-      }
-      CUdeviceptr p[] = {mn.x, out};
-      std::vector<float> got(mn.M * mn.N);
-      bad[t] = 0;
-      for (int i = 0; i < kLaunches; ++i) {
-        api.cuMemsetD8Async(out, 0xFF, mn.M * mn.N * 4, st);
-        if (Status s = k->launch(st, p, syms); !s.ok()) errors[t] = s.message();
-        api.cuMemcpyDtoHAsync(got.data(), out, mn.M * mn.N * 4, st);
-        api.cuStreamSynchronize(st);
-        for (int64_t e = 0; e < mn.M * mn.N; ++e) bad[t] += got[e] != mn.want[e];
-      }
-      api.cuMemFree(out);
-      api.cuStreamDestroy(st);
-    });
-  }
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    INFO("thread " << t << ": " << errors[t]);
-    CHECK(errors[t].empty());
-    CHECK(bad[t] == 0);
-  }
+  check_from_threads(*k, mn.x, syms, mn.want, 30);
   api.cuStreamDestroy(stream);
 }
 
