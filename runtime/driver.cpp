@@ -8,7 +8,9 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 namespace kiln {
@@ -32,18 +34,23 @@ void* resolve(void* lib, const char* symbol) {
 }  // namespace
 
 Status load_driver_api(void*& lib, DriverApi& api) {
-  lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  // KILN_CUDA_DRIVER names another driver library: the tests' fake driver
+  // (tests/fake_driver), or a driver outside the loader's path.
+  const char* env = std::getenv("KILN_CUDA_DRIVER");
+  const std::string library = env != nullptr && *env != '\0' ? env : "libcuda.so.1";
+  lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* why = dlerror();
-    return Status::error(std::string("no CUDA driver: libcuda.so.1 could not be loaded (") +
-                         (why ? why : "unknown reason") + ")");
+    return Status::error("no CUDA driver: " + library + " could not be loaded (" +
+                             (why ? why : "unknown reason") + ")",
+                         StatusCode::no_driver);
   }
 #define KILN_RESOLVE_OPTIONAL(name) \
   api.name = reinterpret_cast<decltype(api.name)>(resolve(lib, KILN_STR(name)));
-#define KILN_RESOLVE(name)                                                                     \
-  KILN_RESOLVE_OPTIONAL(name)                                                                  \
-  if (api.name == nullptr) {                                                                   \
-    return Status::error("CUDA driver too old: libcuda.so.1 does not export " KILN_STR(name)); \
+#define KILN_RESOLVE(name)                                                                        \
+  KILN_RESOLVE_OPTIONAL(name)                                                                     \
+  if (api.name == nullptr) {                                                                      \
+    return Status::error("CUDA driver too old: " + library + " does not export " KILN_STR(name)); \
   }
   KILN_DRIVER_FUNCTIONS(KILN_RESOLVE)
   KILN_DRIVER_OPTIONAL_FUNCTIONS(KILN_RESOLVE_OPTIONAL)

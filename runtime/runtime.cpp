@@ -889,6 +889,16 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
     for (size_t i = 0; i < nb; ++i) {
       buffer_ptrs[i] = buffers + static_cast<CUdeviceptr>(buffer_offset[i]);
     }
+    if (rt_->scratch_poison() >= 0) {
+      if (CUresult r = rt_->driver().cuMemsetD8Async(
+              buffers, static_cast<unsigned char>(rt_->scratch_poison()),
+              static_cast<size_t>(buffer_bytes), stream);
+          r != CUDA_SUCCESS) {
+        rt_->free_async(buffers, stream);
+        return Status::error(fmt::format("{}: poisoning the kernel's buffers failed: {}", info.name,
+                                         rt_->describe(r)));
+      }
+    }
   }
   // Freed in stream order after whatever was enqueued, on every path out.
   struct FreeBuffers {
@@ -935,6 +945,15 @@ Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
                       info.name, s, info.steps[s].name, chosen[s], ws.message()));
     }
     workspace = *ws;
+    if (rt_->scratch_poison() >= 0) {
+      if (CUresult r =
+              api.cuMemsetD8Async(workspace, static_cast<unsigned char>(rt_->scratch_poison()),
+                                  static_cast<size_t>(workspace_bytes[s]), stream);
+          r != CUDA_SUCCESS) {
+        rt_->free_async(workspace, stream);
+        return fail("poisoning the split workspace (cuMemsetD8Async)", r);
+      }
+    }
     for (phase = 0; phase < var.split.phases; ++phase) {
       if (CUresult r = launch(); r != CUDA_SUCCESS) {
         rt_->free_async(workspace, stream);

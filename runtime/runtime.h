@@ -68,6 +68,13 @@ class Runtime {
   Result<CUdeviceptr> alloc_async(size_t bytes, CUstream stream) const;
   void free_async(CUdeviceptr p, CUstream stream) const;
   bool has_memory_pool() const { return pool_ != nullptr; }
+  /// A debugging hook for test and tuning harnesses: with a byte in 0..255, every kernel
+  /// buffer and split workspace a launch allocates is filled with it (cuMemsetD8Async, in
+  /// stream order) before the launch's first step, so a kernel that reads scratch memory it
+  /// never wrote sees garbage instead of what an earlier launch left there. -1 (the default)
+  /// turns it off. Not synchronized with launches running on other threads: set it first.
+  void set_scratch_poison(int byte) { scratch_poison_ = byte >= 0 && byte <= 255 ? byte : -1; }
+  int scratch_poison() const { return scratch_poison_; }
   /// A driver error code as "CUDA_ERROR_X: description".
   std::string describe(CUresult r) const;
 
@@ -81,6 +88,7 @@ class Runtime {
   // Keeps what it was given (release threshold: unlimited): after the first launches of a
   // shape, allocating a workspace asks the operating system for nothing.
   CUmemoryPool pool_ = nullptr;
+  int scratch_poison_ = -1;
 };
 
 class Bundle;

@@ -9,21 +9,29 @@
 
 namespace kiln {
 
+/// Why a Status failed, where a caller acts on the reason: only the absence of a CUDA driver
+/// (libcuda cannot be loaded) lets a GPU test or `kiln run` report a skip (exit 77); every
+/// other failure, a driver too old or a device that will not open included, is an error.
+enum class StatusCode { ok, error, no_driver };
+
 class [[nodiscard]] Status {
  public:
   Status() = default;  // ok
   static Status ok_status() { return Status(); }
-  static Status error(std::string message) {
+  static Status error(std::string message, StatusCode code = StatusCode::error) {
     Status s;
-    s.failed_ = true;
+    s.code_ = code == StatusCode::ok ? StatusCode::error : code;
     s.message_ = std::move(message);
     return s;
   }
-  bool ok() const { return !failed_; }
+  bool ok() const { return code_ == StatusCode::ok; }
+  StatusCode code() const { return code_; }
+  /// True only when libcuda.so.1 could not be loaded at all.
+  bool no_driver() const { return code_ == StatusCode::no_driver; }
   const std::string& message() const { return message_; }
 
  private:
-  bool failed_ = false;
+  StatusCode code_ = StatusCode::ok;
   std::string message_;
 };
 
