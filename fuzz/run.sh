@@ -3,14 +3,14 @@
 # for SECONDS (default 600) on the seed corpus (the examples, a compiled manifest, a cache,
 # compiled cubins).
 #   fuzz/run.sh [SECONDS]            (needs clang and libclang-rt-dev; apt-get install clang)
-# FUZZ_TARGETS picks the targets to build and run (default: "spec files image"), e.g.
+# FUZZ_TARGETS picks the targets to build and run (default: "spec files image launch"), e.g.
 #   FUZZ_TARGETS=image fuzz/run.sh 600
 # KILN names the kiln binary that compiles the seed manifest and cubins (default:
 # build/tools/kiln). Crashes are written to fuzz/out/<target>/crash-*; each one becomes a
 # regression test.
 set -euo pipefail
 seconds=${1:-600}
-targets=${FUZZ_TARGETS:-spec files image}
+targets=${FUZZ_TARGETS:-spec files image launch}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/fuzz/out"
 mkdir -p "$out"
@@ -65,7 +65,23 @@ for t in $targets; do
         head -c $(($(stat -c %s "$add") / 2)) "$add" > "$out/corpus_image/cut-half"
       fi
       ;;
-    *) echo "unknown fuzz target '$t' (spec, files, image)" >&2; exit 2 ;;
+    launch)
+      "$cxx" "${flags[@]}" -isystem /usr/local/cuda/include "$root/fuzz/fuzz_launch.cpp" \
+        "$root/runtime/launch.cpp" "$root/runtime/manifest.cpp" "$root/runtime/json_reader.cpp" \
+        "${ir[@]}" -o "$out/fuzz_launch"
+      # The manifests it launches against (KILN_FUZZ_MANIFESTS): every kind of step, with
+      # split, staging and buffered variants; the input's bytes drive the rest.
+      mkdir -p "$out/launch_manifests"
+      for ex in add mixed rowsum colsum softmax global_max_norm rowsum_colsum; do
+        if [[ ! -f "$out/launch_manifests/$ex/manifest.json" ]]; then
+          "$kiln" compile "$root/examples/$ex.kiln" -o "$out/launch_manifests/$ex" --arch sm_90 \
+            > /dev/null
+        fi
+      done
+      export KILN_FUZZ_MANIFESTS="$out/launch_manifests"
+      head -c 64 /dev/urandom > "$out/corpus_launch/random"
+      ;;
+    *) echo "unknown fuzz target '$t' (spec, files, image, launch)" >&2; exit 2 ;;
   esac
 done
 

@@ -135,45 +135,6 @@ Module load_module(const Runtime& rt, const std::string& dir, const ArchImage& i
   return {m, {}, cubin ? bundle::cubin_param_bytes(*data) : std::map<std::string, int64_t>{}};
 }
 
-// Encodes a shape for launch: fixed extents as themselves, symbol k as -k - 1.
-std::vector<int64_t> encode_dims(const std::vector<Dim>& dims, const KernelInfo& k) {
-  std::vector<int64_t> out;
-  for (const Dim& d : dims) {
-    if (d.is_fixed()) {
-      out.push_back(d.value());
-    } else {
-      auto it = std::find(k.symbols.begin(), k.symbols.end(), d.name());
-      out.push_back(-static_cast<int64_t>(it - k.symbols.begin()) - 1);
-    }
-  }
-  return out;
-}
-
-// Number of elements of an encoded shape, or nullopt when it overflows int64.
-std::optional<int64_t> numel(const std::vector<int64_t>& dims, std::span<const int64_t> syms) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    int64_t extent = d > 0 ? d : syms[static_cast<size_t>(-d - 1)];
-    if (__builtin_mul_overflow(n, extent, &n)) return std::nullopt;
-  }
-  return n;
-}
-
-std::string shape_text(const std::vector<Dim>& shape, const std::vector<int64_t>& dims,
-                       std::span<const int64_t> syms) {
-  std::string names, values;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    int64_t d = dims[i];
-    if (i > 0) {
-      names.append(", ");
-      values.append(", ");
-    }
-    names.append(shape[i].is_fixed() ? std::to_string(shape[i].value()) : shape[i].name());
-    values.append(std::to_string(d > 0 ? d : syms[static_cast<size_t>(-d - 1)]));
-  }
-  return fmt::format("[{}] = [{}]", names, values);
-}
-
 std::string join_names(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) {
@@ -257,14 +218,6 @@ int64_t allow_dynamic_smem(const Runtime& rt, CUfunction fn) {
     return 0;
   }
   return dynamic;
-}
-
-// Blocks per tile of a split launch (a tile: a block's rows; one row for split rows): 4 per
-// SM in all, each walking at least 2 chunks of the reduced extent, the grid within kMaxGridX.
-int64_t split_blocks(int64_t rows, int64_t reduced, int64_t chunk, int sm_count) {
-  const int64_t want = (int64_t{4} * sm_count + rows - 1) / rows;
-  const int64_t most = std::max<int64_t>(1, reduced / (2 * chunk));
-  return std::max<int64_t>(1, std::min({want, most, bundle::kMaxGridX / rows}));
 }
 
 }  // namespace
@@ -404,15 +357,12 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
       auto k = std::make_unique<Kernel>();
       k->rt_ = &rt;
       k->info_ = &info;
-      for (const bundle::ParamInfo& p : info.params)
-        k->param_dims_.push_back(encode_dims(p.shape, info));
-      for (const bundle::ParamInfo& b : info.buffers)
-        k->buffer_dims_.push_back(encode_dims(b.shape, info));
+      k->enc_ = launch::encode(info);
+      k->facts_ = {dev.sm_count, rt.has_memory_pool()};
       for (size_t si = 0; si < info.steps.size(); ++si) {
         const bundle::Step& step = info.steps[si];
-        k->space_dims_.push_back(encode_dims(step.space, info));
-        k->reduced_dims_.push_back(encode_dims(step.reduced, info));
         std::vector<Kernel::LoadedVariant>& loaded = k->steps_.emplace_back(step.variants.size());
+        std::vector<int64_t>& smem = k->max_dynamic_smem_.emplace_back(step.variants.size());
         for (size_t vi = 0; vi < step.variants.size(); ++vi) {
           const Variant& v = step.variants[vi];
           ImageChoice c = pick_image(v, dev.cc_major, dev.cc_minor);
@@ -445,20 +395,14 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
             loaded[vi].fn = nullptr;
             loaded[vi].load_error = s.message();
           } else if (v.stage.bytes_per_element > 0) {
-            loaded[vi].max_dynamic_smem = allow_dynamic_smem(rt, loaded[vi].fn);
+            smem[vi] = allow_dynamic_smem(rt, loaded[vi].fn);
           }
         }
-        // The default when it loaded, else the lowest loadable id; scalar fallback likewise.
-        int chosen = -1, scalar = -1;
-        for (size_t vi = 0; vi < step.variants.size(); ++vi) {
-          if (loaded[vi].fn == nullptr) continue;
-          int id = static_cast<int>(vi);
-          if (chosen < 0 || step.variants[vi].is_default) chosen = id;
-          if (step.variants[vi].align_bytes == 1 && (scalar < 0 || step.variants[vi].is_default)) {
-            scalar = id;
-          }
-        }
-        if (chosen < 0) {
+        std::vector<bool> loadable(step.variants.size());
+        for (size_t vi = 0; vi < step.variants.size(); ++vi)
+          loadable[vi] = loaded[vi].fn != nullptr;
+        launch::StepRule rule = launch::step_rule(step, loadable, k->facts_);
+        if (rule.chosen < 0) {
           std::string reasons;
           size_t shown = std::min<size_t>(step.variants.size(), 4);
           for (size_t vi = 0; vi < shown; ++vi) {
@@ -472,25 +416,7 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
                           "{} ({}): {}",
                           dir, info.name, si, step.name, dev.arch(), dev.name, reasons));
         }
-        k->chosen_.push_back(chosen);
-        k->scalar_fallback_.push_back(scalar);
-        std::vector<std::pair<int64_t, int>>& tiers = k->tiers_.emplace_back();
-        for (size_t vi = 0; vi < step.variants.size(); ++vi) {
-          if (loaded[vi].fn != nullptr && step.variants[vi].max_reduced > 0 &&
-              !step.reduced.empty())
-            tiers.emplace_back(step.variants[vi].max_reduced, static_cast<int>(vi));
-        }
-        std::sort(tiers.begin(), tiers.end());
-        int& split = k->split_.emplace_back(-1);
-        // Row steps split under their tiers; outer steps have no tiers, only this choice.
-        const bool may_split = !tiers.empty() || step.kind == "outer_reduction";
-        for (size_t vi = 0; vi < step.variants.size() && split < 0 && may_split; ++vi) {
-          if (loaded[vi].fn != nullptr && step.variants[vi].split.phases > 0 &&
-              rt.has_memory_pool()) {
-            split = static_cast<int>(vi);
-          }
-        }
-        k->has_tiers_ = k->has_tiers_ || !tiers.empty() || split >= 0;
+        k->rules_.push_back(std::move(rule));
       }
       b->kernels_.push_back(std::move(k));
     }
@@ -569,400 +495,6 @@ const Kernel* Bundle::find(std::string_view name) const {
 
 Kernel* Bundle::find(std::string_view name) {
   return const_cast<Kernel*>(static_cast<const Bundle*>(this)->find(name));
-}
-
-// ---- Kernel ----
-
-Status Kernel::set_choice(size_t step, int variant) {
-  const KernelInfo& info = *info_;
-  if (step >= steps_.size()) {
-    return Status::error(
-        fmt::format("{}: step {} does not exist ({} steps)", info.name, step, steps_.size()));
-  }
-  const auto& loaded = steps_[step];
-  if (variant < 0 || static_cast<size_t>(variant) >= loaded.size()) {
-    return Status::error(fmt::format("{}: step {} ({}): variant {} does not exist ({} variants)",
-                                     info.name, step, info.steps[step].name, variant,
-                                     loaded.size()));
-  }
-  if (loaded[variant].fn == nullptr) {
-    return Status::error(fmt::format("{}: step {} ({}): variant {} cannot run here: {}", info.name,
-                                     step, info.steps[step].name, variant,
-                                     loaded[variant].load_error));
-  }
-  chosen_[step] = variant;
-  tiers_[step].clear();  // an explicit choice replaces the heuristic
-  split_[step] = -1;
-  return Status::ok_status();
-}
-
-Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                      std::span<const int64_t> symbols) const {
-  if ((tuned_.empty() && !has_tiers_) || symbols.size() != info_->symbols.size() ||
-      steps_.size() > kMaxSteps) {
-    return launch_impl(stream, ptrs, symbols, chosen_, true);
-  }
-  std::array<int, kMaxSteps> buf;
-  std::span<int> variants(buf.data(), steps_.size());
-  Source src = choose(symbols, variants);
-  if (log_ && !logged_[static_cast<int>(src)].exchange(true)) {
-    std::string why;
-    choose(symbols, variants, &why);
-    std::fprintf(stderr, "kiln: %s\n", why.c_str());
-  }
-  return launch_impl(stream, ptrs, symbols, variants, true);
-}
-
-Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> variants,
-                              std::string* why) const {
-  for (size_t s = 0; s < variants.size(); ++s) variants[s] = heuristic(s, symbols);
-  auto match = [&](bool bucket) -> const Tuned* {
-    for (const Tuned& t : tuned_) {
-      if (t.bucket != bucket || t.values.size() != symbols.size()) continue;
-      bool same = true;
-      for (size_t i = 0; same && i < symbols.size(); ++i) {
-        same = (bucket ? cache::bucket_value(symbols[i]) : symbols[i]) == t.values[i];
-      }
-      if (same) return &t;
-    }
-    return nullptr;
-  };
-  Source src = Source::tuned_exact;
-  const Tuned* t = match(false);
-  if (!t) {
-    src = Source::tuned_bucket;
-    t = match(true);
-  }
-  if (!t) src = Source::default_config;
-  if (t) {
-    for (size_t s = 0; s < variants.size(); ++s) {
-      if (t->variants[s] >= 0) variants[s] = t->variants[s];
-    }
-  }
-  if (why) {
-    std::string shape, vars;
-    for (size_t i = 0; i < symbols.size(); ++i) {
-      shape += fmt::format("{}{}={}", i ? "," : "", info_->symbols[i], symbols[i]);
-    }
-    for (size_t s = 0; s < variants.size(); ++s)
-      vars += fmt::format("{}v{}", s ? "+" : "", variants[s]);
-    *why = fmt::format("{} {}: {} ({})", name(), shape, vars,
-                       src == Source::tuned_exact    ? "tuned for this shape"
-                       : src == Source::tuned_bucket ? "tuned for this shape's bucket"
-                                                     : "no tuned entry: the heuristic default");
-  }
-  return src;
-}
-
-int Kernel::heuristic(size_t step, std::span<const int64_t> symbols) const {
-  const std::vector<std::pair<int64_t, int>>& tiers = tiers_[step];
-  if ((tiers.empty() && split_[step] < 0) || symbols.size() != info_->symbols.size()) {
-    return chosen_[step];
-  }
-  std::optional<int64_t> r = numel(reduced_dims_[step], symbols);
-  if (!r) return chosen_[step];
-  if (split_[step] >= 0) {
-    // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth 4+ blocks.
-    std::optional<int64_t> rows = numel(space_dims_[step], symbols);
-    const int sms = rt_->device().sm_count;
-    const Variant& sv = info_->steps[step].variants[split_[step]];
-    if (rows) {
-      const int64_t tiles = (*rows + sv.elements_per_block - 1) / sv.elements_per_block;
-      if (tiles < sms && split_blocks(tiles, *r, sv.split.chunk, sms) >= 4) return split_[step];
-    }
-  }
-  if (tiers.empty()) return chosen_[step];
-  for (const auto& [limit, variant] : tiers) {
-    if (limit >= *r) return variant;
-  }
-  return tiers.back().second;
-}
-
-Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                               std::span<const int64_t> symbols,
-                               std::span<const int> variants) const {
-  if (variants.size() != steps_.size()) {
-    return Status::error(fmt::format("{}: expected {} variant choices (one per step), got {}",
-                                     name(), steps_.size(), variants.size()));
-  }
-  for (size_t s = 0; s < variants.size(); ++s) {
-    int v = variants[s];
-    if (v < 0 || static_cast<size_t>(v) >= steps_[s].size() || steps_[s][v].fn == nullptr) {
-      return Status::error(
-          fmt::format("{}: step {} ({}): variant {} {}", name(), s, info_->steps[s].name, v,
-                      v < 0 || static_cast<size_t>(v) >= steps_[s].size()
-                          ? fmt::format("does not exist ({} variants)", steps_[s].size())
-                          : "cannot run here: " + steps_[s][v].load_error));
-    }
-  }
-  return launch_impl(stream, ptrs, symbols, variants, false);
-}
-
-Status Kernel::launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                           std::span<const int64_t> symbols, std::span<const int> variants,
-                           bool fallback) const {
-  const KernelInfo& info = *info_;
-  const size_t np = info.params.size(), nb = info.buffers.size(), ns = info.symbols.size(),
-               nsteps = steps_.size();
-  if (np + nb + ns + 2 > kMaxLaunchArgs) {
-    return Status::error(
-        fmt::format("{}: {} arguments (pointers, buffers and symbols); the runtime "
-                    "supports at most {}",
-                    info.name, np + nb + ns, kMaxLaunchArgs - 2));
-  }
-  if (nsteps > kMaxSteps) {
-    return Status::error(
-        fmt::format("{}: {} steps; the runtime supports at most {}", info.name, nsteps, kMaxSteps));
-  }
-  if (ptrs.size() != np) {
-    std::vector<std::string> names;
-    for (const auto& p : info.params) names.push_back(p.name);
-    return Status::error(fmt::format("{}: expected {} pointer{} ({}), got {}", info.name, np,
-                                     np == 1 ? "" : "s", join_names(names), ptrs.size()));
-  }
-  if (symbols.size() != ns) {
-    return Status::error(fmt::format("{}: expected {} symbol value{} ({}), got {}", info.name, ns,
-                                     ns == 1 ? "" : "s", join_names(info.symbols), symbols.size()));
-  }
-  for (size_t i = 0; i < np; ++i) {
-    if (ptrs[i] == 0) {
-      return Status::error(
-          fmt::format("{}: argument {} ({}): null pointer", info.name, i + 1, info.params[i].name));
-    }
-  }
-  for (size_t j = 0; j < ns; ++j) {
-    if (symbols[j] <= 0) {
-      return Status::error(
-          fmt::format("{}: symbol {} = {} must be > 0", info.name, info.symbols[j], symbols[j]));
-    }
-  }
-  std::array<int64_t, kMaxLaunchArgs> sizes{};
-  for (size_t i = 0; i < np; ++i) {
-    std::optional<int64_t> n = numel(param_dims_[i], symbols);
-    int64_t& bytes = sizes[i];
-    const auto elem = static_cast<int64_t>(size_of(info.params[i].dtype));
-    if (ptrs[i] % static_cast<CUdeviceptr>(elem) != 0) {
-      return Status::error(
-          fmt::format("{}: argument {} ({}): pointer is not aligned to its {}-byte elements",
-                      info.name, i + 1, info.params[i].name, elem));
-    }
-    if (!n || __builtin_mul_overflow(*n, elem, &bytes)) {
-      return Status::error(
-          fmt::format("{}: argument {} ({}): shape {} is too large (its {} "
-                      "overflows int64)",
-                      info.name, i + 1, info.params[i].name,
-                      shape_text(info.params[i].shape, param_dims_[i], symbols),
-                      n ? "size in bytes" : "element count"));
-    }
-  }
-
-  // The buffers, laid out in one allocation, each at a multiple of bundle::kBufferAlign.
-  std::array<int64_t, kMaxLaunchArgs> buffer_offset{};
-  int64_t buffer_bytes = 0;
-  for (size_t i = 0; i < nb; ++i) {
-    std::optional<int64_t> n = numel(buffer_dims_[i], symbols);
-    const auto elem = static_cast<int64_t>(size_of(info.buffers[i].dtype));
-    int64_t bytes = 0, end = 0;
-    if (!n || __builtin_mul_overflow(*n, elem, &bytes) ||
-        __builtin_add_overflow(buffer_bytes, bytes, &end) ||
-        end > std::numeric_limits<int64_t>::max() - bundle::kBufferAlign) {
-      return Status::error(fmt::format(
-          "{}: buffer {}: shape {} is too large (the kernel's buffers overflow int64 bytes)",
-          info.name, info.buffers[i].name,
-          shape_text(info.buffers[i].shape, buffer_dims_[i], symbols)));
-    }
-    buffer_offset[i] = buffer_bytes;
-    buffer_bytes = (end + bundle::kBufferAlign - 1) / bundle::kBufferAlign * bundle::kBufferAlign;
-  }
-
-  // Kernels take their pointers as noalias: an output may not overlap any other argument.
-  for (size_t i = 0; i < np; ++i) {
-    if (!info.params[i].output) continue;
-    for (size_t j = 0; j < np; ++j) {
-      if (j == i) continue;
-      const CUdeviceptr a = ptrs[i], b = ptrs[j];
-      if (a < b + static_cast<CUdeviceptr>(sizes[j]) &&
-          b < a + static_cast<CUdeviceptr>(sizes[i])) {
-        return Status::error(fmt::format(
-            "{}: argument {} ({}) overlaps argument {} ({}); outputs may not alias other arguments",
-            info.name, i + 1, info.params[i].name, j + 1, info.params[j].name));
-      }
-    }
-  }
-
-  // Resolve each step's variant and grid before launching anything.
-  std::array<int, kMaxSteps> chosen{};
-  std::array<unsigned, kMaxSteps> grid{};
-  std::array<int64_t, kMaxSteps> workspace_bytes{};  // split steps
-  std::array<unsigned, kMaxSteps> smem_bytes{};      // staging steps: dynamic shared memory
-  for (size_t s = 0; s < nsteps; ++s) {
-    const bundle::Step& step = info.steps[s];
-    std::optional<int64_t> n = numel(space_dims_[s], symbols);
-    if (!n) {
-      return Status::error(fmt::format("{}: step {} ({}): iteration space {} overflows int64",
-                                       info.name, s, step.name,
-                                       shape_text(step.space, space_dims_[s], symbols)));
-    }
-    int v = variants[s];
-    const Variant* var = &step.variants[v];
-    if (var->align_bytes > 1) {
-      for (int p : var->aligned_params) {
-        if (static_cast<size_t>(p) >= np) {  // a buffer, at a multiple of bundle::kBufferAlign
-          if (bundle::kBufferAlign % var->align_bytes == 0) continue;
-          return Status::error(fmt::format(
-              "{}: variant {} of step {} ({}) needs {}-byte aligned buffers; the runtime aligns "
-              "them to {}",
-              info.name, v, s, step.name, var->align_bytes, bundle::kBufferAlign));
-        }
-        if (ptrs[p] % static_cast<CUdeviceptr>(var->align_bytes) == 0) continue;
-        if (!fallback || scalar_fallback_[s] < 0) {
-          return Status::error(fmt::format(
-              "{}: argument {} ({}): variant {} of step {} ({}) needs {}-byte aligned pointers{}",
-              info.name, p + 1, info.params[p].name, v, s, step.name, var->align_bytes,
-              fallback ? " and the step has no scalar variant" : ""));
-        }
-        v = scalar_fallback_[s];
-        var = &step.variants[v];
-        break;
-      }
-    }
-    int64_t blocks = *n / var->elements_per_block + (*n % var->elements_per_block != 0);
-    if (var->split.phases > 0 && blocks <= bundle::kMaxGridX) {
-      // `blocks` tiles, each over S blocks; a workspace record of split.slots words per row
-      // of a block.
-      std::optional<int64_t> r = numel(reduced_dims_[s], symbols);
-      const int64_t per_tile =
-          split_blocks(blocks, r.value_or(1), var->split.chunk, rt_->device().sm_count);
-      blocks *= per_tile;
-      int64_t record_bytes = 0;
-      if (__builtin_mul_overflow(var->elements_per_block, int64_t{var->split.slots} * 4,
-                                 &record_bytes) ||
-          __builtin_mul_overflow(blocks, record_bytes, &workspace_bytes[s])) {
-        return Status::error(
-            fmt::format("{}: step {} ({}): the split workspace of {} blocks of "
-                        "{} rows overflows int64 bytes",
-                        info.name, s, step.name, blocks, var->elements_per_block));
-      }
-    }
-    if (step.kind == "row_reduction" && blocks > bundle::kMaxGridX) {
-      return Status::error(fmt::format(
-          "{}: step {} ({}): {} rows need {} blocks of {} rows, more than the grid limit {}",
-          info.name, s, step.name, *n, blocks, var->elements_per_block, bundle::kMaxGridX));
-    }
-    if (var->stage.bytes_per_element > 0) {
-      // What the staged rows need when the device has it, else 0: the kernel then loops
-      // over global memory (manifest.h), so the launch is correct either way.
-      std::optional<int64_t> r = numel(reduced_dims_[s], symbols);
-      smem_bytes[s] = static_cast<unsigned>(
-          bundle::stage_bytes(var->stage, r.value_or(0), steps_[s][v].max_dynamic_smem));
-    }
-    chosen[s] = v;
-    grid[s] = static_cast<unsigned>(std::min(blocks, bundle::kMaxGridX));
-  }
-
-  // The runtime may be used from threads that never made its context current.
-  const DriverApi& drv = rt_->driver();
-  CUcontext current = nullptr;
-  if (drv.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != rt_->context()) {
-    if (CUresult r = drv.cuCtxSetCurrent(rt_->context()); r != CUDA_SUCCESS) {
-      return Status::error(fmt::format("{}: cannot make the runtime's context current: {}",
-                                       info.name, rt_->describe(r)));
-    }
-  }
-
-  CUdeviceptr buffers = 0;
-  std::array<CUdeviceptr, kMaxLaunchArgs> buffer_ptrs{};
-  if (nb > 0) {
-    Result<CUdeviceptr> a = rt_->alloc_async(static_cast<size_t>(buffer_bytes), stream);
-    if (!a.ok()) {
-      return Status::error(fmt::format("{}: the kernel's buffers ({} bytes): {}", info.name,
-                                       buffer_bytes, a.message()));
-    }
-    buffers = *a;
-    if (buffers % bundle::kBufferAlign != 0) {  // the driver's pools align to more
-      rt_->free_async(buffers, stream);
-      return Status::error(
-          fmt::format("{}: the driver allocated the kernel's buffers at {:#x}, "
-                      "not a multiple of {} bytes",
-                      info.name, buffers, bundle::kBufferAlign));
-    }
-    for (size_t i = 0; i < nb; ++i) {
-      buffer_ptrs[i] = buffers + static_cast<CUdeviceptr>(buffer_offset[i]);
-    }
-    if (rt_->scratch_poison() >= 0) {
-      if (CUresult r = rt_->driver().cuMemsetD8Async(
-              buffers, static_cast<unsigned char>(rt_->scratch_poison()),
-              static_cast<size_t>(buffer_bytes), stream);
-          r != CUDA_SUCCESS) {
-        rt_->free_async(buffers, stream);
-        return Status::error(fmt::format("{}: poisoning the kernel's buffers failed: {}", info.name,
-                                         rt_->describe(r)));
-      }
-    }
-  }
-  // Freed in stream order after whatever was enqueued, on every path out.
-  struct FreeBuffers {
-    const Runtime* rt;
-    CUdeviceptr p;
-    CUstream stream;
-    ~FreeBuffers() {
-      if (p != 0) rt->free_async(p, stream);
-    }
-  } free_buffers{rt_, buffers, stream};
-
-  std::array<void*, kMaxLaunchArgs> args;
-  for (size_t i = 0; i < np; ++i) args[i] = const_cast<CUdeviceptr*>(&ptrs[i]);
-  for (size_t i = 0; i < nb; ++i) args[np + i] = &buffer_ptrs[i];
-  const size_t na = np + nb;  // pointer arguments
-  for (size_t j = 0; j < ns; ++j) args[na + j] = const_cast<int64_t*>(&symbols[j]);
-  CUdeviceptr workspace = 0;
-  int64_t phase = 0;
-  args[na + ns] = &workspace;
-  args[na + ns + 1] = &phase;
-  const DriverApi& api = rt_->driver();
-  for (size_t s = 0; s < nsteps; ++s) {
-    const Variant& var = info.steps[s].variants[chosen[s]];
-    auto fail = [&](std::string_view what, CUresult r) {
-      return Status::error(fmt::format(
-          "{}: step {} ({}), variant {}: {} failed: {}{}", info.name, s, info.steps[s].name,
-          chosen[s], what, rt_->describe(r),
-          r == CUDA_ERROR_INVALID_CONTEXT ? " (call Runtime::make_current on this thread)" : ""));
-    };
-    auto launch = [&] {
-      return api.cuLaunchKernel(steps_[s][chosen[s]].fn, grid[s], 1, 1,
-                                static_cast<unsigned>(var.block_threads), 1, 1, smem_bytes[s],
-                                stream, args.data(), nullptr);
-    };
-    if (var.split.phases == 0) {
-      if (CUresult r = launch(); r != CUDA_SUCCESS) return fail("cuLaunchKernel", r);
-      continue;
-    }
-    Result<CUdeviceptr> ws = rt_->alloc_async(static_cast<size_t>(workspace_bytes[s]), stream);
-    if (!ws.ok()) {
-      return Status::error(
-          fmt::format("{}: step {} ({}), variant {}: the split reduction's "
-                      "workspace: {}",
-                      info.name, s, info.steps[s].name, chosen[s], ws.message()));
-    }
-    workspace = *ws;
-    if (rt_->scratch_poison() >= 0) {
-      if (CUresult r =
-              api.cuMemsetD8Async(workspace, static_cast<unsigned char>(rt_->scratch_poison()),
-                                  static_cast<size_t>(workspace_bytes[s]), stream);
-          r != CUDA_SUCCESS) {
-        rt_->free_async(workspace, stream);
-        return fail("poisoning the split workspace (cuMemsetD8Async)", r);
-      }
-    }
-    for (phase = 0; phase < var.split.phases; ++phase) {
-      if (CUresult r = launch(); r != CUDA_SUCCESS) {
-        rt_->free_async(workspace, stream);
-        return fail(fmt::format("cuLaunchKernel (phase {})", phase), r);
-      }
-    }
-    rt_->free_async(workspace, stream);
-  }
-  return Status::ok_status();
 }
 
 }  // namespace kiln

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autotune/cache.h"
+#include "runtime/launch.h"
 #include "runtime/manifest.h"
 #include "runtime/status.h"
 
@@ -98,8 +99,8 @@ class Kernel {
  public:
   /// Most arguments (pointers, buffers and symbols, plus a split step's workspace and phase)
   /// and steps a launch supports; the argument array lives on the stack.
-  static constexpr size_t kMaxLaunchArgs = 64;
-  static constexpr size_t kMaxSteps = 32;
+  static constexpr size_t kMaxLaunchArgs = launch::kMaxArgs;
+  static constexpr size_t kMaxSteps = launch::kMaxSteps;
 
   const bundle::KernelInfo& info() const { return *info_; }
   const std::string& name() const { return info_->name; }
@@ -107,13 +108,15 @@ class Kernel {
   /// Which variant each step uses when no choice is given (the manifest default unless the
   /// caller overrides it with set_choice). A reduction step without an override picks, per
   /// launch, the heuristic tier for its row length (runtime/manifest.h, max_reduced).
-  int chosen_variant(size_t step) const { return chosen_[step]; }
+  int chosen_variant(size_t step) const { return rules_[step].chosen; }
   /// Overrides the variant of step `step` (e.g. a tuned winner); fails if out of range or
   /// not loadable on this device.
   Status set_choice(size_t step, int variant);
 
-  /// Launches on `stream`. `ptrs` are device pointers for inputs then outputs (declared
-  /// order); `symbols` are the values of info().symbols in order. Checks the counts, that
+  /// Launches on `stream`, as the sequence of runtime/launch.h: check every argument, choose
+  /// the variants, lay out buffers and workspaces, enqueue. `ptrs` are device pointers for
+  /// inputs then outputs (declared order); `symbols` are the values of info().symbols in
+  /// order. Checks the counts, that
   /// pointers are non-null, that symbols are > 0, that no tensor's element count overflows
   /// int64 and that the grid fits; a vectorised variant whose alignment a pointer does not
   /// meet falls back to the step's best scalar variant (the default if it is scalar, else
@@ -145,40 +148,23 @@ class Kernel {
   struct LoadedVariant {
     CUfunction fn = nullptr;  // null when the variant could not be loaded here
     std::string load_error;
-    // Staging variants: the dynamic shared memory (bytes) a launch may give it, set at load
-    // (the device's opt-in maximum less the kernel's static shared memory); 0 otherwise.
-    int64_t max_dynamic_smem = 0;
   };
-  Status launch_impl(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                     std::span<const int64_t> symbols, std::span<const int> variants,
-                     bool fallback) const;
+  /// Step 4 of the launch: the driver calls for a checked, laid-out launch.
+  Status enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                 std::span<const int64_t> symbols, const launch::Layout& layout) const;
+  /// The variant step `step` runs without a tuned entry (launch::heuristic_variant).
+  int heuristic(size_t step, std::span<const int64_t> symbols) const;
 
   const Runtime* rt_ = nullptr;
   const bundle::KernelInfo* info_ = nullptr;
   std::vector<std::vector<LoadedVariant>> steps_;  // [step][variant]
-  std::vector<int> chosen_;
-  // Shapes encoded for launch-time evaluation without lookups: a value > 0 is a fixed
-  // extent, a value v < 0 is symbol number -v - 1.
-  std::vector<std::vector<int64_t>> param_dims_;   // [param]
-  std::vector<std::vector<int64_t>> buffer_dims_;  // [buffer]
-  std::vector<std::vector<int64_t>> space_dims_;   // [step]
-  std::vector<int> scalar_fallback_;  // [step]: best loadable align_bytes == 1 variant, or -1
-  // Reduction steps: the reduced extent (encoded like space_dims_) and the heuristic's tiers
-  // (max_reduced, variant), loadable ones only, ascending; empty after set_choice.
-  std::vector<std::vector<int64_t>> reduced_dims_;
-  std::vector<std::vector<std::pair<int64_t, int>>> tiers_;
-  bool has_tiers_ = false;
-  // Reduction steps: the split variant the heuristic runs for few, very long rows (few
-  // column tiles for outer steps), or -1
-  // (none loadable, no memory pools, or after set_choice).
-  std::vector<int> split_;
-  /// The variant step `step` runs without a tuned entry: its split variant for few, very long
-  /// rows, else its tier for these symbols, else chosen_. Staging variants run only when
-  /// chosen (tuned or explicit): measured slower than the looped tiers (docs/architecture.md).
-  int heuristic(size_t step, std::span<const int64_t> symbols) const;
+  launch::EncodedKernel enc_;
+  launch::DeviceFacts facts_;
+  std::vector<launch::StepRule> rules_;                 // [step]
+  std::vector<std::vector<int64_t>> max_dynamic_smem_;  // [step][variant], staging variants
 
   // Tuned winners from the cache, one row per shape (exact or bucket), in symbol order; a
-  // variant of -1 means the step had no entry and uses chosen_.
+  // variant of -1 means the step had no entry and uses its rule (heuristic or chosen).
   struct Tuned {
     bool bucket = false;
     std::vector<int64_t> values;

@@ -1,0 +1,242 @@
+// Kernel: the launch as a sequence (runtime/launch.h) — check every argument, choose the
+// variants (a tuned winner, else the heuristic), lay out buffers and workspaces, then enqueue
+// (the only step that calls the driver). Also the explicit variant choices of `kiln tune`
+// and `kiln run --variant`.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "autotune/cache.h"
+#include "runtime/driver.h"
+#include "runtime/launch.h"
+#include "runtime/runtime.h"
+
+namespace kiln {
+
+Status Kernel::set_choice(size_t step, int variant) {
+  const bundle::KernelInfo& info = *info_;
+  if (step >= steps_.size()) {
+    return Status::error(
+        fmt::format("{}: step {} does not exist ({} steps)", info.name, step, steps_.size()));
+  }
+  const auto& loaded = steps_[step];
+  if (variant < 0 || static_cast<size_t>(variant) >= loaded.size()) {
+    return Status::error(fmt::format("{}: step {} ({}): variant {} does not exist ({} variants)",
+                                     info.name, step, info.steps[step].name, variant,
+                                     loaded.size()));
+  }
+  if (loaded[variant].fn == nullptr) {
+    return Status::error(fmt::format("{}: step {} ({}): variant {} cannot run here: {}", info.name,
+                                     step, info.steps[step].name, variant,
+                                     loaded[variant].load_error));
+  }
+  rules_[step].chosen = variant;
+  rules_[step].tiers.clear();  // an explicit choice replaces the heuristic
+  rules_[step].split = -1;
+  return Status::ok_status();
+}
+
+int Kernel::heuristic(size_t step, std::span<const int64_t> symbols) const {
+  return launch::heuristic_for(*info_, enc_, step, rules_[step], symbols, facts_);
+}
+
+Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> variants,
+                              std::string* why) const {
+  for (size_t s = 0; s < variants.size() && s < rules_.size(); ++s) {
+    variants[s] = heuristic(s, symbols);
+  }
+  auto match = [&](bool bucket) -> const Tuned* {
+    for (const Tuned& t : tuned_) {
+      if (t.bucket != bucket || t.values.size() != symbols.size()) continue;
+      bool same = true;
+      for (size_t i = 0; same && i < symbols.size(); ++i) {
+        same = (bucket ? cache::bucket_value(symbols[i]) : symbols[i]) == t.values[i];
+      }
+      if (same) return &t;
+    }
+    return nullptr;
+  };
+  Source src = Source::tuned_exact;
+  const Tuned* t = match(false);
+  if (!t) {
+    src = Source::tuned_bucket;
+    t = match(true);
+  }
+  if (!t) src = Source::default_config;
+  if (t) {
+    for (size_t s = 0; s < variants.size() && s < t->variants.size(); ++s) {
+      if (t->variants[s] >= 0) variants[s] = t->variants[s];
+    }
+  }
+  if (why) {
+    std::string shape, vars;
+    for (size_t i = 0; i < symbols.size() && i < info_->symbols.size(); ++i) {
+      shape += fmt::format("{}{}={}", i ? "," : "", info_->symbols[i], symbols[i]);
+    }
+    for (size_t s = 0; s < variants.size(); ++s)
+      vars += fmt::format("{}v{}", s ? "+" : "", variants[s]);
+    *why = fmt::format("{} {}: {} ({})", name(), shape, vars,
+                       src == Source::tuned_exact    ? "tuned for this shape"
+                       : src == Source::tuned_bucket ? "tuned for this shape's bucket"
+                                                     : "no tuned entry: the heuristic default");
+  }
+  return src;
+}
+
+Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                      std::span<const int64_t> symbols) const {
+  std::array<int64_t, launch::kMaxArgs> bytes;
+  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols, bytes); !s.ok()) return s;
+  std::array<int, launch::kMaxSteps> buf;
+  std::span<int> variants(buf.data(), steps_.size());
+  const Source src = choose(symbols, variants);
+  if (log_ && !logged_[static_cast<int>(src)].exchange(true)) {
+    std::string why;
+    choose(symbols, variants, &why);
+    std::fprintf(stderr, "kiln: %s\n", why.c_str());
+  }
+  launch::Layout layout;
+  if (Status s = launch::lay_out(*info_, enc_, rules_, max_dynamic_smem_, ptrs, symbols, variants,
+                                 true, facts_, layout);
+      !s.ok()) {
+    return s;
+  }
+  return enqueue(stream, ptrs, symbols, layout);
+}
+
+Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                               std::span<const int64_t> symbols,
+                               std::span<const int> variants) const {
+  std::array<int64_t, launch::kMaxArgs> bytes;
+  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols, bytes); !s.ok()) return s;
+  if (variants.size() != steps_.size()) {
+    return Status::error(fmt::format("{}: expected {} variant choices (one per step), got {}",
+                                     name(), steps_.size(), variants.size()));
+  }
+  for (size_t s = 0; s < variants.size(); ++s) {
+    int v = variants[s];
+    if (v < 0 || static_cast<size_t>(v) >= steps_[s].size() || steps_[s][v].fn == nullptr) {
+      return Status::error(
+          fmt::format("{}: step {} ({}): variant {} {}", name(), s, info_->steps[s].name, v,
+                      v < 0 || static_cast<size_t>(v) >= steps_[s].size()
+                          ? fmt::format("does not exist ({} variants)", steps_[s].size())
+                          : "cannot run here: " + steps_[s][v].load_error));
+    }
+  }
+  launch::Layout layout;
+  if (Status s = launch::lay_out(*info_, enc_, rules_, max_dynamic_smem_, ptrs, symbols, variants,
+                                 false, facts_, layout);
+      !s.ok()) {
+    return s;
+  }
+  return enqueue(stream, ptrs, symbols, layout);
+}
+
+Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                       std::span<const int64_t> symbols, const launch::Layout& layout) const {
+  const bundle::KernelInfo& info = *info_;
+  const size_t np = info.params.size(), nb = info.buffers.size(), ns = info.symbols.size();
+  const DriverApi& api = rt_->driver();
+
+  // The runtime may be used from threads that never made its context current.
+  CUcontext current = nullptr;
+  if (api.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != rt_->context()) {
+    if (CUresult r = api.cuCtxSetCurrent(rt_->context()); r != CUDA_SUCCESS) {
+      return Status::error(fmt::format("{}: cannot make the runtime's context current: {}",
+                                       info.name, rt_->describe(r)));
+    }
+  }
+
+  CUdeviceptr buffers = 0;
+  std::array<CUdeviceptr, launch::kMaxArgs> buffer_ptrs{};
+  if (nb > 0) {
+    Result<CUdeviceptr> a = rt_->alloc_async(static_cast<size_t>(layout.buffer_bytes), stream);
+    if (!a.ok()) {
+      return Status::error(fmt::format("{}: the kernel's buffers ({} bytes): {}", info.name,
+                                       layout.buffer_bytes, a.message()));
+    }
+    buffers = *a;
+    if (buffers % bundle::kBufferAlign != 0) {  // the driver's pools align to more
+      rt_->free_async(buffers, stream);
+      return Status::error(
+          fmt::format("{}: the driver allocated the kernel's buffers at {:#x}, "
+                      "not a multiple of {} bytes",
+                      info.name, buffers, bundle::kBufferAlign));
+    }
+    for (size_t i = 0; i < nb; ++i) {
+      buffer_ptrs[i] = buffers + static_cast<CUdeviceptr>(layout.buffer_offset[i]);
+    }
+    if (rt_->scratch_poison() >= 0) {
+      if (CUresult r =
+              api.cuMemsetD8Async(buffers, static_cast<unsigned char>(rt_->scratch_poison()),
+                                  static_cast<size_t>(layout.buffer_bytes), stream);
+          r != CUDA_SUCCESS) {
+        rt_->free_async(buffers, stream);
+        return Status::error(fmt::format("{}: poisoning the kernel's buffers failed: {}", info.name,
+                                         rt_->describe(r)));
+      }
+    }
+  }
+  // Freed in stream order after whatever was enqueued, on every path out.
+  struct FreeBuffers {
+    const Runtime* rt;
+    CUdeviceptr p;
+    CUstream stream;
+    ~FreeBuffers() {
+      if (p != 0) rt->free_async(p, stream);
+    }
+  } free_buffers{rt_, buffers, stream};
+
+  std::array<void*, launch::kMaxArgs> args;
+  for (size_t i = 0; i < np; ++i) args[i] = const_cast<CUdeviceptr*>(&ptrs[i]);
+  for (size_t i = 0; i < nb; ++i) args[np + i] = &buffer_ptrs[i];
+  const size_t na = np + nb;  // pointer arguments
+  for (size_t j = 0; j < ns; ++j) args[na + j] = const_cast<int64_t*>(&symbols[j]);
+  CUdeviceptr workspace = 0;
+  int64_t phase = 0;
+  args[na + ns] = &workspace;
+  args[na + ns + 1] = &phase;
+  for (size_t s = 0; s < info.steps.size(); ++s) {
+    const launch::StepLaunch& l = layout.steps[s];
+    auto fail = [&](std::string_view what, CUresult r) {
+      return Status::error(fmt::format(
+          "{}: step {} ({}), variant {}: {} failed: {}{}", info.name, s, info.steps[s].name,
+          l.variant, what, rt_->describe(r),
+          r == CUDA_ERROR_INVALID_CONTEXT ? " (call Runtime::make_current on this thread)" : ""));
+    };
+    auto launch = [&] {
+      return api.cuLaunchKernel(steps_[s][static_cast<size_t>(l.variant)].fn, l.grid, 1, 1, l.block,
+                                1, 1, l.smem_bytes, stream, args.data(), nullptr);
+    };
+    if (l.phases == 0) {
+      if (CUresult r = launch(); r != CUDA_SUCCESS) return fail("cuLaunchKernel", r);
+      continue;
+    }
+    Result<CUdeviceptr> ws = rt_->alloc_async(static_cast<size_t>(l.workspace_bytes), stream);
+    if (!ws.ok()) {
+      return Status::error(
+          fmt::format("{}: step {} ({}), variant {}: the split reduction's workspace: {}",
+                      info.name, s, info.steps[s].name, l.variant, ws.message()));
+    }
+    workspace = *ws;
+    if (rt_->scratch_poison() >= 0) {
+      if (CUresult r =
+              api.cuMemsetD8Async(workspace, static_cast<unsigned char>(rt_->scratch_poison()),
+                                  static_cast<size_t>(l.workspace_bytes), stream);
+          r != CUDA_SUCCESS) {
+        rt_->free_async(workspace, stream);
+        return fail("poisoning the split workspace (cuMemsetD8Async)", r);
+      }
+    }
+    for (phase = 0; phase < l.phases; ++phase) {
+      if (CUresult r = launch(); r != CUDA_SUCCESS) {
+        rt_->free_async(workspace, stream);
+        return fail(fmt::format("cuLaunchKernel (phase {})", phase), r);
+      }
+    }
+    rt_->free_async(workspace, stream);
+  }
+  return Status::ok_status();
+}
+
+}  // namespace kiln

@@ -1,0 +1,313 @@
+// The launch sequence's pure steps (runtime/launch.h): check, choose, lay out. The driver
+// calls of the last step, and Kernel's methods that run the sequence, are runtime/kernel.cpp.
+//
+// Every check of step 1 comes before anything reads a size: a symbol of 0 or of 2^62, a null
+// or misaligned pointer, an output overlapping an input are refused with a message naming the
+// argument or symbol, and a rejected launch touches nothing on the device. The heuristic of
+// step 2 and the layout of step 3 only see values that passed, and are written so that they
+// would not divide by zero or overflow even on values that did not.
+#include "runtime/launch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kiln {
+namespace launch {
+namespace {
+
+using bundle::KernelInfo;
+using bundle::Variant;
+
+int64_t extent(int64_t d, std::span<const int64_t> symbols) {
+  return d > 0 ? d : symbols[static_cast<size_t>(-d - 1)];
+}
+
+std::vector<int64_t> encode_dims(const std::vector<Dim>& dims, const KernelInfo& k) {
+  std::vector<int64_t> out;
+  for (const Dim& d : dims) {
+    if (d.is_fixed()) {
+      out.push_back(d.value());
+    } else {
+      auto it = std::find(k.symbols.begin(), k.symbols.end(), d.name());
+      out.push_back(-static_cast<int64_t>(it - k.symbols.begin()) - 1);
+    }
+  }
+  return out;
+}
+
+// "[M, N] = [4097, 33]"
+std::string shape_text(const std::vector<Dim>& shape, const std::vector<int64_t>& dims,
+                       std::span<const int64_t> symbols) {
+  std::vector<std::string> names, values;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    names.push_back(shape[i].is_fixed() ? std::to_string(shape[i].value()) : shape[i].name());
+    values.push_back(std::to_string(extent(dims[i], symbols)));
+  }
+  return fmt::format("[{}] = [{}]", fmt::join(names, ", "), fmt::join(values, ", "));
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return a / b + (a % b != 0);
+}
+
+}  // namespace
+
+EncodedKernel encode(const KernelInfo& k) {
+  EncodedKernel e;
+  for (const bundle::ParamInfo& p : k.params) e.params.push_back(encode_dims(p.shape, k));
+  for (const bundle::ParamInfo& b : k.buffers) e.buffers.push_back(encode_dims(b.shape, k));
+  for (const bundle::Step& s : k.steps) {
+    e.spaces.push_back(encode_dims(s.space, k));
+    e.reduced.push_back(encode_dims(s.reduced, k));
+  }
+  return e;
+}
+
+std::optional<int64_t> numel(const std::vector<int64_t>& dims, std::span<const int64_t> symbols) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(n, extent(d, symbols), &n)) return std::nullopt;
+  }
+  return n;
+}
+
+StepRule step_rule(const bundle::Step& step, const std::vector<bool>& loadable,
+                   const DeviceFacts& device) {
+  StepRule r;
+  for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+    if (!loadable[vi]) continue;
+    const Variant& v = step.variants[vi];
+    const int id = static_cast<int>(vi);
+    if (r.chosen < 0 || v.is_default) r.chosen = id;
+    if (v.align_bytes == 1 && (r.scalar_fallback < 0 || v.is_default)) r.scalar_fallback = id;
+    if (v.max_reduced > 0 && !step.reduced.empty()) r.tiers.emplace_back(v.max_reduced, id);
+  }
+  std::sort(r.tiers.begin(), r.tiers.end());
+  // Row steps split under their tiers; outer steps have no tiers, only this choice.
+  const bool may_split = !r.tiers.empty() || step.kind == "outer_reduction";
+  for (size_t vi = 0; vi < step.variants.size() && r.split < 0 && may_split; ++vi) {
+    if (loadable[vi] && step.variants[vi].split.phases > 0 && device.memory_pools) {
+      r.split = static_cast<int>(vi);
+    }
+  }
+  return r;
+}
+
+int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count) {
+  tiles = std::max<int64_t>(tiles, 1);
+  const int64_t want = ceil_div(int64_t{4} * std::max(sm_count, 1), tiles);
+  const int64_t most = std::max<int64_t>(1, reduced / (2 * std::max<int64_t>(chunk, 1)));
+  return std::max<int64_t>(1, std::min({want, most, bundle::kMaxGridX / tiles}));
+}
+
+int heuristic_variant(const bundle::Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
+                      const DeviceFacts& device) {
+  if (rows < 1 || reduced < 1) return rule.chosen;
+  if (rule.split >= 0) {
+    // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth 4+ blocks.
+    const Variant& sv = step.variants[static_cast<size_t>(rule.split)];
+    const int64_t tiles = ceil_div(rows, sv.elements_per_block);
+    if (tiles < device.sm_count &&
+        split_blocks(tiles, reduced, sv.split.chunk, device.sm_count) >= 4) {
+      return rule.split;
+    }
+  }
+  if (rule.tiers.empty()) return rule.chosen;
+  for (const auto& [limit, variant] : rule.tiers) {
+    if (limit >= reduced) return variant;
+  }
+  return rule.tiers.back().second;
+}
+
+int heuristic_for(const KernelInfo& info, const EncodedKernel& enc, size_t step,
+                  const StepRule& rule, std::span<const int64_t> symbols,
+                  const DeviceFacts& device) {
+  if (symbols.size() != info.symbols.size()) return rule.chosen;
+  const std::optional<int64_t> rows = numel(enc.spaces[step], symbols);
+  const std::optional<int64_t> reduced = numel(enc.reduced[step], symbols);
+  if (!rows || !reduced) return rule.chosen;
+  return heuristic_variant(info.steps[step], rule, *rows, *reduced, device);
+}
+
+Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
+                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
+                       std::array<int64_t, kMaxArgs>& bytes) {
+  const size_t np = info.params.size(), nb = info.buffers.size(), ns = info.symbols.size();
+  if (np + nb + ns + 2 > kMaxArgs) {
+    return Status::error(fmt::format(
+        "{}: {} arguments (pointers, buffers and symbols); the runtime supports at most {}",
+        info.name, np + nb + ns, kMaxArgs - 2));
+  }
+  if (info.steps.size() > kMaxSteps) {
+    return Status::error(fmt::format("{}: {} steps; the runtime supports at most {}", info.name,
+                                     info.steps.size(), kMaxSteps));
+  }
+  if (ptrs.size() != np) {
+    std::vector<std::string> names;
+    for (const auto& p : info.params) names.push_back(p.name);
+    return Status::error(fmt::format("{}: expected {} pointer{} ({}), got {}", info.name, np,
+                                     np == 1 ? "" : "s", fmt::join(names, ", "), ptrs.size()));
+  }
+  if (symbols.size() != ns) {
+    return Status::error(fmt::format("{}: expected {} symbol value{} ({}), got {}", info.name, ns,
+                                     ns == 1 ? "" : "s", fmt::join(info.symbols, ", "),
+                                     symbols.size()));
+  }
+  for (size_t i = 0; i < np; ++i) {
+    if (ptrs[i] == 0) {
+      return Status::error(
+          fmt::format("{}: argument {} ({}): null pointer", info.name, i + 1, info.params[i].name));
+    }
+  }
+  for (size_t j = 0; j < ns; ++j) {
+    if (symbols[j] <= 0) {
+      return Status::error(
+          fmt::format("{}: symbol {} = {} must be > 0", info.name, info.symbols[j], symbols[j]));
+    }
+  }
+  for (size_t i = 0; i < np; ++i) {
+    const bundle::ParamInfo& p = info.params[i];
+    const auto elem = static_cast<int64_t>(size_of(p.dtype));
+    if (ptrs[i] % static_cast<CUdeviceptr>(elem) != 0) {
+      return Status::error(
+          fmt::format("{}: argument {} ({}): pointer is not aligned to its {}-byte elements",
+                      info.name, i + 1, p.name, elem));
+    }
+    std::optional<int64_t> n = numel(enc.params[i], symbols);
+    if (!n || __builtin_mul_overflow(*n, elem, &bytes[i])) {
+      return Status::error(
+          fmt::format("{}: argument {} ({}): shape {} is too large (its {} overflows int64)",
+                      info.name, i + 1, p.name, shape_text(p.shape, enc.params[i], symbols),
+                      n ? "size in bytes" : "element count"));
+    }
+  }
+  // The buffers must fit one allocation of aligned pieces (lay_out places them).
+  int64_t total = 0;
+  for (size_t i = 0; i < nb; ++i) {
+    std::optional<int64_t> n = numel(enc.buffers[i], symbols);
+    const auto elem = static_cast<int64_t>(size_of(info.buffers[i].dtype));
+    int64_t b = 0;
+    if (!n || __builtin_mul_overflow(*n, elem, &b) || __builtin_add_overflow(total, b, &total) ||
+        __builtin_add_overflow(total, bundle::kBufferAlign, &total)) {
+      return Status::error(fmt::format(
+          "{}: buffer {}: shape {} is too large (the kernel's buffers overflow int64 bytes)",
+          info.name, info.buffers[i].name,
+          shape_text(info.buffers[i].shape, enc.buffers[i], symbols)));
+    }
+  }
+  for (size_t s = 0; s < info.steps.size(); ++s) {
+    const bundle::Step& step = info.steps[s];
+    if (!numel(enc.spaces[s], symbols)) {
+      return Status::error(fmt::format("{}: step {} ({}): iteration space {} overflows int64",
+                                       info.name, s, step.name,
+                                       shape_text(step.space, enc.spaces[s], symbols)));
+    }
+    if (!numel(enc.reduced[s], symbols)) {  // one dim: never, but the layout relies on it
+      return Status::error(fmt::format("{}: step {} ({}): reduced extent {} overflows int64",
+                                       info.name, s, step.name,
+                                       shape_text(step.reduced, enc.reduced[s], symbols)));
+    }
+  }
+  // Kernels take their pointers as noalias: an output may not overlap any other argument.
+  for (size_t i = 0; i < np; ++i) {
+    if (!info.params[i].output) continue;
+    for (size_t j = 0; j < np; ++j) {
+      if (j == i) continue;
+      const CUdeviceptr a = ptrs[i], b = ptrs[j];
+      if (a < b + static_cast<CUdeviceptr>(bytes[j]) &&
+          b < a + static_cast<CUdeviceptr>(bytes[i])) {
+        return Status::error(fmt::format(
+            "{}: argument {} ({}) overlaps argument {} ({}); outputs may not alias other arguments",
+            info.name, i + 1, info.params[i].name, j + 1, info.params[j].name));
+      }
+    }
+  }
+  return Status::ok_status();
+}
+
+Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const StepRule> rules,
+               const std::vector<std::vector<int64_t>>& max_dynamic_smem,
+               std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
+               std::span<const int> variants, bool fallback, const DeviceFacts& device,
+               Layout& out) {
+  const size_t np = info.params.size();
+  out.buffer_bytes = 0;
+  for (size_t i = 0; i < info.buffers.size(); ++i) {
+    const int64_t bytes = *numel(enc.buffers[i], symbols) *
+                          static_cast<int64_t>(size_of(info.buffers[i].dtype));  // checked
+    out.buffer_offset[i] = out.buffer_bytes;
+    out.buffer_bytes =
+        ceil_div(out.buffer_bytes + bytes, bundle::kBufferAlign) * bundle::kBufferAlign;
+  }
+  for (size_t s = 0; s < info.steps.size(); ++s) {
+    const bundle::Step& step = info.steps[s];
+    const int64_t n = *numel(enc.spaces[s], symbols);   // checked
+    const int64_t r = *numel(enc.reduced[s], symbols);  // checked; 1 when not a reduction
+    int v = variants[s];
+    const Variant* var = &step.variants[static_cast<size_t>(v)];
+    if (var->align_bytes > 1) {
+      for (int p : var->aligned_params) {
+        if (static_cast<size_t>(p) >= np) {  // a buffer, at a multiple of bundle::kBufferAlign
+          if (bundle::kBufferAlign % var->align_bytes == 0) continue;
+          return Status::error(fmt::format(
+              "{}: variant {} of step {} ({}) needs {}-byte aligned buffers; the runtime aligns "
+              "them to {}",
+              info.name, v, s, step.name, var->align_bytes, bundle::kBufferAlign));
+        }
+        if (ptrs[p] % static_cast<CUdeviceptr>(var->align_bytes) == 0) continue;
+        if (!fallback || rules[s].scalar_fallback < 0) {
+          return Status::error(fmt::format(
+              "{}: argument {} ({}): variant {} of step {} ({}) needs {}-byte aligned pointers{}",
+              info.name, p + 1, info.params[p].name, v, s, step.name, var->align_bytes,
+              fallback ? " and the step has no scalar variant" : ""));
+        }
+        v = rules[s].scalar_fallback;
+        var = &step.variants[static_cast<size_t>(v)];
+        break;
+      }
+    }
+    StepLaunch& l = out.steps[s];
+    l = StepLaunch{};
+    int64_t blocks = ceil_div(n, var->elements_per_block);
+    if (var->split.phases > 0 && blocks > bundle::kMaxGridX) {
+      // Its entry takes a workspace and a phase: it cannot run as a plain grid-stride launch.
+      return Status::error(fmt::format(
+          "{}: step {} ({}): split variant {} cannot cover {} tiles of {} rows (more than the "
+          "grid limit {})",
+          info.name, s, step.name, v, blocks, var->elements_per_block, bundle::kMaxGridX));
+    }
+    if (var->split.phases > 0) {
+      // `blocks` tiles, each over S blocks; a workspace record of split.slots words per row
+      // of a block.
+      blocks *= split_blocks(blocks, r, var->split.chunk, device.sm_count);
+      int64_t record_bytes = 0;
+      if (__builtin_mul_overflow(var->elements_per_block, int64_t{var->split.slots} * 4,
+                                 &record_bytes) ||
+          __builtin_mul_overflow(blocks, record_bytes, &l.workspace_bytes)) {
+        return Status::error(fmt::format(
+            "{}: step {} ({}): the split workspace of {} blocks of {} rows overflows int64 bytes",
+            info.name, s, step.name, blocks, var->elements_per_block));
+      }
+      l.phases = var->split.phases;
+    }
+    if (step.kind == "row_reduction" && blocks > bundle::kMaxGridX) {
+      return Status::error(fmt::format(
+          "{}: step {} ({}): {} rows need {} blocks of {} rows, more than the grid limit {}",
+          info.name, s, step.name, n, blocks, var->elements_per_block, bundle::kMaxGridX));
+    }
+    if (var->stage.bytes_per_element > 0) {
+      // What the staged rows need when the device has it, else 0: the kernel then loops
+      // over global memory (manifest.h), so the launch is correct either way.
+      l.smem_bytes = static_cast<unsigned>(
+          bundle::stage_bytes(var->stage, r, max_dynamic_smem[s][static_cast<size_t>(v)]));
+    }
+    l.variant = v;
+    l.grid = static_cast<unsigned>(std::min(blocks, bundle::kMaxGridX));
+    l.block = static_cast<unsigned>(var->block_threads);
+  }
+  return Status::ok_status();
+}
+
+}  // namespace launch
+}  // namespace kiln

@@ -1,0 +1,119 @@
+// The launch as a sequence. Kernel::launch (runtime/launch.cpp) runs four steps in order, and
+// only the last one calls the driver:
+//   1. check_arguments: the counts, every pointer non-null and aligned to its elements, every
+//      symbol > 0, every tensor's, buffer's and step's size within int64, no output
+//      overlapping another argument;
+//   2. choose: per step a tuned winner, else heuristic_variant, evaluated on checked values
+//      only (a symbol of 0 never reaches a division);
+//   3. lay_out: the vector-alignment fallback, each step's grid, a split step's workspace, a
+//      staging step's dynamic shared memory, the buffers' offsets in one allocation;
+//   4. enqueue (Kernel::enqueue): the buffers' allocation, the launches, the frees.
+// Steps 1 to 3 are pure functions of the manifest, the device's facts and the arguments:
+// `kiln explain`, the tests and the launch fuzz target call them without a GPU. They allocate
+// nothing (the hot path stays allocation-free); only the error messages do.
+#pragma once
+
+#include <cuda.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "runtime/manifest.h"
+#include "runtime/status.h"
+
+namespace kiln::launch {
+
+/// Most arguments (pointers, buffers and symbols, plus a split step's workspace and phase)
+/// and steps a launch supports: its arrays live on the stack.
+inline constexpr size_t kMaxArgs = 64;
+inline constexpr size_t kMaxSteps = 32;
+
+/// A kernel's shapes encoded for evaluation without lookups: an entry > 0 is a fixed extent,
+/// an entry v < 0 is symbol number -v - 1 (KernelInfo::symbols order).
+struct EncodedKernel {
+  std::vector<std::vector<int64_t>> params;   // [param]
+  std::vector<std::vector<int64_t>> buffers;  // [buffer]
+  std::vector<std::vector<int64_t>> spaces;   // [step]: its iteration space (rows)
+  std::vector<std::vector<int64_t>> reduced;  // [step]: its reduced extent, or empty
+};
+EncodedKernel encode(const bundle::KernelInfo& k);
+
+/// The number of elements of an encoded shape, or nullopt when it overflows int64. `symbols`
+/// must hold one value per symbol.
+std::optional<int64_t> numel(const std::vector<int64_t>& dims, std::span<const int64_t> symbols);
+
+/// What the heuristic reads of the device.
+struct DeviceFacts {
+  int sm_count = 1;
+  bool memory_pools = false;  // stream-ordered allocation: split variants and buffers need it
+};
+
+/// The runtime's rule for one step, derived once from the manifest (which variants loaded,
+/// and the device): the variant it runs by default, its scalar fallback, the tiers and the
+/// split variant of a reduction step.
+struct StepRule {
+  int chosen = -1;           // the manifest default when it loaded, else the lowest loadable id
+  int scalar_fallback = -1;  // the best loadable variant with align_bytes == 1, or -1
+  std::vector<std::pair<int64_t, int>> tiers;  // (max_reduced, variant), loadable, ascending
+  int split = -1;  // the split variant for few, very long rows (or few column tiles), or -1
+};
+/// `loadable[v]`: whether variant v of `step` loaded on this device. chosen is -1 when none did.
+StepRule step_rule(const bundle::Step& step, const std::vector<bool>& loadable,
+                   const DeviceFacts& device);
+
+/// Blocks per tile of a split launch (a tile: a block's rows; one row for split rows): 4 per
+/// SM in all, each walking at least 2 chunks of the reduced extent, the grid within
+/// kMaxGridX. Defined for any tiles, reduced, chunk >= 1 and sm_count >= 1.
+int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count);
+
+/// The variant the heuristic runs for a step whose space holds `rows` and whose reduced extent
+/// is `reduced` elements (1 for a pointwise step): the split variant when the unsplit kernel
+/// would have fewer tiles than SMs and the split gives each at least 4 blocks; else the tier
+/// with the smallest max_reduced >= reduced (the largest tier when none); else rule.chosen.
+/// Staging variants are never chosen here (measured slower: docs/architecture.md). Values
+/// below 1 (unchecked input) give rule.chosen.
+int heuristic_variant(const bundle::Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
+                      const DeviceFacts& device);
+
+/// Step 1. On success `bytes[i]` holds parameter i's size in bytes.
+Status check_arguments(const bundle::KernelInfo& info, const EncodedKernel& enc,
+                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
+                       std::array<int64_t, kMaxArgs>& bytes);
+
+/// Step 2 for one step, on checked symbols: heuristic_variant with the step's sizes.
+int heuristic_for(const bundle::KernelInfo& info, const EncodedKernel& enc, size_t step,
+                  const StepRule& rule, std::span<const int64_t> symbols,
+                  const DeviceFacts& device);
+
+/// One step's launch, as step 3 lays it out.
+struct StepLaunch {
+  int variant = 0;
+  unsigned grid = 0;
+  unsigned block = 0;
+  unsigned smem_bytes = 0;      // staging variants: dynamic shared memory
+  int64_t workspace_bytes = 0;  // split variants
+  int phases = 0;               // split variants: launches of the step, else 0
+};
+
+struct Layout {
+  std::array<StepLaunch, kMaxSteps> steps{};
+  std::array<int64_t, kMaxArgs> buffer_offset{};  // [buffer], each a multiple of kBufferAlign
+  int64_t buffer_bytes = 0;                       // the one allocation holding every buffer
+};
+
+/// Step 3, on arguments that passed step 1 and variants that exist and loaded. A variant whose
+/// vector alignment a pointer misses is replaced by the step's scalar fallback when `fallback`
+/// (else an error). `max_dynamic_smem[s][v]`: the dynamic shared memory a staging variant may
+/// use on this device (0 for every other variant).
+Status lay_out(const bundle::KernelInfo& info, const EncodedKernel& enc,
+               std::span<const StepRule> rules,
+               const std::vector<std::vector<int64_t>>& max_dynamic_smem,
+               std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
+               std::span<const int> variants, bool fallback, const DeviceFacts& device,
+               Layout& out);
+
+}  // namespace kiln::launch

@@ -1,0 +1,417 @@
+// Host-side tests of the runtime's launch path, with no GPU: the runtime loads the fake driver
+// (tests/fake_driver/fake_cuda.cpp) through KILN_CUDA_DRIVER, loads real bundles compiled by
+// the bundle/* tests, and launches them. Kernels do not run; what is tested is everything the
+// runtime does around them: the argument and symbol checks (on every kind of step: pointwise,
+// row, outer, split, buffered), the variants the heuristic picks, the grids, the buffers and
+// split workspaces (allocated, poisoned when asked, freed on every path), the C API, and the
+// open failures that are not "no driver".
+//
+//   kiln_host_launch_tests FAKE_DRIVER BUNDLE_DIR... [-- catch options]
+#define CATCH_CONFIG_RUNNER
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/c_api.h"
+#include "runtime/driver.h"
+#include "runtime/launch.h"
+#include "runtime/runtime.h"
+
+using namespace kiln;
+
+namespace {
+
+std::string g_fake;
+std::vector<std::string> g_bundles;
+
+// What the fake driver recorded (its kiln_fake_* functions).
+struct Fake {
+  void* lib = nullptr;
+  template <class F>
+  F get(const char* name) {
+    void* p = dlsym(lib, name);
+    REQUIRE(p != nullptr);
+    return reinterpret_cast<F>(p);
+  }
+  Fake() {
+    lib = dlopen(g_fake.c_str(), RTLD_NOW | RTLD_LOCAL);  // the runtime's handle, shared
+    REQUIRE(lib != nullptr);
+  }
+  void reset() { get<void (*)()>("kiln_fake_reset")(); }
+  void set_arg_count(int n) { get<void (*)(int)>("kiln_fake_set_arg_count")(n); }
+  int launches() { return get<int (*)()>("kiln_fake_launch_count")(); }
+  std::string entry(int i, unsigned* grid = nullptr, unsigned* block = nullptr) {
+    unsigned g = 0, b = 0, s = 0;
+    const char* e = get<const char* (*)(int, unsigned*, unsigned*, unsigned*)>("kiln_fake_launch")(
+        i, &g, &b, &s);
+    if (grid) *grid = g;
+    if (block) *block = b;
+    return e;
+  }
+  uint64_t arg(int i, int a) { return get<uint64_t (*)(int, int)>("kiln_fake_launch_arg")(i, a); }
+  int live() { return get<int (*)()>("kiln_fake_live_allocations")(); }
+  int memsets() { return get<int (*)()>("kiln_fake_memset_count")(); }
+  int memset_byte(int i) { return get<int (*)(int)>("kiln_fake_memset_byte")(i); }
+};
+
+std::unique_ptr<Runtime> open_fake() {
+  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  auto rt = Runtime::open();
+  REQUIRE(rt.ok());
+  return std::move(rt).value();
+}
+
+// Device memory for every parameter of `k` at these symbol values.
+struct Args {
+  const Runtime& rt;
+  std::vector<CUdeviceptr> ptrs;
+  Args(const Runtime& rt, const bundle::KernelInfo& k, const std::map<std::string, int64_t>& sym)
+      : rt(rt) {
+    for (const bundle::ParamInfo& p : k.params) {
+      int64_t n = 1;
+      for (const Dim& d : p.shape) n *= d.is_fixed() ? d.value() : sym.at(d.name());
+      CUdeviceptr ptr = 0;
+      REQUIRE(rt.driver().cuMemAlloc(&ptr, static_cast<size_t>(n) * size_of(p.dtype)) ==
+              CUDA_SUCCESS);
+      ptrs.push_back(ptr);
+    }
+  }
+  ~Args() {
+    for (CUdeviceptr p : ptrs) (void)rt.driver().cuMemFree(p);
+  }
+};
+
+std::vector<int64_t> values(const bundle::KernelInfo& k, const std::map<std::string, int64_t>& s) {
+  std::vector<int64_t> v;
+  for (const std::string& name : k.symbols) v.push_back(s.at(name));
+  return v;
+}
+
+std::string bundle_named(const std::string& name) {
+  for (const std::string& b : g_bundles) {
+    if (b.size() >= name.size() && b.compare(b.size() - name.size(), name.size(), name) == 0) {
+      return b;
+    }
+  }
+  FAIL("no bundle named " << name << " on the command line");
+  return {};
+}
+
+const bundle::Step& step_of(const Kernel& k, size_t s) {
+  return k.info().steps[s];
+}
+
+}  // namespace
+
+TEST_CASE("a symbol of 0, -1 or 2^62 is refused on every kernel, naming the symbol", "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  int kernels = 0;
+  std::map<std::string, int> kinds;
+  for (const std::string& dir : g_bundles) {
+    auto b = Bundle::load(*rt, dir);
+    REQUIRE(b.ok());
+    for (const bundle::KernelInfo& info : (*b)->manifest().kernels) {
+      const Kernel* k = (*b)->find(info.name);
+      REQUIRE(k != nullptr);
+      ++kernels;
+      for (const bundle::Step& s : info.steps) ++kinds[s.kind];
+      if (!info.buffers.empty()) ++kinds["buffered"];
+      std::map<std::string, int64_t> ok;
+      for (const std::string& s : info.symbols) ok[s] = 5;
+      Args args(*rt, info, ok);
+      for (size_t j = 0; j < info.symbols.size(); ++j) {
+        for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{1} << 62}) {
+          INFO(info.name << " " << info.symbols[j] << " = " << bad);
+          fake.reset();
+          const int live = fake.live();
+          std::vector<int64_t> syms = values(info, ok);
+          syms[j] = bad;
+          Status s = k->launch(nullptr, args.ptrs, syms);
+          REQUIRE_FALSE(s.ok());
+          if (bad <= 0) {
+            CHECK(s.message() ==
+                  fmt::format("{}: symbol {} = {} must be > 0", info.name, info.symbols[j], bad));
+          } else {
+            CHECK_THAT(s.message(),
+                       Catch::Contains(info.symbols[j]) && Catch::Contains("too large"));
+          }
+          CHECK(fake.launches() == 0);
+          CHECK(fake.live() == live);
+          // launch_variants checks the same, before anything else.
+          std::vector<int> defaults(info.steps.size());
+          for (size_t st = 0; st < defaults.size(); ++st) defaults[st] = k->chosen_variant(st);
+          CHECK_FALSE(k->launch_variants(nullptr, args.ptrs, syms, defaults).ok());
+          CHECK(fake.launches() == 0);
+          // choose() is public and reads the symbols too: it must not crash on them.
+          std::vector<int> chosen(info.steps.size());
+          (void)k->choose(syms, chosen);
+        }
+      }
+      fake.reset();
+      REQUIRE(k->launch(nullptr, args.ptrs, values(info, ok)).ok());
+      CHECK(fake.launches() >= static_cast<int>(info.steps.size()));
+    }
+  }
+  INFO("kernels launched: " << kernels);
+  CHECK(kernels > 0);
+}
+
+TEST_CASE("every kind of step is covered by the bundles given", "[launch]") {
+  auto rt = open_fake();
+  std::map<std::string, int> kinds;
+  for (const std::string& dir : g_bundles) {
+    auto b = Bundle::load(*rt, dir);
+    REQUIRE(b.ok());
+    for (const bundle::KernelInfo& info : (*b)->manifest().kernels) {
+      for (const bundle::Step& s : info.steps) {
+        ++kinds[s.kind];
+        for (const bundle::Variant& v : s.variants) {
+          if (v.split.phases > 0) ++kinds[s.kind + " split"];
+        }
+      }
+      if (!info.buffers.empty()) ++kinds["buffered"];
+    }
+  }
+  for (const char* kind : {"pointwise", "row_reduction", "outer_reduction", "row_reduction split",
+                           "outer_reduction split", "buffered"}) {
+    INFO(kind);
+    CHECK(kinds[kind] > 0);
+  }
+}
+
+TEST_CASE("argument checks: counts, null, alignment, overlap", "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("add"));
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("add");
+  const std::map<std::string, int64_t> n{{"N", 1000}};
+  Args a(*rt, k.info(), n);
+  const std::vector<int64_t> syms = values(k.info(), n);
+  fake.reset();
+
+  CHECK(k.launch(nullptr, std::span(a.ptrs).first(2), syms).message() ==
+        "add: expected 3 pointers (x, y, z), got 2");
+  CHECK(k.launch(nullptr, a.ptrs, {}).message() == "add: expected 1 symbol value (N), got 0");
+  std::vector<CUdeviceptr> p = a.ptrs;
+  p[1] = 0;
+  CHECK(k.launch(nullptr, p, syms).message() == "add: argument 2 (y): null pointer");
+  p = a.ptrs;
+  p[0] += 2;
+  CHECK(k.launch(nullptr, p, syms).message() ==
+        "add: argument 1 (x): pointer is not aligned to its 4-byte elements");
+  // z overlapping x, by one element.
+  p = a.ptrs;
+  p[2] = p[0] + 999 * 4;
+  CHECK(k.launch(nullptr, p, syms).message() ==
+        "add: argument 3 (z) overlaps argument 1 (x); outputs may not alias other arguments");
+  p[2] = p[0] + 1000 * 4;  // just past x: allowed (the fake checks nothing of it)
+  CHECK(k.launch(nullptr, p, syms).ok());
+  CHECK(fake.launches() == 1);
+}
+
+TEST_CASE("a pointer missing a vector variant's alignment falls back to the scalar variant",
+          "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("add"));
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("add");
+  const bundle::Step& step = step_of(k, 0);
+  REQUIRE(step.variants[k.chosen_variant(0)].align_bytes == 16);
+  const std::map<std::string, int64_t> n{{"N", 4097}};
+  Args a(*rt, k.info(), n);
+  std::vector<CUdeviceptr> p = a.ptrs;
+  p[1] += 4;
+  fake.reset();
+  REQUIRE(k.launch(nullptr, p, values(k.info(), n)).ok());
+  REQUIRE(fake.launches() == 1);
+  const std::string entry = fake.entry(0);
+  bool scalar = false;
+  for (const bundle::Variant& v : step.variants) {
+    if (v.entry == entry) scalar = v.align_bytes == 1;
+  }
+  CHECK(scalar);
+  // An explicit choice never falls back.
+  const int vec = k.chosen_variant(0);
+  Status s = k.launch_variants(nullptr, p, values(k.info(), n), std::span(&vec, 1));
+  CHECK_THAT(s.message(), Catch::Contains("needs 16-byte aligned pointers"));
+}
+
+TEST_CASE("few, very long rows run the split variant; its workspace is freed", "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("rowsum"));
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("rowsum");
+  const bundle::Step& step = step_of(k, 0);
+  struct Case {
+    int64_t m, n;
+    bool split;
+  };
+  for (Case c : {Case{2, 3000017, true}, Case{1, 67108864, true}, Case{1000, 1024, false},
+                 Case{64, 8192, false}, Case{1, 1, false}}) {
+    INFO("M=" << c.m << " N=" << c.n);
+    const std::map<std::string, int64_t> sym{{"M", c.m}, {"N", c.n}};
+    Args a(*rt, k.info(), sym);
+    const int live = fake.live();
+    fake.reset();
+    REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
+    REQUIRE(fake.launches() >= 1);
+    const std::string entry = fake.entry(0);
+    const bundle::Variant* ran = nullptr;
+    for (const bundle::Variant& v : step.variants) {
+      if (v.entry == entry) ran = &v;
+    }
+    REQUIRE(ran != nullptr);
+    CHECK((ran->split.phases > 0) == c.split);
+    CHECK(fake.launches() == (c.split ? ran->split.phases : 1));
+    // The pure heuristic says the same as the launch.
+    std::vector<bool> loadable(step.variants.size(), true);
+    launch::StepRule rule = launch::step_rule(step, loadable, {132, true});
+    CHECK(step.variants[launch::heuristic_variant(step, rule, c.m, c.n, {132, true})].entry ==
+          entry);
+    CHECK(fake.live() == live);  // the workspace went back
+  }
+}
+
+TEST_CASE("buffers and split workspaces are poisoned when asked, and always freed", "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("global_max_norm"));
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("global_max_norm");
+  REQUIRE_FALSE(k.info().buffers.empty());
+  const std::map<std::string, int64_t> sym{{"M", 1000003}, {"N", 3}};
+  Args a(*rt, k.info(), sym);
+  const int live = fake.live();
+  fake.reset();
+  REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
+  CHECK(fake.memsets() == 0);
+  CHECK(fake.live() == live);
+
+  rt->set_scratch_poison(0xA5);
+  fake.reset();
+  REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
+  REQUIRE(fake.memsets() >= 1);  // the buffers, and a workspace for each split step
+  for (int i = 0; i < fake.memsets(); ++i) CHECK(fake.memset_byte(i) == 0xA5);
+  CHECK(fake.live() == live);
+
+  // A failing launch frees what it allocated.
+  setenv("KILN_FAKE_CUDA_FAIL", "cuLaunchKernel", 1);
+  CHECK_FALSE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
+  unsetenv("KILN_FAKE_CUDA_FAIL");
+  CHECK(fake.live() == live);
+  rt->set_scratch_poison(-1);
+}
+
+TEST_CASE("the C API refuses bad arguments with a message and keeps the process", "[launch]") {
+  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  kiln_runtime* rt = nullptr;
+  REQUIRE(kiln_runtime_open(0, &rt) == KILN_OK);
+  kiln_bundle* b = nullptr;
+  REQUIRE(kiln_bundle_load(rt, bundle_named("rowsum").c_str(), &b) == KILN_OK);
+  const kiln_kernel* k = kiln_bundle_find(b, "rowsum");
+  REQUIRE(k != nullptr);
+  CHECK(kiln_bundle_find(b, "nope") == nullptr);
+  CHECK(std::string(kiln_last_error()).find("nope") != std::string::npos);
+  CUdeviceptr x = 0, y = 0;
+  // Memory from the fake driver: the same process-wide library the runtime loaded.
+  void* lib = dlopen(g_fake.c_str(), RTLD_NOW | RTLD_LOCAL);
+  auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(dlsym(lib, "cuMemAlloc_v2"));
+  auto release = reinterpret_cast<CUresult (*)(CUdeviceptr)>(dlsym(lib, "cuMemFree_v2"));
+  REQUIRE(alloc(&x, 4 * 33 * 7) == CUDA_SUCCESS);
+  REQUIRE(alloc(&y, 4 * 33) == CUDA_SUCCESS);
+  const CUdeviceptr ptrs[] = {x, y};
+  for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{1} << 62}) {
+    const int64_t syms[] = {33, bad};
+    CHECK(kiln_launch(k, nullptr, ptrs, 2, syms, 2) == KILN_ERROR);
+    CHECK(std::string(kiln_last_error()).find("N") != std::string::npos);
+  }
+  const int64_t good[] = {33, 7};
+  CHECK(kiln_launch(k, nullptr, ptrs, 2, good, 2) == KILN_OK);
+  CHECK(kiln_launch(k, nullptr, ptrs, 1, good, 2) == KILN_ERROR);
+  CHECK(kiln_launch(k, nullptr, nullptr, 2, good, 2) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(kiln_launch(nullptr, nullptr, ptrs, 2, good, 2) == KILN_ERROR_INVALID_ARGUMENT);
+  (void)release(x);
+  (void)release(y);
+  CHECK(kiln_bundle_free(b) == KILN_OK);
+  CHECK(kiln_runtime_close(rt) == KILN_OK);
+}
+
+TEST_CASE("only a driver library that cannot be loaded is 'no driver'", "[launch]") {
+  setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  auto none = Runtime::open();
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().no_driver());
+  CHECK_THAT(none.message(), Catch::StartsWith("no CUDA driver: /nonexistent/libcuda.so.1"));
+
+  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  for (const char* fail : {"cuInit", "cuDeviceGetCount", "cuDevicePrimaryCtxRetain"}) {
+    INFO(fail);
+    setenv("KILN_FAKE_CUDA_FAIL", fail, 1);
+    auto rt = Runtime::open();
+    REQUIRE_FALSE(rt.ok());
+    CHECK_FALSE(rt.status().no_driver());
+    CHECK_THAT(rt.message(), Catch::Contains("failed") && Catch::Contains("CUDA_ERROR_UNKNOWN"));
+  }
+  unsetenv("KILN_FAKE_CUDA_FAIL");
+  setenv("KILN_FAKE_CUDA_DEVICES", "0", 1);
+  auto zero = Runtime::open();
+  unsetenv("KILN_FAKE_CUDA_DEVICES");
+  REQUIRE_FALSE(zero.ok());
+  CHECK_FALSE(zero.status().no_driver());
+  CHECK(zero.message() == "no CUDA device found");
+}
+
+TEST_CASE("the heuristic is a pure function that never fails on any sizes", "[launch]") {
+  // Every step of every bundle, at extreme sizes, with and without memory pools.
+  for (const std::string& dir : g_bundles) {
+    auto m = bundle::read_manifest(dir);
+    REQUIRE(m.ok());
+    for (const bundle::KernelInfo& info : m->kernels) {
+      for (const bundle::Step& step : info.steps) {
+        std::vector<bool> loadable(step.variants.size(), true);
+        for (bool pools : {false, true}) {
+          for (int sms : {1, 132, 1 << 20}) {
+            const launch::DeviceFacts dev{sms, pools};
+            const launch::StepRule rule = launch::step_rule(step, loadable, dev);
+            for (int64_t rows : {int64_t{-1}, int64_t{0}, int64_t{1}, int64_t{131},
+                                 int64_t{1} << 40, std::numeric_limits<int64_t>::max()}) {
+              for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{16385}, int64_t{1} << 62,
+                                std::numeric_limits<int64_t>::max()}) {
+                const int v = launch::heuristic_variant(step, rule, rows, r, dev);
+                REQUIRE(v >= 0);
+                REQUIRE(static_cast<size_t>(v) < step.variants.size());
+                if (!pools) CHECK(step.variants[v].split.phases == 0);
+                CHECK(step.variants[v].stage.bytes_per_element == 0);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s FAKE_DRIVER BUNDLE_DIR... [-- catch options]\n", argv[0]);
+    return 1;
+  }
+  g_fake = argv[1];
+  int i = 2;
+  for (; i < argc && std::string(argv[i]) != "--"; ++i) g_bundles.emplace_back(argv[i]);
+  std::vector<char*> rest{argv[0]};
+  for (++i; i < argc; ++i) rest.push_back(argv[i]);
+  return Catch::Session().run(static_cast<int>(rest.size()), rest.data());
+}
