@@ -73,7 +73,13 @@ int kiln_runtime_open(int ordinal, kiln_runtime** out) {
   *out = nullptr;
   return guarded("kiln_runtime_open", [&]() -> int {
     auto rt = kiln::Runtime::open(ordinal);
-    if (!rt.ok()) return fail(KILN_ERROR_NO_DEVICE, rt.message());
+    if (!rt.ok()) {
+      const kiln::StatusCode c = rt.status().code();
+      return fail(c == kiln::StatusCode::no_driver || c == kiln::StatusCode::no_device
+                      ? KILN_ERROR_NO_DEVICE
+                      : KILN_ERROR,
+                  rt.message());
+    }
     *out = reinterpret_cast<kiln_runtime*>(std::move(rt).value().release());
     return KILN_OK;
   });
@@ -148,7 +154,13 @@ const kiln_kernel* kiln_bundle_find(const kiln_bundle* bundle, const char* name)
   const kiln::Kernel* k = nullptr;
   guarded("kiln_bundle_find", [&]() -> int {
     k = cpp(bundle)->find(name);
-    return k ? KILN_OK : fail(KILN_ERROR, std::string("bundle has no kernel ") + name);
+    if (k != nullptr) return KILN_OK;
+    std::string names;
+    for (const kiln::bundle::KernelInfo& info : cpp(bundle)->manifest().kernels) {
+      names += (names.empty() ? "" : ", ") + info.name;
+    }
+    return fail(KILN_ERROR,
+                "bundle has no kernel '" + std::string(name) + "' (its kernels: " + names + ")");
   });
   return reinterpret_cast<const kiln_kernel*>(k);
 }

@@ -32,7 +32,8 @@ enum {
   KILN_OK = 0,
   KILN_ERROR = 1,                  /**< any other failure: files, manifest, launch checks, CUDA */
   KILN_ERROR_INVALID_ARGUMENT = 2, /**< a NULL handle or pointer where one is required */
-  KILN_ERROR_NO_DEVICE = 3         /**< kiln_runtime_open: no CUDA driver, or no such device */
+  KILN_ERROR_NO_DEVICE = 3         /**< kiln_runtime_open: no CUDA driver to load, or no such
+                                        device (any other failure to open is KILN_ERROR) */
 };
 
 /** An open CUDA device with its primary context (kiln::Runtime). */
@@ -48,7 +49,8 @@ const char* kiln_last_error(void);
 
 /** Loads libcuda, initialises it and opens device `ordinal`, making its primary context
  *  current on this thread. Fails with KILN_ERROR_NO_DEVICE (the message names libcuda when
- *  there is no driver) on machines without a usable GPU. */
+ *  there is no driver) when libcuda cannot be loaded or has no such device, and with
+ *  KILN_ERROR when the driver is there but fails (too old, cuInit or the context failing). */
 int kiln_runtime_open(int ordinal, kiln_runtime** out);
 /** Closes a runtime; NULL is allowed and does nothing. */
 int kiln_runtime_close(kiln_runtime* rt);

@@ -238,10 +238,11 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
     if (Status s = check(api.cuInit(0), "cuInit"); !s.ok()) return s;
     int count = 0;
     if (Status s = check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"); !s.ok()) return s;
-    if (count == 0) return Status::error("no CUDA device found");
+    if (count == 0) return Status::error("no CUDA device found", StatusCode::no_device);
     if (ordinal < 0 || ordinal >= count) {
       return Status::error(fmt::format("CUDA device {} does not exist ({} device{} found)", ordinal,
-                                       count, count == 1 ? "" : "s"));
+                                       count, count == 1 ? "" : "s"),
+                           StatusCode::no_device);
     }
     if (Status s = check(api.cuDeviceGet(&rt->dev_, ordinal), "cuDeviceGet"); !s.ok()) return s;
     std::array<char, 256> name{};

@@ -12,7 +12,9 @@ namespace kiln {
 /// Why a Status failed, where a caller acts on the reason: only the absence of a CUDA driver
 /// (libcuda cannot be loaded) lets a GPU test or `kiln run` report a skip (exit 77); every
 /// other failure, a driver too old or a device that will not open included, is an error.
-enum class StatusCode { ok, error, no_driver };
+/// no_device: the driver loaded and works, but has no device of the ordinal asked for (the C
+/// API reports it, with no_driver, as KILN_ERROR_NO_DEVICE).
+enum class StatusCode { ok, error, no_driver, no_device };
 
 class [[nodiscard]] Status {
  public:

@@ -337,7 +337,7 @@ TEST_CASE("the C API refuses bad arguments with a message and keeps the process"
   const kiln_kernel* k = kiln_bundle_find(b, "rowsum");
   REQUIRE(k != nullptr);
   CHECK(kiln_bundle_find(b, "nope") == nullptr);
-  CHECK(std::string(kiln_last_error()).find("nope") != std::string::npos);
+  CHECK(std::string(kiln_last_error()) == "bundle has no kernel 'nope' (its kernels: rowsum)");
   CUdeviceptr x = 0, y = 0;
   // Memory from the fake driver: the same process-wide library the runtime loaded.
   void* lib = dlopen(g_fake.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -385,6 +385,19 @@ TEST_CASE("only a driver library that cannot be loaded is 'no driver'", "[launch
   REQUIRE_FALSE(zero.ok());
   CHECK_FALSE(zero.status().no_driver());
   CHECK(zero.message() == "no CUDA device found");
+  CHECK(zero.status().code() == StatusCode::no_device);
+
+  // The C API: no driver and no device are KILN_ERROR_NO_DEVICE, a failing driver KILN_ERROR.
+  kiln_runtime* rt = nullptr;
+  setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  CHECK(kiln_runtime_open(0, &rt) == KILN_ERROR_NO_DEVICE);
+  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  CHECK(kiln_runtime_open(1, &rt) == KILN_ERROR_NO_DEVICE);
+  CHECK(std::string(kiln_last_error()) == "CUDA device 1 does not exist (1 device found)");
+  setenv("KILN_FAKE_CUDA_FAIL", "cuInit", 1);
+  CHECK(kiln_runtime_open(0, &rt) == KILN_ERROR);
+  unsetenv("KILN_FAKE_CUDA_FAIL");
+  CHECK(rt == nullptr);
 }
 
 TEST_CASE("the heuristic is a pure function that never fails on any sizes", "[launch]") {
