@@ -14,9 +14,11 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
+#include "autotune/cache.h"
 #include "autotune/tune.h"
 #include "compiler/compile.h"
 #include "compiler/schedule.h"
@@ -224,9 +226,10 @@ std::string check_shape(const SymbolValues& shape, const std::vector<KernelSymbo
   return "";
 }
 
+// `several_archs`: --arch named more than one (the default's two are for bundles).
 int compile_command(const std::string& spec_path, const std::string& out_dir,
-                    std::vector<std::string> archs, const std::string& emit, bool default_only,
-                    int jobs) {
+                    std::vector<std::string> archs, bool several_archs, const std::string& emit,
+                    bool default_only, int jobs) {
   if (std::string why = check_archs(archs); !why.empty()) {
     fmt::print(stderr, "kiln compile: --arch: {}\n", why);
     return 1;
@@ -242,6 +245,13 @@ int compile_command(const std::string& spec_path, const std::string& out_dir,
                     : emit == "llvm"     ? Stage::llvm
                     : emit == "header"   ? Stage::header
                                          : Stage::ptx;
+      if (stage == Stage::ptx && several_archs) {
+        fmt::print(stderr,
+                   "kiln compile: --emit=ptx prints the PTX of one architecture; give one "
+                   "--arch (got {})\n",
+                   fmt::join(archs, ", "));
+        return 1;
+      }
       std::string text = emit_stage(*program, stage, archs.front());
       if (out_dir.empty()) {
         fmt::print("{}", text);
@@ -516,7 +526,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    if (*compile) return compile_command(spec, out_dir, archs, emit, default_only, jobs);
+    if (*compile) {
+      bool several = compile->count("--arch") > 0 && archs.size() > 1;
+      return compile_command(spec, out_dir, archs, several, emit, default_only, jobs);
+    }
     if (*explain) return explain_command(explain_spec, explain_kernel, explain_shapes);
     if (*tune_cmd) {
       std::optional<std::vector<KernelSymbols>> kernels =
@@ -545,6 +558,12 @@ int main(int argc, char** argv) {
         }
         to.shapes.push_back(*s);
       }
+      // The cache is read before the GPU is opened: a corrupt or foreign file is refused
+      // the same way with or without one (a missing file is created).
+      if (Result<cache::Cache> c = cache::load(to.cache_path); !c.ok()) {
+        fmt::print(stderr, "kiln tune: {}\n", c.message());
+        return 1;
+      }
       to.descent = !no_descent;
       to.progress = !quiet && isatty(2);
       return tune(to);
@@ -559,6 +578,18 @@ int main(int argc, char** argv) {
       if (std::string why = check_shape(*s, *kernels, true); !why.empty()) {
         fmt::print(stderr, "kiln run: {}\n", why);
         return 1;
+      }
+      // A cache to launch the winners of must exist: a typo is not an empty cache.
+      if (!ro.cache_path.empty()) {
+        std::error_code ec;
+        Result<cache::Cache> c = std::filesystem::exists(ro.cache_path, ec)
+                                     ? cache::load(ro.cache_path)
+                                     : Result<cache::Cache>(Status::error(
+                                           fmt::format("{}: no such cache file", ro.cache_path)));
+        if (!c.ok()) {
+          fmt::print(stderr, "kiln run: -c: {}\n", c.message());
+          return 1;
+        }
       }
       ro.shape = *s;
       ro.check = !no_check;

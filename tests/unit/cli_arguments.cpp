@@ -193,6 +193,34 @@ TEST_CASE("kiln run and kiln tune check --shape against the bundle before the GP
   CHECK_THAT(o.err, Catch::Contains("kernel add has no symbol 'Q'"));
 }
 
+TEST_CASE("kiln run and kiln tune read their cache files before the GPU", "[cli]") {
+  Files f;
+  f.make_bundle();
+  write_text(f.dir.file("garbage.json"), "not json");
+  Outcome o = run_kiln({"tune", f.bundle, "--shape", "N=64", "-c", f.dir.file("garbage.json")},
+                       f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err,
+             Catch::Contains("kiln tune: ") && Catch::Contains("garbage.json: invalid JSON"));
+  CHECK(read_text(f.dir.file("garbage.json")) == "not json");
+  o = run_kiln({"run", f.bundle, "add", "--shape", "N=64", "-c", f.dir.file("nope.json")},
+               f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err,
+             Catch::Contains("kiln run: -c: ") && Catch::Contains("nope.json: no such cache file"));
+}
+
+TEST_CASE("kiln compile --emit=ptx with several --arch is refused", "[cli]") {
+  Files f;
+  Outcome o = run_kiln({"compile", f.spec, "--emit=ptx", "--arch", "sm_80,sm_90"}, f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err, Catch::Contains("--emit=ptx prints the PTX of one architecture; give one "
+                                    "--arch (got sm_80, sm_90)"));
+  o = run_kiln({"compile", f.spec, "--emit=ptx", "--arch", "sm_90"}, f.dir.path());
+  CHECK(o.code == 0);
+  CHECK_THAT(o.out, Catch::Contains(".target sm_90"));
+}
+
 TEST_CASE("kiln tune and kiln run without a CUDA driver exit 77", "[cli]") {
   if (::access("/dev/nvidiactl", F_OK) == 0) return;  // a GPU machine: nothing to check here
   Files f;
