@@ -329,6 +329,9 @@ class Parser {
     if (t.kind == Tok::integer) {
       int64_t v = 0;
       auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+      if (ec == std::errc::result_out_of_range) {
+        fail(t.loc, fmt::format("dimension {} is too large (at most {})", t.text, INT64_MAX));
+      }
       if (ec != std::errc() || v <= 0) {
         fail(t.loc, fmt::format("a dimension must be a positive integer, not {}", t.text));
       }

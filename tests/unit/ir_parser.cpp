@@ -189,6 +189,9 @@ TEST_CASE("syntax errors point at the offending token", "[ir]") {
       "kernel k(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i]\n\n"
       "kernel g(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i]\n}\n",
       "unterminated kernel 'k': expected '}' before the next kernel at 4:1", 1, 36);
+  check_syntax_error("kernel k(x: f32[99999999999999999999]) -> (y: f32[N]) {\n  y[i] = x[i]\n}",
+                     "dimension 99999999999999999999 is too large (at most 9223372036854775807)", 1,
+                     17);
   // A statement target may be called `kernel`.
   CHECK_NOTHROW(
       parse_program("kernel k(x: f32[N]) -> (y: f32[N]) {\n  kernel[i] = x[i]\n"
