@@ -69,7 +69,9 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
   }
   for (const std::string& c : candidates) {
     size_t d = 2 * edit_distance(lower(word), lower(c)) + (lower(word) == lower(c) ? 1 : 0);
-    size_t limit = 2 * std::max<size_t>(1, std::max(word.size(), c.size()) / 3);
+    // One letter differs from every other letter by one edit: only its other case counts.
+    size_t longest = std::max(word.size(), c.size());
+    size_t limit = longest == 1 ? 1 : 2 * std::max<size_t>(1, longest / 3);
     if (d <= limit && d < best_d) {
       best = c;
       best_d = d;
@@ -202,6 +204,13 @@ std::string check_shape(const SymbolValues& shape, const std::vector<KernelSymbo
     if (kernels.size() == 1) {
       return fmt::format("--shape: kernel {} has no symbol '{}' ({}){}", kernels[0].name, name,
                          symbols_text(kernels[0]), did_you_mean(name, all));
+    }
+    bool same = std::all_of(kernels.begin(), kernels.end(), [&](const KernelSymbols& k) {
+      return k.symbols == kernels[0].symbols;
+    });
+    if (same) {
+      return fmt::format("--shape: no kernel has a symbol '{}' (the {} kernels' symbols: {}){}",
+                         name, kernels.size(), fmt::join(all, ", "), did_you_mean(name, all));
     }
     std::vector<std::string> each;
     for (const KernelSymbols& k : kernels) {
