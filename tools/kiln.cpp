@@ -104,6 +104,9 @@ std::optional<Program> load_spec(const SpecFile& spec) {
   }
 }
 
+// Specs are small; anything past this is not one (and would otherwise be read whole).
+constexpr size_t kMaxSpecBytes = size_t{64} << 20;
+
 std::optional<SpecFile> read_spec(const std::string& path) {
   auto fail = [&](int err) -> std::optional<SpecFile> {
     fmt::print(stderr, "kiln: cannot read spec file '{}': {}\n", path, std::strerror(err));
@@ -129,6 +132,12 @@ std::optional<SpecFile> read_spec(const std::string& path) {
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxSpecBytes) {  // /dev/zero, or a file that is not a spec
+      ::close(fd);
+      fmt::print(stderr, "kiln: cannot read spec file '{}': larger than {} MiB\n", path,
+                 kMaxSpecBytes >> 20);
+      return std::nullopt;
+    }
   }
   ::close(fd);
   return SpecFile{path, std::move(text)};

@@ -122,6 +122,9 @@ TEST_CASE("kiln compile refuses a spec without kernels and a directory", "[cli]"
   CHECK_THAT(o.err, Catch::Contains("missing.kiln': No such file or directory"));
   o = run_kiln({"explain", f.empty}, f.dir.path());
   check_error(o, 1);
+  o = run_kiln({"compile", "/dev/zero", "--emit=ir"}, f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err, Catch::Contains("cannot read spec file '/dev/zero': larger than 64 MiB"));
 }
 
 TEST_CASE("kiln compile refuses archs it cannot target, with the list", "[cli]") {
