@@ -32,6 +32,9 @@
 namespace kiln {
 namespace {
 
+// No CUDA driver (libcuda cannot be loaded): the exit code the README promises.
+constexpr int kExitNoDriver = 77;
+
 struct TuneFailure {
   std::string message;
 };
@@ -48,6 +51,11 @@ class Tuner {
 
   int run() {
     auto rt = Runtime::open();
+    if (!rt.ok() && rt.status().no_driver()) {
+      // As `kiln run` does, so that scripts and the test suite can report a skip.
+      fmt::print(stderr, "kiln tune: skipped, needs a GPU: {}\n", rt.message());
+      return kExitNoDriver;
+    }
     if (!rt.ok()) throw TuneFailure{"kiln tune needs a GPU: " + rt.message()};
     rt_ = std::move(rt.value());
     rt_->driver().cuDriverGetVersion(&driver_version_);

@@ -21,7 +21,8 @@ struct TuneOptions {
 };
 
 /// Tunes and stores the results; prints one line per (kernel, shape, step) and a summary.
-/// Returns 0, or 1 with a one-line reason on stderr.
+/// Returns 0; 77 when there is no CUDA driver (libcuda cannot be loaded); or 1 with a
+/// one-line reason on stderr.
 int tune(const TuneOptions& opts);
 
 }  // namespace kiln

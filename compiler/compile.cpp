@@ -5,6 +5,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <exception>
@@ -371,7 +372,32 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
   return v;
 }
 
+const std::vector<std::string>& supported_archs() {
+  static const std::vector<std::string> archs{"sm_80", "sm_86", "sm_87",
+                                              "sm_89", "sm_90", "sm_90a"};
+  return archs;
+}
+
+std::string check_archs(const std::vector<std::string>& archs) {
+  const std::vector<std::string>& ok = supported_archs();
+  if (archs.empty())
+    return fmt::format("no architecture given (Kiln compiles for {})", fmt::join(ok, ", "));
+  for (size_t i = 0; i < archs.size(); ++i) {
+    if (std::find(ok.begin(), ok.end(), archs[i]) == ok.end()) {
+      return fmt::format(
+          "unsupported architecture '{}' (Kiln compiles for {}; PTX for sm_90 also runs on "
+          "newer GPUs through the driver's JIT)",
+          archs[i], fmt::join(ok, ", "));
+    }
+    if (std::find(archs.begin(), archs.begin() + i, archs[i]) != archs.begin() + i) {
+      return fmt::format("architecture '{}' is given twice", archs[i]);
+    }
+  }
+  return "";
+}
+
 CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
+  if (std::string why = check_archs(opts.archs); !why.empty()) throw UserError({}, why);
   CompiledBundle out;
   out.manifest.kiln_version = KILN_VERSION;
   out.manifest.llvm_version = llvm_version();
@@ -495,6 +521,7 @@ Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
 }
 
 std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
+  if (std::string why = check_archs({arch}); !why.empty()) throw UserError({}, why);
   if (stage == Stage::ir) return print(p);
   if (stage == Stage::header) return emit_header(p, "kiln_kernels");
   if (stage == Stage::schedule) {

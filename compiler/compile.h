@@ -13,6 +13,17 @@
 
 namespace kiln {
 
+/// The architectures Kiln compiles for, oldest first: those both LLVM 19's NVPTX backend and
+/// the CUDA toolkit's nvJitLink target, from sm_80 on (the code generator's bf16 conversions,
+/// `createpolicy` and cache-hinted loads need sm_80). PTX for the newest of them also runs on
+/// later GPUs through the driver's JIT.
+const std::vector<std::string>& supported_archs();
+
+/// Empty when every one of `archs` is supported and none is listed twice; else a one-line
+/// reason that lists the supported ones ("unsupported architecture 'sm_100' (Kiln compiles
+/// for ...)").
+std::string check_archs(const std::vector<std::string>& archs);
+
 struct CompileOptions {
   std::vector<std::string> archs{"sm_80", "sm_90"};
   bool all_variants = true;  // false: only each step's heuristic default
@@ -28,7 +39,8 @@ struct CompiledBundle {
 };
 
 /// Compiles every kernel of a verified program. Throws UserError for constructs the code
-/// generator does not support (with their source location).
+/// generator does not support (with their source location) and for archs check_archs
+/// refuses.
 CompiledBundle compile_program(const Program& p, const CompileOptions& opts);
 
 /// Compiles one more variant, `id`, of step `step` of kernel `k` with `cfg` for `archs` (the
@@ -61,7 +73,7 @@ enum class Stage { ir, schedule, llvm, ptx, header };
 /// row reduction with fused variants the default's fused copy after it): the
 /// canonical IR, the fusion schedule (compiler/schedule.h), the LLVM IR as lowered (before
 /// optimization), the PTX for `arch`, or the typed launchers (compiler/header.h, in namespace
-/// `kiln_kernels`).
+/// `kiln_kernels`). Throws UserError for an arch check_archs refuses.
 std::string emit_stage(const Program& p, Stage stage, const std::string& arch);
 
 }  // namespace kiln

@@ -15,7 +15,8 @@
 //     where something fuses): a sum or mean
 //     reduction F (f32) joins the pass of an earlier f32 reduction L, its lead, when
 //     everything else F reads is known before L's pass and L is not itself a follower, and
-//       - online max+sum: L is a max and F's body is f * exp(A - L), factors in any order and
+//       - online max+sum: L is a max and F's body is f * exp(A - L) (or exp(A - g(L)), g the
+//         guard where(abs(L) > FLT_MAX, 0.0, L) of logsumexp), factors in any order and
 //         divisors allowed, with A structurally equal to L's body and no f reading L (softmax,
 //         logsumexp). Each thread keeps (m, s); per chunk m' = max(m, the chunk's values),
 //         s = s * exp(m - m') + the chunk's terms taken against m', s compensated (Kahan, its
@@ -81,6 +82,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
 
+#include <limits>
 #include <set>
 #include <unordered_map>
 
@@ -179,6 +181,23 @@ bool is_result(const Expr& e, const Item& r) {
   return l && l->tensor == r.target && l->indices == r.indices;
 }
 
+// Whether e is where(abs(M) > FLT_MAX, 0.0, M), M the result of r: r's result with an
+// infinite max read as 0, the guard that makes logsumexp of a row at -inf give -inf (as torch
+// does) instead of NaN (docs/language.md). A sum of exp(A - guard(M)) follows a running max
+// as exp(A - M) does: against a max of -inf its terms are exp(-inf - 0) = 0, which rescale
+// keeps at 0, and against a finite max guard(M) is M.
+bool is_guarded_result(const Expr& e, const Item& r) {
+  const Select* w = e.as<Select>();
+  if (!w || !is_result(wrap(w->b), r)) return false;
+  const Const* zero = wrap(w->a).as<Const>();
+  const Binary* gt = wrap(w->cond).as<Binary>();
+  if (!zero || zero->value != 0.0 || !gt || gt->op != BinaryOp::gt) return false;
+  const Unary* abs = wrap(gt->a).as<Unary>();
+  const Const* big = wrap(gt->b).as<Const>();
+  return abs && abs->op == UnaryOp::abs && is_result(wrap(abs->a), r) && big &&
+         static_cast<float>(big->value) == std::numeric_limits<float>::max();
+}
+
 // Whether e reads tensor t anywhere (the expression is a DAG: each node is visited once).
 bool reads(const Expr& e, const std::string& t) {
   std::set<const ExprNode*> seen;
@@ -192,13 +211,14 @@ bool reads(const Expr& e, const std::string& t) {
   return walk(e);
 }
 
-// Whether e is f * exp(A - M), factors in any order and divisors allowed, with A M's body
-// and no f reading M: then e taken against M + d is e * exp(-d), so a sum of such terms can
-// follow a running max by rescaling.
+// Whether e is f * exp(A - M) (or exp(A - guard(M)), is_guarded_result), factors in any
+// order and divisors allowed, with A M's body and no f reading M: then e taken against M + d is e *
+// exp(-d), so a sum of such terms can follow a running max by rescaling.
 bool scales_with_max(const Expr& e, const Item& m) {
   if (const Unary* u = e.as<Unary>(); u && u->op == UnaryOp::exp) {
     const Binary* d = wrap(u->a).as<Binary>();
-    return d && d->op == BinaryOp::sub && is_result(wrap(d->b), m) && wrap(d->a) == m.value;
+    return d && d->op == BinaryOp::sub &&
+           (is_result(wrap(d->b), m) || is_guarded_result(wrap(d->b), m)) && wrap(d->a) == m.value;
   }
   const Binary* b = e.as<Binary>();
   if (!b || (b->op != BinaryOp::mul && b->op != BinaryOp::div)) return false;

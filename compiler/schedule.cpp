@@ -66,6 +66,28 @@ void collect_loads(const Expr& e, std::vector<const Load*>& out) {
   for_each_child(e, [&](const Expr& c) { collect_loads(c, out); });
 }
 
+// Whether a statement of k loads tensor `name` (an input may only declare a symbol).
+bool loads_tensor(const KernelDef& k, const std::string& name) {
+  std::vector<const Load*> loads;
+  for (const Stmt& st : k.body) collect_loads(st.value, loads);
+  return std::any_of(loads.begin(), loads.end(), [&](const Load* l) { return l->tensor == name; });
+}
+
+// The inputs of k that it loads, by name.
+std::string read_names(const KernelDef& k) {
+  std::vector<std::string> out;
+  for (const TensorDecl& t : k.inputs) {
+    if (loads_tensor(k, t.name)) out.push_back(t.name);
+  }
+  return fmt::format("{}", fmt::join(out, " "));
+}
+
+// Every symbol an expression uses as a value.
+void collect_symbols(const Expr& e, std::set<std::string>& out) {
+  if (const SymRef* r = e.as<SymRef>()) out.insert(r->name);
+  for_each_child(e, [&](const Expr& c) { collect_symbols(c, out); });
+}
+
 // ---- 1. normalization ---------------------------------------------------------------------
 
 class Normalizer {
@@ -568,9 +590,35 @@ class Scheduler {
       t.role = role;
       return t;
     };
+    // A symbol used as a value (`sum(t[b, c, h], h) / W`) must be one of the kernel's, but
+    // the parameter that declares it may be read elsewhere: such a parameter becomes an input
+    // that nothing reads, so the kernel keeps the symbol (set_bytes does not count it).
+    std::set<std::string> have;
+    for (const TensorDecl* t : k.params()) {
+      if (!read.count(t->name) && !defined.count(t->name)) continue;
+      for (const Dim& d : t->shape) {
+        if (!d.is_fixed()) have.insert(d.name());
+      }
+    }
+    std::set<std::string> needed;
+    for (int n : stmts) collect_symbols(infos_[n].stmt->value, needed);
+    std::set<std::string> declaring;
+    for (const std::string& sym : needed) {
+      if (have.count(sym)) continue;
+      for (const TensorDecl* t : k.params()) {
+        auto names = [&](const Dim& d) { return !d.is_fixed() && d.name() == sym; };
+        if (std::any_of(t->shape.begin(), t->shape.end(), names) && !defined.count(t->name)) {
+          declaring.insert(t->name);
+          for (const Dim& d : t->shape) {
+            if (!d.is_fixed()) have.insert(d.name());
+          }
+          break;
+        }
+      }
+    }
     // Inputs: parameters and buffers read but not defined here, in declaration order.
     for (const TensorDecl* t : k.params()) {
-      if (read.count(t->name) && !defined.count(t->name))
+      if ((read.count(t->name) || declaring.count(t->name)) && !defined.count(t->name))
         def.inputs.push_back(decl(t->name, TensorRole::input));
     }
     for (const TensorDecl& t : s_.buffers) {
@@ -666,7 +714,9 @@ class Scheduler {
     std::optional<int64_t> rows = int64_t{1};
     for (const Dim& d : sk.space) {
       std::optional<int64_t> v = value_of(d);
-      rows = rows && v ? std::optional<int64_t>(*rows * *v) : std::nullopt;
+      int64_t product = 0;
+      if (rows && v && __builtin_mul_overflow(*rows, *v, &product)) product = INT64_MAX;
+      rows = rows && v ? std::optional<int64_t>(product) : std::nullopt;
     }
     if (!rv) {
       sk.kind = KernelKind::persistent_reduction;
@@ -738,7 +788,9 @@ class Scheduler {
       terms.push_back(term);
       total += v;
     };
-    for (const TensorDecl& t : sk.def.inputs) add(t);
+    for (const TensorDecl& t : sk.def.inputs) {
+      if (loads_tensor(sk.def, t.name)) add(t);
+    }
     for (const TensorDecl& t : sk.def.outputs) add(t);
     sk.bytes = fmt::format("{}", fmt::join(terms, " + "));
     if (known) sk.bytes_value = total;
@@ -791,7 +843,7 @@ std::string print_schedule(const Schedule& s) {
     std::vector<std::string> nodes;
     for (int n : k.nodes) nodes.push_back(s.nodes[n].target);
     out += fmt::format("\n  nodes: {}\n  reads: {}\n  writes: {}\n  bytes: {}\n",
-                       fmt::join(nodes, " "), names(k.def.inputs), names(k.def.outputs), k.bytes);
+                       fmt::join(nodes, " "), read_names(k.def), names(k.def.outputs), k.bytes);
   }
   for (const FusionRefusal& r : s.refusals) {
     out += fmt::format("not fused: {} -> k{}: {}\n", s.nodes[r.node].target, r.kernel, r.reason);
@@ -824,7 +876,7 @@ std::string explain_schedule(const Schedule& s) {
     std::vector<std::string> on_chip;
     for (const TensorDecl& t : sk.def.temps) on_chip.push_back(t.name);
     out += fmt::format("  reads: {}\n  writes: {}\n  on chip, never in memory: {}\n",
-                       names(sk.def.inputs), names(sk.def.outputs),
+                       read_names(sk.def), names(sk.def.outputs),
                        on_chip.empty() ? "-" : fmt::format("{}", fmt::join(on_chip, " ")));
     out += fmt::format("  bytes that must move: {}", sk.bytes);
     if (sk.bytes_value) out += fmt::format(" = {:.1f} MB", *sk.bytes_value / 1e6);

@@ -277,13 +277,17 @@ class Parser {
     if (is(")")) fail(peek().loc, "a kernel needs at least one output");
     parse_params(k_.outputs, TensorRole::output);
     expect(")");
-    expect("{");
+    const Token& open = expect("{");
     symbols_ = k_.symbols();
     scan_targets();
     while (!is("}")) {
-      if (peek().kind == Tok::eof) {
-        fail(peek().loc,
-             fmt::format("unterminated kernel '{}': expected '}}' before end of input", k_.name));
+      // A missing '}' shows as the end of input or the next kernel's header: point at the
+      // brace that is never closed, not at the next kernel.
+      if (peek().kind == Tok::eof || starts_kernel(pos_)) {
+        fail(open.loc, fmt::format("unterminated kernel '{}': expected '}}' before {}", k_.name,
+                                   peek().kind == Tok::eof
+                                       ? std::string("end of input")
+                                       : fmt::format("the next kernel at {}", at(peek().loc))));
       }
       if (!accept(";")) parse_stmt();
     }
@@ -325,6 +329,9 @@ class Parser {
     if (t.kind == Tok::integer) {
       int64_t v = 0;
       auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+      if (ec == std::errc::result_out_of_range) {
+        fail(t.loc, fmt::format("dimension {} is too large (at most {})", t.text, INT64_MAX));
+      }
       if (ec != std::errc() || v <= 0) {
         fail(t.loc, fmt::format("a dimension must be a positive integer, not {}", t.text));
       }
@@ -334,12 +341,20 @@ class Parser {
          fmt::format("expected a dimension (an integer or a symbol) but found {}", describe(t)));
   }
 
+  /// Whether the tokens at `p` start a kernel: 'kernel' IDENT '(' (a statement target named
+  /// `kernel` is followed by '[').
+  bool starts_kernel(size_t p) const {
+    return p + 2 < toks_.size() && toks_[p].kind == Tok::ident && toks_[p].text == "kernel" &&
+           toks_[p + 1].kind == Tok::ident && toks_[p + 2].kind == Tok::punct &&
+           toks_[p + 2].text == "(";
+  }
+
   /// Collects the target of every statement of the body: IDENT '[' ... ']' '=' up to the
-  /// kernel's closing brace.
+  /// kernel's closing brace (or the next kernel, when the brace is missing).
   void scan_targets() {
     for (size_t p = pos_; p + 1 < toks_.size(); ++p) {
       const Token& t = toks_[p];
-      if (t.kind == Tok::punct && t.text == "}") break;
+      if ((t.kind == Tok::punct && t.text == "}") || starts_kernel(p)) break;
       if (t.kind != Tok::ident || toks_[p + 1].text != "[" || toks_[p + 1].kind != Tok::punct) {
         continue;
       }
@@ -524,12 +539,18 @@ class Parser {
     std::vector<std::string> indices;
     if (!is("]")) {
       do {
+        check_subscript();
         const Token& i = expect_ident("an index variable");
         if (!in_scope(i.text)) {
           fail(i.loc, fmt::format("index '{}' is not bound by the left-hand side", i.text));
         }
         indices.emplace_back(i.text);
       } while (accept(","));
+    }
+    if (!is("]") && !is(",")) {
+      fail(peek().loc, fmt::format("expected ',' or ']' but found {}; a subscript is one index "
+                                   "variable (no arithmetic on indices yet)",
+                                   describe(peek())));
     }
     expect("]");
     const TensorDecl* decl = k_.find_tensor(name);
@@ -542,6 +563,21 @@ class Parser {
       fail(t.loc, fmt::format("unknown tensor '{}'", name));
     }
     return make_load(name, std::move(indices), decl->dtype, t.loc);
+  }
+
+  /// A subscript that reads a tensor (`x[i, t[i]]`) or calls a function is a gather, which
+  /// the language does not have yet: say so at the subscript rather than "not bound".
+  void check_subscript() const {
+    const Token& t = peek();
+    if (t.kind != Tok::ident || in_scope(t.text)) return;
+    if (is("[", 1) || is_tensor(t.text)) {
+      fail(t.loc, fmt::format("indexing by a tensor's values ('{}') is not supported yet "
+                              "(gathers are planned); a subscript is an index variable",
+                              t.text));
+    }
+    if (is("(", 1)) {
+      fail(t.loc, fmt::format("a subscript is an index variable, not a call to '{}'", t.text));
+    }
   }
 
   /// Token ranges [begin, end) of the arguments of the call whose '(' was just consumed.

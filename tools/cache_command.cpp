@@ -83,21 +83,41 @@ int merge(const CacheArgs& a) {
   return 0;
 }
 
-// Drops entries whose kernel is in none of the bundles or whose GPU is not named. An empty
-// live set (bundles without kernels, names that match no entry) drops every entry it governs.
-size_t prune_entries(cache::Cache& c, const std::vector<std::string>& hashes, bool by_hash) {
-  const CacheArgs& a = args();
-  std::set<std::string> names(a.gpus.begin(), a.gpus.end());
-  std::vector<cache::GpuKey> gpus;
+// Every GPU name in the cache, in order of first appearance.
+std::vector<std::string> gpu_names(const cache::Cache& c) {
+  std::vector<std::string> out;
   for (const cache::Entry& e : c.entries) {
-    if (names.count(e.key.gpu.name)) gpus.push_back(e.key.gpu);
+    if (std::find(out.begin(), out.end(), e.key.gpu.name) == out.end())
+      out.push_back(e.key.gpu.name);
   }
-  if ((by_hash && hashes.empty()) || (!names.empty() && gpus.empty())) {
-    size_t n = c.entries.size();
-    c.entries.clear();
-    return n;
+  return out;
+}
+
+// Drops entries whose kernel is in none of the bundles (with --bundle; `hashes` is never
+// empty then) or whose GPU is not named (with --gpu). A --gpu name that no entry has is refused,
+// not read as "keep nothing" (a typo would empty the file): returns the reason, and `c` is left as
+// it was.
+std::string prune_entries(cache::Cache& c, const std::vector<std::string>& hashes,
+                          size_t& dropped) {
+  const CacheArgs& a = args();
+  std::vector<std::string> present = gpu_names(c);
+  std::vector<cache::GpuKey> gpus;
+  for (const std::string& name : a.gpus) {
+    if (std::find(present.begin(), present.end(), name) == present.end()) {
+      std::vector<std::string> quoted;
+      for (const std::string& p : present) quoted.push_back(fmt::format("\"{}\"", p));
+      return fmt::format(
+          "cache prune: --gpu \"{}\" matches no entry of {} (its GPUs: {}); "
+          "nothing written",
+          name, a.file,
+          quoted.empty() ? "none, it has no entries" : fmt::format("{}", fmt::join(quoted, ", ")));
+    }
+    for (const cache::Entry& e : c.entries) {
+      if (e.key.gpu.name == name) gpus.push_back(e.key.gpu);
+    }
   }
-  return cache::prune(c, hashes, gpus);
+  dropped = cache::prune(c, hashes, gpus);
+  return "";
 }
 
 int prune(const CacheArgs& a) {
@@ -108,26 +128,38 @@ int prune(const CacheArgs& a) {
   for (const std::string& dir : a.bundles) {
     Result<bundle::Manifest> m = bundle::read_manifest(dir);
     if (!m.ok()) return fail(m.message());
+    if (m->kernels.empty()) {
+      return fail(fmt::format("cache prune: bundle {} has no kernels; nothing written", dir));
+    }
     for (const bundle::KernelInfo& k : m->kernels) hashes.push_back(k.hash);
   }
-  bool by_hash = !a.bundles.empty();
   size_t before = 0, dropped = 0;
   std::string target = a.out.empty() ? a.file : a.out;
+  std::string refused;
   Result<cache::Cache> written = Status::error("");
   if (a.out.empty()) {
     if (Status s = must_exist(a.file); !s.ok()) return fail(s.message());
+    // Checked before the update, which rewrites the file whatever the edit does.
+    Result<cache::Cache> c = cache::load(a.file);
+    if (!c.ok()) return fail(c.message());
+    cache::Cache copy = *c;
+    size_t unused = 0;
+    if (std::string why = prune_entries(copy, hashes, unused); !why.empty()) return fail(why);
     written = cache::update(a.file, [&](cache::Cache& c) {
       before = c.entries.size();
-      dropped = prune_entries(c, hashes, by_hash);
+      cache::Cache edited = c;
+      refused = prune_entries(edited, hashes, dropped);
+      if (refused.empty()) c = std::move(edited);  // else another process changed the GPUs
     });
   } else {
     Result<cache::Cache> c = load_input(a.file);
     if (!c.ok()) return fail(c.message());
     before = c->entries.size();
-    dropped = prune_entries(*c, hashes, by_hash);
+    if (std::string why = prune_entries(*c, hashes, dropped); !why.empty()) return fail(why);
     written = cache::save(a.out, *c);
   }
   if (!written.ok()) return fail(written.message());
+  if (!refused.empty()) return fail(refused);
   fmt::print("wrote {}: dropped {} of {} entries, {} left\n", target, dropped, before,
              written->entries.size());
   return 0;

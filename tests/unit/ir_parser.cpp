@@ -182,8 +182,29 @@ kernel k(x: f32[M, N], z: i32[M, N]) -> (s: f32[], c: i32[M]) {
 TEST_CASE("syntax errors point at the offending token", "[ir]") {
   check_syntax_error("kernel k(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i] +\n}",
                      "expected an expression but found '}'", 3, 1);
+  // A missing '}' points at the brace left open, whatever follows.
   check_syntax_error("kernel k(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i]\n",
-                     "unterminated kernel 'k': expected '}' before end of input", 3, 1);
+                     "unterminated kernel 'k': expected '}' before end of input", 1, 36);
+  check_syntax_error(
+      "kernel k(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i]\n\n"
+      "kernel g(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i]\n}\n",
+      "unterminated kernel 'k': expected '}' before the next kernel at 4:1", 1, 36);
+  check_syntax_error("kernel k(x: f32[99999999999999999999]) -> (y: f32[N]) {\n  y[i] = x[i]\n}",
+                     "dimension 99999999999999999999 is too large (at most 9223372036854775807)", 1,
+                     17);
+  // A statement target may be called `kernel`.
+  CHECK_NOTHROW(
+      parse_program("kernel k(x: f32[N]) -> (y: f32[N]) {\n  kernel[i] = x[i]\n"
+                    "  y[i] = kernel[i]\n}\n"));
+  // Gathers and index arithmetic are not in the language yet: said at the subscript.
+  check_syntax_error("kernel k(x: f32[N, M], t: i32[N]) -> (y: f32[N]) {\n  y[i] = x[i, t[i]]\n}",
+                     "indexing by a tensor's values ('t') is not supported yet (gathers are "
+                     "planned); a subscript is an index variable",
+                     2, 15);
+  check_syntax_error("kernel k(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i + 1]\n}",
+                     "expected ',' or ']' but found '+'; a subscript is one index variable (no "
+                     "arithmetic on indices yet)",
+                     2, 14);
   check_syntax_error("kernel k(x: f32[N]) -> (y: f32[N]) {\n  y[i] = (x[i] + 1\n}",
                      "expected ')' but found '}'", 3, 1);
   check_syntax_error("kernel k(x: f32[N]) -> (y: f32[N]) {\n  y[i] = x[i] ) \n}",
