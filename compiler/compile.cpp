@@ -80,18 +80,33 @@ struct KernelPlan {
   std::vector<StepPlan> steps;
 };
 
+bool declares(const std::vector<TensorDecl>& ds, const std::string& name) {
+  return std::any_of(ds.begin(), ds.end(), [&](const TensorDecl& d) { return d.name == name; });
+}
+
+// Whether step `sub` reads an output of the spec kernel `k` that an earlier step wrote.
+bool reads_kernel_output(const KernelDef& k, const KernelDef& sub) {
+  return std::any_of(k.outputs.begin(), k.outputs.end(), [&](const TensorDecl& o) {
+    return declares(sub.inputs, o.name) && !declares(sub.outputs, o.name);
+  });
+}
+
 // The parameters of a step's entry (manifest.h): the spec kernel's, then the schedule's
 // buffers as more outputs. A buffer's role is the step's: an output where `sub` writes it, an
 // input where it only reads it (so its loads may take the read-only path), else a temp,
-// which the entry takes and never touches.
+// which the entry takes and never touches. A kernel output that an earlier step wrote and
+// `sub` only reads is an input of this step likewise (`y[i] = sum(x[i, j], j)` then
+// `z[j] = sum(x[i, j] * y[i], i)`).
 KernelDef step_abi(const KernelDef& k, const Schedule& s, const KernelDef& sub) {
   KernelDef abi = k;
+  for (TensorDecl& o : abi.outputs) {
+    if (declares(sub.inputs, o.name) && !declares(sub.outputs, o.name)) o.role = TensorRole::input;
+  }
   for (const TensorDecl& b : s.buffers) {
     TensorDecl& t = abi.outputs.emplace_back(b);
-    auto named = [&](const TensorDecl& d) { return d.name == b.name; };
-    t.role = std::any_of(sub.outputs.begin(), sub.outputs.end(), named) ? TensorRole::output
-             : std::any_of(sub.inputs.begin(), sub.inputs.end(), named) ? TensorRole::input
-                                                                        : TensorRole::temp;
+    t.role = declares(sub.outputs, b.name)  ? TensorRole::output
+             : declares(sub.inputs, b.name) ? TensorRole::input
+                                            : TensorRole::temp;
   }
   return abi;
 }
@@ -135,7 +150,9 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
     return plan;
   }
   for (const ScheduledKernel& sk : s.kernels) {
-    const KernelDef& abi = s.buffers.empty() ? k : plan->abis.emplace_back(step_abi(k, s, sk.def));
+    const KernelDef& abi = s.buffers.empty() && !reads_kernel_output(k, sk.def)
+                               ? k
+                               : plan->abis.emplace_back(step_abi(k, s, sk.def));
     if (sk.kind == KernelKind::pointwise) {
       add_pointwise(abi, plan_sub_pointwise(abi, sk.def));
       continue;

@@ -21,12 +21,15 @@
 namespace kiln::reduction_math {
 
 /// Adds v to the compensated sum (s, c) (Kahan): the sum is s - c, c what rounding has added
-/// to s so far. Starts from (0, 0).
+/// to s so far. Starts from (0, 0). Once the sum is infinite the correction (t - s) - y is
+/// inf - inf = NaN: it is dropped (c = 0), so an infinite term gives an infinite sum, as the
+/// plain sum and the interpreter do, and a NaN term still reaches s itself.
 template <class A>
 void kahan_add(A& a, typename A::V& s, typename A::V& c, typename A::V v) {
   auto y = a.sub(v, c);
   auto t = a.add(s, y);
-  c = a.sub(a.sub(t, s), y);
+  auto fix = a.sub(a.sub(t, s), y);
+  c = a.select(a.eq(fix, fix), fix, a.num(0));
   s = t;
 }
 

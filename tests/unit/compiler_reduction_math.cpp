@@ -280,3 +280,26 @@ TEST_CASE("fused states stay accurate over hundreds of thousands of elements per
 }
 
 }  // namespace kiln
+
+namespace kiln {
+
+TEST_CASE("a compensated sum of an infinite term is infinite, as the plain sum is",
+          "[compiler][reduction_math]") {
+  FloatMath a;
+  auto sum = [&](std::vector<float> xs) {
+    float s = 0, c = 0;
+    for (float x : xs) reduction_math::kahan_add(a, s, c, x);
+    return s - c;
+  };
+  CHECK(sum({1.5f, kInf, 2.0f}) == kInf);
+  CHECK(sum({kInf, 1e30f, -3.0f}) == kInf);
+  CHECK(sum({-kInf, 7.0f}) == -kInf);
+  CHECK(std::isnan(sum({kInf, -kInf, 1.0f})));
+  CHECK(std::isnan(sum({1.0f, NAN, 2.0f})));
+  // Compensation still works on finite terms: 1 + many tiny values.
+  std::vector<float> xs(1 << 20, 1e-8f);
+  xs[0] = 1.0f;
+  CHECK(std::abs(sum(xs) - (1.0 + 1e-8 * ((1 << 20) - 1))) < 1e-6);
+}
+
+}  // namespace kiln
