@@ -132,10 +132,14 @@ Tolerance Tolerance::of(DType t, int64_t reduced_extent, double rtol_override) {
 
 Comparison compare(const HostTensor& out, const HostTensor& stored, const HostTensor& wide,
                    const Tolerance& tol) {
+  return compare(out, stored, wide, tol, scale_of(stored, wide));
+}
+
+Comparison compare(const HostTensor& out, const HostTensor& stored, const HostTensor& wide,
+                   const Tolerance& tol, double scale) {
   Comparison c;
   const int64_t n = stored.numel();
   const bool exact = !is_float(stored.dtype);
-  const double scale = scale_of(stored, wide);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < n; ++i) {
     const double o = out.get(i), s = stored.get(i), w = exact ? s : wide.get(i);
@@ -214,20 +218,21 @@ KernelHarness::~KernelHarness() {
   if (stream_) rt_.driver().cuStreamDestroy(stream_);
 }
 
-Reference KernelHarness::reference() const {
-  std::vector<const TensorDecl*> params = def_.params();
+Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,
+                            const std::vector<HostTensor>& params_in) {
+  std::vector<const TensorDecl*> params = def.params();
   auto run = [&](const KernelDef& k, std::vector<HostTensor>& tensors) {
     std::map<std::string, HostTensor*, std::less<>> named;
     for (size_t i = 0; i < params.size(); ++i) named[params[i]->name] = &tensors[i];
-    interpret(k, shape_, named);
+    interpret(k, shape, named);
   };
   Reference ref;
-  ref.stored = host_;
-  run(def_, ref.stored);
+  ref.stored = params_in;
+  run(def, ref.stored);
   ref.wide = ref.stored;
   // The same kernel with its f16 and bf16 outputs declared f32: their values before the last
   // rounding (the interpreter computes in f64 and rounds only when it stores).
-  KernelDef wide = def_;
+  KernelDef wide = def;
   bool any = false;
   for (TensorDecl& o : wide.outputs) {
     if (!is_half(o.dtype)) continue;
@@ -237,12 +242,20 @@ Reference KernelHarness::reference() const {
   if (any) {
     for (size_t i = 0; i < params.size(); ++i) {
       if (params[i]->role == TensorRole::output && is_half(params[i]->dtype)) {
-        ref.wide[i] = HostTensor(DType::f32, host_[i].shape);
+        ref.wide[i] = HostTensor(DType::f32, params_in[i].shape);
       }
     }
     run(wide, ref.wide);
   }
+  ref.scale.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i]->role == TensorRole::output) ref.scale[i] = scale_of(ref.stored[i], ref.wide[i]);
+  }
   return ref;
+}
+
+Reference KernelHarness::reference() const {
+  return reference_outputs(def_, shape_, host_);
 }
 
 std::vector<HostTensor> KernelHarness::run_poisoned(const std::function<void()>& launch,
@@ -287,7 +300,7 @@ std::vector<std::string> KernelHarness::check(const std::function<void()>& launc
     }
     const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, rtol);
     for (int r = 0; r < 2; ++r) {
-      Comparison c = compare(runs[r][i], ref.stored[i], ref.wide[i], tol);
+      Comparison c = compare(runs[r][i], ref.stored[i], ref.wide[i], tol, ref.scale[i]);
       worst = std::max(worst, c.max_scaled_err);
       if (c.bad == 0) continue;
       problems.push_back(fmt::format(
@@ -295,7 +308,7 @@ std::vector<std::string> KernelHarness::check(const std::function<void()>& launc
           "worst {} (allowed |error| <= {:.3g} * |expected| + {:.3g} * {:.6g}, the output's "
           "largest |expected|)",
           name, c.bad, ref.stored[i].numel(), kPoison[r], describe_worst(c, ref.stored[i].shape),
-          tol.rel, tol.gamma, scale_of(ref.stored[i], ref.wide[i])));
+          tol.rel, tol.gamma, ref.scale[i]));
       break;  // the other run's verdict adds nothing
     }
   }

@@ -69,7 +69,12 @@ struct Tolerance {
 /// rounding, which is what a tolerance of u_out * |exact| bounds).
 struct Reference {
   std::vector<HostTensor> stored, wide;
+  std::vector<double> scale;  // per parameter: the largest finite |exact| (0 for inputs)
 };
+/// The interpreter's outputs of `def` at `shape` for the parameters `params` (inputs filled,
+/// outputs of the right dtype and shape), as a Reference.
+Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,
+                            const std::vector<HostTensor>& params);
 
 /// The verdict on one output: elements out of tolerance, NaN/inf where the reference has
 /// none or the reverse, and the worst element (largest error / its tolerance).
@@ -82,6 +87,9 @@ struct Comparison {
 };
 Comparison compare(const HostTensor& out, const HostTensor& stored, const HostTensor& wide,
                    const Tolerance& tol);
+/// The same with the output's scale given (Reference::scale), saving a pass.
+Comparison compare(const HostTensor& out, const HostTensor& stored, const HostTensor& wide,
+                   const Tolerance& tol, double scale);
 /// "element 1034 [1, 34]: got 0.5, expected 0.25" for `c`'s worst element.
 std::string describe_worst(const Comparison& c, const std::vector<int64_t>& shape);
 

@@ -11,6 +11,7 @@
 
 #include "autotune/harness.h"
 #include "ir/half.h"
+#include "ir/text.h"
 
 using namespace kiln;
 
@@ -141,4 +142,49 @@ TEST_CASE("input modes parse by name", "[autotune]") {
   CHECK(parse_input_mode("specials") == InputMode::specials);
   CHECK(parse_input_mode("neginf_rows") == InputMode::neginf_rows);
   CHECK(!parse_input_mode("nan"));
+}
+
+TEST_CASE("the wide reference is the value before the output's rounding", "[autotune]") {
+  // bf16 softmax: stored is wide rounded to bf16; wide sums to 1 per row; a bf16 result
+  // rounded to nearest from wide passes, one rounded toward zero fails.
+  Program p = parse_program(
+      "kernel softmax(x: bf16[M, N]) -> (y: bf16[M, N]) {\n"
+      "  mx[i] = max(x[i, j], j)\n  e[i, j] = exp(x[i, j] - mx[i])\n"
+      "  s[i] = sum(e[i, j], j)\n  y[i, j] = e[i, j] / s[i]\n}\n");
+  const KernelDef& k = p.kernels[0];
+  const int64_t m = 4, n = 1000;
+  std::vector<HostTensor> params{HostTensor(DType::bf16, {m, n}), HostTensor(DType::bf16, {m, n})};
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> d(-2, 2);
+  for (int64_t i = 0; i < m * n; ++i) params[0].set(i, d(rng));
+  Reference ref = reference_outputs(k, {{"M", m}, {"N", n}}, params);
+  REQUIRE(ref.wide[1].dtype == DType::f32);
+  REQUIRE(ref.stored[1].dtype == DType::bf16);
+  double row = 0;
+  for (int64_t j = 0; j < n; ++j) row += ref.wide[1].get(j);
+  CHECK(std::abs(row - 1) < 1e-5);
+  HostTensor nearest(DType::bf16, {m, n}), toward_zero(DType::bf16, {m, n});
+  for (int64_t i = 0; i < m * n; ++i) {
+    CHECK(ref.stored[1].get(i) == bf16_to_f32(f32_to_bf16(float(ref.wide[1].get(i)))));
+    nearest.set(i, ref.wide[1].get(i));
+    toward_zero.set(i, bf16_toward_zero(float(ref.wide[1].get(i))));
+  }
+  const Tolerance tol = Tolerance::of(DType::bf16, n);
+  CHECK(compare(nearest, ref.stored[1], ref.wide[1], tol, ref.scale[1]).bad == 0);
+  CHECK(compare(toward_zero, ref.stored[1], ref.wide[1], tol, ref.scale[1]).bad > m * n / 8);
+
+  // f16 and i32 outputs of one kernel: i32 stays i32, f16 widens.
+  Program q = parse_program(
+      "kernel mixed(x: f32[M, N], k: i32[N]) -> (y: f32[M, N], q: i32[N], r: f16[N]) {\n"
+      "  y[i, j] = x[i, j] * f32(k[j])\n  q[j] = k[j] / 7\n"
+      "  r[j] = f16(f32(k[j]) * 0.001 + sqrt(abs(f32(k[j]))))\n}\n");
+  std::vector<HostTensor> mp{HostTensor(DType::f32, {2, 3}), HostTensor(DType::i32, {3}),
+                             HostTensor(DType::f32, {2, 3}), HostTensor(DType::i32, {3}),
+                             HostTensor(DType::f16, {3})};
+  for (int64_t i = 0; i < 3; ++i) mp[1].set(i, 100 * (i + 1));
+  Reference mr = reference_outputs(q.kernels[0], {{"M", 2}, {"N", 3}}, mp);
+  CHECK(mr.wide[3].dtype == DType::i32);
+  CHECK(mr.wide[4].dtype == DType::f32);
+  CHECK(mr.stored[3].get(2) == 42);
+  CHECK(mr.scale[4] > 0);
 }
