@@ -127,6 +127,7 @@ Tolerance Tolerance::of(DType t, int64_t reduced_extent, double rtol_override) {
   tol.gamma = 16 * kU32 * (1 + levels);
   const double u_out = t == DType::bf16 ? 0x1p-8 : t == DType::f16 ? 0x1p-11 : 0;
   tol.rel = rtol_override >= 0 ? rtol_override : u_out + tol.gamma;
+  tol.u_out = rtol_override >= 0 ? 0 : u_out;
   return tol;
 }
 
@@ -153,7 +154,9 @@ Comparison compare(const HostTensor& out, const HostTensor& stored, const HostTe
       if (std::abs(w) + scale > 0) {
         c.max_scaled_err = std::max(c.max_scaled_err, err / (std::abs(w) + scale));
       }
-      const double allowed = tol.rel * std::abs(w) + tol.gamma * scale;
+      // w == s: already rounded to the output type by the spec (Tolerance).
+      const double rel = w == s ? tol.rel + tol.u_out : tol.rel;
+      const double allowed = rel * std::abs(w) + tol.gamma * scale;
       // The interpreter's own rounded value is always right.
       if (o != s) ratio = allowed > 0 ? err / allowed : (err > 0 ? kInf : 0);
     }

@@ -58,9 +58,14 @@ std::optional<InputMode> parse_input_mode(std::string_view name);
 /// reduced extent; K = 1 pointwise), and scale the largest finite |exact| of the output: an
 /// error made in a sum is absolute in the scale of what was summed, so a small element (a sum
 /// that cancels, x - mean near 0) may carry it. i32 outputs are exact.
+///
+/// When the interpreter's value before the output's rounding is itself representable in the
+/// output type (a cast in the spec, e.g. f16(...), rounded it already), the exact value is
+/// unknown within that rounding, and a flip of it costs up to one ulp: u_out is allowed twice.
 struct Tolerance {
   double rel = 0;    // u_out + gamma, or --rtol when given
   double gamma = 0;  // the coefficient of scale
+  double u_out = 0;  // the output type's unit roundoff (0 for f32, i32 and under --rtol)
   static Tolerance of(DType t, int64_t reduced_extent, double rtol_override = -1);
 };
 

@@ -131,6 +131,19 @@ TEST_CASE("NaN and infinities must sit exactly where the reference has them", "[
   CHECK(compare(tensor(DType::bf16, {kInf}), stored, wide, Tolerance::of(DType::bf16, 1)).bad == 0);
 }
 
+TEST_CASE("an output the spec already rounded may flip by one ulp", "[autotune]") {
+  // r = f16(...) in the spec: the wide reference is the rounded value itself; the GPU's f32
+  // value a hair away from a rounding midpoint may round to the neighbour. 16 -> 16.015625 is
+  // one f16 ulp (2^-10 relative, the most an ulp can be): allowed; two ulps are not.
+  HostTensor stored = tensor(DType::f16, {16.0, 1.0}), wide = tensor(DType::f32, {16.0, 1.0});
+  const Tolerance tol = Tolerance::of(DType::f16, 1);
+  CHECK(compare(tensor(DType::f16, {16.015625, 1.0}), stored, wide, tol).bad == 0);
+  CHECK(compare(tensor(DType::f16, {16.03125, 1.0}), stored, wide, tol).bad == 1);
+  // Not already rounded (wide between two f16 values): the half-ulp rule holds.
+  HostTensor w2 = tensor(DType::f32, {16.001, 1.0}), s2 = tensor(DType::f16, {16.001, 1.0});
+  CHECK(compare(tensor(DType::f16, {16.015625, 1.0}), s2, w2, tol).bad == 1);
+}
+
 TEST_CASE("i32 outputs are exact", "[autotune]") {
   HostTensor ref = tensor(DType::i32, {1, -2, 3});
   CHECK(compare(tensor(DType::i32, {1, -2, 3}), ref, ref, Tolerance::of(DType::i32, 1)).bad == 0);
