@@ -2,9 +2,11 @@
 #include "autotune/harness.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "runtime/driver.h"
 
@@ -17,12 +19,61 @@ void check_cu(const Runtime& rt, CUresult r, const char* what) {
 
 void fill_random(HostTensor& t, std::mt19937_64& rng) {
   if (t.dtype == DType::i32) {
-    std::uniform_int_distribution<int32_t> d(-1000, 1000);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, d(rng));
+    // [-1000, -1] and [1, 1000], uniformly: a kernel may divide by an input.
+    std::uniform_int_distribution<int32_t> d(-1000, 999);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      int32_t v = d(rng);
+      t.set(i, v >= 0 ? v + 1 : v);
+    }
   } else {
     std::uniform_real_distribution<float> d(-2.0f, 2.0f);
     for (int64_t i = 0; i < t.numel(); ++i) t.set(i, d(rng));
   }
+}
+
+// NaN and infinities in a float input, placed from `rng`. A tensor of rank >= 2 is taken as
+// rows of its last (contiguous) dimension: half the rows stay finite, the others get one NaN,
+// one +inf, one -inf, or a +inf and a -inf (which sum to NaN), each kind in an eighth of the
+// rows, at random places. Rank 0 and 1 tensors (a weight shared by every row) get each
+// special with probability 1/1536 per element.
+void fill_specials(HostTensor& t, std::mt19937_64& rng) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  if (t.shape.size() < 2) {
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t r = rng() % 1536;
+      if (r < 3) t.set(i, r == 0 ? nan : r == 1 ? kInf : -kInf);
+    }
+    return;
+  }
+  const int64_t len = t.shape.back();
+  if (len == 0) return;
+  for (int64_t row = 0; row < n / len; ++row) {
+    const uint64_t kind = rng() % 8;
+    const int64_t at = row * len + static_cast<int64_t>(rng() % len);
+    const int64_t other = row * len + static_cast<int64_t>(rng() % len);
+    if (kind == 4) t.set(at, nan);
+    if (kind == 5 || kind == 7) t.set(at, kInf);
+    if (kind == 6) t.set(at, -kInf);
+    if (kind == 7 && other != at) t.set(other, -kInf);
+  }
+}
+
+// About one row in four of a rank >= 2 tensor entirely -inf (a masked-out row).
+void fill_neginf_rows(HostTensor& t, std::mt19937_64& rng) {
+  if (t.shape.size() < 2 || t.shape.back() == 0) return;
+  const int64_t len = t.shape.back();
+  for (int64_t row = 0; row < t.numel() / len; ++row) {
+    if (rng() % 4 != 0) continue;
+    for (int64_t j = 0; j < len; ++j)
+      t.set(row * len + j, -std::numeric_limits<double>::infinity());
+  }
+}
+
+bool is_half(DType t) {
+  return t == DType::f16 || t == DType::bf16;
 }
 
 // Elements whose bytes still hold the poison in both runs were never written.
@@ -38,6 +89,17 @@ int64_t count_poisoned(const HostTensor& a, const HostTensor& b, uint8_t pa, uin
   return n;
 }
 
+// The largest finite |exact| of an output (Tolerance's scale).
+double scale_of(const HostTensor& stored, const HostTensor& wide) {
+  double scale = 0;
+  if (!is_float(stored.dtype)) return 0;
+  for (int64_t i = 0; i < stored.numel(); ++i) {
+    double w = wide.get(i);
+    if (std::isfinite(w) && std::isfinite(stored.get(i))) scale = std::max(scale, std::abs(w));
+  }
+  return scale;
+}
+
 constexpr size_t kFlushBytes = size_t{256} << 20;
 
 }  // namespace
@@ -50,39 +112,79 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) rt_.driver().cuMemFree(ptr_);
 }
 
-double default_rtol(DType t) {
-  switch (t) {
-    case DType::f32:
-      return 1e-5;
-    case DType::f16:
-      return 2e-3;
-    case DType::bf16:
-      return 1e-2;
-    default:
-      return 0;
-  }
+std::optional<InputMode> parse_input_mode(std::string_view name) {
+  if (name == "random") return InputMode::random;
+  if (name == "specials") return InputMode::specials;
+  if (name == "neginf_rows") return InputMode::neginf_rows;
+  return std::nullopt;
 }
 
-Comparison compare(const HostTensor& out, const HostTensor& ref) {
+Tolerance Tolerance::of(DType t, int64_t reduced_extent, double rtol_override) {
+  if (!is_float(t)) return {};
+  constexpr double kU32 = 0x1p-24;
+  const double levels = reduced_extent > 1 ? std::ceil(std::log2(double(reduced_extent))) : 0;
+  Tolerance tol;
+  tol.gamma = 16 * kU32 * (1 + levels);
+  const double u_out = t == DType::bf16 ? 0x1p-8 : t == DType::f16 ? 0x1p-11 : 0;
+  tol.rel = rtol_override >= 0 ? rtol_override : u_out + tol.gamma;
+  tol.u_out = rtol_override >= 0 ? 0 : u_out;
+  return tol;
+}
+
+Comparison compare(const HostTensor& out, const HostTensor& stored, const HostTensor& wide,
+                   const Tolerance& tol) {
+  return compare(out, stored, wide, tol, scale_of(stored, wide));
+}
+
+Comparison compare(const HostTensor& out, const HostTensor& stored, const HostTensor& wide,
+                   const Tolerance& tol, double scale) {
   Comparison c;
-  double diff2 = 0, ref2 = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    double o = out.get(i), r = ref.get(i);
-    if (std::isfinite(r) && std::isfinite(o)) {
-      diff2 += (o - r) * (o - r);
-      ref2 += r * r;
-    } else if (!(std::isnan(o) && std::isnan(r)) && o != r) {
-      ++c.mismatched_specials;
-      if (c.first_bad < 0) c.first_bad = i;
+  const int64_t n = stored.numel();
+  const bool exact = !is_float(stored.dtype);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < n; ++i) {
+    const double o = out.get(i), s = stored.get(i), w = exact ? s : wide.get(i);
+    double ratio = 0;
+    if (exact || !std::isfinite(s) || !std::isfinite(o)) {
+      // Integers exactly; NaN where the reference is NaN, an infinity of the same sign.
+      bool same = std::isnan(s) ? std::isnan(o) : o == s;
+      ratio = same ? 0 : kInf;
+    } else {
+      const double err = std::abs(o - w);
+      if (std::abs(w) + scale > 0) {
+        c.max_scaled_err = std::max(c.max_scaled_err, err / (std::abs(w) + scale));
+      }
+      // w == s: already rounded to the output type by the spec (Tolerance).
+      const double rel = w == s ? tol.rel + tol.u_out : tol.rel;
+      const double allowed = rel * std::abs(w) + tol.gamma * scale;
+      // The interpreter's own rounded value is always right.
+      if (o != s) ratio = allowed > 0 ? err / allowed : (err > 0 ? kInf : 0);
+    }
+    if (ratio > 1) ++c.bad;
+    if (c.worst < 0 || ratio > c.worst_ratio) {
+      c.worst = i;
+      c.worst_ratio = ratio;
+      c.worst_got = o;
+      c.worst_want = w;
     }
   }
-  c.rel_err = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
   return c;
 }
 
-KernelHarness::KernelHarness(const Runtime& rt, const KernelDef& def,
-                             const bundle::KernelInfo& info, const SymbolValues& shape,
-                             uint64_t seed)
+std::string describe_worst(const Comparison& c, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> at(shape.size());
+  int64_t rest = c.worst;
+  for (size_t d = shape.size(); d-- > 0;) {
+    int64_t extent = std::max<int64_t>(shape[d], 1);
+    at[d] = rest % extent;
+    rest /= extent;
+  }
+  return fmt::format("element {} [{}]: got {:.9g}, expected {:.9g}", c.worst, fmt::join(at, ", "),
+                     c.worst_got, c.worst_want);
+}
+
+KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::KernelInfo& info,
+                             const SymbolValues& shape, uint64_t seed, InputMode mode)
     : rt_(rt), def_(def), shape_(shape) {
   const DriverApi& api = rt.driver();
   check_cu(rt, api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -95,10 +197,17 @@ KernelHarness::KernelHarness(const Runtime& rt, const KernelDef& def,
     ptrs_.push_back(dev_.back()->get());
     if (t->role == TensorRole::input) {
       fill_random(h, rng);
+      if (mode == InputMode::specials && is_float(h.dtype)) fill_specials(h, rng);
+      if (mode == InputMode::neginf_rows && is_float(h.dtype)) fill_neginf_rows(h, rng);
       check_cu(rt, api.cuMemcpyHtoD(ptrs_.back(), h.data(), h.bytes.size()), "cuMemcpyHtoD");
     }
   }
   for (const std::string& s : info.symbols) syms_.push_back(shape.at(s));
+  for (const bundle::Step& step : info.steps) {
+    for (int64_t r : resolve_shape(step.reduced, shape)) {
+      reduced_extent_ = std::max(reduced_extent_, r);
+    }
+  }
   // A copy from pageable memory may return before its DMA lands (the driver stages it), and
   // kernels on stream_ (non-blocking) do not wait for the default stream it is queued on:
   // without this a kernel could read inputs half uploaded. Seen on an H200 under load as
@@ -112,13 +221,44 @@ KernelHarness::~KernelHarness() {
   if (stream_) rt_.driver().cuStreamDestroy(stream_);
 }
 
-std::vector<HostTensor> KernelHarness::reference() const {
-  std::vector<HostTensor> ref = host_;
-  std::map<std::string, HostTensor*, std::less<>> named;
-  std::vector<const TensorDecl*> params = def_.params();
-  for (size_t i = 0; i < params.size(); ++i) named[params[i]->name] = &ref[i];
-  interpret(def_, shape_, named);
+Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,
+                            const std::vector<HostTensor>& params_in) {
+  std::vector<const TensorDecl*> params = def.params();
+  auto run = [&](const KernelDef& k, std::vector<HostTensor>& tensors) {
+    std::map<std::string, HostTensor*, std::less<>> named;
+    for (size_t i = 0; i < params.size(); ++i) named[params[i]->name] = &tensors[i];
+    interpret(k, shape, named);
+  };
+  Reference ref;
+  ref.stored = params_in;
+  run(def, ref.stored);
+  ref.wide = ref.stored;
+  // The same kernel with its f16 and bf16 outputs declared f32: their values before the last
+  // rounding (the interpreter computes in f64 and rounds only when it stores).
+  KernelDef wide = def;
+  bool any = false;
+  for (TensorDecl& o : wide.outputs) {
+    if (!is_half(o.dtype)) continue;
+    o.dtype = DType::f32;
+    any = true;
+  }
+  if (any) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->role == TensorRole::output && is_half(params[i]->dtype)) {
+        ref.wide[i] = HostTensor(DType::f32, params_in[i].shape);
+      }
+    }
+    run(wide, ref.wide);
+  }
+  ref.scale.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i]->role == TensorRole::output) ref.scale[i] = scale_of(ref.stored[i], ref.wide[i]);
+  }
   return ref;
+}
+
+Reference KernelHarness::reference() const {
+  return reference_outputs(def_, shape_, host_);
 }
 
 std::vector<HostTensor> KernelHarness::run_poisoned(const std::function<void()>& launch,
@@ -130,6 +270,12 @@ std::vector<HostTensor> KernelHarness::run_poisoned(const std::function<void()>&
     check_cu(rt_, api.cuMemsetD8Async(ptrs_[i], poison, host_[i].bytes.size(), stream_),
              "cuMemsetD8Async");
   }
+  // The kernel's buffers and split workspaces get the same bytes, on every path out.
+  struct ScratchPoison {
+    Runtime& rt;
+    ~ScratchPoison() { rt.set_scratch_poison(-1); }
+  } scratch{rt_};
+  rt_.set_scratch_poison(poison);
   launch();
   check_cu(rt_, api.cuStreamSynchronize(stream_), "kernel execution");
   std::vector<HostTensor> outs(params.size());
@@ -142,38 +288,53 @@ std::vector<HostTensor> KernelHarness::run_poisoned(const std::function<void()>&
 }
 
 std::vector<std::string> KernelHarness::check(const std::function<void()>& launch,
-                                              const std::vector<HostTensor>& ref, bool bitwise,
-                                              double rtol, double* max_err) {
-  std::vector<HostTensor> a = run_poisoned(launch, 0xFF);
-  std::vector<HostTensor> b = run_poisoned(launch, 0x7F);
+                                              const Reference& ref, double rtol, double* max_err) {
+  constexpr uint8_t kPoison[2] = {0xFF, 0x7F};
+  std::vector<HostTensor> runs[2] = {run_poisoned(launch, kPoison[0]),
+                                     run_poisoned(launch, kPoison[1])};
   std::vector<const TensorDecl*> params = def_.params();
   std::vector<std::string> problems;
   double worst = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i]->role != TensorRole::output) continue;
     const std::string& name = params[i]->name;
-    if (int64_t n = count_poisoned(a[i], b[i], 0xFF, 0x7F)) {
+    if (int64_t n = count_poisoned(runs[0][i], runs[1][i], kPoison[0], kPoison[1])) {
       problems.push_back(fmt::format("{}: {} elements never written", name, n));
     }
-    if (bitwise) {
-      if (a[i].bytes != ref[i].bytes || b[i].bytes != ref[i].bytes) {
-        problems.push_back(fmt::format("{}: not bitwise identical to the reference", name));
-      }
-      continue;
-    }
-    Comparison ca = compare(a[i], ref[i]), cb = compare(b[i], ref[i]);
-    double err = std::max(ca.rel_err, cb.rel_err);
-    worst = std::max(worst, err);
-    double tol = rtol >= 0 ? rtol : default_rtol(params[i]->dtype);
-    if (ca.mismatched_specials + cb.mismatched_specials) {
-      problems.push_back(fmt::format("{}: NaN/inf differs from the reference at element {}", name,
-                                     std::max(ca.first_bad, cb.first_bad)));
-    }
-    if (err > tol) {
-      problems.push_back(fmt::format("{}: relative error {:.3g} > {:.3g}", name, err, tol));
+    const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, rtol);
+    for (int r = 0; r < 2; ++r) {
+      Comparison c = compare(runs[r][i], ref.stored[i], ref.wide[i], tol, ref.scale[i]);
+      worst = std::max(worst, c.max_scaled_err);
+      if (c.bad == 0) continue;
+      problems.push_back(fmt::format(
+          "{}: {} of {} elements out of tolerance (outputs and scratch poisoned with {:#04x}); "
+          "worst {} (allowed |error| <= {:.3g} * |expected| + {:.3g} * {:.6g}, the output's "
+          "largest |expected|)",
+          name, c.bad, ref.stored[i].numel(), kPoison[r], describe_worst(c, ref.stored[i].shape),
+          tol.rel, tol.gamma, ref.scale[i]));
+      break;  // the other run's verdict adds nothing
     }
   }
   if (max_err) *max_err = worst;
+  return problems;
+}
+
+std::vector<std::string> KernelHarness::check_bitwise(const std::function<void()>& launch,
+                                                      const std::vector<HostTensor>& want) {
+  std::vector<HostTensor> a = run_poisoned(launch, 0xFF);
+  std::vector<HostTensor> b = run_poisoned(launch, 0x7F);
+  std::vector<const TensorDecl*> params = def_.params();
+  std::vector<std::string> problems;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i]->role != TensorRole::output) continue;
+    const std::string& name = params[i]->name;
+    if (int64_t n = count_poisoned(a[i], b[i], 0xFF, 0x7F)) {
+      problems.push_back(fmt::format("{}: {} elements never written", name, n));
+    }
+    if (a[i].bytes != want[i].bytes || b[i].bytes != want[i].bytes) {
+      problems.push_back(fmt::format("{}: not bitwise identical to the reference", name));
+    }
+  }
   return problems;
 }
 

@@ -1,13 +1,18 @@
 // The benchmark harness shared by `kiln run` and `kiln tune`: device buffers for one kernel at
-// one shape, random inputs, poisoned outputs checked against a reference, and timing with CUDA
-// events (warm-up, L2 flushed between repetitions, median and spread).
+// one shape, random inputs (optionally with NaN and infinities), outputs and scratch memory
+// poisoned before each checked launch, every output element checked against the interpreter
+// within a tolerance derived from its dtype and the kernel's reduced extent (docs/testing.md,
+// "Tolerances"), and timing with CUDA events (warm-up, L2 flushed between repetitions,
+// median and spread).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autotune/search.h"
@@ -34,23 +39,73 @@ class DeviceBuffer {
   CUdeviceptr ptr_ = 0;
 };
 
-/// The relative error allowed for an output of this type when results are compared.
-double default_rtol(DType t);
-
-/// ||out - ref|| / ||ref|| over finite elements; NaN/inf must sit where the reference has them.
-struct Comparison {
-  double rel_err = 0;
-  int64_t mismatched_specials = 0;
-  int64_t first_bad = -1;
+/// How the harness fills float inputs (i32 inputs are always uniform in [-1000, 1000]
+/// without 0, so a division by one never divides by zero).
+enum class InputMode {
+  random,       // uniform in [-2, 2)
+  specials,     // random, then NaN, +inf and -inf placed from the seed (see fill_specials)
+  neginf_rows,  // random, then about one row in four entirely -inf (rank >= 2 inputs)
 };
-Comparison compare(const HostTensor& out, const HostTensor& ref);
+/// "random", "specials" or "neginf_rows"; nullopt for anything else.
+std::optional<InputMode> parse_input_mode(std::string_view name);
+
+/// The error an output element of type `t` may have (docs/testing.md, "Tolerances"):
+///   |got - exact| <= u_out * |exact| + gamma * (|exact| + scale)
+/// where `exact` is the interpreter's value before the output's own rounding, u_out the unit
+/// roundoff of the output type (bf16 2^-8, f16 2^-11; 0 for f32, whose rounding is one of the
+/// f32 roundings below), gamma = 16 * 2^-24 * (1 + ceil(log2 K)) the f32 computation's
+/// (16 roundings per element and level of a summation tree over K, the kernel's longest
+/// reduced extent; K = 1 pointwise), and scale the largest finite |exact| of the output: an
+/// error made in a sum is absolute in the scale of what was summed, so a small element (a sum
+/// that cancels, x - mean near 0) may carry it. i32 outputs are exact.
+///
+/// When the interpreter's value before the output's rounding is itself representable in the
+/// output type (a cast in the spec, e.g. f16(...), rounded it already), the exact value is
+/// unknown within that rounding, and a flip of it costs up to one ulp: u_out is allowed twice.
+struct Tolerance {
+  double rel = 0;    // u_out + gamma, or --rtol when given
+  double gamma = 0;  // the coefficient of scale
+  double u_out = 0;  // the output type's unit roundoff (0 for f32, i32 and under --rtol)
+  static Tolerance of(DType t, int64_t reduced_extent, double rtol_override = -1);
+};
+
+/// The interpreter's outputs, one per parameter (inputs copied): `stored` in the outputs'
+/// storage types; `wide` with f16 and bf16 outputs kept in f32 (the value before their last
+/// rounding, which is what a tolerance of u_out * |exact| bounds).
+struct Reference {
+  std::vector<HostTensor> stored, wide;
+  std::vector<double> scale;  // per parameter: the largest finite |exact| (0 for inputs)
+};
+/// The interpreter's outputs of `def` at `shape` for the parameters `params` (inputs filled,
+/// outputs of the right dtype and shape), as a Reference.
+Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,
+                            const std::vector<HostTensor>& params);
+
+/// The verdict on one output: elements out of tolerance, NaN/inf where the reference has
+/// none or the reverse, and the worst element (largest error / its tolerance).
+struct Comparison {
+  int64_t bad = 0;
+  int64_t worst = -1;      // flat index of the worst element, -1 if none was compared
+  double worst_ratio = 0;  // its |got - exact| / tolerance (or infinity for a special)
+  double worst_got = 0, worst_want = 0;
+  double max_scaled_err = 0;  // max |got - exact| / (|exact| + scale) over finite elements
+};
+Comparison compare(const HostTensor& out, const HostTensor& stored, const HostTensor& wide,
+                   const Tolerance& tol);
+/// The same with the output's scale given (Reference::scale), saving a pass.
+Comparison compare(const HostTensor& out, const HostTensor& stored, const HostTensor& wide,
+                   const Tolerance& tol, double scale);
+/// "element 1034 [1, 34]: got 0.5, expected 0.25" for `c`'s worst element.
+std::string describe_worst(const Comparison& c, const std::vector<int64_t>& shape);
 
 /// One kernel's arguments at one shape: host and device copies of every parameter, inputs
-/// random (uniform in [-2, 2) for floats, [-1000, 1000] for i32; never zeros).
+/// filled by `mode` from `seed`. Checked launches set the runtime's scratch poison
+/// (Runtime::set_scratch_poison) to the outputs' poison byte, so that a kernel's buffers and
+/// split workspaces hold garbage too; timed launches run without it.
 class KernelHarness {
  public:
-  KernelHarness(const Runtime& rt, const KernelDef& def, const bundle::KernelInfo& info,
-                const SymbolValues& shape, uint64_t seed);
+  KernelHarness(Runtime& rt, const KernelDef& def, const bundle::KernelInfo& info,
+                const SymbolValues& shape, uint64_t seed, InputMode mode = InputMode::random);
   ~KernelHarness();
 
   std::span<const CUdeviceptr> ptrs() const { return ptrs_; }
@@ -59,19 +114,28 @@ class KernelHarness {
   /// Each input read once plus each output written once.
   double bytes_moved() const { return bytes_moved_; }
 
-  /// The interpreter's outputs for these inputs, one per parameter (inputs copied).
-  std::vector<HostTensor> reference() const;
+  /// The longest reduced extent of the kernel's steps at this shape (1 if none reduces).
+  int64_t reduced_extent() const { return reduced_extent_; }
 
-  /// Poisons every output with `poison` bytes, calls `launch`, and returns the outputs (one
-  /// per parameter; inputs are left empty).
+  /// The interpreter's outputs for these inputs.
+  Reference reference() const;
+
+  /// Poisons every output, and every buffer and split workspace the launch allocates, with
+  /// `poison` bytes, calls `launch`, and returns the outputs (one per parameter; inputs are
+  /// left empty).
   std::vector<HostTensor> run_poisoned(const std::function<void()>& launch, uint8_t poison);
 
-  /// Compares outputs of two runs poisoned differently (0xFF then 0x7F) with `ref`: an empty
-  /// list means they match (bitwise when `bitwise`, else within the dtype's tolerance or
-  /// `rtol` >= 0) and every element was written. `max_err` receives the largest error.
-  std::vector<std::string> check(const std::function<void()>& launch,
-                                 const std::vector<HostTensor>& ref, bool bitwise, double rtol,
-                                 double* max_err);
+  /// Runs `launch` twice, poisoned differently (0xFF, then 0x7F: scratch memory too), and
+  /// compares every output element of both runs with `ref` (Tolerance::of the output's type,
+  /// `rtol` >= 0 overriding its relative part): an empty list means every element was
+  /// written and is within tolerance, with NaN and infinities where the reference has them;
+  /// otherwise one line per output naming the worst element. `max_err` receives the largest
+  /// scaled error (Comparison::max_scaled_err).
+  std::vector<std::string> check(const std::function<void()>& launch, const Reference& ref,
+                                 double rtol, double* max_err);
+  /// As check, but every output must equal `want` bitwise (the tuner's deterministic mode).
+  std::vector<std::string> check_bitwise(const std::function<void()>& launch,
+                                         const std::vector<HostTensor>& want);
 
   /// Times `fn` (which enqueues work on stream()): >= 3 launches and >= 20 ms of warm-up,
   /// then `reps` timed launches (0: about `budget_ms` worth, 10..2000), each preceded by a
@@ -80,7 +144,7 @@ class KernelHarness {
                    double budget_ms = 200);
 
  private:
-  const Runtime& rt_;
+  Runtime& rt_;
   const KernelDef& def_;
   CUstream stream_ = nullptr;
   std::vector<HostTensor> host_;
@@ -90,6 +154,7 @@ class KernelHarness {
   std::vector<int64_t> syms_;
   SymbolValues shape_;
   double bytes_moved_ = 0;
+  int64_t reduced_extent_ = 1;
 };
 
 }  // namespace kiln

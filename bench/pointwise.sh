@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Pointwise benchmark: every variant of the examples at 64M elements, with the copy bandwidth
-# measured in the same run, then the same kernels through PyTorch eager and torch.compile.
+# Pointwise benchmark: every variant of the examples at 64M elements, each checked against the
+# interpreter (every element, docs/testing.md) in the same `kiln run` that times it, with the
+# copy bandwidth measured in the same run; then the same kernels through PyTorch eager and
+# torch.compile, each checked against float64 before it is timed (bench/torch_common.py).
+# A wrong result stops the script with a non-zero exit.
 #   bench/pointwise.sh KILN_BINARY OUT_DIR
 set -euo pipefail
 kiln=$1 out=$2

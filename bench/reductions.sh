@@ -6,7 +6,9 @@
 # bench/summarize_reductions.py.
 #   bench/reductions.sh KILN_BINARY OUT_DIR
 #   BENCH_REPS=N     timed launches per variant (default 100)
-#   BENCH_CHECK=1    also check every variant against the interpreter (slow at these sizes)
+#   BENCH_CHECK=1    also check every variant against the interpreter (slow at these sizes);
+#                    the heuristic's variant is always checked first, and a case that fails
+#                    its check is not timed (the script then exits 1)
 #   BENCH_SPLIT=0    leaves out the few very long rows (split reductions)
 #   BENCH_BUFFERS=0  leaves out the kernels of several steps that pass buffers
 set -uo pipefail
@@ -27,16 +29,26 @@ stamp "bundles compiled"
 
 run_case() {  # KERNEL SHAPE: the kernel of examples/KERNEL.kiln, every variant
   local kernel=$1 shape=$2 name="kiln_$1_${2//[=,]/_}"
-  # Timing only: checking every variant here against the interpreter would take most of the
-  # call (about a second per variant at these sizes); the GPU tests (tests/gpu) check every
-  # variant at awkward shapes. BENCH_CHECK=1 checks them here too.
+  # First the heuristic's variant (the one a plain launch runs, marked * in the tables) is
+  # checked against the interpreter at this very shape (every element, docs/testing.md); a
+  # case whose check fails is not timed. Then every variant is timed without a check:
+  # checking each here would take most of the call (about a second per variant at these
+  # sizes); the GPU tests (tests/gpu) check every variant at awkward shapes, and
+  # BENCH_CHECK=1 checks them here too.
+  if ! "$kiln" run "$out/bundles/$kernel" "$kernel" --shape "$shape" --variant default --reps 1 \
+      > "$out/$name.check.txt" 2>&1; then
+    echo "kiln run $kernel $shape: the default variant's check failed (see $name.check.txt): not timed"
+    failed=$((failed+1))
+    return
+  fi
   local check=(--no-check)
   [[ ${BENCH_CHECK:-0} == 1 ]] && check=()
   "$kiln" run "$out/bundles/$kernel" "$kernel" --shape "$shape" --variant all --copy-baseline \
       --reps "${BENCH_REPS:-100}" "${check[@]}" --json "$out/$name.json" > "$out/$name.txt" ||
-    echo "kiln run $kernel $shape: exit $? (see $name.txt)"
-  stamp "$kernel $shape"
+    { echo "kiln run $kernel $shape: exit $? (see $name.txt)"; failed=$((failed+1)); }
+  stamp "$kernel $shape (checked: default variant)"
 }
+failed=0
 
 # The six cases of issue 4, then few very long rows (split; BENCH_SPLIT=0 leaves them out),
 # then rows longer than the register tiers (looped: fused and staged variants), then torch.
@@ -54,6 +66,8 @@ if [[ ${BENCH_BUFFERS:-1} == 1 ]]; then
   (( ${#torch_cases[@]} )) && torch_cases+=("global_max_norm f32" "rowsum_colsum f32")
 fi
 for spec in $cases; do run_case "${spec%%:*}" "${spec#*:}"; done
-python3 "$root/bench/torch_reductions.py" "$out/torch.json" "${torch_cases[@]}" > "$out/torch.txt" 2>&1
+python3 "$root/bench/torch_reductions.py" "$out/torch.json" "${torch_cases[@]}" > "$out/torch.txt" 2>&1 ||
+  { echo "torch reductions failed (see torch.txt)"; failed=$((failed+1)); }
 stamp "torch"
 python3 "$root/bench/summarize_reductions.py" "$out" | tee "$out/summary.md"
+(( failed == 0 ))

@@ -2,7 +2,9 @@
 eager and torch.compile(mode="max-autotune-no-cudagraphs"), and the report.
 
 Times are medians from triton.testing.do_bench (CUDA events, L2 flushed between runs); bytes
-moved = each input read once + each output written once, as Kiln counts them."""
+moved = each input read once + each output written once, as Kiln counts them. Before a case
+is timed, eager and torch.compile results are checked against the same function run in
+float64 (check below): a wrong result raises instead of printing a time."""
 import json
 
 import torch
@@ -22,11 +24,24 @@ def copy_gbps():
     return 2 * src.numel() * 4 / t / 1e9
 
 
+def check(name, label, got, want):
+    """got within the output dtype's rounding (bf16 2^-7, f16 2^-10, f32 1e-5 relative) plus
+    1e-3 (bf16/f16) or 1e-5 (f32) of the largest |want|, the scale an accumulation's error
+    lives in; NaN/inf where want has them."""
+    rtol, atol = {torch.bfloat16: (2**-7, 1e-3), torch.float16: (2**-10, 1e-3)}.get(
+        got.dtype, (1e-5, 1e-5))
+    scale = want[want.isfinite()].abs().max().item() if want.isfinite().any() else 0.0
+    torch.testing.assert_close(got.double(), want, rtol=rtol, atol=atol * scale + 1e-30,
+                               equal_nan=True, msg=lambda m: f"{name} ({label}): {m}")
+
+
 def case(name, args, fn, nbytes):
     out = {"case": name, "bytes": nbytes}
+    want = fn(*[a.double() for a in args])
+    check(name, "eager", fn(*args), want)
     out["eager_s"] = bench(lambda: fn(*args))
     compiled = torch.compile(fn, mode="max-autotune-no-cudagraphs")
-    compiled(*args)
+    check(name, "torch.compile", compiled(*args), want)
     out["compile_s"] = bench(lambda: compiled(*args))
     out["eager_gbps"] = nbytes / out["eager_s"] / 1e9
     out["compile_gbps"] = nbytes / out["compile_s"] / 1e9

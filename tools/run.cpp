@@ -1,11 +1,15 @@
 // `kiln run`, step by step:
-//  1. Open the driver (no driver or device: exit 77, which the test suite reports as a skip),
+//  1. Open the driver (only when its library cannot be loaded at all: exit 77, which the test
+//     suite reports as a skip, or 1 under KILN_REQUIRE_GPU=1; any other failure is an error),
 //     load the bundle, find the kernel and parse its IR from the manifest.
-//  2. Random inputs (uniform in [-2, 2) for floats, [-1000, 1000] for i32; never zeros) and the
-//     CPU interpreter's reference outputs.
-//  3. For each variant under test: poison the outputs with 0xFF bytes, launch, compare; again
-//     with 0x7F bytes. An element that still holds the poison both times was never written.
-//     Outputs are compared by relative error in the 2-norm; NaN and infinity must match.
+//  2. Inputs (autotune/harness.h InputMode: uniform in [-2, 2) for floats, optionally with NaN
+//     and infinities or rows of -inf; [-1000, 1000] without 0 for i32) and the CPU
+//     interpreter's reference outputs.
+//  3. For each variant under test: poison the outputs, the kernel's buffers and its split
+//     workspaces with 0xFF bytes, launch, compare; again with 0x7F bytes. An element that
+//     still holds the poison both times was never written. Every element must be within its
+//     tolerance (autotune/harness.h Tolerance, docs/testing.md), NaN and infinities exactly
+//     where the reference has them; the worst element is named.
 //  4. Time with CUDA events (autotune/harness.h): warm-up, the L2 flushed before each timed
 //     launch, the median and spread of many launches; bytes moved = each
 //     input read once + each output written once. Optionally time a device-to-device copy of
@@ -15,8 +19,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "autotune/harness.h"
 #include "ir/text.h"
@@ -30,12 +36,25 @@ struct Failure {
   std::string message;
 };
 
+InputMode input_mode(const RunOptions& o) {
+  std::string name = o.inputs;
+  if (name.empty()) {
+    const char* env = std::getenv("KILN_RUN_INPUTS");
+    name = env && *env ? env : "random";
+  }
+  std::optional<InputMode> m = parse_input_mode(name);
+  if (!m) {
+    throw Failure{fmt::format("inputs: expected random, specials or neginf_rows, got '{}'", name)};
+  }
+  return *m;
+}
+
 struct VariantResult {
   std::vector<int> variants;  // per step
   std::string label, config;
   bool checked = false, ok = true;
   std::string check_text = "-";
-  double rel_err = 0;
+  double max_err = 0;  // largest |got - exact| / (|exact| + the output's scale)
   double median_us = 0, spread = 0;
   double gbps = 0;
 };
@@ -43,7 +62,10 @@ struct VariantResult {
 class Runner {
  public:
   Runner(const RunOptions& o, Runtime& rt, Kernel& kernel, const KernelDef& def)
-      : o_(o), rt_(rt), kernel_(kernel), harness_(rt, def, kernel.info(), o.shape, o.seed) {}
+      : o_(o),
+        rt_(rt),
+        kernel_(kernel),
+        harness_(rt, def, kernel.info(), o.shape, o.seed, input_mode(o)) {}
 
   int run() {
     if (o_.check) ref_ = harness_.reference();
@@ -109,7 +131,7 @@ class Runner {
     }
     auto fn = [&] { launch(choice); };
     if (o_.check) {
-      std::vector<std::string> problems = harness_.check(fn, ref_, false, o_.rtol, &r.rel_err);
+      std::vector<std::string> problems = harness_.check(fn, ref_, o_.rtol, &r.max_err);
       r.checked = true;
       r.ok = problems.empty();
       r.check_text = r.ok ? "ok" : "MISMATCH";
@@ -146,9 +168,9 @@ class Runner {
     fmt::print("kernel {} on {} ({}, {} SMs),{}; {:.1f} MB moved per launch\n", kernel_.name(),
                d.name, d.arch(), d.sm_count, shape, harness_.bytes_moved() / 1e6);
     fmt::print("  {:<10} {:<26} {:<9} {:>9} {:>11} {:>7} {:>9}{}\n", "variant", "config", "check",
-               "rel.err", "median us", "spread", "GB/s", copy_gbps > 0 ? "   % copy" : "");
+               "max.err", "median us", "spread", "GB/s", copy_gbps > 0 ? "   % copy" : "");
     for (const VariantResult& r : results) {
-      std::string err = r.checked ? fmt::format("{:.2e}", r.rel_err) : "-";
+      std::string err = r.checked ? fmt::format("{:.2e}", r.max_err) : "-";
       std::string pct = copy_gbps > 0 ? fmt::format(" {:>8.1f}", 100 * r.gbps / copy_gbps) : "";
       fmt::print("  {:<10} {:<26} {:<9} {:>9} {:>11.2f} {:>6.1f}% {:>9.1f}{}\n", r.label, r.config,
                  r.check_text, err, r.median_us, 100 * r.spread, r.gbps, pct);
@@ -170,7 +192,7 @@ class Runner {
                                {"config", r.config},
                                {"checked", r.checked},
                                {"ok", r.ok},
-                               {"rel_err", r.rel_err},
+                               {"max_err", r.max_err},
                                {"median_us", r.median_us},
                                {"spread", r.spread},
                                {"gbps", r.gbps}});
@@ -185,15 +207,29 @@ class Runner {
   Kernel& kernel_;
   std::vector<int> default_;  // what a plain launch runs for this shape (marked * in reports)
   KernelHarness harness_;
-  std::vector<HostTensor> ref_;
+  Reference ref_;
   double copy_us_ = 0;
 };
 
 }  // namespace
 
+bool gpu_required() {
+  const char* v = std::getenv("KILN_REQUIRE_GPU");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
+
 int run_kernel(const RunOptions& o) {
   Result<std::unique_ptr<Runtime>> rt = Runtime::open();
   if (!rt.ok()) {
+    if (!rt.status().no_driver()) {
+      fmt::print(stderr, "kiln run: cannot open the GPU: {}\n", rt.message());
+      return kExitError;
+    }
+    if (gpu_required()) {
+      fmt::print(stderr, "kiln run: a GPU was required (KILN_REQUIRE_GPU={}): {}\n",
+                 std::getenv("KILN_REQUIRE_GPU"), rt.message());
+      return kExitError;
+    }
     fmt::print(stderr, "kiln run: skipped: {}\n", rt.message());
     return kExitSkip;
   }

@@ -18,16 +18,24 @@ struct RunOptions {
   int reps = 0;  // timed launches; 0 = as many as fit in ~200 ms
   bool check = true;
   bool copy_baseline = false;  // also time a device-to-device copy of the same traffic
-  double rtol = -1;            // < 0: the output dtype's default
-  std::string json_out;        // write the results as JSON here
-  std::string cache_path;      // launch the tuned winners of this autotune cache
+  double rtol = -1;            // < 0: the output dtype's default (autotune/harness.h Tolerance)
+  // Float inputs: "random", "specials" (NaN and infinities placed from the seed) or
+  // "neginf_rows" (rows entirely -inf); "" takes $KILN_RUN_INPUTS, else "random".
+  std::string inputs;
+  std::string json_out;    // write the results as JSON here
+  std::string cache_path;  // launch the tuned winners of this autotune cache
 };
 
 /// Exit codes of `kiln run`.
 inline constexpr int kExitOk = 0, kExitError = 1, kExitMismatch = 2, kExitSkip = 77;
 
-/// Runs and reports on stdout; errors go to stderr. Returns one of the exit codes above;
-/// kExitSkip when there is no CUDA driver or device (the test suite reports a skip).
+/// Runs and reports on stdout; errors go to stderr. Returns one of the exit codes above:
+/// kExitSkip only when the CUDA driver library cannot be loaded at all (the test suite
+/// reports a skip) and KILN_REQUIRE_GPU is not set to a value other than 0; any other failure
+/// to open the device, load the bundle or launch is kExitError.
+/// True when $KILN_REQUIRE_GPU is set and not "0": a GPU machine's scripts set it, so that a
+/// missing driver fails instead of skipping.
+bool gpu_required();
 int run_kernel(const RunOptions& opts);
 
 }  // namespace kiln

@@ -9,8 +9,10 @@
 //   kiln_gpu_hostile_tests ADD_BUNDLE SWIGLU_BUNDLE [catch options]
 //
 // ADD_BUNDLE and SWIGLU_BUNDLE are `kiln compile` outputs of examples/add.kiln and
-// examples/swiglu.kiln; they are only read. Without a CUDA driver or device it prints a [SKIP]
-// line and exits 77 (reported as skipped).
+// examples/swiglu.kiln; they are only read. Without a CUDA driver library it prints a [SKIP]
+// line and exits 77 (reported as skipped); any other failure to open the GPU, or
+// KILN_REQUIRE_GPU=1, fails (tests/gpu/open_gpu.h). A case that cannot run (no cubin for this
+// GPU, not enough device memory) fails rather than passing untested.
 #define CATCH_CONFIG_RUNNER
 #include <fmt/format.h>
 
@@ -28,6 +30,7 @@
 #include "ir/text.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
+#include "tests/gpu/open_gpu.h"
 #include "tests/unit/cache_fixtures.h"
 
 using namespace kiln;
@@ -82,11 +85,13 @@ const bundle::ArchImage* device_cubin(const bundle::Variant& v) {
   return best;
 }
 
-// device_cubin, or null after warning that the test's cubin cases do not run.
-const bundle::ArchImage* device_cubin_or_warn(const bundle::Variant& v) {
+// device_cubin; a bundle without one fails the test (the bundles given are compiled with
+// nvJitLink for this GPU's architecture: a cubin case that cannot run is a broken setup).
+const bundle::ArchImage* device_cubin_or_fail(const bundle::Variant& v) {
   const bundle::ArchImage* im = device_cubin(v);
   if (im == nullptr) {
-    WARN("the bundle has no cubin for " << g_rt->device().arch() << ": cubin cases not run");
+    FAIL("the bundle has no cubin for " << g_rt->device().arch()
+                                        << ": compile it with nvJitLink and --arch for this GPU");
   }
   return im;
 }
@@ -179,8 +184,7 @@ TEST_CASE("a truncated cubin disables its variant, and a bundle of them does not
   for (const bundle::Variant& v : b.step0().variants) {
     if (v.is_default) dv = v.id;
   }
-  const bundle::ArchImage* im = device_cubin_or_warn(b.step0().variants[dv]);
-  if (im == nullptr) return;
+  const bundle::ArchImage* im = device_cubin_or_fail(b.step0().variants[dv]);
   std::string cubin = b.path(im->cubin);
   std::string bytes = read_text(cubin);
   write_text(cubin, bytes.substr(0, bytes.size() / 2));
@@ -216,8 +220,7 @@ TEST_CASE("a truncated cubin disables its variant, and a bundle of them does not
 
 TEST_CASE("a cubin of random bytes is refused before the driver sees it", "[hostile][bundle]") {
   BundleCopy b(g_add);
-  const bundle::ArchImage* im = device_cubin_or_warn(b.step0().variants[0]);
-  if (im == nullptr) return;
+  const bundle::ArchImage* im = device_cubin_or_fail(b.step0().variants[0]);
   std::string cubin = b.path(im->cubin);
   const std::string pristine = read_text(cubin);
 
@@ -258,8 +261,8 @@ TEST_CASE("a cubin of random bytes is refused before the driver sees it", "[host
       if (x.arch[3] != im->arch[3] && !x.cubin.empty()) other = &x;
     }
     if (other == nullptr) {
-      WARN("the bundle has no cubin of another major architecture");
-      return;
+      FAIL("the bundle has no cubin of another major architecture than "
+           << im->arch << " (kiln compile builds sm_80 and sm_90 by default)");
     }
     const std::string foreign = read_text(b.path(other->cubin));
     write_text(cubin, foreign);
@@ -285,8 +288,7 @@ TEST_CASE("a cubin of random bytes is refused before the driver sees it", "[host
 TEST_CASE("random machine code in a well-formed ELF cubin is refused by its hash",
           "[hostile][bundle]") {
   BundleCopy b(g_add);
-  const bundle::ArchImage* im = device_cubin_or_warn(b.step0().variants[0]);
-  if (im == nullptr) return;
+  const bundle::ArchImage* im = device_cubin_or_fail(b.step0().variants[0]);
   std::string cubin = b.path(im->cubin);
   std::string data = read_text(cubin);
   uint64_t shoff = 0;
@@ -569,9 +571,9 @@ TEST_CASE("symbol values past 32-bit indexing and the grid limit", "[hostile][la
   size_t free_bytes = 0, total = 0;
   REQUIRE(api().cuMemGetInfo(&free_bytes, &total) == CUDA_SUCCESS);
   if (free_bytes < static_cast<size_t>(2 * kBig * 4 + 4 * kGuard + (int64_t{1} << 30))) {
-    WARN("needs about 17 GiB of free device memory, the device has " << (free_bytes >> 20)
-                                                                     << " MiB free: not run");
-    return;
+    FAIL("needs about 17 GiB of free device memory, the device has "
+         << (free_bytes >> 20) << " MiB free (leave this case out with the Catch filter "
+         << "\"~[large]\")");
   }
   BundleCopy b(g_add);
   // A variant whose manifest claims one element per block: the runtime asks for one block per
@@ -630,12 +632,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s ADD_BUNDLE SWIGLU_BUNDLE [catch options]\n", argv[0]);
     return 2;
   }
-  auto rt = Runtime::open();
-  if (!rt.ok()) {
-    std::printf("[SKIP] %s\n", rt.message().c_str());
-    return 77;
-  }
-  g_rt = rt->get();
+  std::unique_ptr<Runtime> rt;
+  if (int rc = gpu_test::open_gpu("kiln_gpu_hostile_tests", rt); rc >= 0) return rc;
+  g_rt = rt.get();
   g_add = argv[1];
   g_swiglu = argv[2];
   argv[2] = argv[0];

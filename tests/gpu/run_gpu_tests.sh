@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The GPU end-to-end tests without CTest, for a GPU machine that has only the driver and the
-# kiln binary: compile every example in tests/gpu/cases.txt and run it at each shape.
+# kiln binary: compile every example in tests/gpu/cases.txt and tests/gpu/special_cases.txt
+# (inputs with NaN and infinities) and run it at each shape.
 #   tests/gpu/run_gpu_tests.sh KILN_BINARY OUT_DIR [WRAPPER...]
 # Every variant of a kernel runs at every shape. WRAPPER (e.g. `compute-sanitizer --tool
 # memcheck`) prefixes each `kiln run`; then only the default variant at the first three shapes
-# of each line runs, with few repetitions.
+# of each line of cases.txt runs, with few repetitions.
+# `kiln run` exits 77 only when the CUDA driver library cannot be loaded; with
+# KILN_REQUIRE_GPU=1 (which device_run.sh exports) kiln run itself fails then, and a skip is
+# counted as a failure here too. Exits non-zero when anything failed.
 set -uo pipefail
 kiln=$1 out=$2
 shift 2
@@ -12,12 +16,18 @@ wrapper=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mkdir -p "$out"
+require=0
+[[ -n "${KILN_REQUIRE_GPU:-}" && "${KILN_REQUIRE_GPU}" != 0 ]] && require=1
 # KILN_GPU_SHARD=i/n runs only every n-th case line from the i-th (0-based): shards can run at
 # once, each with its own OUT_DIR.
 IFS=/ read -r shard shards <<< "${KILN_GPU_SHARD:-0/1}"
 pass=0 fail=0 skip=0 line=0
-while read -r example kernel shapes; do
-  [[ -z "$example" || "$example" == \#* ]] && continue
+# One line per case: INPUTS EXAMPLE KERNEL SHAPES...
+cases() {
+  grep -E '^[a-z]' "$here/cases.txt" | sed 's/^/random /'
+  if (( ${#wrapper[@]} == 0 )); then grep -E '^[a-z]' "$here/special_cases.txt"; fi
+}
+while read -r inputs example kernel shapes; do
   (( line++ % shards == shard )) || continue
   bundle="$out/bundles/$example"
   if [[ ! -f "$bundle/manifest.json" ]]; then
@@ -28,15 +38,15 @@ while read -r example kernel shapes; do
   args=(--variant all --reps 3)
   if (( ${#wrapper[@]} )); then list=("${list[@]:0:3}"); args=(--reps 2); fi
   for shape in "${list[@]}"; do
-    log="$out/$example.$shape.log"
-    "${wrapper[@]}" "$kiln" run "$bundle" "$kernel" --shape "$shape" "${args[@]}" > "$log" 2>&1
+    log="$out/$example.$kernel.$inputs.$shape.log"
+    KILN_RUN_INPUTS=$inputs "${wrapper[@]}" "$kiln" run "$bundle" "$kernel" --shape "$shape" "${args[@]}" > "$log" 2>&1
     rc=$?
     if (( rc == 0 )); then pass=$((pass+1)); status=ok
-    elif (( rc == 77 )); then skip=$((skip+1)); status=SKIP
+    elif (( rc == 77 && !require )); then skip=$((skip+1)); status=SKIP
     else fail=$((fail+1)); status="FAIL(rc=$rc)"; fi
-    printf '%-16s %-16s %-20s %s\n' "$example" "$kernel" "$shape" "$status"
+    printf '%-16s %-20s %-11s %-20s %s\n' "$example" "$kernel" "$inputs" "$shape" "$status"
     if [[ $status != ok ]]; then grep -m 5 '^kiln run:' "$log"; tail -5 "$log"; fi
   done
-done < "$here/cases.txt"
+done < <(cases)
 echo "$pass passed, $fail failed, $skip skipped"
 (( fail == 0 ))

@@ -5,9 +5,10 @@
 // (examples/global_max_norm.kiln), the buffers a kernel of several steps passes between them,
 // the same ways. Links only the runtime, never LLVM.
 //
-//   kiln_gpu_runtime_tests ADD_BUNDLE_DIR [ROWSUM_BUNDLE_DIR [MAX_NORM_BUNDLE_DIR]] [catch options]
+//   kiln_gpu_runtime_tests ADD_BUNDLE_DIR ROWSUM_BUNDLE_DIR MAX_NORM_BUNDLE_DIR [catch options]
 //
-// Without a CUDA driver or device it prints a [SKIP] line and exits 77 (reported as skipped).
+// Without a CUDA driver library it prints a [SKIP] line and exits 77 (reported as skipped);
+// any other failure to open the GPU, or KILN_REQUIRE_GPU=1, fails (tests/gpu/open_gpu.h).
 #define CATCH_CONFIG_RUNNER
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -20,6 +21,7 @@
 
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
+#include "tests/gpu/open_gpu.h"
 
 using namespace kiln;
 
@@ -323,14 +325,6 @@ struct RowSums {
 }  // namespace
 
 TEST_CASE("few long rows run split, with a workspace per launch, in graphs and threads", "[gpu]") {
-  if (g_rowsum_bundle.empty()) {
-    WARN("no rowsum bundle given: split launches not tested");
-    return;
-  }
-  if (!g_rt->has_memory_pool()) {
-    WARN("this driver has no memory pools: split reductions are not used");
-    return;
-  }
   auto b = Bundle::load(*g_rt, g_rowsum_bundle);
   REQUIRE(b.ok());
   const Kernel* k = (*b)->find("rowsum");
@@ -340,15 +334,22 @@ TEST_CASE("few long rows run split, with a workspace per launch, in graphs and t
   int64_t syms[] = {RowSums::M, RowSums::N};
   int chosen = -1;
   k->choose(syms, std::span<int>(&chosen, 1));
+  const DriverApi& api = g_rt->driver();
+  CUstream stream;
+  REQUIRE(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  if (!g_rt->has_memory_pool()) {
+    // No workspace can be allocated: the heuristic must not split, and the rows still sum.
+    CHECK(k->info().steps[0].variants[chosen].split.phases == 0);
+    CHECK(rs.wrong_rows(stream, [&] { REQUIRE(k->launch(stream, ptrs, syms).ok()); }) == 0);
+    api.cuStreamDestroy(stream);
+    return;
+  }
   CHECK(k->info().steps[0].variants[chosen].split.phases == 2);  // the heuristic splits
   int64_t many[] = {4096, 1000};
   int plain = -1;
   k->choose(many, std::span<int>(&plain, 1));
   CHECK(k->info().steps[0].variants[plain].split.phases == 0);  // enough rows: one block each
 
-  const DriverApi& api = g_rt->driver();
-  CUstream stream;
-  REQUIRE(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
   CHECK(rs.wrong_rows(stream, [&] { REQUIRE(k->launch(stream, ptrs, syms).ok()); }) == 0);
 
   SECTION("captured into a graph: the workspace becomes memory nodes, replayed twice") {
@@ -398,10 +399,6 @@ struct MaxNorm {
 }  // namespace
 
 TEST_CASE("buffers between steps: allocated per launch, in graphs and threads", "[gpu]") {
-  if (g_max_norm_bundle.empty()) {
-    WARN("no global_max_norm bundle given: buffers not tested");
-    return;
-  }
   auto b = Bundle::load(*g_rt, g_max_norm_bundle);
   REQUIRE(b.ok());
   const Kernel* k = (*b)->find("global_max_norm");
@@ -450,29 +447,18 @@ TEST_CASE("buffers between steps: allocated per launch, in graphs and threads", 
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
+  if (argc < 4) {
     std::fprintf(stderr,
-                 "usage: %s ADD_BUNDLE_DIR [ROWSUM_BUNDLE_DIR [MAX_NORM_BUNDLE_DIR]] [catch "
-                 "options]\n",
+                 "usage: %s ADD_BUNDLE_DIR ROWSUM_BUNDLE_DIR MAX_NORM_BUNDLE_DIR [catch options]\n",
                  argv[0]);
     return 2;
   }
-  auto rt = Runtime::open();
-  if (!rt.ok()) {
-    std::printf("[SKIP] %s\n", rt.message().c_str());
-    return 77;
-  }
-  g_rt = rt->get();
+  std::unique_ptr<Runtime> rt;
+  if (int rc = gpu_test::open_gpu("kiln_gpu_runtime_tests", rt); rc >= 0) return rc;
+  g_rt = rt.get();
   g_bundle = argv[1];
-  int skip = 1;
-  if (argc > 2 && argv[2][0] != '-') {
-    g_rowsum_bundle = argv[2];
-    skip = 2;
-  }
-  if (argc > 3 && argv[3][0] != '-') {
-    g_max_norm_bundle = argv[3];
-    skip = 3;
-  }
-  argv[skip] = argv[0];
-  return Catch::Session().run(argc - skip, argv + skip);
+  g_rowsum_bundle = argv[2];
+  g_max_norm_bundle = argv[3];
+  argv[3] = argv[0];
+  return Catch::Session().run(argc - 3, argv + 3);
 }
