@@ -534,6 +534,10 @@ int main(int argc, char** argv) {
   run->add_flag("--copy-baseline", ro.copy_baseline,
                 "also time a device-to-device copy of the same bytes");
   run->add_option("--json", ro.json_out, "write the results as JSON to this file");
+  run->add_option("--inputs", ro.inputs,
+                  "float inputs: random (default, or $KILN_RUN_INPUTS), specials (NaN and "
+                  "infinities placed from the seed) or neginf_rows (some rows entirely -inf)")
+      ->check(CLI::IsMember({"random", "specials", "neginf_rows"}));
   run->add_option("-c,--cache", ro.cache_path, "launch the tuned winners of this autotune cache");
 
   try {

@@ -26,6 +26,7 @@
 
 #include "autotune/harness.h"
 #include "ir/text.h"
+#include "runtime/atomic_file.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
 
@@ -197,9 +198,9 @@ class Runner {
                                {"spread", r.spread},
                                {"gbps", r.gbps}});
     }
-    std::ofstream f(o_.json_out);
-    f << j.dump(2) << "\n";
-    if (!f) throw Failure{fmt::format("cannot write {}", o_.json_out)};
+    if (Status s = files::write_atomically(o_.json_out, j.dump(2) + "\n"); !s.ok()) {
+      throw Failure{fmt::format("--json: {}", s.message())};
+    }
   }
 
   const RunOptions& o_;

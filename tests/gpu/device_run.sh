@@ -74,6 +74,22 @@ if wants runtime; then
   note "C API tests:           $(grep -E 'passed|failed|GPU' "$out/c_api_tests.txt" | tail -1)"
   check "C API tests" $rc
 fi
+# A launch with a symbol of 0, -1 or 2^62 on every kernel of every example returns an error
+# and the process lives (tests/host/launch_checks.cpp, tag [real], on this machine's driver).
+host_tests=build/tests/kiln_host_launch_tests
+if wants runtime && [[ -x "$host_tests" ]]; then
+  mkdir -p "$out/default"
+  for f in examples/*.kiln; do
+    ex=$(basename "$f" .kiln)
+    [[ -f "$out/default/$ex/manifest.json" ]] ||
+      "$kiln" compile "$f" -o "$out/default/$ex" --default-only --arch sm_90 > /dev/null &
+  done
+  wait
+  "$host_tests" real "$out"/default/* -- "[real]" > "$out/symbol_tests.txt" 2>&1
+  rc=$?
+  note "bad symbols, every example: $(grep -E 'passed|failed' "$out/symbol_tests.txt" | tail -1)"
+  check "bad-symbol launches" $rc
+fi
 if wants runtime && [[ -x "$hostile" ]]; then
   "$kiln" compile examples/swiglu.kiln -o "$out/swiglu.bundle" > /dev/null
   "$hostile" "$out/add.bundle" "$out/swiglu.bundle" > "$out/hostile_tests.txt" 2>&1
