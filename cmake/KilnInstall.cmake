@@ -21,7 +21,7 @@ install(TARGETS kiln_runtime_static kiln_runtime_shared kiln EXPORT KilnTargets
 # Every header the public runtime headers include, transitively (runtime.h, driver.h and
 # cache.h are the entry points; tests/install compiles each one alone against the install).
 set(KILN_PUBLIC_HEADERS
-  runtime/runtime.h runtime/status.h runtime/manifest.h runtime/driver.h
+  runtime/runtime.h runtime/launch.h runtime/status.h runtime/manifest.h runtime/driver.h
   autotune/cache.h
   ir/dtype.h ir/program.h ir/expr.h ir/diag.h)
 foreach(header ${KILN_PUBLIC_HEADERS})

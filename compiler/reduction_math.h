@@ -33,6 +33,13 @@ void kahan_add(A& a, typename A::V& s, typename A::V& c, typename A::V v) {
   s = t;
 }
 
+/// Whether v is finite: v - v is 0 for a finite v and NaN for +-inf and NaN (no fast-math
+/// flag lets LLVM fold it).
+template <class A>
+auto finite(A& a, typename A::V v) {
+  return a.eq(a.sub(v, v), a.num(0));
+}
+
 /// Online max+sum: m is the running max of the elements seen, s the sum of their terms
 /// f * exp(a - m) measured against it. A looped row's thread keeps s compensated: when m
 /// grows, s and its compensation are both rescaled (rescale is linear in s).
@@ -73,10 +80,21 @@ typename A::V mean_of(A& a, typename A::V n, typename A::V sum) {
 }
 
 /// The first value that a thread's chunk sums are shifted by (add_shifted_sums): the running
-/// mean, or before any element the chunk's first value.
+/// mean, or before any element the chunk's first value; 0 when that is not finite, so that
+/// an infinite element makes the chunk's sums infinite rather than NaN.
 template <class A>
 typename A::V shift(A& a, const Welford<typename A::V>& st, typename A::V first) {
-  return a.select(a.gt(st.n, a.num(0)), st.mean, first);
+  auto k = a.select(a.gt(st.n, a.num(0)), st.mean, first);
+  return a.select(finite(a, k), k, a.num(0));
+}
+
+/// The mean of two means weighted (1 - w, w), written so that infinities combine as in a sum:
+/// where delta = y - x is not finite (an infinite or NaN mean on either side), x + delta * w
+/// would be inf - inf = NaN for a -inf mean against a finite one, while the plain sum of the
+/// elements is -inf.
+template <class A>
+typename A::V weighted_mean(A& a, typename A::V x, typename A::V y, typename A::V w) {
+  return a.add(a.mul(x, a.sub(a.num(1), w)), a.mul(y, w));
 }
 
 /// Adds a chunk of n elements x, given as s1 = sum(x - k) and s2 = sum((x - k)^2) with
@@ -97,7 +115,14 @@ void add_shifted_sums(A& a, Welford<typename A::V>& st, typename A::V& mean_c, t
   // delta is scaled before it is squared, as in merge.
   kahan_add(a, st.m2, m2_c,
             a.add(a.sub(s2, a.mul(s1, q)), a.mul(a.mul(delta, a.mul(st.n, w)), delta)));
-  kahan_add(a, st.mean, mean_c, a.mul(delta, w));
+  // An infinite element (or mean) makes delta infinite or NaN: then the mean is the weighted
+  // mean of the two, -inf or +inf (NaN for both or a NaN) as the row's sum would be; its M2 is
+  // already NaN (s2 - s1 q is inf - inf), as the two-pass M2 of such a row is.
+  auto ok = finite(a, delta);
+  auto mean = st.mean, c = mean_c;
+  kahan_add(a, mean, c, a.mul(delta, w));
+  st.mean = a.select(ok, mean, weighted_mean(a, st.mean, a.add(k, q), w));
+  mean_c = a.select(ok, c, a.num(0));
   st.n = total;
 }
 
@@ -111,8 +136,9 @@ Welford<typename A::V> merge(A& a, const Welford<typename A::V>& x,
   auto n = a.add(x.n, y.n);
   auto w = a.select(a.gt(n, a.num(0)), a.div(y.n, n), a.num(0));
   auto delta = a.sub(y.mean, x.mean);
-  return {n, a.add(x.mean, a.mul(delta, w)),
-          a.add(a.add(x.m2, y.m2), a.mul(a.mul(delta, a.mul(x.n, w)), delta))};
+  auto mean = a.select(finite(a, delta), a.add(x.mean, a.mul(delta, w)),
+                       weighted_mean(a, x.mean, y.mean, w));
+  return {n, mean, a.add(a.add(x.m2, y.m2), a.mul(a.mul(delta, a.mul(x.n, w)), delta))};
 }
 
 }  // namespace kiln::reduction_math

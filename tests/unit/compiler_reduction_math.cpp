@@ -249,6 +249,38 @@ TEST_CASE("Welford's mean and M2 match the two-pass ones", "[compiler][reduction
   }
 }
 
+TEST_CASE("Welford's mean and M2 are the two-pass ones at +-inf and NaN",
+          "[compiler][reduction_math]") {
+  // The two-pass mean of a row holding -inf is -inf (+inf for +inf, NaN for both or a NaN);
+  // its M2 is NaN ((x - mean)^2 with x - mean = -inf - -inf). The fused state used to give a
+  // NaN mean: its update mean + (chunk mean - mean) * w is -inf + inf once the mean is -inf.
+  for (Shape sh : kShapes) {
+    for (size_t n : {1, 33, 1000, 100003}) {
+      for (size_t at : {size_t{0}, n / 2, n - 1}) {
+        for (std::vector<float> bad :
+             {std::vector<float>{-kInf}, {kInf}, {-kInf, kInf}, {NAN}, {-kInf, -kInf}}) {
+          std::vector<float> x = normal_row(n, 1.0, 1.0, static_cast<unsigned>(n + at));
+          for (size_t j = 0; j < bad.size(); ++j) x[(at + j * 7) % n] = bad[j];
+          INFO("n " << n << " T " << sh.T << " at " << at << " bad " << bad.size() << " "
+                    << bad[0]);
+          Welford<float> r = welford_row(x, sh);
+          auto [want_mean, want_m2] = mean_m2(x);
+          if (std::isnan(want_mean)) {
+            CHECK(std::isnan(r.mean));
+          } else {
+            CHECK(r.mean == want_mean);  // +-inf
+          }
+          CHECK(std::isnan(r.m2));
+          CHECK(std::isnan(want_m2));
+        }
+      }
+    }
+  }
+  // A row all at -inf.
+  std::vector<float> x(5000, -kInf);
+  CHECK(welford_row(x, {32, 4, 2}).mean == -kInf);
+}
+
 TEST_CASE("Welford's M2 of a constant row is exactly 0", "[compiler][reduction_math]") {
   // 3e19 squared overflows f32: merging into an empty state must not compute inf * 0.
   for (float v : {1234.5f, 3e19f}) {
