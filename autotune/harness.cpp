@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <type_traits>
 
 #include "runtime/driver.h"
 
@@ -221,6 +223,23 @@ KernelHarness::~KernelHarness() {
   if (stream_) rt_.driver().cuStreamDestroy(stream_);
 }
 
+// Whether expression `e` loads tensor `name`.
+bool loads(const ExprNode& e, const std::string& name) {
+  return std::visit(
+      [&](const auto& n) -> bool {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, Load>) return n.tensor == name;
+        if constexpr (std::is_same_v<T, Unary> || std::is_same_v<T, Cast>) return loads(*n.a, name);
+        if constexpr (std::is_same_v<T, Binary>) return loads(*n.a, name) || loads(*n.b, name);
+        if constexpr (std::is_same_v<T, Select>) {
+          return loads(*n.cond, name) || loads(*n.a, name) || loads(*n.b, name);
+        }
+        if constexpr (std::is_same_v<T, Reduce>) return loads(*n.body, name);
+        return false;
+      },
+      e.v);
+}
+
 Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,
                             const std::vector<HostTensor>& params_in) {
   std::vector<const TensorDecl*> params = def.params();
@@ -235,16 +254,22 @@ Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,
   ref.wide = ref.stored;
   // The same kernel with its f16 and bf16 outputs declared f32: their values before the last
   // rounding (the interpreter computes in f64 and rounds only when it stores).
+  // An output that the kernel also reads (add_rmsnorm's h = x + r, read by y) keeps its
+  // type: later statements read its stored value, so widening it would change theirs; its
+  // exact value is then its stored one.
   KernelDef wide = def;
-  bool any = false;
+  std::set<std::string> widened;
   for (TensorDecl& o : wide.outputs) {
     if (!is_half(o.dtype)) continue;
+    const bool read = std::any_of(def.body.begin(), def.body.end(),
+                                  [&](const Stmt& st) { return loads(st.value.node(), o.name); });
+    if (read) continue;
     o.dtype = DType::f32;
-    any = true;
+    widened.insert(o.name);
   }
-  if (any) {
+  if (!widened.empty()) {
     for (size_t i = 0; i < params.size(); ++i) {
-      if (params[i]->role == TensorRole::output && is_half(params[i]->dtype)) {
+      if (params[i]->role == TensorRole::output && widened.count(params[i]->name)) {
         ref.wide[i] = HostTensor(DType::f32, params_in[i].shape);
       }
     }

@@ -64,7 +64,8 @@ int kiln_device_compute_capability(const kiln_runtime* rt, int* major, int* mino
 /** Loads the bundle directory `dir` (written by `kiln compile -o`) onto `rt`'s device. */
 int kiln_bundle_load(const kiln_runtime* rt, const char* dir, kiln_bundle** out);
 /** Launches with the tuned winners of the autotune cache file `cache_path` (`kiln tune -c`)
- *  that apply to this device; entries that do not apply are ignored (see KILN_LOG=1). */
+ *  that apply to this device; entries that do not apply are ignored (see KILN_LOG=1). A
+ *  missing file is an error ("PATH: no such cache file"), as is one that is not a cache. */
 int kiln_bundle_use_cache(kiln_bundle* bundle, const char* cache_path);
 /** Frees a bundle; NULL is allowed and does nothing. */
 int kiln_bundle_free(kiln_bundle* bundle);

@@ -351,6 +351,8 @@ TEST_CASE("the C API refuses bad arguments with a message and keeps the process"
     CHECK(kiln_launch(k, nullptr, ptrs, 2, syms, 2) == KILN_ERROR);
     CHECK(std::string(kiln_last_error()).find("N") != std::string::npos);
   }
+  CHECK(kiln_bundle_use_cache(b, "/nonexistent/cache.json") == KILN_ERROR);
+  CHECK(std::string(kiln_last_error()) == "/nonexistent/cache.json: no such cache file");
   const int64_t good[] = {33, 7};
   CHECK(kiln_launch(k, nullptr, ptrs, 2, good, 2) == KILN_OK);
   CHECK(kiln_launch(k, nullptr, ptrs, 1, good, 2) == KILN_ERROR);

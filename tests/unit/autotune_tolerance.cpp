@@ -201,3 +201,27 @@ TEST_CASE("the wide reference is the value before the output's rounding", "[auto
   CHECK(mr.stored[3].get(2) == 42);
   CHECK(mr.scale[4] > 0);
 }
+
+TEST_CASE("an output the kernel also reads keeps its type in the wide reference", "[autotune]") {
+  // add_rmsnorm's h = x + r is stored as bf16 and read by y: y's exact value is computed from
+  // the stored h, and h's exact value is its stored one (widening it made the interpreter
+  // refuse the kernel: "load of 'h' as bf16 but it holds f32").
+  Program p = parse_program(
+      "kernel k(x: bf16[M, N], r: bf16[M, N]) -> (h: bf16[M, N], y: bf16[M, N]) {\n"
+      "  h[i, j] = x[i, j] + r[i, j]\n"
+      "  s[i] = sum(h[i, j] * h[i, j], j)\n"
+      "  y[i, j] = h[i, j] * rsqrt(s[i] / N + 1e-6)\n}\n");
+  const int64_t m = 3, n = 33;
+  std::vector<HostTensor> params(4, HostTensor(DType::bf16, {m, n}));
+  for (int64_t i = 0; i < m * n; ++i) {
+    params[0].set(i, 0.25 * static_cast<double>(i % 7) - 0.5);
+    params[1].set(i, 0.125 * static_cast<double>(i % 5));
+  }
+  Reference ref = reference_outputs(p.kernels[0], {{"M", m}, {"N", n}}, params);
+  CHECK(ref.wide[2].dtype == DType::bf16);  // h: read by y, not widened
+  CHECK(ref.wide[3].dtype == DType::f32);   // y: widened
+  for (int64_t i = 0; i < m * n; ++i) {
+    CHECK(ref.wide[2].get(i) == ref.stored[2].get(i));
+    CHECK(ref.stored[3].get(i) == bf16_to_f32(f32_to_bf16(float(ref.wide[3].get(i)))));
+  }
+}
