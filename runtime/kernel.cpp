@@ -95,13 +95,7 @@ Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
     choose(symbols, variants, &why);
     std::fprintf(stderr, "kiln: %s\n", why.c_str());
   }
-  launch::Layout layout;
-  if (Status s = launch::lay_out(*info_, enc_, rules_, max_dynamic_smem_, ptrs, symbols, variants,
-                                 true, facts_, layout);
-      !s.ok()) {
-    return s;
-  }
-  return enqueue(stream, ptrs, symbols, layout);
+  return lay_out_and_enqueue(stream, ptrs, symbols, variants, true);
 }
 
 Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,
@@ -123,9 +117,15 @@ Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptr
                           : "cannot run here: " + steps_[s][v].load_error));
     }
   }
+  return lay_out_and_enqueue(stream, ptrs, symbols, variants, false);
+}
+
+Status Kernel::lay_out_and_enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                                   std::span<const int64_t> symbols, std::span<const int> variants,
+                                   bool fallback) const {
   launch::Layout layout;
   if (Status s = launch::lay_out(*info_, enc_, rules_, max_dynamic_smem_, ptrs, symbols, variants,
-                                 false, facts_, layout);
+                                 fallback, facts_, layout);
       !s.ok()) {
     return s;
   }

@@ -149,6 +149,10 @@ class Kernel {
     CUfunction fn = nullptr;  // null when the variant could not be loaded here
     std::string load_error;
   };
+  /// Steps 3 and 4 of the launch, on checked arguments and variants that loaded.
+  Status lay_out_and_enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
+                             std::span<const int64_t> symbols, std::span<const int> variants,
+                             bool fallback) const;
   /// Step 4 of the launch: the driver calls for a checked, laid-out launch.
   Status enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
                  std::span<const int64_t> symbols, const launch::Layout& layout) const;

@@ -13,26 +13,14 @@
 #include <vector>
 
 #include "compiler/reduction_math.h"
+#include "tests/unit/test_support.h"
 
 namespace kiln {
 namespace {
 
 using reduction_math::Online;
 using reduction_math::Welford;
-
-struct FloatMath {
-  using V = float;
-  float num(double v) { return static_cast<float>(v); }
-  float add(float x, float y) { return x + y; }
-  float sub(float x, float y) { return x - y; }
-  float mul(float x, float y) { return x * y; }
-  float div(float x, float y) { return x / y; }
-  float max(float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
-  float exp(float x) { return std::exp(x); }
-  bool eq(float x, float y) { return x == y; }
-  bool gt(float x, float y) { return x > y; }
-  float select(bool c, float x, float y) { return c ? x : y; }
-};
+using testing::FloatMath;
 
 const float kInf = std::numeric_limits<float>::infinity();
 

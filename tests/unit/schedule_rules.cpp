@@ -16,8 +16,10 @@
 #include "compiler/schedule.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
+#include "tests/unit/test_support.h"
 
 using namespace kiln;
+using kiln::testing::read_example;
 
 namespace {
 
@@ -27,16 +29,6 @@ const Dim N = Dim::symbol("N");
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string read_example(const std::string& name) {
-  std::filesystem::path p =
-      std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "examples" / (name + ".kiln");
-  std::ifstream f(p);
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 KernelDef kernel_of_text(const std::string& src) {

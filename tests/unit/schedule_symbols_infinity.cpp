@@ -14,20 +14,13 @@
 #include "compiler/schedule.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
+#include "tests/unit/test_support.h"
 
 using namespace kiln;
+using kiln::testing::FloatMath;
+using kiln::testing::read_example;
 
 namespace {
-
-std::string example_text(const std::string& name) {
-  std::filesystem::path p =
-      std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "examples" / (name + ".kiln");
-  std::ifstream f(p);
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 const KernelDef& only_kernel(const Program& p, std::string_view name) {
   const KernelDef* k = p.find_kernel(name);
@@ -133,8 +126,8 @@ TEST_CASE("logsumexp of a row whose max is infinite is torch's: -inf, +inf, NaN"
     CHECK(y[4] == Approx(std::log(std::exp(0.5) + std::exp(-1.0) + std::exp(2.0) + std::exp(3.0)))
                       .epsilon(1e-6));
   };
-  Program lse = parse_program(example_text("logsumexp"));
-  Program suite = parse_program(example_text("reduction_suite"));
+  Program lse = parse_program(read_example("logsumexp"));
+  Program suite = parse_program(read_example("reduction_suite"));
   for (bool scheduled : {false, true}) {
     INFO("scheduled: " << scheduled);
     expect(row_results(only_kernel(lse, "logsumexp"), rows, scheduled));
@@ -155,17 +148,6 @@ namespace {
 // per slice of chunks, compensated sums, states merged in order), as lower_reduction.cpp's
 // fused path computes it: terms exp(x - g(m)) against the running max m, g(m) = 0 for an
 // infinite m, rescaled by reduction_math::rescale when m grows.
-struct FloatMath {
-  using V = float;
-  float num(double v) { return static_cast<float>(v); }
-  float add(float x, float y) { return x + y; }
-  float sub(float x, float y) { return x - y; }
-  float mul(float x, float y) { return x * y; }
-  float exp(float x) { return std::exp(x); }
-  bool eq(float x, float y) { return x == y; }
-  float max(float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
-  float select(bool c, float x, float y) { return c ? x : y; }
-};
 
 float guard(float m) {
   return std::abs(m) > std::numeric_limits<float>::max() ? 0.0f : m;

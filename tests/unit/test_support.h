@@ -1,0 +1,41 @@
+// Helpers shared by the unit tests: the examples' text, and float arithmetic for the
+// reduction formulas of compiler/reduction_math.h (the A those templates are written over).
+#pragma once
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace kiln::testing {
+
+/// The text of examples/NAME.kiln.
+inline std::string read_example(const std::string& name) {
+  std::filesystem::path p =
+      std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "examples" / (name + ".kiln");
+  std::ifstream f(p);
+  REQUIRE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// reduction_math's arithmetic in float, as the CPU models of the row kernels run it.
+struct FloatMath {
+  using V = float;
+  float num(double v) { return static_cast<float>(v); }
+  float add(float x, float y) { return x + y; }
+  float sub(float x, float y) { return x - y; }
+  float mul(float x, float y) { return x * y; }
+  float div(float x, float y) { return x / y; }
+  float max(float x, float y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
+  float exp(float x) { return std::exp(x); }
+  bool eq(float x, float y) { return x == y; }
+  bool gt(float x, float y) { return x > y; }
+  float select(bool c, float x, float y) { return c ? x : y; }
+};
+
+}  // namespace kiln::testing
