@@ -223,14 +223,19 @@ TEST_CASE("argument checks: counts, null, alignment, overlap", "[launch]") {
   p[0] += 2;
   CHECK(k.launch(nullptr, p, syms).message() ==
         "add: argument 1 (x): pointer is not aligned to its 4-byte elements");
-  // z overlapping x, by one element.
+  // x and z in one allocation of 2000 elements: z overlapping x by one element, then just
+  // past it (y is an allocation of its own, so it overlaps neither).
+  CUdeviceptr both = 0;
+  REQUIRE(rt->driver().cuMemAlloc(&both, 2000 * 4) == CUDA_SUCCESS);
   p = a.ptrs;
-  p[2] = p[0] + 999 * 4;
+  p[0] = both;
+  p[2] = both + 999 * 4;
   CHECK(k.launch(nullptr, p, syms).message() ==
         "add: argument 3 (z) overlaps argument 1 (x); outputs may not alias other arguments");
-  p[2] = p[0] + 1000 * 4;  // just past x: allowed (the fake checks nothing of it)
+  p[2] = both + 1000 * 4;
   CHECK(k.launch(nullptr, p, syms).ok());
   CHECK(fake.launches() == 1);
+  (void)rt->driver().cuMemFree(both);
 }
 
 TEST_CASE("a pointer missing a vector variant's alignment falls back to the scalar variant",
