@@ -12,7 +12,8 @@
 //   2. read the file: missing = empty; unreadable, not JSON, foreign format or version = stop
 //      with the error (nothing is written);
 //   3. refuse a file that is not writable (a read-only cache is a decision, not an obstacle);
-//   4. apply the edit, normalize, check that the result parses back;
+//   4. apply the edit (an edit that fails stops here: nothing is written), normalize, check
+//      that the result parses back;
 //   5. write "<file>.tmp.<pid>.<n>" (the old file's mode), fsync, close, rename over the
 //      file, fsync the directory; on any failure unlink the temporary: the old file is
 //      untouched.
@@ -376,7 +377,14 @@ Result<Cache> load(const std::string& path) {
   return parse(**text, path);
 }
 
-Result<Cache> update(const std::string& path_in, const std::function<void(Cache&)>& edit) {
+Result<Cache> load_existing(const std::string& path) {
+  Result<std::optional<std::string>> text = read_bytes(path);
+  if (!text.ok()) return text.status();
+  if (!*text) return Status::error(fmt::format("{}: no such cache file", path));
+  return parse(**text, path);
+}
+
+Result<Cache> update(const std::string& path_in, const std::function<Status(Cache&)>& edit) {
   std::string path = resolve(path_in);
   Result<files::FileLock> lock = files::FileLock::acquire(path + ".lock");
   if (!lock.ok()) return lock.status();
@@ -386,7 +394,7 @@ Result<Cache> update(const std::string& path_in, const std::function<void(Cache&
     return errno_error(path, "not written");
   }
   Cache c = *current;
-  edit(c);
+  if (Status s = edit(c); !s.ok()) return s;
   c = merge(Cache{}, c);
   if (Status s = check_changed(c, *current, path); !s.ok()) return s;
   if (Status s = files::write_atomically(path, to_json(c)); !s.ok()) return s;
@@ -398,11 +406,15 @@ Result<Cache> store(const std::string& path, const std::vector<Entry>& entries) 
     Cache fresh;
     fresh.entries = entries;
     c = merge(c, fresh);
+    return Status::ok_status();
   });
 }
 
 Result<Cache> save(const std::string& path, const Cache& c) {
-  return update(path, [&](Cache& old) { old = c; });
+  return update(path, [&](Cache& old) {
+    old = c;
+    return Status::ok_status();
+  });
 }
 
 Cache merge(const Cache& a, const Cache& b) {

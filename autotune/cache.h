@@ -95,6 +95,10 @@ Result<Cache> parse(std::string_view json, std::string_view origin);
 
 /// Reads a cache file. A missing file is an empty cache; anything unreadable is an error.
 Result<Cache> load(const std::string& path);
+/// Reads a cache file that must be there ("PATH: no such cache file" otherwise): for a cache
+/// given to read or launch from (`kiln cache`, `kiln run -c`, kiln_bundle_use_cache), where a
+/// misspelled path must not read as an empty cache.
+Result<Cache> load_existing(const std::string& path);
 
 /// Merges `entries` into the file at `path` under its lock (see above). Returns the merged
 /// cache as written.
@@ -102,8 +106,10 @@ Result<Cache> store(const std::string& path, const std::vector<Entry>& entries);
 
 /// The general form of store(): under the lock, reads the file (missing = empty; unreadable,
 /// corrupt or foreign = an error and nothing is written), applies `edit`, and writes the
-/// result atomically. Returns the cache as written (sorted, one entry per key).
-Result<Cache> update(const std::string& path, const std::function<void(Cache&)>& edit);
+/// result atomically. An edit that fails (e.g. `kiln cache prune --gpu` naming no GPU of the
+/// file, as read under the lock) writes nothing and update returns its status. Returns the
+/// cache as written (sorted, one entry per key).
+Result<Cache> update(const std::string& path, const std::function<Status(Cache&)>& edit);
 
 /// Replaces the contents of the cache file at `path` with `c` (update() with an assignment:
 /// an existing file that is not a valid cache is still refused, never overwritten).

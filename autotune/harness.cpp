@@ -8,7 +8,6 @@
 #include <cmath>
 #include <limits>
 #include <set>
-#include <type_traits>
 
 #include "runtime/driver.h"
 
@@ -223,23 +222,6 @@ KernelHarness::~KernelHarness() {
   if (stream_) rt_.driver().cuStreamDestroy(stream_);
 }
 
-// Whether expression `e` loads tensor `name`.
-bool loads(const ExprNode& e, const std::string& name) {
-  return std::visit(
-      [&](const auto& n) -> bool {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, Load>) return n.tensor == name;
-        if constexpr (std::is_same_v<T, Unary> || std::is_same_v<T, Cast>) return loads(*n.a, name);
-        if constexpr (std::is_same_v<T, Binary>) return loads(*n.a, name) || loads(*n.b, name);
-        if constexpr (std::is_same_v<T, Select>) {
-          return loads(*n.cond, name) || loads(*n.a, name) || loads(*n.b, name);
-        }
-        if constexpr (std::is_same_v<T, Reduce>) return loads(*n.body, name);
-        return false;
-      },
-      e.v);
-}
-
 Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,
                             const std::vector<HostTensor>& params_in) {
   std::vector<const TensorDecl*> params = def.params();
@@ -261,9 +243,7 @@ Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,
   std::set<std::string> widened;
   for (TensorDecl& o : wide.outputs) {
     if (!is_half(o.dtype)) continue;
-    const bool read = std::any_of(def.body.begin(), def.body.end(),
-                                  [&](const Stmt& st) { return loads(st.value.node(), o.name); });
-    if (read) continue;
+    if (loads_tensor(def, o.name)) continue;
     o.dtype = DType::f32;
     widened.insert(o.name);
   }

@@ -24,6 +24,7 @@
 
 #include "autotune/cache.h"
 #include "autotune/harness.h"
+#include "autotune/open_gpu.h"
 #include "autotune/search.h"
 #include "compiler/compile.h"
 #include "ir/text.h"
@@ -32,9 +33,6 @@
 
 namespace kiln {
 namespace {
-
-// No CUDA driver (libcuda cannot be loaded): the exit code the README promises.
-constexpr int kExitNoDriver = 77;
 
 struct TuneFailure {
   std::string message;
@@ -51,14 +49,8 @@ class Tuner {
   explicit Tuner(const TuneOptions& o) : o_(o) {}
 
   int run() {
-    auto rt = Runtime::open();
-    if (!rt.ok() && rt.status().no_driver()) {
-      // As `kiln run` does, so that scripts and the test suite can report a skip.
-      fmt::print(stderr, "kiln tune: skipped, needs a GPU: {}\n", rt.message());
-      return kExitNoDriver;
-    }
-    if (!rt.ok()) throw TuneFailure{"kiln tune needs a GPU: " + rt.message()};
-    rt_ = std::move(rt.value());
+    // As `kiln run` does: a skip (77) only without a driver library (autotune/open_gpu.h).
+    if (int rc = open_gpu("kiln tune", rt_); rc >= 0) return rc;
     rt_->driver().cuDriverGetVersion(&driver_version_);
     reload();
     Result<cache::Cache> c = cache::load(o_.cache_path);

@@ -66,13 +66,6 @@ void collect_loads(const Expr& e, std::vector<const Load*>& out) {
   for_each_child(e, [&](const Expr& c) { collect_loads(c, out); });
 }
 
-// Whether a statement of k loads tensor `name` (an input may only declare a symbol).
-bool loads_tensor(const KernelDef& k, const std::string& name) {
-  std::vector<const Load*> loads;
-  for (const Stmt& st : k.body) collect_loads(st.value, loads);
-  return std::any_of(loads.begin(), loads.end(), [&](const Load* l) { return l->tensor == name; });
-}
-
 // The inputs of k that it loads, by name.
 std::string read_names(const KernelDef& k) {
   std::vector<std::string> out;

@@ -126,8 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     smem.emplace_back(step.variants.size(), int64_t{in.take<uint8_t>()} * 1024);
   }
 
-  std::array<int64_t, launch::kMaxArgs> bytes{};
-  const Status checked = launch::check_arguments(info, enc, ptrs, symbols, bytes);
+  const Status checked = launch::check_arguments(info, enc, ptrs, symbols);
   // The heuristic must survive unchecked values too (Kernel::choose is public).
   for (size_t s = 0; s < info.steps.size(); ++s) {
     const int v = launch::heuristic_for(info, enc, s, rules[s], symbols, dev);

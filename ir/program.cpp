@@ -143,6 +143,22 @@ std::map<std::string, Dim> index_extents(const KernelDef& k, const Stmt& s) {
   return out;
 }
 
+namespace {
+
+bool loads(const Expr& e, std::string_view name) {
+  if (const Load* l = e.as<Load>(); l != nullptr && l->tensor == name) return true;
+  bool found = false;
+  for_each_child(e, [&](const Expr& c) { found = found || loads(c, name); });
+  return found;
+}
+
+}  // namespace
+
+bool loads_tensor(const KernelDef& k, std::string_view name) {
+  return std::any_of(k.body.begin(), k.body.end(),
+                     [&](const Stmt& st) { return loads(st.value, name); });
+}
+
 std::vector<int64_t> resolve_shape(const std::vector<Dim>& shape, const SymbolValues& syms) {
   std::vector<int64_t> out;
   for (const Dim& d : shape) {

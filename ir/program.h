@@ -84,6 +84,9 @@ struct Program {
 /// cannot be inferred.
 std::map<std::string, Dim> index_extents(const KernelDef& k, const Stmt& s);
 
+/// Whether a statement of `k` loads tensor `name` (reduction bodies included).
+bool loads_tensor(const KernelDef& k, std::string_view name);
+
 /// Symbol values at launch.
 using SymbolValues = std::map<std::string, int64_t, std::less<>>;
 

@@ -4,7 +4,6 @@
 #include "runtime/c_api.h"
 
 #include <exception>
-#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
@@ -133,13 +132,8 @@ int kiln_bundle_use_cache(kiln_bundle* bundle, const char* cache_path) {
   if (bundle == nullptr) return invalid("kiln_bundle_use_cache: bundle is NULL");
   if (cache_path == nullptr) return invalid("kiln_bundle_use_cache: cache path is NULL");
   return guarded("kiln_bundle_use_cache", [&]() -> int {
-    // cache::load reads a missing file as an empty cache (a tuner creates it); an application
-    // naming a cache that is not there has made a mistake.
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(cache_path, ec)) {
-      return fail(KILN_ERROR, std::string(cache_path) + ": no such cache file");
-    }
-    auto c = kiln::cache::load(cache_path);
+    // A cache that is not there is a mistake, not an empty cache.
+    auto c = kiln::cache::load_existing(cache_path);
     if (!c.ok()) return fail(c.status());
     (void)cpp(bundle)->use_cache(*c);
     return KILN_OK;

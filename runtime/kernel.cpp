@@ -85,8 +85,7 @@ Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> v
 
 Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
                       std::span<const int64_t> symbols) const {
-  std::array<int64_t, launch::kMaxArgs> bytes;
-  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols, bytes); !s.ok()) return s;
+  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols); !s.ok()) return s;
   std::array<int, launch::kMaxSteps> buf;
   std::span<int> variants(buf.data(), steps_.size());
   const Source src = choose(symbols, variants);
@@ -101,8 +100,7 @@ Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
 Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,
                                std::span<const int64_t> symbols,
                                std::span<const int> variants) const {
-  std::array<int64_t, launch::kMaxArgs> bytes;
-  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols, bytes); !s.ok()) return s;
+  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols); !s.ok()) return s;
   if (variants.size() != steps_.size()) {
     return Status::error(fmt::format("{}: expected {} variant choices (one per step), got {}",
                                      name(), steps_.size(), variants.size()));
@@ -147,6 +145,14 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     }
   }
 
+  // Scratch memory (buffers, workspaces) filled with the harness's poison byte when it asks.
+  auto poison = [&](CUdeviceptr p, int64_t bytes) {
+    const int byte = rt_->scratch_poison();
+    return byte < 0 ? CUDA_SUCCESS
+                    : api.cuMemsetD8Async(p, static_cast<unsigned char>(byte),
+                                          static_cast<size_t>(bytes), stream);
+  };
+
   CUdeviceptr buffers = 0;
   std::array<CUdeviceptr, launch::kMaxArgs> buffer_ptrs{};
   if (nb > 0) {
@@ -166,15 +172,10 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     for (size_t i = 0; i < nb; ++i) {
       buffer_ptrs[i] = buffers + static_cast<CUdeviceptr>(layout.buffer_offset[i]);
     }
-    if (rt_->scratch_poison() >= 0) {
-      if (CUresult r =
-              api.cuMemsetD8Async(buffers, static_cast<unsigned char>(rt_->scratch_poison()),
-                                  static_cast<size_t>(layout.buffer_bytes), stream);
-          r != CUDA_SUCCESS) {
-        rt_->free_async(buffers, stream);
-        return Status::error(fmt::format("{}: poisoning the kernel's buffers failed: {}", info.name,
-                                         rt_->describe(r)));
-      }
+    if (CUresult r = poison(buffers, layout.buffer_bytes); r != CUDA_SUCCESS) {
+      rt_->free_async(buffers, stream);
+      return Status::error(fmt::format("{}: poisoning the kernel's buffers failed: {}", info.name,
+                                       rt_->describe(r)));
     }
   }
   // Freed in stream order after whatever was enqueued, on every path out.
@@ -219,14 +220,9 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
                       info.name, s, info.steps[s].name, l.variant, ws.message()));
     }
     workspace = *ws;
-    if (rt_->scratch_poison() >= 0) {
-      if (CUresult r =
-              api.cuMemsetD8Async(workspace, static_cast<unsigned char>(rt_->scratch_poison()),
-                                  static_cast<size_t>(l.workspace_bytes), stream);
-          r != CUDA_SUCCESS) {
-        rt_->free_async(workspace, stream);
-        return fail("poisoning the split workspace (cuMemsetD8Async)", r);
-      }
+    if (CUresult r = poison(workspace, l.workspace_bytes); r != CUDA_SUCCESS) {
+      rt_->free_async(workspace, stream);
+      return fail("poisoning the split workspace (cuMemsetD8Async)", r);
     }
     for (phase = 0; phase < l.phases; ++phase) {
       if (CUresult r = launch(); r != CUDA_SUCCESS) {

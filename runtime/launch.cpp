@@ -131,8 +131,7 @@ int heuristic_for(const KernelInfo& info, const EncodedKernel& enc, size_t step,
 }
 
 Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
-                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
-                       std::array<int64_t, kMaxArgs>& bytes) {
+                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols) {
   const size_t np = info.params.size(), nb = info.buffers.size(), ns = info.symbols.size();
   if (np + nb + ns + 2 > kMaxArgs) {
     return Status::error(fmt::format(
@@ -166,6 +165,7 @@ Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
           fmt::format("{}: symbol {} = {} must be > 0", info.name, info.symbols[j], symbols[j]));
     }
   }
+  std::array<int64_t, kMaxArgs> bytes{};  // each parameter's, for the overlap check
   for (size_t i = 0; i < np; ++i) {
     const bundle::ParamInfo& p = info.params[i];
     const auto elem = static_cast<int64_t>(size_of(p.dtype));

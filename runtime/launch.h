@@ -79,10 +79,9 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
 int heuristic_variant(const bundle::Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
 
-/// Step 1. On success `bytes[i]` holds parameter i's size in bytes.
+/// Step 1.
 Status check_arguments(const bundle::KernelInfo& info, const EncodedKernel& enc,
-                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
-                       std::array<int64_t, kMaxArgs>& bytes);
+                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols);
 
 /// Step 2 for one step, on checked symbols: heuristic_variant with the step's sizes.
 int heuristic_for(const bundle::KernelInfo& info, const EncodedKernel& enc, size_t step,

@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <filesystem>
 #include <set>
 
 #include "autotune/cache.h"
@@ -36,20 +35,8 @@ int fail(const std::string& message) {
   return 1;
 }
 
-// Unlike cache::load, the verbs treat a missing input file as an error.
-Status must_exist(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) return Status::ok_status();
-  return Status::error(fmt::format("{}: no such cache file", path));
-}
-
-Result<cache::Cache> load_input(const std::string& path) {
-  if (Status s = must_exist(path); !s.ok()) return s;
-  return cache::load(path);
-}
-
 int show(const CacheArgs& a) {
-  Result<cache::Cache> c = load_input(a.file);
+  Result<cache::Cache> c = cache::load_existing(a.file);
   if (!c.ok()) return fail(c.message());
   if (a.json) {
     fmt::print("{}", cache::entries_json(*c));
@@ -62,9 +49,9 @@ int show(const CacheArgs& a) {
 }
 
 int diff(const CacheArgs& a) {
-  Result<cache::Cache> x = load_input(a.a);
+  Result<cache::Cache> x = cache::load_existing(a.a);
   if (!x.ok()) return fail(x.message());
-  Result<cache::Cache> y = load_input(a.b);
+  Result<cache::Cache> y = cache::load_existing(a.b);
   if (!y.ok()) return fail(y.message());
   std::string d = cache::diff(*x, *y);
   fmt::print("{}", d.empty() ? "no differences\n" : d);
@@ -72,9 +59,9 @@ int diff(const CacheArgs& a) {
 }
 
 int merge(const CacheArgs& a) {
-  Result<cache::Cache> x = load_input(a.a);
+  Result<cache::Cache> x = cache::load_existing(a.a);
   if (!x.ok()) return fail(x.message());
-  Result<cache::Cache> y = load_input(a.b);
+  Result<cache::Cache> y = cache::load_existing(a.b);
   if (!y.ok()) return fail(y.message());
   Result<cache::Cache> written = cache::save(a.out, cache::merge(*x, *y));
   if (!written.ok()) return fail(written.message());
@@ -135,31 +122,24 @@ int prune(const CacheArgs& a) {
   }
   size_t before = 0, dropped = 0;
   std::string target = a.out.empty() ? a.file : a.out;
-  std::string refused;
   Result<cache::Cache> written = Status::error("");
   if (a.out.empty()) {
-    if (Status s = must_exist(a.file); !s.ok()) return fail(s.message());
-    // Checked before the update, which rewrites the file whatever the edit does.
-    Result<cache::Cache> c = cache::load(a.file);
-    if (!c.ok()) return fail(c.message());
-    cache::Cache copy = *c;
-    size_t unused = 0;
-    if (std::string why = prune_entries(copy, hashes, unused); !why.empty()) return fail(why);
+    // In place: the file must be there (update would read a missing one as empty), and a
+    // refused prune writes nothing, judged on the entries read under the lock.
+    if (Result<cache::Cache> c = cache::load_existing(a.file); !c.ok()) return fail(c.message());
     written = cache::update(a.file, [&](cache::Cache& c) {
       before = c.entries.size();
-      cache::Cache edited = c;
-      refused = prune_entries(edited, hashes, dropped);
-      if (refused.empty()) c = std::move(edited);  // else another process changed the GPUs
+      std::string why = prune_entries(c, hashes, dropped);
+      return why.empty() ? Status::ok_status() : Status::error(why);
     });
   } else {
-    Result<cache::Cache> c = load_input(a.file);
+    Result<cache::Cache> c = cache::load_existing(a.file);
     if (!c.ok()) return fail(c.message());
     before = c->entries.size();
     if (std::string why = prune_entries(*c, hashes, dropped); !why.empty()) return fail(why);
     written = cache::save(a.out, *c);
   }
   if (!written.ok()) return fail(written.message());
-  if (!refused.empty()) return fail(refused);
   fmt::print("wrote {}: dropped {} of {} entries, {} left\n", target, dropped, before,
              written->entries.size());
   return 0;

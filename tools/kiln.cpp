@@ -14,7 +14,6 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -603,11 +602,7 @@ int main(int argc, char** argv) {
       }
       // A cache to launch the winners of must exist: a typo is not an empty cache.
       if (!ro.cache_path.empty()) {
-        std::error_code ec;
-        Result<cache::Cache> c = std::filesystem::exists(ro.cache_path, ec)
-                                     ? cache::load(ro.cache_path)
-                                     : Result<cache::Cache>(Status::error(
-                                           fmt::format("{}: no such cache file", ro.cache_path)));
+        Result<cache::Cache> c = cache::load_existing(ro.cache_path);
         if (!c.ok()) {
           fmt::print(stderr, "kiln run: -c: {}\n", c.message());
           return 1;

@@ -25,6 +25,7 @@
 #include <optional>
 
 #include "autotune/harness.h"
+#include "autotune/open_gpu.h"
 #include "ir/text.h"
 #include "runtime/atomic_file.h"
 #include "runtime/driver.h"
@@ -214,27 +215,10 @@ class Runner {
 
 }  // namespace
 
-bool gpu_required() {
-  const char* v = std::getenv("KILN_REQUIRE_GPU");
-  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
-}
-
 int run_kernel(const RunOptions& o) {
-  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
-  if (!rt.ok()) {
-    if (!rt.status().no_driver()) {
-      fmt::print(stderr, "kiln run: cannot open the GPU: {}\n", rt.message());
-      return kExitError;
-    }
-    if (gpu_required()) {
-      fmt::print(stderr, "kiln run: a GPU was required (KILN_REQUIRE_GPU={}): {}\n",
-                 std::getenv("KILN_REQUIRE_GPU"), rt.message());
-      return kExitError;
-    }
-    fmt::print(stderr, "kiln run: skipped: {}\n", rt.message());
-    return kExitSkip;
-  }
-  Result<std::unique_ptr<Bundle>> b = Bundle::load(**rt, o.bundle);
+  std::unique_ptr<Runtime> rt;
+  if (int rc = open_gpu("kiln run", rt); rc >= 0) return rc;
+  Result<std::unique_ptr<Bundle>> b = Bundle::load(*rt, o.bundle);
   if (!b.ok()) {
     fmt::print(stderr, "kiln run: {}\n", b.message());
     return kExitError;
@@ -270,7 +254,7 @@ int run_kernel(const RunOptions& o) {
         throw Failure{fmt::format("--shape: kernel {} has no symbol {}", o.kernel, s)};
       }
     }
-    return Runner(o, **rt, *kernel, p.kernels[0]).run();
+    return Runner(o, *rt, *kernel, p.kernels[0]).run();
   } catch (const Failure& f) {
     fmt::print(stderr, "kiln run: {}\n", f.message);
   } catch (const HarnessError& f) {

@@ -31,11 +31,9 @@ inline constexpr int kExitOk = 0, kExitError = 1, kExitMismatch = 2, kExitSkip =
 
 /// Runs and reports on stdout; errors go to stderr. Returns one of the exit codes above:
 /// kExitSkip only when the CUDA driver library cannot be loaded at all (the test suite
-/// reports a skip) and KILN_REQUIRE_GPU is not set to a value other than 0; any other failure
-/// to open the device, load the bundle or launch is kExitError.
-/// True when $KILN_REQUIRE_GPU is set and not "0": a GPU machine's scripts set it, so that a
-/// missing driver fails instead of skipping.
-bool gpu_required();
+/// reports a skip) and KILN_REQUIRE_GPU is not set to a value other than 0
+/// (autotune/open_gpu.h); any other failure to open the device, load the bundle or launch is
+/// kExitError.
 int run_kernel(const RunOptions& opts);
 
 }  // namespace kiln

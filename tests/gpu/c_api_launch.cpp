@@ -8,7 +8,7 @@
 //   kiln_gpu_c_api_tests ADD_BUNDLE_DIR ROWSUM_BUNDLE_DIR [catch options]
 //
 // Skips (77) only without a CUDA driver library, and not under KILN_REQUIRE_GPU=1
-// (tests/gpu/open_gpu.h).
+// (autotune/open_gpu.h).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "autotune/open_gpu.h"
 #include "runtime/c_api.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
-#include "tests/gpu/open_gpu.h"
 
 using namespace kiln;
 
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<Runtime> rt;
-  if (int rc = gpu_test::open_gpu("kiln_gpu_c_api_tests", rt); rc >= 0) return rc;
+  if (int rc = open_gpu("kiln_gpu_c_api_tests", rt); rc >= 0) return rc;
   g_rt = rt.get();
   if (kiln_runtime_open(0, &g_crt) != KILN_OK) {
     std::fprintf(stderr, "kiln_gpu_c_api_tests: kiln_runtime_open failed: %s\n", kiln_last_error());

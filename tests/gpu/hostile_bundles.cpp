@@ -9,9 +9,9 @@
 //   kiln_gpu_hostile_tests ADD_BUNDLE SWIGLU_BUNDLE [catch options]
 //
 // ADD_BUNDLE and SWIGLU_BUNDLE are `kiln compile` outputs of examples/add.kiln and
-// examples/swiglu.kiln; they are only read. Without a CUDA driver library it prints a [SKIP]
-// line and exits 77 (reported as skipped); any other failure to open the GPU, or
-// KILN_REQUIRE_GPU=1, fails (tests/gpu/open_gpu.h). A case that cannot run (no cubin for this
+// examples/swiglu.kiln; they are only read. Without a CUDA driver library it says it skipped
+// and exits 77 (reported as skipped); any other failure to open the GPU, or
+// KILN_REQUIRE_GPU=1, fails (autotune/open_gpu.h). A case that cannot run (no cubin for this
 // GPU, not enough device memory) fails rather than passing untested.
 #define CATCH_CONFIG_RUNNER
 #include <fmt/format.h>
@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "autotune/open_gpu.h"
 #include "ir/text.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
-#include "tests/gpu/open_gpu.h"
 #include "tests/unit/cache_fixtures.h"
 
 using namespace kiln;
@@ -633,7 +633,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<Runtime> rt;
-  if (int rc = gpu_test::open_gpu("kiln_gpu_hostile_tests", rt); rc >= 0) return rc;
+  if (int rc = open_gpu("kiln_gpu_hostile_tests", rt); rc >= 0) return rc;
   g_rt = rt.get();
   g_add = argv[1];
   g_swiglu = argv[2];

@@ -7,8 +7,8 @@
 //
 //   kiln_gpu_runtime_tests ADD_BUNDLE_DIR ROWSUM_BUNDLE_DIR MAX_NORM_BUNDLE_DIR [catch options]
 //
-// Without a CUDA driver library it prints a [SKIP] line and exits 77 (reported as skipped);
-// any other failure to open the GPU, or KILN_REQUIRE_GPU=1, fails (tests/gpu/open_gpu.h).
+// Without a CUDA driver library it says it skipped and exits 77 (reported as skipped);
+// any other failure to open the GPU, or KILN_REQUIRE_GPU=1, fails (autotune/open_gpu.h).
 #define CATCH_CONFIG_RUNNER
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "autotune/open_gpu.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
-#include "tests/gpu/open_gpu.h"
 
 using namespace kiln;
 
@@ -454,7 +454,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<Runtime> rt;
-  if (int rc = gpu_test::open_gpu("kiln_gpu_runtime_tests", rt); rc >= 0) return rc;
+  if (int rc = open_gpu("kiln_gpu_runtime_tests", rt); rc >= 0) return rc;
   g_rt = rt.get();
   g_bundle = argv[1];
   g_rowsum_bundle = argv[2];
