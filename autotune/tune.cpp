@@ -27,6 +27,7 @@
 #include "autotune/open_gpu.h"
 #include "autotune/search.h"
 #include "compiler/compile.h"
+#include "compiler/kernel_plan.h"
 #include "ir/text.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
@@ -209,11 +210,14 @@ class Tuner {
       if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0]};
       return {h.time(fn, 0, /*flush_l2=*/true, /*budget_ms=*/60), ""};
     };
-    // Pointwise steps also search beyond the grid (compile_variant); a reduction step's
-    // variants are the precompiled ones.
+    // Beyond the grid, the knobs the plan lets the tuner move (pointwise steps: their
+    // variants compile on the fly); a reduction step's variants are the precompiled ones.
     std::vector<ParamRange> params_range;
-    if (kernel(name).info().steps[step].kind == "pointwise") {
-      params_range = {{"block", 32, 1024}, {"unroll", 1, 16}};
+    std::unique_ptr<KernelPlan> plan = plan_kernel(def);
+    if (static_cast<size_t>(step) < plan->steps.size()) {
+      for (const TuneRange& r : plan->steps[step].tune_ranges) {
+        params_range.push_back({r.name, r.min, r.max});
+      }
     }
     SearchOptions so;
     so.descent = o_.descent;

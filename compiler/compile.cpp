@@ -19,6 +19,7 @@
 #include "compiler/codegen.h"
 #include "compiler/config.h"
 #include "compiler/header.h"
+#include "compiler/kernel_plan.h"
 #include "compiler/lower_reduction.h"
 #include "compiler/plan.h"
 #include "compiler/schedule.h"
@@ -33,148 +34,6 @@
 namespace kiln {
 namespace {
 
-using AnyConfig = std::variant<PointwiseConfig, ReductionConfig>;
-
-// One GPU launch of a spec kernel, as the code generator sees it.
-struct StepPlan {
-  const KernelDef* abi = nullptr;  // the parameters its entry takes (step_abi)
-  std::string kind;                // the manifest's Step::kind
-  std::vector<Dim> space;
-  std::optional<Dim> reduced;
-  PointwiseStep pointwise;              // kind "pointwise"
-  const ScheduledKernel* sk = nullptr;  // reductions
-  ReductionShape shape = ReductionShape::row;
-  int max_vec = 1;
-  // Row reductions whose looped rows can fuse (ReductionConfig::fuse), and whether fusing
-  // leaves them one pass over the row (then the heuristic runs the fused variant on them).
-  bool fusable = false, fused_single_pass = false;
-  // Row reductions: whether a later pass reads the row again (stage_bytes_per_element > 0);
-  // staging variants are made only then, since otherwise they would keep nothing.
-  bool stages = false;
-
-  std::vector<AnyConfig> space_of_configs() const {
-    std::vector<AnyConfig> out;
-    if (kind == "pointwise") {
-      for (const PointwiseConfig& c : pointwise_config_space(max_vec)) out.push_back(c);
-    } else if (shape == ReductionShape::row) {
-      for (const ReductionConfig& c : row_reduction_space(max_vec, fusable)) out.push_back(c);
-      if (stages) {  // after every other variant: their ids do not change
-        for (const ReductionConfig& c : staged_row_configs(max_vec)) out.push_back(c);
-      }
-    } else {
-      for (const ReductionConfig& c : outer_reduction_space(max_vec)) out.push_back(c);
-    }
-    return out;
-  }
-  AnyConfig default_config() const {
-    if (kind == "pointwise") return default_pointwise_config(max_vec);
-    return shape == ReductionShape::row ? default_row_config(max_vec)
-                                        : default_outer_config(max_vec);
-  }
-};
-
-// A spec kernel's schedule and its steps (which point into the schedule and `abis`).
-struct KernelPlan {
-  Schedule schedule;
-  std::deque<KernelDef> abis;  // one per scheduled kernel when there are buffers
-  std::vector<StepPlan> steps;
-};
-
-bool declares(const std::vector<TensorDecl>& ds, const std::string& name) {
-  return std::any_of(ds.begin(), ds.end(), [&](const TensorDecl& d) { return d.name == name; });
-}
-
-// Whether step `sub` reads an output of the spec kernel `k` that an earlier step wrote.
-bool reads_kernel_output(const KernelDef& k, const KernelDef& sub) {
-  return std::any_of(k.outputs.begin(), k.outputs.end(), [&](const TensorDecl& o) {
-    return declares(sub.inputs, o.name) && !declares(sub.outputs, o.name);
-  });
-}
-
-// The parameters of a step's entry (manifest.h): the spec kernel's, then the schedule's
-// buffers as more outputs. A buffer's role is the step's: an output where `sub` writes it, an
-// input where it only reads it (so its loads may take the read-only path), else a temp,
-// which the entry takes and never touches. A kernel output that an earlier step wrote and
-// `sub` only reads is an input of this step likewise (`y[i] = sum(x[i, j], j)` then
-// `z[j] = sum(x[i, j] * y[i], i)`).
-KernelDef step_abi(const KernelDef& k, const Schedule& s, const KernelDef& sub) {
-  KernelDef abi = k;
-  for (TensorDecl& o : abi.outputs) {
-    if (declares(sub.inputs, o.name) && !declares(sub.outputs, o.name)) o.role = TensorRole::input;
-  }
-  for (const TensorDecl& b : s.buffers) {
-    TensorDecl& t = abi.outputs.emplace_back(b);
-    t.role = declares(sub.outputs, b.name)  ? TensorRole::output
-             : declares(sub.inputs, b.name) ? TensorRole::input
-                                            : TensorRole::temp;
-  }
-  return abi;
-}
-
-// A pointwise step planned on a scheduled kernel's program, its stores renumbered as
-// parameters of the step's entry (`abi`).
-std::vector<PointwiseStep> plan_sub_pointwise(const KernelDef& abi, const KernelDef& sub) {
-  std::vector<PointwiseStep> steps = plan_pointwise(sub);
-  std::vector<const TensorDecl*> mine = sub.params(), all = abi.params();
-  for (PointwiseStep& st : steps) {
-    for (StepStore& store : st.stores) {
-      const std::string& name = mine[store.param]->name;
-      auto it = std::find_if(all.begin(), all.end(),
-                             [&](const TensorDecl* t) { return t->name == name; });
-      internal_check(it != all.end(), "compile: a step stores to a non-parameter");
-      store.param = static_cast<int>(it - all.begin());
-    }
-  }
-  return steps;
-}
-
-std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
-  auto plan = std::make_unique<KernelPlan>();
-  plan->schedule = schedule_kernel(k);
-  const Schedule& s = plan->schedule;
-  auto add_pointwise = [&](const KernelDef& abi, const std::vector<PointwiseStep>& steps) {
-    for (const PointwiseStep& st : steps) {
-      StepPlan& p = plan->steps.emplace_back();
-      p.abi = &abi;
-      p.kind = "pointwise";
-      p.space = st.space;
-      p.pointwise = st;
-      p.max_vec = max_vector_width(abi, st);
-    }
-  };
-  bool all_pointwise =
-      std::all_of(s.kernels.begin(), s.kernels.end(),
-                  [](const ScheduledKernel& sk) { return sk.kind == KernelKind::pointwise; });
-  if (all_pointwise) {
-    add_pointwise(k, plan_pointwise(k));
-    return plan;
-  }
-  for (const ScheduledKernel& sk : s.kernels) {
-    const KernelDef& abi = s.buffers.empty() && !reads_kernel_output(k, sk.def)
-                               ? k
-                               : plan->abis.emplace_back(step_abi(k, s, sk.def));
-    if (sk.kind == KernelKind::pointwise) {
-      add_pointwise(abi, plan_sub_pointwise(abi, sk.def));
-      continue;
-    }
-    StepPlan& p = plan->steps.emplace_back();
-    p.abi = &abi;
-    p.sk = &sk;
-    p.shape = reduction_shape(sk);
-    p.kind = p.shape == ReductionShape::row ? "row_reduction" : "outer_reduction";
-    p.space = sk.space;
-    p.reduced = sk.reduced;
-    p.max_vec = reduction_vector_width(sk);
-    if (p.shape == ReductionShape::row) {
-      RowPasses rp = row_passes(abi, sk);
-      p.fusable = !rp.fused.empty();
-      p.fused_single_pass = p.fusable && rp.looped == 1;
-      p.stages = stage_bytes_per_element(abi, sk) > 0;
-    }
-  }
-  return plan;
-}
-
 // One (variant, arch) to compile.
 struct Job {
   const StepPlan* step;
@@ -182,10 +41,6 @@ struct Job {
   bundle::Variant* variant;
   size_t image;  // index into variant->images
 };
-
-std::string entry_name(const KernelDef& k, size_t step, size_t variant) {
-  return fmt::format("{}_s{}_v{}", k.name, step, variant);
-}
 
 // Runs fn(i) for i in [0, n) on `jobs` threads; rethrows the first exception.
 template <class F>
@@ -219,43 +74,6 @@ std::vector<bundle::ParamInfo> param_infos(const KernelDef& k) {
     out.push_back({t->name, t->dtype, t->shape, t->role == TensorRole::output});
   }
   return out;
-}
-
-// The manifest entry of a variant, its images not yet built.
-bundle::Variant make_variant(const StepPlan& plan, const AnyConfig& cfg, int id, bool is_default,
-                             const std::vector<std::string>& archs, const std::string& entry) {
-  bundle::Variant v;
-  v.id = id;
-  v.is_default = is_default;
-  v.entry = entry;
-  if (const auto* pc = std::get_if<PointwiseConfig>(&cfg)) {
-    v.config = pc->as_map();
-    v.block_threads = pc->block;
-    v.elements_per_block = pc->elements_per_block();
-  } else {
-    const ReductionConfig& rc = std::get<ReductionConfig>(cfg);
-    v.config = rc.as_map();
-    v.block_threads = rc.block;
-    v.elements_per_block = rows_per_block(plan.shape, rc);
-    if (plan.shape == ReductionShape::row) {
-      v.max_reduced = row_heuristic_limit(rc, plan.max_vec, plan.fused_single_pass);
-    }
-    if (rc.split) {
-      SplitShape ss = split_shape(*plan.abi, *plan.sk);
-      // The elements of the reduced extent a block walks per iteration.
-      const int64_t chunk =
-          plan.shape == ReductionShape::row ? rc.capacity() : int64_t{rc.group} * rc.items;
-      v.split = {ss.phases, ss.slots, chunk};
-    }
-    if (rc.stage) {
-      v.stage = {stage_bytes_per_element(*plan.abi, *plan.sk), rows_per_block(plan.shape, rc),
-                 rc.vec};
-    }
-  }
-  for (const std::string& arch : archs) {
-    v.images.push_back({arch, fmt::format("{}.{}.ptx", v.entry, arch), "", 0, 0, 0, "", ""});
-  }
-  return v;
 }
 
 // Adds the kernel of `plan` with `cfg` to `m` as `entry`.
@@ -315,8 +133,8 @@ int blocks_by_registers(int registers, int threads) {
 // Whether build_image may ask for more blocks per SM (above).
 bool wants_occupancy_hint(const StepPlan& step, const AnyConfig& cfg) {
   const auto* rc = std::get_if<ReductionConfig>(&cfg);
-  return rc && step.shape == ReductionShape::row && rows_per_block(step.shape, *rc) == 1 &&
-         !rc->stage;
+  return rc && step.kind == StepKind::row_reduction &&
+         rows_per_block(ReductionShape::row, *rc) == 1 && !rc->stage;
 }
 
 BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
@@ -374,13 +192,21 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
   std::unique_ptr<KernelPlan> plan = plan_kernel(k);
   internal_check(step < plan->steps.size(), "compile_variant: no such step");
   const StepPlan& sp = plan->steps[step];
-  if (sp.kind != "pointwise") {
+  if (sp.kind != StepKind::pointwise) {
     throw std::runtime_error(
         fmt::format("step {} of {} is a {}: only its precompiled variants "
                     "can run",
-                    step, k.name, sp.kind));
+                    step, k.name, to_string(sp.kind)));
   }
-  bundle::Variant v = make_variant(sp, cfg, id, false, archs, entry);
+  bundle::Variant v;
+  v.id = id;
+  v.entry = entry;
+  v.config = cfg.as_map();
+  v.block_threads = cfg.block;
+  v.elements_per_block = cfg.elements_per_block();
+  for (const std::string& arch : archs) {
+    v.images.push_back({arch, fmt::format("{}.{}.ptx", entry, arch), "", 0, 0, 0, "", ""});
+  }
   for (size_t im = 0; im < v.images.size(); ++im) {
     std::string w =
         apply_image(build_image(sp, cfg, v.entry, archs[im], true, v.block_threads), v, im, files);
@@ -438,24 +264,12 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
     info.steps.reserve(plans[ki]->steps.size());
     for (size_t si = 0; si < plans[ki]->steps.size(); ++si) {
       const StepPlan& step = plans[ki]->steps[si];
-      bundle::Step& bs = info.steps.emplace_back();
-      bs.name = fmt::format("{}_s{}", k.name, si);
-      bs.kind = step.kind;
-      bs.space = step.space;
-      if (step.reduced) bs.reduced = {*step.reduced};
-      AnyConfig def = step.default_config();
-      std::vector<AnyConfig> space = step.space_of_configs();
-      if (!opts.all_variants) space = {def};
-      bs.variants.reserve(space.size());
-      for (const AnyConfig& cfg : space) {
-        int id = static_cast<int>(bs.variants.size());
-        bs.variants.push_back(
-            make_variant(step, cfg, id, cfg == def, opts.archs, entry_name(k, si, id)));
-      }
+      bundle::Step& bs =
+          info.steps.emplace_back(manifest_step(*plans[ki], si, opts.archs, !opts.all_variants));
       for (bundle::Variant& v : bs.variants) {
-        for (size_t im = 0; im < v.images.size(); ++im) {
-          jobs.push_back({&step, space[v.id], &v, im});
-        }
+        const AnyConfig& cfg =
+            step.variants[opts.all_variants ? v.id : step.default_variant].config;
+        for (size_t im = 0; im < v.images.size(); ++im) jobs.push_back({&step, cfg, &v, im});
       }
     }
   }
@@ -531,8 +345,9 @@ Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
     });
   };
   size_t n = static_cast<size_t>(id);
-  while (!is_free(entry_name(k, step, n))) ++n;
-  variants.push_back(compile_variant(k, step, cfg, id, entry_name(k, step, n), archs, b.files));
+  while (!is_free(entry_name(k.name, step, n))) ++n;
+  variants.push_back(
+      compile_variant(k, step, cfg, id, entry_name(k.name, step, n), archs, b.files));
   if (Status s = write_files(b, dir); !s.ok()) return s;
   return id;
 }
@@ -546,22 +361,29 @@ std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
     for (const KernelDef& k : p.kernels) out += print_schedule(schedule_kernel(k));
     return out;
   }
+  if (stage == Stage::plan) {
+    std::string out;
+    for (const KernelDef& k : p.kernels) out += print_plan(*plan_kernel(k));
+    return out;
+  }
   llvm::LLVMContext ctx;
   llvm::Module m("kiln", ctx);
   for (const KernelDef& k : p.kernels) {
     std::unique_ptr<KernelPlan> plan = plan_kernel(k);
     for (size_t si = 0; si < plan->steps.size(); ++si) {
       const StepPlan& step = plan->steps[si];
-      std::vector<AnyConfig> space = step.space_of_configs();
-      std::vector<AnyConfig> shown{step.default_config()};
-      if (step.fusable) {  // and the default's fused copy
-        ReductionConfig fused = std::get<ReductionConfig>(shown[0]);
+      std::vector<size_t> shown{static_cast<size_t>(step.default_variant)};
+      if (!step.passes.fused.empty()) {  // and the default's fused copy
+        ReductionConfig fused = std::get<ReductionConfig>(step.variants[shown[0]].config);
         fused.fuse = true;
-        shown.push_back(fused);
+        auto it =
+            std::find_if(step.variants.begin(), step.variants.end(),
+                         [&](const PlannedVariant& v) { return v.config == AnyConfig(fused); });
+        internal_check(it != step.variants.end(), "emit_stage: no fused copy of the default");
+        shown.push_back(static_cast<size_t>(it - step.variants.begin()));
       }
-      for (const AnyConfig& cfg : shown) {
-        size_t id = std::find(space.begin(), space.end(), cfg) - space.begin();
-        lower_step(m, step, cfg, entry_name(k, si, id), nullptr);
+      for (size_t id : shown) {
+        lower_step(m, step, step.variants[id].config, entry_name(k.name, si, id), nullptr);
       }
     }
   }

@@ -1,5 +1,7 @@
-// The compiler's pipeline, one step per line: spec kernel -> planned steps -> variants ->
-// LLVM IR -> PTX -> cubin -> bundle. `kiln compile` is a thin shell over this file.
+// The compiler's pipeline, one stage per line, each printable with `kiln compile --emit=`:
+//   spec kernel (ir) -> fusion schedule (schedule) -> kernel plan (plan: steps, variants and
+//   the rule that picks one) -> LLVM IR per variant (llvm) -> PTX (ptx) -> cubin -> bundle.
+// `kiln compile` is a thin shell over this file.
 #pragma once
 
 #include <map>
@@ -68,12 +70,13 @@ Status write_bundle(const CompiledBundle& b, const std::string& dir);
 Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
                         const PointwiseConfig& cfg);
 
-enum class Stage { ir, schedule, llvm, ptx, header };
+enum class Stage { ir, schedule, plan, llvm, ptx, header };
 /// The text of one stage for every kernel (for the default variant of each step, and for a
 /// row reduction with fused variants the default's fused copy after it): the
-/// canonical IR, the fusion schedule (compiler/schedule.h), the LLVM IR as lowered (before
-/// optimization), the PTX for `arch`, or the typed launchers (compiler/header.h, in namespace
-/// `kiln_kernels`). Throws UserError for an arch check_archs refuses.
+/// canonical IR, the fusion schedule (compiler/schedule.h), the kernel plan
+/// (compiler/kernel_plan.h), the LLVM IR as lowered (before optimization), the PTX for
+/// `arch`, or the typed launchers (compiler/header.h, in namespace `kiln_kernels`). Throws
+/// UserError for an arch check_archs refuses.
 std::string emit_stage(const Program& p, Stage stage, const std::string& arch);
 
 }  // namespace kiln

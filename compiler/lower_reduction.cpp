@@ -2007,7 +2007,7 @@ class ReductionLowering {
 }  // namespace
 
 ReductionShape reduction_shape(const ScheduledKernel& sk) {
-  return sk.kind == KernelKind::outer_reduction ? ReductionShape::outer : ReductionShape::row;
+  return sk.kind == StepKind::outer_reduction ? ReductionShape::outer : ReductionShape::row;
 }
 
 int reduction_vector_width(const ScheduledKernel& sk) {

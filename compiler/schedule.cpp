@@ -22,29 +22,7 @@
 
 namespace kiln {
 
-std::string_view to_string(KernelKind k) {
-  switch (k) {
-    case KernelKind::pointwise:
-      return "pointwise";
-    case KernelKind::persistent_reduction:
-      return "persistent_reduction";
-    case KernelKind::looped_reduction:
-      return "looped_reduction";
-    case KernelKind::split_reduction:
-      return "split_reduction";
-    case KernelKind::outer_reduction:
-      return "outer_reduction";
-  }
-  return "?";
-}
-
 namespace {
-
-// A persistent row must fit in this many bytes on chip (registers, then shared memory).
-constexpr int64_t kPersistentRowBytes = 96 * 1024;
-// Fewer rows than this, each at least kSplitMinRow long, split each row over many blocks.
-constexpr int64_t kSplitMaxRows = 128;
-constexpr int64_t kSplitMinRow = 65536;
 
 std::string dims_text(const std::vector<Dim>& d) {
   std::vector<std::string> s;
@@ -656,17 +634,15 @@ class Scheduler {
 
   void set_kind(ScheduledKernel& sk, const std::vector<int>& members, RoleSolver* roles_or_null) {
     if (!sk.reduced) {
-      sk.kind = KernelKind::pointwise;
+      sk.kind = StepKind::pointwise;
       sk.kind_reason = "no reduction";
       return;
     }
     RoleSolver& roles = *roles_or_null;
     const int R = static_cast<int>(sk.space.size());
     // Memory loads that walk the reduced index, and whether it is their contiguous one.
-    int64_t row_bytes = 0;
     bool inner = false, outer = false;
     size_t widest = 0;  // the contiguity of the highest-rank tensors walked decides
-    std::set<std::string> seen;
     for (int n : members) {
       for (const EffLoad& el : infos_[n].eff) {
         const EffLoad* l = &el;
@@ -687,58 +663,26 @@ class Scheduler {
         if (l->indices.size() == widest) {
           (pos + 1 == static_cast<int>(l->indices.size()) ? inner : outer) = true;
         }
-        if (seen.insert(l->tensor).second) row_bytes += size_of(l->stored);
       }
     }
     // Rows span the elements of a row-level loop in each step; compute phases.
+    // How many threads share a row, and whether it is held on chip, loops or is split over
+    // blocks, depends on the sizes at launch: the kernel plan's rule (kernel_plan.h).
     sk.row_phases = row_phases(sk, members);
     const std::string r = sk.reduced->to_string();
     if (outer && !inner) {
-      sk.kind = KernelKind::outer_reduction;
+      sk.kind = StepKind::outer_reduction;
       sk.kind_reason = fmt::format(
           "the reduced index {} is not the contiguous one of the tensors "
           "it walks: threads run along the contiguous index",
           r);
       return;
     }
-    row_bytes = std::max<int64_t>(row_bytes, 4);
-    const int64_t limit = kPersistentRowBytes / row_bytes;
-    std::optional<int64_t> rv = value_of(*sk.reduced);
-    std::optional<int64_t> rows = int64_t{1};
-    for (const Dim& d : sk.space) {
-      std::optional<int64_t> v = value_of(d);
-      int64_t product = 0;
-      if (rows && v && __builtin_mul_overflow(*rows, *v, &product)) product = INT64_MAX;
-      rows = rows && v ? std::optional<int64_t>(product) : std::nullopt;
-    }
-    if (!rv) {
-      sk.kind = KernelKind::persistent_reduction;
-      std::string split = rows && *rows < kSplitMaxRows
-                              ? fmt::format(", split_reduction if {} >= {}", r, kSplitMinRow)
-                              : "";
-      sk.kind_reason = fmt::format(
-          "persistent_reduction if {} <= {}{} else looped_reduction: a row is {} bytes per "
-          "element and a block holds {} KiB",
-          r, limit, split, row_bytes, kPersistentRowBytes / 1024);
-      return;
-    }
-    if (rows && *rows < kSplitMaxRows && *rv >= kSplitMinRow) {
-      sk.kind = KernelKind::split_reduction;
-      sk.kind_reason = fmt::format(
-          "{} rows of {} elements: too few rows to fill the GPU, each row "
-          "is spread over many blocks and combined in a second step",
-          *rows, *rv);
-    } else if (*rv <= limit) {
-      sk.kind = KernelKind::persistent_reduction;
-      sk.kind_reason = fmt::format("a row of {} elements x {} bytes fits on chip ({} <= {})", *rv,
-                                   row_bytes, *rv, limit);
-    } else {
-      sk.kind = KernelKind::looped_reduction;
-      sk.kind_reason = fmt::format(
-          "a row of {} elements x {} bytes does not fit on chip ({} > {}): "
-          "{} pass(es) over each row in chunks",
-          *rv, row_bytes, *rv, limit, sk.row_phases);
-    }
+    sk.kind = StepKind::row_reduction;
+    sk.kind_reason = fmt::format(
+        "the reduced index {} is the contiguous one of the tensors it walks: threads share "
+        "a row",
+        r);
   }
 
   // Dependent passes over a row: an element-level value or reduction that needs a completed
@@ -798,14 +742,6 @@ class Scheduler {
   std::vector<bool> live_;
 };
 
-std::string kind_text(const ScheduledKernel& k) {
-  if (k.kind == KernelKind::persistent_reduction &&
-      k.kind_reason.rfind("persistent_reduction if", 0) == 0) {
-    return k.kind_reason.substr(0, k.kind_reason.find(':'));
-  }
-  return std::string(to_string(k.kind));
-}
-
 std::string names(const std::vector<TensorDecl>& ts) {
   std::vector<std::string> out;
   for (const TensorDecl& t : ts) out.push_back(t.name);
@@ -826,7 +762,7 @@ std::string print_schedule(const Schedule& s) {
   }
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const ScheduledKernel& k = s.kernels[i];
-    out += fmt::format("k{} {}: {}", i, k.name, kind_text(k));
+    out += fmt::format("k{} {}: {}", i, k.name, to_string(k.kind));
     if (k.reduced) {
       out += fmt::format(" rows={} reduce={} phases={}", dims_text(k.space), k.reduced->to_string(),
                          k.row_phases);

@@ -26,7 +26,8 @@
 //     materialized as a buffer with a known shape. Temporaries used inside one kernel never
 //     touch memory.
 //  4. Each kernel becomes a verified KernelDef of its own (inputs: the parameters and buffers
-//     it reads; outputs: what it writes), gets a kind from the sizes, and a byte count.
+//     it reads; outputs: what it writes), a kind (pointwise, row or outer reduction: which
+//     index the threads run along) and a byte count.
 #pragma once
 
 #include <map>
@@ -36,17 +37,15 @@
 
 #include "ir/interpreter.h"
 #include "ir/program.h"
+#include "runtime/manifest.h"
 
 namespace kiln {
 
-enum class KernelKind {
-  pointwise,
-  persistent_reduction,  // a whole row held on chip, every input byte read once
-  looped_reduction,      // rows too long for one SM: RBLOCK chunks, one pass per row phase
-  split_reduction,       // few, very long rows: many blocks per row and a second step
-  outer_reduction,       // the reduced index is not the contiguous one (e.g. column sums)
-};
-std::string_view to_string(KernelKind k);
+// A scheduled kernel's kind is its step kind (runtime/manifest.h): pointwise, a row
+// reduction (the reduced index is the contiguous one) or an outer reduction (it is not: e.g.
+// column sums). How a row reduction runs at a given size (held on chip, looped, split) is the
+// kernel plan's rule (compiler/kernel_plan.h), not the schedule's.
+using bundle::StepKind;
 
 /// A statement of the normalized kernel.
 struct ScheduleNode {
@@ -59,8 +58,8 @@ struct ScheduleNode {
 
 struct ScheduledKernel {
   std::string name;  // "<kernel>_k<i>"
-  KernelKind kind = KernelKind::pointwise;
-  std::string kind_reason;     // why this kind, from the sizes
+  StepKind kind = StepKind::pointwise;
+  std::string kind_reason;     // why this kind
   std::vector<int> nodes;      // node ids, in statement order
   std::vector<Dim> space;      // pointwise: its space; reduction: the rows O
   std::optional<Dim> reduced;  // reduction: R
@@ -90,8 +89,7 @@ struct Schedule {
 };
 
 struct ScheduleOptions {
-  /// Symbol values the kinds and byte counts are decided with; a kind that depends on a
-  /// symbol without a value says so ("persistent if N <= ...").
+  /// Symbol values the byte counts are evaluated with (explain's --shape).
   SymbolValues sizes;
 };
 

@@ -21,6 +21,19 @@
 #include "runtime/json_reader.h"
 
 namespace kiln::bundle {
+
+std::string_view to_string(StepKind k) {
+  switch (k) {
+    case StepKind::pointwise:
+      return "pointwise";
+    case StepKind::row_reduction:
+      return "row_reduction";
+    case StepKind::outer_reduction:
+      return "outer_reduction";
+  }
+  return "?";
+}
+
 namespace {
 
 using Json = nlohmann::json;

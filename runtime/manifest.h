@@ -58,6 +58,11 @@ inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kBufferAlign = 256;  // bytes; every buffer starts at a multiple
 
+/// What a step is; its text form ("pointwise", "row_reduction", "outer_reduction") is the
+/// manifest's.
+enum class StepKind { pointwise, row_reduction, outer_reduction };
+std::string_view to_string(StepKind k);
+
 struct ParamInfo {
   std::string name;
   DType dtype;

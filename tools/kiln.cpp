@@ -26,6 +26,7 @@
 #include "runtime/atomic_file.h"
 #include "runtime/manifest.h"
 #include "tools/cache_command.h"
+#include "tools/explain.h"
 #include "tools/run.h"
 
 namespace kiln {
@@ -259,6 +260,7 @@ int compile_command(const std::string& spec_path, const std::string& out_dir,
     if (!emit.empty()) {
       Stage stage = emit == "ir"         ? Stage::ir
                     : emit == "schedule" ? Stage::schedule
+                    : emit == "plan"     ? Stage::plan
                     : emit == "llvm"     ? Stage::llvm
                     : emit == "header"   ? Stage::header
                                          : Stage::ptx;
@@ -309,7 +311,7 @@ int compile_command(const std::string& spec_path, const std::string& out_dir,
 }
 
 int explain_command(const std::string& spec_path, const std::string& kernel,
-                    const std::vector<std::string>& shapes) {
+                    const std::vector<std::string>& shapes, int sms) {
   std::optional<SpecFile> spec = read_spec(spec_path);
   if (!spec) return 1;
   std::optional<Program> program = load_spec(*spec);
@@ -330,17 +332,17 @@ int explain_command(const std::string& spec_path, const std::string& kernel,
                kernel, fmt::join(names, ", "), did_you_mean(kernel, names));
     return 1;
   }
-  // Without --shape the kinds are rules naming the symbols they depend on; with it, every
-  // symbol needs its value (a partial shape would silently explain another case).
+  // Without --shape each step's rule names the symbols it depends on; with it, every symbol
+  // needs its value (a partial shape would silently explain another case).
   if (std::string why = check_shape(*sizes, symbols, !shapes.empty()); !why.empty()) {
     fmt::print(stderr, "kiln explain: {}\n", why);
     return 1;
   }
   try {
+    // Split variants need stream-ordered allocation, which every GPU Kiln targets has.
+    const launch::DeviceFacts device{sms, /*memory_pools=*/true};
     for (size_t i = 0; i < chosen.size(); ++i) {
-      ScheduleOptions opts;
-      opts.sizes = *sizes;
-      fmt::print("{}{}", i ? "\n" : "", explain_schedule(schedule_kernel(*chosen[i], opts)));
+      fmt::print("{}{}", i ? "\n" : "", explain_kernel(*chosen[i], *sizes, device));
     }
     return 0;
   } catch (const UserError& e) {
@@ -475,7 +477,7 @@ int main(int argc, char** argv) {
         return check_archs({a});
       });
   compile->add_option("--emit", emit, "print one stage to stdout instead of writing a bundle")
-      ->check(CLI::IsMember({"ir", "schedule", "llvm", "ptx", "header"}));
+      ->check(CLI::IsMember({"ir", "schedule", "plan", "llvm", "ptx", "header"}));
   compile->add_flag("--default-only", default_only, "compile only each kernel's default variant");
   compile->add_option("-j,--jobs", jobs, "compile threads (default: one per CPU)")
       ->check(CLI::Range(0, 256));
@@ -488,7 +490,13 @@ int main(int argc, char** argv) {
   explain->add_option("spec", explain_spec, "the spec file (.kiln)")->required();
   explain->add_option("--kernel", explain_kernel, "explain only this kernel");
   explain->add_option("--shape", explain_shapes,
-                      "symbol values to decide kinds with, e.g. M=4096,N=1024");
+                      "symbol values: say which variant runs at these sizes, e.g. M=4096,N=1024");
+  int explain_sms = 132;
+  explain
+      ->add_option("--sms", explain_sms,
+                   "the GPU's SM count the split rule is evaluated with (default 132: H100 "
+                   "SXM, H200)")
+      ->check(CLI::Range(1, 1024));
 
   // kiln tune
   CLI::App* tune_cmd = app.add_subcommand(
@@ -551,7 +559,7 @@ int main(int argc, char** argv) {
       bool several = compile->count("--arch") > 0 && archs.size() > 1;
       return compile_command(spec, out_dir, archs, several, emit, default_only, jobs);
     }
-    if (*explain) return explain_command(explain_spec, explain_kernel, explain_shapes);
+    if (*explain) return explain_command(explain_spec, explain_kernel, explain_shapes, explain_sms);
     if (*tune_cmd) {
       std::optional<std::vector<KernelSymbols>> kernels =
           bundle_kernels("tune", to.bundle, to.kernel);

@@ -296,7 +296,7 @@ int check_schedule_invariants(const Schedule& s, const KernelDef& k) {
     INFO("kernel " << sk.name);
     REQUIRE_NOTHROW(verify(sk.def));
     CHECK(parse_program(print(sk.def)).kernels.at(0) == sk.def);
-    CHECK((sk.kind == KernelKind::pointwise) == !sk.reduced.has_value());
+    CHECK((sk.kind == StepKind::pointwise) == !sk.reduced.has_value());
     for (int n : sk.nodes) {
       REQUIRE(n >= 0);
       REQUIRE(n < static_cast<int>(s.nodes.size()));
@@ -356,7 +356,7 @@ TEST_CASE("random programs: the scheduled kernels compute what the program does"
     kernels += static_cast<int>(s.kernels.size());
     multi += s.kernels.size() > 1;
     buffers += !s.buffers.empty();
-    for (const ScheduledKernel& sk : s.kernels) reductions += sk.kind != KernelKind::pointwise;
+    for (const ScheduledKernel& sk : s.kernels) reductions += sk.kind != StepKind::pointwise;
 
     std::mt19937 rng(seed * 7919u);
     std::uniform_real_distribution<double> dist(-1.0, 1.0);

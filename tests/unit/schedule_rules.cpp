@@ -91,8 +91,8 @@ const FusionRefusal* refusal(const Schedule& s, std::string_view target, int ker
   return nullptr;
 }
 
-bool is_reduction(KernelKind k) {
-  return k != KernelKind::pointwise;
+bool is_reduction(StepKind k) {
+  return k != StepKind::pointwise;
 }
 
 /// The invariants of every schedule: the normalized kernel and each kernel's def verify and
@@ -222,7 +222,7 @@ TEST_CASE("normalizations, logsumexp and mean + variance are one reduction kerne
     INFO(print_schedule(s));
     REQUIRE(s.kernels.size() == 1);
     const ScheduledKernel& k = s.kernels[0];
-    CHECK(k.kind == KernelKind::persistent_reduction);
+    CHECK(k.kind == StepKind::row_reduction);
     CHECK(k.space == std::vector<Dim>{M});
     CHECK(k.reduced == N);
     CHECK(k.nodes.size() == s.nodes.size());
@@ -242,7 +242,7 @@ TEST_CASE("bias + gelu and add are one pointwise kernel", "[schedule]") {
     Schedule s = schedule_and_check(src);
     INFO(print_schedule(s));
     CHECK(s.buffers.empty());
-    for (const ScheduledKernel& k : s.kernels) CHECK(k.kind == KernelKind::pointwise);
+    for (const ScheduledKernel& k : s.kernels) CHECK(k.kind == StepKind::pointwise);
     if (std::string(name) != "mixed") CHECK(s.kernels.size() == 1);
   }
   Schedule s = schedule_text(read_example("bias_gelu"));
@@ -265,7 +265,7 @@ TEST_CASE("a row sum and a column sum of the result are two kernels", "[schedule
   CHECK(s.kernels[0].reduced == N);
   CHECK(s.kernels[1].space == std::vector<Dim>{N});
   CHECK(s.kernels[1].reduced == M);
-  CHECK(s.kernels[1].kind == KernelKind::outer_reduction);
+  CHECK(s.kernels[1].kind == StepKind::outer_reduction);
   // r crosses kernels: a buffer of its shape, written by the first and read by the second.
   const TensorDecl* r = buffer(s, "r");
   REQUIRE(r != nullptr);
@@ -298,7 +298,7 @@ TEST_CASE("dividing by a global max needs the whole max: three kernels, a cycle 
   CHECK(kernel_of(s, rows.target) == 0);
   CHECK(kernel_of(s, "g") == 1);
   CHECK(kernel_of(s, "y") == 2);
-  CHECK(s.kernels[2].kind == KernelKind::pointwise);
+  CHECK(s.kernels[2].kind == StepKind::pointwise);
   // y fits the row-max kernel's space (M, N) but reads g, which that kernel's result feeds:
   // joining it would make a cycle.
   const FusionRefusal* why = refusal(s, "y", 0);
@@ -389,7 +389,7 @@ kernel k(x: f32[M, N]) -> (a: f32[M, N], b: f32[M, N]) {
   b[i, j] = exp(x[i, j])
 })");
     REQUIRE(s.kernels.size() == 1);
-    CHECK(s.kernels[0].kind == KernelKind::pointwise);
+    CHECK(s.kernels[0].kind == StepKind::pointwise);
   }
   SECTION("column sums of the same input") {
     Schedule s = schedule_and_check(R"(
@@ -398,7 +398,7 @@ kernel k(x: f32[M, N]) -> (s: f32[N], m: f32[N]) {
   m[j] = max(x[i, j], i)
 })");
     REQUIRE(s.kernels.size() == 1);
-    CHECK(s.kernels[0].kind == KernelKind::outer_reduction);
+    CHECK(s.kernels[0].kind == StepKind::outer_reduction);
   }
 }
 
@@ -680,8 +680,8 @@ kernel k(x: f32[M, N]) -> (t: f32[M]) {
   CHECK(s.nodes[0].space == std::vector<Dim>{N});
   CHECK(s.nodes[0].reduced == M);
   REQUIRE(s.kernels.size() == 2);
-  CHECK(s.kernels[0].kind == KernelKind::outer_reduction);
-  CHECK(s.kernels[1].kind == KernelKind::persistent_reduction);
+  CHECK(s.kernels[0].kind == StepKind::outer_reduction);
+  CHECK(s.kernels[1].kind == StepKind::row_reduction);
   REQUIRE(s.buffers.size() == 1);
   CHECK(s.buffers[0].shape == std::vector<Dim>{N});
 }
@@ -729,7 +729,9 @@ kernel k(x: f32[N, N]) -> (y: f32[N, N]) {
 
 // --- Kinds, phases and bytes ----------------------------------------------------------------
 
-TEST_CASE("kinds are chosen from the sizes", "[schedule]") {
+TEST_CASE("kinds follow the contiguous index, not the sizes", "[schedule]") {
+  // How a row runs at a size (held, looped, split) is the kernel plan's rule
+  // (tests/unit/plan_rule.cpp): the schedule's kind is the same at every size.
   std::string softmax = read_example("softmax");
   auto kind = [](const std::string& src, SymbolValues sizes) {
     Schedule s = schedule_text(src, std::move(sizes));
@@ -738,21 +740,20 @@ TEST_CASE("kinds are chosen from the sizes", "[schedule]") {
     CHECK(!s.kernels[0].kind_reason.empty());
     return s.kernels[0].kind;
   };
-  CHECK(kind(softmax, {{"M", 4096}, {"N", 1024}}) == KernelKind::persistent_reduction);
-  CHECK(kind(softmax, {{"M", 4}, {"N", 1 << 20}}) == KernelKind::split_reduction);
-  CHECK(kind(softmax, {{"M", 65536}, {"N", 1 << 20}}) == KernelKind::looped_reduction);
-  CHECK(kind(read_example("rowsum"), {{"M", 4096}, {"N", 1024}}) ==
-        KernelKind::persistent_reduction);
-  CHECK(kind(read_example("colsum"), {{"M", 4096}, {"N", 1024}}) == KernelKind::outer_reduction);
-  CHECK(kind(read_example("add"), {{"N", 1000}}) == KernelKind::pointwise);
-  CHECK(kind(read_example("bias_gelu"), {}) == KernelKind::pointwise);
+  for (SymbolValues sizes : {SymbolValues{{"M", 4096}, {"N", 1024}},
+                             SymbolValues{{"M", 4}, {"N", 1 << 20}}, SymbolValues{}}) {
+    CHECK(kind(softmax, sizes) == StepKind::row_reduction);
+  }
+  CHECK(kind(read_example("rowsum"), {{"M", 4096}, {"N", 1024}}) == StepKind::row_reduction);
+  CHECK(kind(read_example("colsum"), {{"M", 4096}, {"N", 1024}}) == StepKind::outer_reduction);
+  CHECK(kind(read_example("add"), {{"N", 1000}}) == StepKind::pointwise);
+  CHECK(kind(read_example("bias_gelu"), {}) == StepKind::pointwise);
 }
 
-TEST_CASE("a kind that depends on an unbound symbol says so", "[schedule]") {
+TEST_CASE("bytes without symbol values stay a formula", "[schedule]") {
   Schedule s = schedule_text(read_example("softmax"));
   REQUIRE(s.kernels.size() == 1);
-  INFO(s.kernels[0].kind_reason);
-  CHECK_THAT(s.kernels[0].kind_reason, Catch::Contains("N"));
+  CHECK_THAT(s.kernels[0].bytes, Catch::Contains("N"));
   CHECK(!s.kernels[0].bytes_value);
 }
 
@@ -768,7 +769,7 @@ TEST_CASE("bytes: every input read once and every output written once", "[schedu
     // Persistent: x (bf16) read once, y (bf16) written once.
     Schedule s = schedule_text(read_example("softmax"), {{"M", 4}, {"N", 1024}});
     REQUIRE(s.kernels.size() == 1);
-    REQUIRE(s.kernels[0].kind == KernelKind::persistent_reduction);
+    REQUIRE(s.kernels[0].kind == StepKind::row_reduction);
     REQUIRE(s.kernels[0].bytes_value);
     CHECK(*s.kernels[0].bytes_value == 2 * 2 * 4 * 1024);
   }

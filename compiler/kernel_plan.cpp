@@ -1,0 +1,363 @@
+// See kernel_plan.h.
+#include "compiler/kernel_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/codegen.h"
+#include "ir/text.h"
+
+namespace kiln {
+namespace {
+
+bool declares(const std::vector<TensorDecl>& ds, const std::string& name) {
+  return std::any_of(ds.begin(), ds.end(), [&](const TensorDecl& d) { return d.name == name; });
+}
+
+// Whether step `sub` reads an output of the spec kernel `k` that an earlier step wrote.
+bool reads_kernel_output(const KernelDef& k, const KernelDef& sub) {
+  return std::any_of(k.outputs.begin(), k.outputs.end(), [&](const TensorDecl& o) {
+    return declares(sub.inputs, o.name) && !declares(sub.outputs, o.name);
+  });
+}
+
+// The parameters of a step's entry (manifest.h): the spec kernel's, then the schedule's
+// buffers as more outputs. A buffer's role is the step's: an output where `sub` writes it, an
+// input where it only reads it (so its loads may take the read-only path), else a temp,
+// which the entry takes and never touches. A kernel output that an earlier step wrote and
+// `sub` only reads is an input of this step likewise (`y[i] = sum(x[i, j], j)` then
+// `z[j] = sum(x[i, j] * y[i], i)`).
+KernelDef step_abi(const KernelDef& k, const Schedule& s, const KernelDef& sub) {
+  KernelDef abi = k;
+  for (TensorDecl& o : abi.outputs) {
+    if (declares(sub.inputs, o.name) && !declares(sub.outputs, o.name)) o.role = TensorRole::input;
+  }
+  for (const TensorDecl& b : s.buffers) {
+    TensorDecl& t = abi.outputs.emplace_back(b);
+    t.role = declares(sub.outputs, b.name)  ? TensorRole::output
+             : declares(sub.inputs, b.name) ? TensorRole::input
+                                            : TensorRole::temp;
+  }
+  return abi;
+}
+
+// A pointwise step planned on a scheduled kernel's program, its stores renumbered as
+// parameters of the step's entry (`abi`).
+std::vector<PointwiseStep> plan_sub_pointwise(const KernelDef& abi, const KernelDef& sub) {
+  std::vector<PointwiseStep> steps = plan_pointwise(sub);
+  std::vector<const TensorDecl*> mine = sub.params(), all = abi.params();
+  for (PointwiseStep& st : steps) {
+    for (StepStore& store : st.stores) {
+      const std::string& name = mine[store.param]->name;
+      auto it = std::find_if(all.begin(), all.end(),
+                             [&](const TensorDecl* t) { return t->name == name; });
+      internal_check(it != all.end(), "plan: a step stores to a non-parameter");
+      store.param = static_cast<int>(it - all.begin());
+    }
+  }
+  return steps;
+}
+
+// ---- configuration spaces ------------------------------------------------------------------
+
+PlannedVariant pointwise_variant(const PointwiseConfig& c) {
+  PlannedVariant v;
+  v.config = c;
+  v.block_threads = c.block;
+  v.elements_per_block = c.elements_per_block();
+  return v;
+}
+
+PlannedVariant reduction_variant(const StepPlan& step, const ReductionConfig& c) {
+  const bool row = step.kind == bundle::StepKind::row_reduction;
+  const ReductionShape shape = row ? ReductionShape::row : ReductionShape::outer;
+  PlannedVariant v;
+  v.config = c;
+  v.block_threads = c.block;
+  v.elements_per_block = rows_per_block(shape, c);
+  if (row) v.max_reduced = row_heuristic_limit(c, step.max_vec, step.fused_single_pass);
+  if (c.split) {
+    // The elements of the reduced extent a block walks per iteration.
+    const int64_t chunk = row ? c.capacity() : int64_t{c.group} * c.items;
+    v.split = {step.split.phases, step.split.slots, chunk};
+  }
+  if (c.stage) v.stage = {step.stage_bytes_per_element, rows_per_block(shape, c), c.vec};
+  return v;
+}
+
+// The step's variants (config.h's spaces) with the default marked.
+void plan_variants(StepPlan& step) {
+  std::vector<AnyConfig> space;
+  AnyConfig def;
+  switch (step.kind) {
+    case bundle::StepKind::pointwise:
+      for (const PointwiseConfig& c : pointwise_config_space(step.max_vec)) space.push_back(c);
+      def = default_pointwise_config(step.max_vec);
+      // Pointwise variants compile on the fly: the tuner may move these knobs past the grid.
+      step.tune_ranges = {{"block", 32, 1024}, {"unroll", 1, 16}};
+      break;
+    case bundle::StepKind::row_reduction:
+      for (const ReductionConfig& c : row_reduction_space(step.max_vec, !step.passes.fused.empty()))
+        space.push_back(c);
+      if (step.stage_bytes_per_element > 0) {  // after every other variant: their ids stay
+        for (const ReductionConfig& c : staged_row_configs(step.max_vec)) space.push_back(c);
+      }
+      def = default_row_config(step.max_vec);
+      break;
+    case bundle::StepKind::outer_reduction:
+      for (const ReductionConfig& c : outer_reduction_space(step.max_vec)) space.push_back(c);
+      def = default_outer_config(step.max_vec);
+      break;
+  }
+  for (const AnyConfig& c : space) {
+    PlannedVariant v = std::holds_alternative<PointwiseConfig>(c)
+                           ? pointwise_variant(std::get<PointwiseConfig>(c))
+                           : reduction_variant(step, std::get<ReductionConfig>(c));
+    v.is_default = c == def;
+    if (v.is_default) step.default_variant = static_cast<int>(step.variants.size());
+    step.variants.push_back(std::move(v));
+  }
+  internal_check(std::count_if(step.variants.begin(), step.variants.end(),
+                               [](const PlannedVariant& v) { return v.is_default; }) == 1,
+                 "plan: a step's space must hold its default exactly once");
+}
+
+std::string dims_text(const std::vector<Dim>& dims) {
+  std::vector<std::string> s;
+  for (const Dim& d : dims) s.push_back(d.to_string());
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+std::string map_text(const std::map<std::string, int64_t>& m) {
+  std::string s;
+  for (const auto& [k, v] : m) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+  return s;
+}
+
+std::string config_map_text(const AnyConfig& c) {
+  return std::visit([](const auto& x) { return map_text(x.as_map()); }, c);
+}
+
+// "8 threads x 16 elements per row, 16 rows per block".
+std::string row_shape_text(const ReductionConfig& c) {
+  std::string s =
+      fmt::format("{} thread(s) x {} element(s) per row", c.group, int64_t{c.vec} * c.items);
+  if (c.block / c.group > 1) s += fmt::format(", {} rows per block", c.block / c.group);
+  return s;
+}
+
+std::string limit_text(int64_t limit) {
+  return limit == INT64_MAX ? "any" : std::to_string(limit);
+}
+
+}  // namespace
+
+std::vector<std::pair<int64_t, int>> StepPlan::tiers() const {
+  std::vector<std::pair<int64_t, int>> out;
+  if (!reduced) return out;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    if (variants[i].max_reduced > 0) out.emplace_back(variants[i].max_reduced, static_cast<int>(i));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int StepPlan::split_variant() const {
+  if (kind == bundle::StepKind::row_reduction && tiers().empty()) return -1;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    if (variants[i].split.phases > 0) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
+  auto plan = std::make_unique<KernelPlan>();
+  plan->kernel = &k;
+  plan->schedule = schedule_kernel(k);
+  const Schedule& s = plan->schedule;
+  auto add_pointwise = [&](const KernelDef& abi, const std::vector<PointwiseStep>& steps) {
+    for (const PointwiseStep& st : steps) {
+      StepPlan& p = plan->steps.emplace_back();
+      p.kind = bundle::StepKind::pointwise;
+      p.abi = &abi;
+      p.space = st.space;
+      p.pointwise = st;
+      p.max_vec = max_vector_width(abi, st);
+      plan_variants(p);
+    }
+  };
+  const bool all_pointwise =
+      std::all_of(s.kernels.begin(), s.kernels.end(),
+                  [](const ScheduledKernel& sk) { return sk.kind == StepKind::pointwise; });
+  if (all_pointwise) {
+    add_pointwise(k, plan_pointwise(k));
+    return plan;
+  }
+  for (const ScheduledKernel& sk : s.kernels) {
+    const KernelDef& abi = s.buffers.empty() && !reads_kernel_output(k, sk.def)
+                               ? k
+                               : plan->abis.emplace_back(step_abi(k, s, sk.def));
+    if (sk.kind == StepKind::pointwise) {
+      add_pointwise(abi, plan_sub_pointwise(abi, sk.def));
+      continue;
+    }
+    StepPlan& p = plan->steps.emplace_back();
+    p.kind = sk.kind;
+    p.abi = &abi;
+    p.sk = &sk;
+    p.space = sk.space;
+    p.reduced = sk.reduced;
+    p.max_vec = reduction_vector_width(sk);
+    p.split = split_shape(abi, sk);
+    if (p.kind == StepKind::row_reduction) {
+      p.passes = row_passes(abi, sk);
+      p.fused_single_pass = !p.passes.fused.empty() && p.passes.looped == 1;
+      p.stage_bytes_per_element = stage_bytes_per_element(abi, sk);
+    }
+    plan_variants(p);
+  }
+  return plan;
+}
+
+std::string entry_name(const std::string& kernel, size_t step, size_t variant) {
+  return fmt::format("{}_s{}_v{}", kernel, step, variant);
+}
+
+bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<std::string>& archs,
+                           bool default_only) {
+  const StepPlan& step = plan.steps[si];
+  const std::string& kernel = plan.kernel->name;
+  bundle::Step bs;
+  bs.name = fmt::format("{}_s{}", kernel, si);
+  bs.kind = std::string(to_string(step.kind));
+  bs.space = step.space;
+  if (step.reduced) bs.reduced = {*step.reduced};
+  for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+    const PlannedVariant& pv = step.variants[vi];
+    if (default_only && !pv.is_default) continue;
+    bundle::Variant& v = bs.variants.emplace_back();
+    v.id = static_cast<int>(bs.variants.size() - 1);
+    v.is_default = pv.is_default;
+    v.entry = entry_name(kernel, si, v.id);
+    v.config = std::visit([](const auto& c) { return c.as_map(); }, pv.config);
+    v.block_threads = pv.block_threads;
+    v.elements_per_block = pv.elements_per_block;
+    v.max_reduced = pv.max_reduced;
+    v.split = pv.split;
+    v.stage = pv.stage;
+    for (const std::string& arch : archs) {
+      v.images.push_back({arch, fmt::format("{}.{}.ptx", v.entry, arch), "", 0, 0, 0, "", ""});
+    }
+  }
+  return bs;
+}
+
+std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& indent) {
+  const StepPlan& step = plan.steps[si];
+  std::string out;
+  auto line = [&](const std::string& s) { out += indent + s + "\n"; };
+  const PlannedVariant& def = step.variants[static_cast<size_t>(step.default_variant)];
+  if (step.kind == bundle::StepKind::pointwise) {
+    line(fmt::format("every size: variant {} ({})", step.default_variant,
+                     config_map_text(def.config)));
+  } else {
+    const std::string R = step.reduced->to_string();
+    const int sv = step.split_variant();
+    if (sv >= 0) {
+      const PlannedVariant& v = step.variants[static_cast<size_t>(sv)];
+      line(
+          fmt::format("ceil(rows / {}) < the GPU's SMs and {} >= {} (4+ blocks per tile, 2+ chunks "
+                      "of {} each): "
+                      "variant {} ({}), {} spread over blocks, {} launches through a workspace",
+                      v.elements_per_block, R, 8 * v.split.chunk, v.split.chunk, sv,
+                      config_map_text(v.config), R, v.split.phases));
+      line("else:");
+    }
+    const std::vector<std::pair<int64_t, int>> tiers = step.tiers();
+    if (tiers.empty()) {
+      const auto& c = std::get<ReductionConfig>(def.config);
+      line(fmt::format("{}variant {} ({}): {} columns per block, {} x {} steps of {} in flight",
+                       sv >= 0 ? "  " : "", step.default_variant, config_map_text(def.config),
+                       def.elements_per_block, c.group, c.items, R));
+    }
+    for (size_t t = 0; t < tiers.size(); ++t) {
+      const auto [limit, vi] = tiers[t];
+      const PlannedVariant& v = step.variants[static_cast<size_t>(vi)];
+      const auto& c = std::get<ReductionConfig>(v.config);
+      const bool last = t + 1 == tiers.size();
+      std::string when = limit == INT64_MAX ? fmt::format("{} > {}", R, tiers[t - 1].first)
+                         : last             ? fmt::format("{} <= {} held, longer loops", R, limit)
+                                            : fmt::format("{} <= {}", R, limit);
+      std::string how =
+          limit == INT64_MAX
+              ? fmt::format("loops over the row in chunks of {}, fused ({}): {} pass(es)",
+                            c.capacity(), fmt::join(step.passes.fused, "; "), step.passes.looped)
+          : last ? fmt::format("the row on chip, or in chunks of {}; {} pass(es) over it",
+                               c.capacity(), step.passes.held)
+                 : fmt::format("the row on chip, {} pass(es) over it", step.passes.held);
+      line(fmt::format("{}{}: variant {} ({}), {}; {}", sv >= 0 ? "  " : "", when, vi,
+                       config_map_text(v.config), row_shape_text(c), how));
+    }
+  }
+  if (step.max_vec > 1) {
+    line(step.kind == bundle::StepKind::row_reduction
+             ? fmt::format("rows whose length is not a multiple of {} load scalars; pointers not "
+                           "aligned to a variant's vectors run the step's scalar variant",
+                           step.max_vec)
+             : "pointers not aligned to a variant's vectors run the step's scalar variant");
+  }
+  return out;
+}
+
+std::string print_plan(const KernelPlan& plan) {
+  const KernelDef& k = *plan.kernel;
+  std::string out = fmt::format("plan {}: {} step(s), {} buffer(s)\n", k.name, plan.steps.size(),
+                                plan.schedule.buffers.size());
+  for (const TensorDecl& b : plan.schedule.buffers) {
+    out += fmt::format("buffer {}: {}{}\n", b.name, to_string(b.dtype), dims_text(b.shape));
+  }
+  for (size_t si = 0; si < plan.steps.size(); ++si) {
+    const StepPlan& st = plan.steps[si];
+    out += fmt::format("step {} {}_s{}: {}", si, k.name, si, to_string(st.kind));
+    if (st.reduced) {
+      out += fmt::format(" rows={} reduce={}", dims_text(st.space), st.reduced->to_string());
+    } else {
+      out += fmt::format(" space={}", dims_text(st.space));
+    }
+    out += fmt::format(" max_vec={}\n", st.max_vec);
+    if (st.kind == bundle::StepKind::row_reduction) {
+      out += fmt::format("  passes: held={} looped={}\n", st.passes.held, st.passes.looped);
+      for (const std::string& f : st.passes.fused) out += fmt::format("  fusion: {}\n", f);
+    }
+    if (st.reduced) {
+      out += fmt::format("  split: phases={} slots={}\n", st.split.phases, st.split.slots);
+    }
+    if (st.stage_bytes_per_element > 0) {
+      out += fmt::format("  stage: {} byte(s) per element\n", st.stage_bytes_per_element);
+    }
+    for (const TuneRange& r : st.tune_ranges) {
+      out += fmt::format("  tune: {} in [{}, {}]\n", r.name, r.min, r.max);
+    }
+    out += "  rule:\n" + explain_rule(plan, si, "    ");
+    out += fmt::format("  variants: {}\n", st.variants.size());
+    for (size_t vi = 0; vi < st.variants.size(); ++vi) {
+      const PlannedVariant& v = st.variants[vi];
+      out += fmt::format("    v{} {}{} threads={} per_block={}", vi, config_map_text(v.config),
+                         v.is_default ? " default" : "", v.block_threads, v.elements_per_block);
+      if (v.max_reduced > 0) out += fmt::format(" tier<={}", limit_text(v.max_reduced));
+      if (v.split.phases > 0) {
+        out += fmt::format(" split(phases={} slots={} chunk={})", v.split.phases, v.split.slots,
+                           v.split.chunk);
+      }
+      if (v.stage.bytes_per_element > 0) {
+        out += fmt::format(" stage(bytes={} rows={} vec={})", v.stage.bytes_per_element,
+                           v.stage.rows_per_block, v.stage.vec);
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,122 @@
+// The kernel plan: everything decided about how a spec kernel runs, built once from its
+// fusion schedule (compiler/schedule.h) and read by everything after it.
+//
+// A spec kernel runs as one or more GPU launches ("steps"). For each step the plan holds its
+// kind, its iteration space, the analysis of its body (the passes over a row, the fusions of
+// looped rows, the split and staging layouts), its configuration space with the heuristic
+// default marked, and the rule that picks a variant for a launch's sizes:
+//   - tiers: a row of R elements runs the tier with the smallest limit >= R (the largest tier
+//     when none); the limit is the elements a tier holds on chip, and longer rows loop;
+//   - split: when the unsplit kernel would have fewer blocks ("tiles") than the GPU has SMs
+//     and the split gives each tile at least 4 blocks, the split variant runs instead;
+//   - otherwise the default variant.
+// Readers:
+//   - lowering (compile.cpp: lower_step) compiles each planned variant as the plan says;
+//   - the manifest writer (manifest_step) copies the variants and the rule into the bundle,
+//     where the runtime evaluates the rule (runtime/launch.h: step_rule, heuristic_variant)
+//     without re-deriving anything;
+//   - `kiln explain` prints the rule and, for given sizes, the variant the runtime's own
+//     heuristic_variant picks on the manifest step (tools/explain.cpp);
+//   - `kiln tune` times the planned variants and searches the ranges the plan allows;
+//   - `kiln compile --emit=plan` prints it (print_plan), and golden tests pin that text.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "compiler/config.h"
+#include "compiler/lower_reduction.h"
+#include "compiler/plan.h"
+#include "compiler/schedule.h"
+#include "runtime/manifest.h"
+
+namespace kiln {
+
+using AnyConfig = std::variant<PointwiseConfig, ReductionConfig>;
+
+/// One variant of a step: a configuration and what the manifest records about it.
+struct PlannedVariant {
+  AnyConfig config;
+  bool is_default = false;
+  int block_threads = 0;
+  int64_t elements_per_block = 0;  // elements (pointwise) or rows (reductions) a block covers
+  int64_t max_reduced = 0;         // a tier of the rule: rows of up to this many elements; 0: not
+  bundle::SplitInfo split;         // split variants (phases > 0)
+  bundle::StageInfo stage;         // staging variants (bytes_per_element > 0)
+};
+
+/// A knob the tuner may move beyond the planned variants (pointwise steps only: their
+/// variants can be compiled on the fly).
+struct TuneRange {
+  std::string name;
+  int64_t min = 0, max = 0;
+};
+
+struct StepPlan {
+  bundle::StepKind kind = bundle::StepKind::pointwise;
+  const KernelDef* abi = nullptr;       // the parameters its entry takes (manifest.h's ABI)
+  std::vector<Dim> space;               // pointwise: its elements; reductions: the rows
+  std::optional<Dim> reduced;           // reductions: the reduced extent
+  PointwiseStep pointwise;              // pointwise: the stores, in the step's variables
+  const ScheduledKernel* sk = nullptr;  // reductions: the scheduled kernel it lowers
+  int max_vec = 1;                      // widest useful vector, in elements (16 bytes)
+
+  // Row reductions: the passes over a row (held on chip, looped) and the fusions of looped
+  // rows ("s: online max+sum with mx"); a kernel with fusions gets fused variants, and when
+  // fusing leaves one pass over a looped row the fused copy of the largest tier is the tier
+  // for every longer row.
+  RowPasses passes;
+  bool fused_single_pass = false;
+  // Split variants: launches per kernel launch and workspace words per (row, block).
+  SplitShape split;
+  // Staging variants: shared memory per element of a row (0: nothing is read twice, and
+  // there are no staging variants).
+  int64_t stage_bytes_per_element = 0;
+
+  std::vector<PlannedVariant> variants;  // the configuration space, in manifest order
+  int default_variant = 0;
+  std::vector<TuneRange> tune_ranges;
+
+  /// The rule's tiers (limit, variant), ascending, and its split variant (or -1), as the
+  /// runtime's step_rule reads them back from the manifest.
+  std::vector<std::pair<int64_t, int>> tiers() const;
+  int split_variant() const;
+};
+
+/// A spec kernel's plan. Steps point into `schedule` and `abis`: the plan is not copyable.
+struct KernelPlan {
+  const KernelDef* kernel = nullptr;
+  Schedule schedule;
+  std::deque<KernelDef> abis;  // one per scheduled kernel that needs an entry of its own
+  std::vector<StepPlan> steps;
+
+  KernelPlan() = default;
+  KernelPlan(const KernelPlan&) = delete;
+  KernelPlan& operator=(const KernelPlan&) = delete;
+};
+
+/// Plans a verified kernel (which must outlive the plan). Throws UserError for bodies the
+/// code generator cannot place.
+std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k);
+
+/// The manifest entry of step `si`: its kind, space and every planned variant with its rule
+/// fields, entries named `<kernel>_s<si>_v<id>`, images for `archs` not yet built (only
+/// `default_only`: the default variant alone, as id 0).
+bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<std::string>& archs,
+                           bool default_only = false);
+
+/// The entry name of variant `variant` of step `step` of kernel `kernel`.
+std::string entry_name(const std::string& kernel, size_t step, size_t variant);
+
+/// The stable text of a plan (`kiln compile --emit=plan`), pinned by golden tests.
+std::string print_plan(const KernelPlan& plan);
+
+/// The rule of step `si` in words, for `kiln explain`: one line per tier, the split, the
+/// fallback for misaligned pointers. Each line is indented by `indent`.
+std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& indent);
+
+}  // namespace kiln

@@ -1,0 +1,122 @@
+// See explain.h.
+#include "tools/explain.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kiln {
+namespace {
+
+std::optional<int64_t> product(const std::vector<Dim>& dims, const SymbolValues& sizes) {
+  int64_t n = 1;
+  for (const Dim& d : dims) {
+    int64_t v = 0;
+    if (d.is_fixed()) {
+      v = d.value();
+    } else if (auto it = sizes.find(d.name()); it != sizes.end()) {
+      v = it->second;
+    } else {
+      return std::nullopt;
+    }
+    if (__builtin_mul_overflow(n, v, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+std::string map_text(const std::map<std::string, int64_t>& m) {
+  std::string s;
+  for (const auto& [k, v] : m) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+  return s;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return a / b + (a % b != 0);
+}
+
+std::string dims_text(const std::vector<Dim>& dims) {
+  std::vector<std::string> s;
+  for (const Dim& d : dims) s.push_back(d.to_string());
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+}  // namespace
+
+ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues& sizes,
+                           const launch::DeviceFacts& device) {
+  const StepPlan& step = plan.steps[si];
+  const bundle::Step bs = manifest_step(plan, si, {});
+  const launch::StepRule rule =
+      launch::step_rule(bs, std::vector<bool>(bs.variants.size(), true), device);
+  const std::optional<int64_t> rows = product(step.space, sizes);
+  const std::optional<int64_t> reduced =
+      step.reduced ? product({*step.reduced}, sizes) : std::optional<int64_t>(1);
+  ExplainedStep out;
+  if (!rows || !reduced) return out;
+  out.variant = launch::heuristic_variant(bs, rule, *rows, *reduced, device);
+  const PlannedVariant& v = step.variants[static_cast<size_t>(out.variant)];
+  const int64_t blocks = ceil_div(*rows, v.elements_per_block);
+  if (step.kind == bundle::StepKind::pointwise) {
+    out.how = fmt::format("{} element(s) per block, {} block(s) (the grid loops past {})",
+                          v.elements_per_block, blocks, bundle::kMaxGridX);
+    return out;
+  }
+  const auto& c = std::get<ReductionConfig>(v.config);
+  const std::string R = step.reduced->to_string();
+  if (v.split.phases > 0) {
+    const int64_t per_tile = launch::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count);
+    out.how = fmt::format(
+        "split: {} tile(s) of {} row(s), each over {} blocks walking {} in chunks of {}, {} "
+        "launches through a workspace",
+        blocks, v.elements_per_block, per_tile, R, v.split.chunk, v.split.phases);
+    return out;
+  }
+  if (step.kind == bundle::StepKind::outer_reduction) {
+    out.how = fmt::format("{} row(s) per block, {} block(s); {} x {} steps of {} in flight",
+                          v.elements_per_block, blocks, c.group, c.items, R);
+    return out;
+  }
+  const std::string loads =
+      *reduced % c.vec == 0 ? ""
+                            : fmt::format(" (scalar loads: {} is not a multiple of {})", R, c.vec);
+  if (*reduced <= c.capacity()) {
+    out.how = fmt::format("the row on chip, {} pass(es) over it, {} block(s){}", step.passes.held,
+                          blocks, loads);
+  } else {
+    out.how = fmt::format(
+        "loops over the row in chunks of {}{}, {} pass(es), {} block(s){}", c.capacity(),
+        c.fuse ? fmt::format(" fused ({})", fmt::join(step.passes.fused, "; ")) : "",
+        c.fuse ? step.passes.looped : step.passes.held, blocks, loads);
+  }
+  return out;
+}
+
+std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
+                           const launch::DeviceFacts& device) {
+  std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+  ScheduleOptions opts;
+  opts.sizes = sizes;
+  std::string out = explain_schedule(schedule_kernel(k, opts));
+  out += fmt::format(
+      "\nsteps (GPU launches; with no tuned winner, runtime/launch.h's heuristic picks each "
+      "variant by this rule):\n");
+  for (size_t si = 0; si < plan->steps.size(); ++si) {
+    const StepPlan& st = plan->steps[si];
+    out += fmt::format("  step {} {}_s{}: {}", si, k.name, si, to_string(st.kind));
+    out += st.reduced ? fmt::format(" over rows {}, reducing {}", dims_text(st.space),
+                                    st.reduced->to_string())
+                      : fmt::format(" over {}", dims_text(st.space));
+    out += fmt::format(", {} variant(s)\n", st.variants.size());
+    out += explain_rule(*plan, si, "    ");
+    ExplainedStep e = explain_step(*plan, si, sizes, device);
+    if (e.variant >= 0) {
+      const PlannedVariant& v = st.variants[static_cast<size_t>(e.variant)];
+      out += fmt::format("    runs: variant {} ({}) on a GPU of {} SMs: {}\n", e.variant,
+                         map_text(std::visit([](const auto& c) { return c.as_map(); }, v.config)),
+                         device.sm_count, e.how);
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln
