@@ -123,6 +123,11 @@ class Kernel:
         self._launch = L.kiln_launch
         self._device = bundle.device
         self._torch_ready = False
+        self._torch_dtypes = (None,) * self._np
+        # Per parameter, what a call checks: (index, rank, dim checks, is output).
+        self._plan = tuple((p.index, p.rank, p.checks, p.output) for p in self.params)
+        outs = tuple(p.index for p in self.outputs)
+        self._out_index = outs[0] if len(outs) == 1 else outs
         self.function = self._make_function()
 
     # ---- description ------------------------------------------------------------------------
@@ -174,11 +179,20 @@ class Kernel:
             args = ", ".join(f"{n}=_kMISSING" if not p.output else f"{n}=None"
                              for n, p in zip(names, self.params))
             kw = "".join(f", {s}=None" for s in symkw)
-            syms = "(" + "".join(f"{s}, " for s in symkw) + ")"
+            syms = "()"
+            if symkw:  # () unless a symbol was given: the call then skips their check
+                none = " and ".join(f"{s} is None" for s in symkw)
+                syms = f"(() if {none} else ({''.join(f'{s}, ' for s in symkw)}))"
             tup = "(" + "".join(f"{n}, " for n in names) + ")"
-            src = (f"def {self.name}({args}, *, stream=None{kw}):\n"
+            src = (f"def {self.name}({args}, *, stream=None{kw}):\n" +
+                   self._fast_path(names, symkw) +
                    f"    return _kcall({tup}, stream, {syms})\n")
-            scope = {"_kMISSING": _MISSING, "_kcall": call}
+            scope = self._scope = {"_kMISSING": _MISSING, "_kcall": call, "_kT": _NoTensor,
+                                   "_ktls": self._tls, "_kh": ctypes.c_void_p(self._handle),
+                                   "_kraw": _lib.raw_launch(), "_kcheck": _lib.check,
+                                   "_knp": ctypes.c_size_t(self._np),
+                                   "_kns": ctypes.c_size_t(self._ns), "_kdev": self._device,
+                                   "_kstream": _stream_object, "_kcur": None}
             fname = self.name if self.name.isidentifier() and not keyword.iskeyword(
                 self.name) else "kernel"
             if fname != self.name:
@@ -196,6 +210,64 @@ class Kernel:
         fn.__signature__ = self._signature(symkw)
         fn.kernel = self
         return fn
+
+    def _fast_path(self, names: List[str], symkw: List[str]) -> str:
+        """The body's first lines: when every argument is a torch tensor of the right dtype,
+        rank and device, contiguous, and the shapes agree, fill the per-thread arrays and
+        launch, with no loop and no call but torch's accessors and the launch. Anything else
+        (CAI objects, a missing output, a symbol given, any mistake, torch not seen yet:
+        _kT is then a class no tensor has) goes to _kcall, which checks it all again and
+        says what is wrong. The globals _kT, _kd<i> and _kcur are set by _ready_torch."""
+        if any(j not in {c[2] for p in self.params for c in p.checks}
+               for j in range(self._ns)):
+            return ""  # a symbol in no shape: only the general path can say so
+        L = []
+        cond = [f"isinstance({n}, _kT)" for n in names] + [f"{s} is None" for s in symkw]
+        L.append(f"    if {' and '.join(cond)}:")
+        ok = []
+        for i, n in enumerate(names):
+            ok.append(f"{n}.dtype is _kd{i}")
+        for n in names:
+            ok.append(f"{n}.get_device() == _kdev")
+        for n in names:
+            ok.append(f"{n}.is_contiguous()")
+        L.append(f"        if {' and '.join(ok)}:")
+        for i, n in enumerate(names):
+            L.append(f"            _ks{i} = {n}.shape")
+        shape_ok = [f"len(_ks{i}) == {p.rank}" for i, p in enumerate(self.params)]
+        first = {}
+        eq = []
+        for i, p in enumerate(self.params):
+            for d, fixed, j in p.checks:
+                if j < 0:
+                    eq.append(f"_ks{i}[{d}] == {fixed}")
+                elif j not in first:
+                    first[j] = f"_ks{i}[{d}]"
+                else:
+                    eq.append(f"_ks{i}[{d}] == _kv{j}")
+        L.append(f"            if {' and '.join(shape_ok) or 'True'}:")
+        for j in range(self._ns):
+            L.append(f"                _kv{j} = {first[j]}")
+        eq += [f"_kv{j} > 0" for j in range(self._ns)]
+        L.append(f"                if {' and '.join(eq) or 'True'}:")
+        L.append("                    try:")
+        L.append("                        _kp = _ktls.ptrs")
+        L.append("                        _ky = _ktls.syms")
+        L.append("                    except AttributeError:")
+        L.append("                        _kp = None")
+        L.append("                    if _kp is not None:")
+        for i, n in enumerate(names):
+            L.append(f"                        _kp[{i}] = {n}.data_ptr()")
+        for j in range(self._ns):
+            L.append(f"                        _ky[{j}] = _kv{j}")
+        L.append("                        _krc = _kraw(_kh, _kstream(_kcur(_kdev) if stream is "
+                 "None else stream), _kp, _knp, _ky, _kns)")
+        L.append("                        if _krc:")
+        L.append("                            _kcheck(_krc)")
+        outs = [names[p.index] for p in self.outputs]
+        ret = outs[0] if len(outs) == 1 else "(" + "".join(f"{o}, " for o in outs) + ")"
+        L.append(f"                        return {ret}")
+        return "\n".join(L) + "\n"
 
     def _bind(self, args, kwargs) -> tuple:
         if len(args) > self._np:
@@ -249,11 +321,18 @@ class Kernel:
     def _ready_torch(self, torch) -> None:
         for p in self.params:
             p.torch_dtype = getattr(torch, p.torch_dtype_name)
+        self._torch_dtypes = tuple(p.torch_dtype for p in self.params)
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         if raw is None:  # older torch: the public (slower) way
             def raw(dev):
                 return torch.cuda.current_stream(dev).cuda_stream
         self._current_stream = raw
+        scope = getattr(self, "_scope", None)
+        if scope is not None:  # the generated fast path may run from now on
+            scope["_kcur"] = raw
+            for i, p in enumerate(self.params):
+                scope[f"_kd{i}"] = p.torch_dtype
+            scope["_kT"] = torch.Tensor
         self._torch_ready = True
 
     def _arrays(self):
@@ -266,114 +345,133 @@ class Kernel:
             return tls.ptrs, tls.syms
 
     def _call(self, args: tuple, stream, symkw: tuple):
-        torch = _torch_state["torch"] or _torch()
         Tensor = _torch_state["Tensor"]
-        if torch is not None and not self._torch_ready:
-            self._ready_torch(torch)
-        ptrs, syms = self._arrays()
+        if Tensor is _NoTensor and _torch() is not None:
+            Tensor = _torch_state["Tensor"]
+        if Tensor is not _NoTensor and not self._torch_ready:
+            self._ready_torch(_torch_state["torch"])
+        tls = self._tls
+        try:
+            ptrs = tls.ptrs
+            syms = tls.syms
+        except AttributeError:
+            ptrs, syms = self._arrays()
         values = [None] * self._ns
         dev = self._device
+        tdtypes = self._torch_dtypes
         ref = None  # a torch tensor argument: the device and stream come from torch
         missing = None
-        for p in self.params:
-            t = args[p.index]
+        for i, rank, checks, output in self._plan:
+            t = args[i]
             if t is None or t is _MISSING:
-                if p.output and t is None:
-                    missing = (missing or []) + [p]
+                if output and t is None:
+                    missing = (missing or []) + [self.params[i]]
                     continue
-                raise KilnTypeError(f"{self.name}: missing argument {p.index + 1} ({p.name}: "
+                p = self.params[i]
+                raise KilnTypeError(f"{self.name}: missing argument {i + 1} ({p.name}: "
                                     f"{p.type_text()})")
             if isinstance(t, Tensor):
-                if t.dtype is not p.torch_dtype:
-                    raise self._bad_dtype(p, str(t.dtype).replace("torch.", ""))
+                if t.dtype is not tdtypes[i]:
+                    raise self._bad_dtype(self.params[i], str(t.dtype).replace("torch.", ""))
                 shape = t.shape
-                if len(shape) != len(p.dims):
-                    raise self._bad_rank(p, tuple(shape))
+                if len(shape) != rank:
+                    raise self._bad_rank(self.params[i], tuple(shape))
                 if t.get_device() != dev:
-                    raise self._bad_device(p, t)
+                    raise self._bad_device(self.params[i], t)
                 if not t.is_contiguous():
-                    raise self._not_contiguous(p, tuple(shape), tuple(t.stride()))
-                ptrs[p.index] = t.data_ptr()
+                    raise self._not_contiguous(self.params[i], tuple(shape), tuple(t.stride()))
+                ptrs[i] = t.data_ptr()
                 ref = t
             else:
-                shape, ptrs[p.index] = self._foreign(p, t)
-            for d, fixed, j in p.checks:
+                shape, ptrs[i] = self._foreign(self.params[i], t)
+            for d, fixed, j in checks:
                 n = shape[d]
                 if j < 0:
                     if n != fixed:
-                        raise self._bad_extent(p, d, n, tuple(shape))
+                        raise self._bad_extent(self.params[i], d, n, tuple(shape))
                 elif values[j] is None:
                     values[j] = n
                 elif values[j] != n:
-                    raise self._inconsistent(args, p, d, n, values[j])
-        for k, j in enumerate(self._symkw):
-            v = symkw[k]
-            if v is not None:
-                if values[j] is None:
-                    values[j] = int(v)
-                elif values[j] != v:
-                    raise KilnValueError(f"{self.name}: symbol {self.symbols[j]} = {v} given, "
-                                         f"but the arguments' shapes give "
-                                         f"{self.symbols[j]} = {values[j]}")
+                    raise self._inconsistent(args, self.params[i], d, n, values[j])
+        if symkw:
+            self._given_symbols(symkw, values)
         if missing is not None:
-            args = self._allocate(args, missing, values, ref, torch)
+            args = self._allocate(args, missing, values, ref, _torch_state["torch"])
             for p in missing:
                 ptrs[p.index] = args[p.index].data_ptr()
-        for j in range(self._ns):
-            v = values[j]
-            if v is None:
-                raise KilnValueError(f"{self.name}: symbol {self.symbols[j]} has no value: no "
-                                     f"argument given has it in its shape; pass {self.symbols[j]}="
-                                     f"... or the output that has it")
-            syms[j] = v
-        if 0 in values:  # an empty tensor: its pointer may be null, say what is wrong first
-            j = values.index(0)
-            raise KilnValueError(f"{self.name}: symbol {self.symbols[j]} = 0 must be > 0 "
-                                 f"(Kiln kernels take no empty tensors)")
+        if None in values or 0 in values:
+            self._symbol_error(values)
+        syms[:self._ns] = values
         if stream is None:
             s = self._current_stream(dev) if ref is not None else 0
-        elif isinstance(stream, int):
+        elif type(stream) is int:
             s = stream
         else:
             s = _stream_handle(stream)
         rc = self._launch(self._handle, s, ptrs, self._np, syms, self._ns)
         if rc:
             _lib.check(rc)
-        if len(self.outputs) == 1:
-            return args[self.outputs[0].index]
-        return tuple(args[p.index] for p in self.outputs)
+        out = self._out_index
+        if type(out) is int:
+            return args[out]
+        return tuple(args[i] for i in out)
+
+    def _given_symbols(self, symkw: tuple, values: list) -> None:
+        for k, j in enumerate(self._symkw):
+            v = symkw[k]
+            if v is None:
+                continue
+            if values[j] is None:
+                values[j] = int(v)
+            elif values[j] != v:
+                raise KilnValueError(f"{self.name}: symbol {self.symbols[j]} = {v} given, but "
+                                     f"the arguments' shapes give {self.symbols[j]} = "
+                                     f"{values[j]}")
+
+    def _symbol_error(self, values: list) -> None:
+        for j, v in enumerate(values):
+            if v is None:
+                raise KilnValueError(f"{self.name}: symbol {self.symbols[j]} has no value: no "
+                                     f"argument given has it in its shape; pass "
+                                     f"{self.symbols[j]}=... or the output that has it")
+            if v == 0:  # an empty tensor: its pointer may be null, say what is wrong first
+                raise KilnValueError(f"{self.name}: symbol {self.symbols[j]} = 0 must be > 0 "
+                                     f"(Kiln kernels take no empty tensors)")
 
     def _foreign(self, p: Param, t) -> Tuple[tuple, int]:
         """(shape, pointer) of a non-torch argument, after its checks."""
         cai = getattr(t, "__cuda_array_interface__", None)
         if cai is None:
-            kind = type(t).__module__ + "." + type(t).__qualname__
-            if hasattr(t, "__array_interface__") or hasattr(t, "__array__"):
-                raise KilnValueError(f"{self.name}: argument {p.index + 1} ({p.name}): a CPU "
-                                     f"array ({kind}); Kiln kernels take CUDA tensors on "
-                                     f"cuda:{self._device}")
-            raise KilnTypeError(f"{self.name}: argument {p.index + 1} ({p.name}): {kind} is "
-                                f"not a tensor (a torch.Tensor or an object with "
-                                f"__cuda_array_interface__)")
+            raise self._not_a_tensor(p, t)
         try:
             typestr = cai["typestr"]
-            shape = tuple(int(n) for n in cai["shape"])
-            ptr = int(cai["data"][0])
+            shape = cai["shape"]
             strides = cai.get("strides")
-        except (KeyError, TypeError, ValueError, IndexError) as e:
-            raise KilnTypeError(f"{self.name}: argument {p.index + 1} ({p.name}): malformed "
-                                f"__cuda_array_interface__ ({e!r})") from None
-        if typestr not in p.typestrs:
-            raise self._bad_dtype(p, f"typestr {typestr!r}")
-        if len(shape) != len(p.dims):
-            raise self._bad_rank(p, shape)
-        if strides is not None and not _c_contiguous(shape, tuple(strides), p.itemsize):
-            raise self._not_contiguous(p, shape, tuple(s // p.itemsize for s in strides),
-                                       tuple(strides))
-        if cai.get("mask") is not None:
-            raise KilnValueError(f"{self.name}: argument {p.index + 1} ({p.name}): masked "
-                                 f"arrays are not supported")
+            ptr = cai["data"][0]
+            if typestr not in p.typestrs:
+                raise self._bad_dtype(p, f"typestr {typestr!r}")
+            if len(shape) != len(p.dims):
+                raise self._bad_rank(p, tuple(shape))
+            if strides is not None and not _c_contiguous(shape, strides, p.itemsize):
+                raise self._not_contiguous(p, tuple(shape),
+                                           tuple(s // p.itemsize for s in strides),
+                                           tuple(strides))
+            if cai.get("mask") is not None:
+                raise KilnValueError(f"{self._where(p)}: masked arrays are not supported")
+        except KilnError:
+            raise
+        except (KeyError, TypeError, IndexError, AttributeError) as e:
+            raise KilnTypeError(f"{self._where(p)}: malformed __cuda_array_interface__ "
+                                f"({e!r})") from None
         return shape, ptr
+
+    def _not_a_tensor(self, p: Param, t) -> KilnError:
+        kind = type(t).__module__ + "." + type(t).__qualname__
+        if hasattr(t, "__array_interface__") or hasattr(t, "__array__"):
+            return KilnValueError(f"{self._where(p)}: a CPU array ({kind}); Kiln kernels take "
+                                  f"CUDA tensors on cuda:{self._device}")
+        return KilnTypeError(f"{self._where(p)}: {kind} is not a tensor (a torch.Tensor or an "
+                             f"object with __cuda_array_interface__)")
 
     def _allocate(self, args: tuple, missing: List[Param], values: list, ref, torch) -> tuple:
         if ref is None:
@@ -449,6 +547,21 @@ def _c_contiguous(shape: tuple, strides: tuple, itemsize: int) -> bool:
             return False
         expect *= n
     return True
+
+
+_stream_objects: Dict[int, ctypes.c_void_p] = {}
+
+
+def _stream_object(stream) -> ctypes.c_void_p:
+    """A CUstream argument for the launch without argtypes: one c_void_p per handle, kept."""
+    if type(stream) is not int:
+        stream = _stream_handle(stream)
+    o = _stream_objects.get(stream)
+    if o is None:
+        if len(_stream_objects) > 256:
+            _stream_objects.clear()
+        o = _stream_objects[stream] = ctypes.c_void_p(stream)
+    return o
 
 
 def _stream_handle(stream) -> int:

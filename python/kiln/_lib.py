@@ -103,6 +103,21 @@ def lib() -> ctypes.CDLL:
     return _lib
 
 
+_raw = None
+
+
+def raw_launch():
+    """kiln_launch without argtypes, from a second handle on the library: the generated fast
+    path passes ready ctypes objects (c_void_p, arrays, c_size_t), skipping the conversions
+    that argtypes does on every call."""
+    global _raw
+    if _raw is None:
+        f = ctypes.CDLL(lib()._name).kiln_launch
+        f.restype = ctypes.c_int
+        _raw = f
+    return _raw
+
+
 def last_error() -> str:
     msg = lib().kiln_last_error()
     return msg.decode("utf-8", "replace") if msg else ""

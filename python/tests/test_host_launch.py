@@ -412,3 +412,134 @@ def test_autotune_cache_file(tmp_path, add):
         kiln.tune(add, [])
     with pytest.raises(KilnError, match="kiln tune failed"):
         kiln.tune(add, ["M=oops"], tmp_path / "t.json")
+
+
+# ---- the torch paths, with a stand-in for torch (CI has no torch) ---------------------------
+# A module named torch with what the package uses: Tensor (dtype, shape, get_device,
+# is_contiguous, data_ptr, stride, device), the dtypes, empty, and the current raw stream.
+# Memory comes from the fake driver. These run last: once the package has seen "torch" it
+# keeps it (real objects with __cuda_array_interface__ still take their own path).
+
+class FakeTorch:
+    class dtype:
+        def __init__(self, name):
+            self.name = name
+
+        def __str__(self):
+            return f"torch.{self.name}"
+
+    class Tensor:
+        def __init__(self, shape, dtype, device=0, strides=None, ptr=None, contiguous=True):
+            itemsize = 2 if dtype.name in ("bfloat16", "float16") else 4
+            n = 1
+            for s in shape:
+                n *= s
+            self.shape = tuple(shape)
+            self.dtype = dtype
+            self._device = device
+            self._contiguous = contiguous
+            self._strides = strides
+            self._ptr = ptr if ptr is not None else FakeTorch.fake.alloc(n * itemsize)
+
+        def get_device(self):
+            return self._device
+
+        def is_contiguous(self):
+            return self._contiguous
+
+        def data_ptr(self):
+            return self._ptr
+
+        def stride(self):
+            return self._strides
+
+        @property
+        def device(self):
+            return self._device
+
+    class _C:
+        streams = []
+
+        @staticmethod
+        def _cuda_getCurrentRawStream(dev):
+            FakeTorch._C.streams.append(dev)
+            return 0
+
+    float32 = dtype("float32")
+    float16 = dtype("float16")
+    bfloat16 = dtype("bfloat16")
+    int32 = dtype("int32")
+    float64 = dtype("float64")
+    fake = None
+
+    @staticmethod
+    def empty(shape, dtype, device):
+        return FakeTorch.Tensor(shape, dtype, device)
+
+
+@pytest.fixture(scope="module")
+def torch_stand_in(fake):
+    FakeTorch.fake = fake
+    mod = type(sys)("torch")
+    for k, v in vars(FakeTorch).items():
+        if not k.startswith("__"):
+            setattr(mod, k, v)
+    saved = sys.modules.get("torch")
+    sys.modules["torch"] = mod
+    yield mod
+    if saved is None:
+        del sys.modules["torch"]
+    else:
+        sys.modules["torch"] = saved
+
+
+def test_torch_fast_path_launches_on_the_current_stream(add, rowsum, fake, torch_stand_in):
+    T = torch_stand_in
+    x, y, z = (T.Tensor((777,), T.float32) for _ in range(3))
+    fake.reset(arg_count=4)
+    T._C.streams.clear()
+    assert add.add(x, y, z) is z  # the first torch call readies the fast path
+    assert add.add(x, y, z) is z
+    assert "_kd0" in add.add.kernel._scope  # the fast path's globals are set
+    assert fake.launches() == 2
+    assert [fake.arg(1, a) for a in range(4)] == [x.data_ptr(), y.data_ptr(), z.data_ptr(), 777]
+    assert T._C.streams == [0, 0]  # torch's current stream of device 0, both times
+    add.add(x, y, z, stream=0)
+    assert T._C.streams == [0, 0]
+    m, s = T.Tensor((5, 9), T.float32), T.Tensor((5,), T.float32)
+    fake.reset(arg_count=4)
+    rowsum.rowsum(m, s)
+    assert [fake.arg(0, a) for a in range(4)] == [m.data_ptr(), s.data_ptr(), 5, 9]
+
+
+def test_torch_outputs_allocated(add, rowsum, fake, torch_stand_in):
+    T = torch_stand_in
+    x, y = T.Tensor((31,), T.float32), T.Tensor((31,), T.float32)
+    fake.reset(arg_count=4)
+    z = add.add(x, y)
+    assert isinstance(z, T.Tensor) and z.shape == (31,) and z.dtype is T.float32
+    assert fake.arg(0, 2) == z.data_ptr() and fake.launches() == 1
+    s = rowsum.rowsum(T.Tensor((4, 6), T.float32))
+    assert s.shape == (4,)
+
+
+def test_torch_bad_inputs(add, rowsum, fake, torch_stand_in):
+    T = torch_stand_in
+    x, z = T.Tensor((8,), T.float32), T.Tensor((8,), T.float32)
+    refused(fake, TypeError, "add: argument 2 (y): dtype float64, expected f32 (f32[N])",
+            add.add, x, T.Tensor((8,), T.float64), z)
+    refused(fake, ValueError, "add: argument 2 (y): a CPU tensor; Kiln kernels take CUDA "
+            "tensors on cuda:0 (the bundle's device)", add.add, x, T.Tensor((8,), T.float32, -1), z)
+    refused(fake, ValueError, "add: argument 2 (y): on cuda:1, the bundle is loaded on cuda:0",
+            add.add, x, T.Tensor((8,), T.float32, 1), z)
+    refused(fake, ValueError, "rowsum: argument 1 (x): not contiguous (shape [4, 6], strides "
+            "[1, 4]); Kiln kernels take C-contiguous tensors: pass .contiguous()",
+            rowsum.rowsum, T.Tensor((4, 6), T.float32, strides=(1, 4), contiguous=False))
+    refused(fake, ValueError, "add: argument 2 (y): rank 2 (shape [2, 4]), expected rank 1 "
+            "(f32[N])", add.add, x, T.Tensor((2, 4), T.float32), z)
+    refused(fake, ValueError, "add: argument 3 (z): dim 0 gives N = 9, but argument 1 (x) gave "
+            "N = 8 (z: f32[N])", add.add, x, x, T.Tensor((9,), T.float32))
+    refused(fake, KilnError, "add: argument 3 (z) overlaps argument 1 (x); outputs may not "
+            "alias other arguments", add.add, x, T.Tensor((8,), T.float32), x)
+    refused(fake, ValueError, "add: symbol N = 0 must be > 0 (Kiln kernels take no empty "
+            "tensors)", add.add, T.Tensor((0,), T.float32), T.Tensor((0,), T.float32))
