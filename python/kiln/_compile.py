@@ -36,7 +36,10 @@ def kiln_binary() -> Path:
         return Path(found)
     tried.append("kiln on PATH (none)")
     repo = Path(__file__).resolve().parent.parent.parent
-    for build in ("build", "build-release", "build-asan"):
+    builds = ("build", "build-release", "build-asan")
+    if not (repo / "CMakeLists.txt").is_file():  # an installed package: no build tree
+        builds = ()
+    for build in builds:
         p = repo / build / "tools" / "kiln"
         if os.access(p, os.X_OK):
             return p

@@ -2,8 +2,10 @@
 turning its status codes into KilnError.
 
 The library is looked for, in order, at $KILN_RUNTIME_LIB, next to this package
-(kiln/lib/libkiln_runtime.so), and in the build tree of the repository the package sits in
-(build/lib/libkiln_runtime.so); the error names every path tried."""
+(kiln/lib/libkiln_runtime.so), in the build tree of the repository the package sits in
+(build/lib/libkiln_runtime.so; not when installed), then by the dynamic linker's search
+(LD_LIBRARY_PATH, an installed prefix's lib/ known to ldconfig); the error names every place
+tried."""
 import ctypes
 import os
 import threading
@@ -30,9 +32,11 @@ def candidate_paths() -> List[Path]:
         paths.append(Path(env))
     here = Path(__file__).resolve().parent
     paths.append(here / "lib" / _LIB_NAME)
-    repo = here.parent.parent  # python/kiln -> the repository
-    for build in ("build", "build-release", "build-asan"):
-        paths.append(repo / build / "lib" / _LIB_NAME)
+    repo = here.parent.parent  # python/kiln -> the repository, when not installed
+    if (repo / "CMakeLists.txt").is_file() and (repo / "runtime" / "c_api.h").is_file():
+        for build in ("build", "build-release", "build-asan"):
+            paths.append(repo / build / "lib" / _LIB_NAME)
+    paths.append(Path(_LIB_NAME))  # the dynamic linker's search (LD_LIBRARY_PATH, ldconfig)
     return paths
 
 
@@ -85,13 +89,15 @@ def lib() -> ctypes.CDLL:
         if _lib is None:
             tried = []
             for p in candidate_paths():
-                if not p.is_file():
+                bare = p == Path(_LIB_NAME)
+                if not bare and not p.is_file():
                     tried.append(f"{p} (not there)")
                     continue
                 try:
                     loaded = ctypes.CDLL(str(p))
                 except OSError as e:
-                    tried.append(f"{p} ({e})")
+                    tried.append(f"{p} (the dynamic linker's search: not found)" if bare
+                                 else f"{p} ({e})")
                     continue
                 _declare(loaded)
                 _lib = loaded
