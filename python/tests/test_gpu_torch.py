@@ -178,3 +178,24 @@ def test_bad_torch_inputs_raise_kiln_errors(b):
     out = b.rmsnorm(x, w)
     torch.cuda.synchronize()
     close_bf16(out, rmsnorm_ref(x, w))
+
+
+def test_tune_then_launch_the_winners(b, tmp_path):
+    """kiln.tune runs `kiln tune` on the bundle (precompiled variants only, to stay quick),
+    the cache file it wrote is read back, and the bundle launches with its winners."""
+    # Tune a copy: kiln tune may add variants to the bundle it tunes.
+    import shutil
+    bundle_dir = tmp_path / "bundle"
+    shutil.copytree(b.path, bundle_dir)
+    cache = kiln.tune(bundle_dir, [{"N": 100003}], tmp_path / "tuned.json", kernel="add",
+                      no_descent=True)
+    assert cache.path == tmp_path / "tuned.json" and cache.path.is_file()
+    assert cache.entries, cache.data
+    assert kiln.read_cache(cache.path).data == cache.data
+    tuned = kiln.load(bundle_dir)
+    tuned.use_cache(cache.path)
+    x = torch.randn(100003, device="cuda")
+    z = torch.full_like(x, float("nan"))
+    tuned.add(x, x, z)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(z, x + x)
