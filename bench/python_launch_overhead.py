@@ -46,7 +46,9 @@ def main():
     ap.add_argument("--count", type=int, default=20000)
     a = ap.parse_args()
     build = Path(a.build).resolve()
-    os.environ.setdefault("KILN_RUNTIME_LIB", str(build / "lib" / "libkiln_runtime.so"))
+    libs = [p for p in sorted((build / "lib").glob("libkiln_runtime.so*")) if p.is_file()]
+    if libs:
+        os.environ.setdefault("KILN_RUNTIME_LIB", str(libs[0]))
     os.environ.setdefault("KILN_BIN", str(build / "tools" / "kiln"))
     import torch
     import kiln

@@ -24,7 +24,11 @@ cd "$repo"
 export PATH=/usr/local/cuda/bin:$PATH
 export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1
-export KILN_RUNTIME_LIB=$build/lib/libkiln_runtime.so
+# The library itself or any of its version links (a carried tree may have lost the links).
+for f in "$build"/lib/libkiln_runtime.so "$build"/lib/libkiln_runtime.so.*; do
+  if [[ -f $f ]]; then export KILN_RUNTIME_LIB=$f; break; fi
+done
+[[ -n ${KILN_RUNTIME_LIB:-} ]] || { echo "run_gpu_tests.sh: no $build/lib/libkiln_runtime.so*" >&2; exit 1; }
 export KILN_BIN=$build/tools/kiln
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-python-cache}
 export KILN_TEST_BUNDLES=$build/tests/gpu_bundles
