@@ -8,7 +8,7 @@
 #
 #   python/run_gpu_tests.sh [BUILD_DIR]          (default: build)
 #
-# Needs python3 with torch (CUDA), pytest and numpy, and from BUILD_DIR: tools/kiln,
+# Needs python3 (or $PYTHON) with torch (CUDA), pytest and numpy, and from BUILD_DIR: tools/kiln,
 # lib/libkiln_runtime.so, tests/libkiln_fake_cuda.so, bench/kiln_c_api_launch_overhead, and
 # optionally tests/gpu_bundles/ (bundles compiled by ctest; otherwise the tests compile the
 # examples, which needs the CUDA toolkit under /usr/local/cuda). Everything printed also goes
@@ -33,6 +33,7 @@ export KILN_BIN=$build/tools/kiln
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-python-cache}
 export KILN_TEST_BUNDLES=$build/tests/gpu_bundles
 export KILN_REQUIRE_GPU=1
+py=${PYTHON:-python3}  # a Python with torch, pytest and numpy
 failed=()
 note() { echo "$1" | tee -a "$out/summary.txt"; }
 step() {  # step NAME LOG COMMAND...
@@ -46,17 +47,17 @@ step() {  # step NAME LOG COMMAND...
 
 : > "$out/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
-python3 -c 'import sys, torch, pytest, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "pytest", pytest.__version__, "numpy", numpy.__version__)' 2>&1 | tee "$out/versions.txt"
+"$py" -c 'import sys, torch, pytest, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "pytest", pytest.__version__, "numpy", numpy.__version__)' 2>&1 | tee "$out/versions.txt"
 
 step "python host suite (fake driver)" pytest_host.txt \
   env KILN_FAKE_DRIVER="$build/tests/libkiln_fake_cuda.so" \
-  python3 -m pytest -rs -p no:cacheprovider --junitxml="$out/pytest_host.xml" python/tests/test_host_launch.py
+  "$py" -m pytest -rs -p no:cacheprovider --junitxml="$out/pytest_host.xml" python/tests/test_host_launch.py
 step "python GPU suite (KILN_REQUIRE_GPU=1)" pytest_gpu.txt \
-  python3 -m pytest -rs -v -p no:cacheprovider --junitxml="$out/pytest_gpu.xml" \
+  "$py" -m pytest -rs -v -p no:cacheprovider --junitxml="$out/pytest_gpu.xml" \
   python/tests/test_gpu_kernels.py python/tests/test_gpu_torch.py
-step "examples/python/rmsnorm_model.py" rmsnorm_model.txt python3 examples/python/rmsnorm_model.py
+step "examples/python/rmsnorm_model.py" rmsnorm_model.txt "$py" examples/python/rmsnorm_model.py
 step "bench/python_launch_overhead.py" launch_overhead.txt \
-  python3 bench/python_launch_overhead.py --build "$build"
+  "$py" bench/python_launch_overhead.py --build "$build"
 
 if ((${#failed[@]})); then
   note "FAILED: ${failed[*]}"
