@@ -19,6 +19,12 @@ A call, in order:
      else the default stream. The runtime checks the rest (null pointers, symbols > 0,
      sizes, outputs overlapping other arguments) and its message becomes a KilnError.
 Errors read like the runtime's: "add: argument 2 (y): dtype float64, expected f32".
+
+The generated function starts with a fast path for the common call, every argument a torch
+tensor that passes its checks (Kernel._fast_path): the same checks unrolled for this kernel,
+then the launch through kiln_launch without ctypes argtypes. Whatever it does not take (other
+objects, missing outputs, symbols given, any mistake) goes to Kernel._call above, the one
+place that words errors.
 """
 import ctypes
 import inspect

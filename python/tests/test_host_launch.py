@@ -237,7 +237,7 @@ def refused(fake, exc, message, fn, *args, **kwargs):
 
 def test_wrong_dtype(add, fake):
     x, y, z = Dev(fake, (8,)), Dev(fake, (8,), "<f8", 8), Dev(fake, (8,))
-    refused(fake, TypeError, "add: argument 2 (y): dtype typestr '<f8', expected f32 (f32[N])",
+    refused(fake, KilnTypeError, "add: argument 2 (y): dtype typestr '<f8', expected f32 (f32[N])",
             add.add, x, y, z)
 
 
