@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The kiln Python package on a GPU machine, in one call:
+#   0. the example bundles the GPU suite needs, compiled (cached in $KILN_CACHE_DIR);
 #   1. the host suite (python/tests/test_host_launch.py, the fake driver of the build tree);
 #   2. the GPU suite (python/tests/test_gpu_*.py: every example kernel against torch, torch
 #      tensors, graph capture, bad input) under KILN_REQUIRE_GPU=1: a skip is a failure;
@@ -13,7 +14,10 @@
 # optionally tests/gpu_bundles/ (bundles compiled by ctest; otherwise the tests compile the
 # examples, which needs the CUDA toolkit under /usr/local/cuda). Everything printed also goes
 # to $OUT (default python-gpu-out/): one log per step, summary.txt, pytest's junit XML.
-# Exits 1 when any step failed, else 0.
+# STEPS picks some of the steps (default "compile host gpu example bench"; compile builds the
+# example bundles the GPU suite needs into $KILN_CACHE_DIR, default /tmp/kiln-python-cache,
+# which later calls on the same machine reuse): split the run over several calls when one
+# would take too long. Exits 1 when any step failed, else 0.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd) || { echo "run_gpu_tests.sh: no build dir ${1:-build}" >&2; exit 1; }
@@ -45,18 +49,33 @@ step() {  # step NAME LOG COMMAND...
   ((rc == 0)) || failed+=("$name")
 }
 
-: > "$out/summary.txt"
+touch "$out/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
 "$py" -c 'import sys, torch, pytest, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "pytest", pytest.__version__, "numpy", numpy.__version__)' 2>&1 | tee "$out/versions.txt"
 
-step "python host suite (fake driver)" pytest_host.txt \
+wants() { [[ " ${STEPS:-compile host gpu example bench} " == *" $1 "* ]]; }
+# compile: every example's bundle not in $KILN_TEST_BUNDLES into $KILN_CACHE_DIR (what the GPU
+# suite would otherwise compile as it goes), timed on its own.
+wants compile && step "compile the example bundles" compile.txt "$py" -c '
+import os, sys, time, kiln
+from pathlib import Path
+have = Path(os.environ["KILN_TEST_BUNDLES"])
+for spec in sorted(Path("examples").glob("*.kiln")):
+    if (have / spec.stem / "manifest.json").is_file():
+        print(f"{spec.stem}: {have / spec.stem} (carried)")
+        continue
+    t0 = time.time()
+    print(f"{spec.stem}: {kiln.compile_bundle(spec)} ({time.time() - t0:.1f} s)", flush=True)
+'
+wants host && step "python host suite (fake driver)" pytest_host.txt \
   env KILN_FAKE_DRIVER="$build/tests/libkiln_fake_cuda.so" \
   "$py" -m pytest -rs -p no:cacheprovider --junitxml="$out/pytest_host.xml" python/tests/test_host_launch.py
-step "python GPU suite (KILN_REQUIRE_GPU=1)" pytest_gpu.txt \
+wants gpu && step "python GPU suite (KILN_REQUIRE_GPU=1)" pytest_gpu.txt \
   "$py" -m pytest -rs -v -p no:cacheprovider --junitxml="$out/pytest_gpu.xml" \
   python/tests/test_gpu_kernels.py python/tests/test_gpu_torch.py
-step "examples/python/rmsnorm_model.py" rmsnorm_model.txt "$py" examples/python/rmsnorm_model.py
-step "bench/python_launch_overhead.py" launch_overhead.txt \
+wants example && step "examples/python/rmsnorm_model.py" rmsnorm_model.txt \
+  "$py" examples/python/rmsnorm_model.py
+wants bench && step "bench/python_launch_overhead.py" launch_overhead.txt \
   "$py" bench/python_launch_overhead.py --build "$build"
 
 if ((${#failed[@]})); then
