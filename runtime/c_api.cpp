@@ -179,4 +179,121 @@ int kiln_launch(const kiln_kernel* kernel, CUstream stream, const CUdeviceptr* p
   });
 }
 
+int kiln_bundle_kernel_count(const kiln_bundle* bundle, size_t* count) {
+  if (bundle == nullptr || count == nullptr) {
+    return invalid("kiln_bundle_kernel_count: NULL argument");
+  }
+  *count = cpp(bundle)->manifest().kernels.size();
+  return KILN_OK;
+}
+
+int kiln_bundle_kernel_at(const kiln_bundle* bundle, size_t index, const kiln_kernel** out) {
+  if (bundle == nullptr || out == nullptr) return invalid("kiln_bundle_kernel_at: NULL argument");
+  *out = nullptr;
+  return guarded("kiln_bundle_kernel_at", [&]() -> int {
+    const auto& kernels = cpp(bundle)->manifest().kernels;
+    if (index >= kernels.size()) {
+      return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_bundle_kernel_at: index " +
+                                                   std::to_string(index) + " out of range (" +
+                                                   std::to_string(kernels.size()) + " kernels)");
+    }
+    const kiln::Kernel* k = cpp(bundle)->find(kernels[index].name);
+    if (k == nullptr) return fail(KILN_ERROR, "kernel '" + kernels[index].name + "' not loaded");
+    *out = reinterpret_cast<const kiln_kernel*>(k);
+    return KILN_OK;
+  });
+}
+
+int kiln_kernel_name(const kiln_kernel* kernel, const char** name) {
+  if (kernel == nullptr || name == nullptr) return invalid("kiln_kernel_name: NULL argument");
+  *name = cpp(kernel)->name().c_str();
+  return KILN_OK;
+}
+
+int kiln_kernel_counts(const kiln_kernel* kernel, size_t* nparams, size_t* nsymbols) {
+  if (kernel == nullptr) return invalid("kiln_kernel_counts: kernel is NULL");
+  if (nparams != nullptr) *nparams = cpp(kernel)->info().params.size();
+  if (nsymbols != nullptr) *nsymbols = cpp(kernel)->info().symbols.size();
+  return KILN_OK;
+}
+
+namespace {
+
+// The parameter `index` of `kernel`, or null after a message naming `fn`. May throw
+// (std::string): call it inside guarded().
+const kiln::bundle::ParamInfo* param_at(const kiln_kernel* kernel, size_t index, const char* fn) {
+  if (kernel == nullptr) {
+    fail(KILN_ERROR_INVALID_ARGUMENT, std::string(fn) + ": kernel is NULL");
+    return nullptr;
+  }
+  const auto& params = cpp(kernel)->info().params;
+  if (index >= params.size()) {
+    fail(KILN_ERROR_INVALID_ARGUMENT,
+         std::string(fn) + ": parameter index " + std::to_string(index) + " out of range (" +
+             cpp(kernel)->name() + " has " + std::to_string(params.size()) + ")");
+    return nullptr;
+  }
+  return &params[index];
+}
+
+}  // namespace
+
+int kiln_kernel_param(const kiln_kernel* kernel, size_t index, const char** name,
+                      const char** dtype, size_t* rank, int* is_output) {
+  return guarded("kiln_kernel_param", [&]() -> int {
+    const kiln::bundle::ParamInfo* p = param_at(kernel, index, "kiln_kernel_param");
+    if (p == nullptr) return KILN_ERROR_INVALID_ARGUMENT;
+    if (name != nullptr) *name = p->name.c_str();
+    if (dtype != nullptr) *dtype = kiln::to_string(p->dtype).data();  // literals: NUL-terminated
+    if (rank != nullptr) *rank = p->shape.size();
+    if (is_output != nullptr) *is_output = p->output ? 1 : 0;
+    return KILN_OK;
+  });
+}
+
+int kiln_kernel_param_dim(const kiln_kernel* kernel, size_t index, size_t dim, int64_t* value,
+                          int* symbol) {
+  if (value == nullptr || symbol == nullptr) {
+    return invalid("kiln_kernel_param_dim: NULL argument");
+  }
+  return guarded("kiln_kernel_param_dim", [&]() -> int {
+    const kiln::bundle::ParamInfo* p = param_at(kernel, index, "kiln_kernel_param_dim");
+    if (p == nullptr) return KILN_ERROR_INVALID_ARGUMENT;
+    if (dim >= p->shape.size()) {
+      return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_kernel_param_dim: dim " + std::to_string(dim) +
+                                                   " out of range (" + p->name + " has rank " +
+                                                   std::to_string(p->shape.size()) + ")");
+    }
+    const kiln::Dim& d = p->shape[dim];
+    if (d.is_fixed()) {
+      *value = d.value();
+      *symbol = -1;
+      return KILN_OK;
+    }
+    const auto& symbols = cpp(kernel)->info().symbols;
+    for (size_t j = 0; j < symbols.size(); ++j) {
+      if (symbols[j] == d.name()) {
+        *value = 0;
+        *symbol = static_cast<int>(j);
+        return KILN_OK;
+      }
+    }
+    return fail(KILN_ERROR, "kiln_kernel_param_dim: symbol " + d.name() + " not in the kernel");
+  });
+}
+
+int kiln_kernel_symbol(const kiln_kernel* kernel, size_t index, const char** name) {
+  if (kernel == nullptr || name == nullptr) return invalid("kiln_kernel_symbol: NULL argument");
+  return guarded("kiln_kernel_symbol", [&]() -> int {
+    const auto& symbols = cpp(kernel)->info().symbols;
+    if (index >= symbols.size()) {
+      return fail(KILN_ERROR_INVALID_ARGUMENT,
+                  "kiln_kernel_symbol: index " + std::to_string(index) + " out of range (" +
+                      cpp(kernel)->name() + " has " + std::to_string(symbols.size()) + " symbols)");
+    }
+    *name = symbols[index].c_str();
+    return KILN_OK;
+  });
+}
+
 }  // extern "C"

@@ -15,7 +15,8 @@
  * exception crosses this interface. A bundle must be freed before its runtime is closed; a
  * kiln_kernel belongs to its bundle. Launches need the runtime's CUDA context current on the
  * calling thread: kiln_runtime_open makes it current on the opening thread, other threads call
- * kiln_runtime_make_current first. */
+ * kiln_runtime_make_current first. The kiln_bundle_kernel_* and kiln_kernel_* functions
+ * below describe a bundle's kernels (names, parameters, dtypes, shapes, symbols). */
 #ifndef KILN_RUNTIME_C_API_H
 #define KILN_RUNTIME_C_API_H
 
@@ -77,6 +78,31 @@ const kiln_kernel* kiln_bundle_find(const kiln_bundle* bundle, const char* name)
  *  argument is checked against the manifest before anything is launched. */
 int kiln_launch(const kiln_kernel* kernel, CUstream stream, const CUdeviceptr* ptrs, size_t nptrs,
                 const int64_t* symbols, size_t nsymbols);
+
+/* Introspection: what a bundle holds and what each kernel takes, so that a binding (Python's
+ * kiln package) can check its arguments and infer the symbols from their shapes. Strings stay
+ * valid while the bundle is loaded. A kernel's parameters are its inputs then its outputs, in
+ * the order kiln_launch takes their pointers; its symbols are in the order kiln_launch takes
+ * their values. */
+
+/** The number of kernels in the bundle. */
+int kiln_bundle_kernel_count(const kiln_bundle* bundle, size_t* count);
+/** The kernel at `index` (0 .. count - 1, the bundle manifest's order). */
+int kiln_bundle_kernel_at(const kiln_bundle* bundle, size_t index, const kiln_kernel** out);
+/** The kernel's name ("rmsnorm"). */
+int kiln_kernel_name(const kiln_kernel* kernel, const char** name);
+/** The number of parameters (inputs then outputs) and of symbols. */
+int kiln_kernel_counts(const kiln_kernel* kernel, size_t* nparams, size_t* nsymbols);
+/** Parameter `index`: its name, its dtype as text ("f32", "f16", "bf16" or "i32"), its rank
+ *  and whether it is an output (1) or an input (0). Any out-pointer may be NULL. */
+int kiln_kernel_param(const kiln_kernel* kernel, size_t index, const char** name,
+                      const char** dtype, size_t* rank, int* is_output);
+/** Dimension `dim` of parameter `index`: a fixed extent (`*value` = the extent, `*symbol` = -1)
+ *  or a symbol (`*value` = 0, `*symbol` = its index among the kernel's symbols). */
+int kiln_kernel_param_dim(const kiln_kernel* kernel, size_t index, size_t dim, int64_t* value,
+                          int* symbol);
+/** The name of symbol `index` ("M"). */
+int kiln_kernel_symbol(const kiln_kernel* kernel, size_t index, const char** name);
 
 #ifdef __cplusplus
 }

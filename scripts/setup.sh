@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 CUDA_ROOT="${KILN_CUDA_ROOT:-/usr/local/cuda}"
 PACKAGES=(cmake ninja-build g++ llvm-19-dev llvm-19-tools libzstd-dev zlib1g-dev
-          nlohmann-json3-dev libfmt-dev catch2 libcli11-dev lld python3)
+          nlohmann-json3-dev libfmt-dev catch2 libcli11-dev lld python3
+          python3-pytest python3-numpy python3-setuptools)
 
 step() { echo "==> $*"; }
 die() { echo "setup.sh: error: $*" >&2; exit 1; }

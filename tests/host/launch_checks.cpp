@@ -369,6 +369,104 @@ TEST_CASE("the C API refuses bad arguments with a message and keeps the process"
   CHECK(kiln_runtime_close(rt) == KILN_OK);
 }
 
+TEST_CASE("the C API describes a bundle's kernels: params, dtypes, dims, symbols", "[launch]") {
+  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  kiln_runtime* rt = nullptr;
+  REQUIRE(kiln_runtime_open(0, &rt) == KILN_OK);
+  kiln_bundle* b = nullptr;
+  REQUIRE(kiln_bundle_load(rt, bundle_named("rowsum").c_str(), &b) == KILN_OK);
+  size_t n = 0;
+  REQUIRE(kiln_bundle_kernel_count(b, &n) == KILN_OK);
+  REQUIRE(n == 1);
+  const kiln_kernel* k = nullptr;
+  REQUIRE(kiln_bundle_kernel_at(b, 0, &k) == KILN_OK);
+  CHECK(k == kiln_bundle_find(b, "rowsum"));
+  const char* name = nullptr;
+  REQUIRE(kiln_kernel_name(k, &name) == KILN_OK);
+  CHECK(std::string(name) == "rowsum");
+  size_t np = 0, ns = 0;
+  REQUIRE(kiln_kernel_counts(k, &np, &ns) == KILN_OK);
+  CHECK(np == 2);
+  CHECK(ns == 2);
+  // rowsum(x: f32[M, N]) -> (s: f32[M])
+  const char* dtype = nullptr;
+  size_t rank = 0;
+  int out = -1;
+  REQUIRE(kiln_kernel_param(k, 0, &name, &dtype, &rank, &out) == KILN_OK);
+  CHECK(std::string(name) == "x");
+  CHECK(std::string(dtype) == "f32");
+  CHECK(rank == 2);
+  CHECK(out == 0);
+  REQUIRE(kiln_kernel_param(k, 1, &name, &dtype, &rank, &out) == KILN_OK);
+  CHECK(std::string(name) == "s");
+  CHECK(rank == 1);
+  CHECK(out == 1);
+  CHECK(kiln_kernel_param(k, 1, nullptr, nullptr, nullptr, nullptr) == KILN_OK);
+  int64_t value = -7;
+  int symbol = -7;
+  std::vector<std::string> dims;
+  for (size_t d = 0; d < 2; ++d) {
+    REQUIRE(kiln_kernel_param_dim(k, 0, d, &value, &symbol) == KILN_OK);
+    CHECK(value == 0);
+    REQUIRE(symbol >= 0);
+    REQUIRE(kiln_kernel_symbol(k, static_cast<size_t>(symbol), &name) == KILN_OK);
+    dims.emplace_back(name);
+  }
+  CHECK(dims == std::vector<std::string>{"M", "N"});
+  REQUIRE(kiln_kernel_symbol(k, 0, &name) == KILN_OK);
+  CHECK(std::string(name) == "M");
+  // Out of range and NULL: a code and a message, never a crash.
+  CHECK(kiln_bundle_kernel_at(b, 1, &k) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_last_error()) ==
+        "kiln_bundle_kernel_at: index 1 out of range (1 kernels)");
+  CHECK(k == nullptr);
+  REQUIRE(kiln_bundle_kernel_at(b, 0, &k) == KILN_OK);
+  CHECK(kiln_kernel_param(k, 2, &name, &dtype, &rank, &out) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_last_error()) ==
+        "kiln_kernel_param: parameter index 2 out of range (rowsum has 2)");
+  CHECK(kiln_kernel_param_dim(k, 1, 1, &value, &symbol) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_last_error()) ==
+        "kiln_kernel_param_dim: dim 1 out of range (s has rank 1)");
+  CHECK(kiln_kernel_param_dim(k, 0, 0, nullptr, &symbol) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(kiln_kernel_symbol(k, 2, &name) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_last_error()) ==
+        "kiln_kernel_symbol: index 2 out of range (rowsum has 2 symbols)");
+  CHECK(kiln_kernel_param(nullptr, 0, &name, &dtype, &rank, &out) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_last_error()) == "kiln_kernel_param: kernel is NULL");
+  CHECK(kiln_kernel_name(nullptr, &name) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(kiln_kernel_counts(nullptr, &np, &ns) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(kiln_bundle_kernel_count(nullptr, &n) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(kiln_bundle_free(b) == KILN_OK);
+
+  // Every kernel of every bundle given: each dim is a fixed extent or a symbol in range, and
+  // every symbol appears in some parameter's shape.
+  for (const std::string& dir : g_bundles) {
+    REQUIRE(kiln_bundle_load(rt, dir.c_str(), &b) == KILN_OK);
+    REQUIRE(kiln_bundle_kernel_count(b, &n) == KILN_OK);
+    REQUIRE(n > 0);
+    for (size_t i = 0; i < n; ++i) {
+      REQUIRE(kiln_bundle_kernel_at(b, i, &k) == KILN_OK);
+      REQUIRE(kiln_kernel_counts(k, &np, &ns) == KILN_OK);
+      std::vector<bool> used(ns, false);
+      for (size_t p = 0; p < np; ++p) {
+        REQUIRE(kiln_kernel_param(k, p, &name, &dtype, &rank, &out) == KILN_OK);
+        for (size_t d = 0; d < rank; ++d) {
+          REQUIRE(kiln_kernel_param_dim(k, p, d, &value, &symbol) == KILN_OK);
+          if (symbol < 0) {
+            CHECK(value > 0);
+          } else {
+            REQUIRE(static_cast<size_t>(symbol) < ns);
+            used[static_cast<size_t>(symbol)] = true;
+          }
+        }
+      }
+      for (size_t j = 0; j < ns; ++j) CHECK(used[j]);
+    }
+    CHECK(kiln_bundle_free(b) == KILN_OK);
+  }
+  CHECK(kiln_runtime_close(rt) == KILN_OK);
+}
+
 TEST_CASE("only a driver library that cannot be loaded is 'no driver'", "[launch]") {
   setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
   auto none = Runtime::open();

@@ -1,0 +1,298 @@
+"""Every kernel of every example (examples/*.kiln) through the kiln package on a real GPU,
+against a torch implementation computed in float64 from the same (rounded) inputs.
+
+Shapes are awkward on purpose: 1, odd, prime, not multiples of 128; few very long rows (the
+runtime's split variants), few very long columns, many short rows. Outputs are poisoned first
+(NaN, or a sentinel for i32) so an element the kernel never wrote fails. Inputs are random
+normal, and a second run puts NaN (every kernel) and +-inf (where the result is unambiguous)
+into the inputs.
+
+Tolerance, per output element, after docs/testing.md (Kiln's own harness):
+    |got - exact| <= u * |exact| + gamma * (|exact| + scale)
+  u      2 x the output type's unit roundoff: 2^-7 for bf16 (8 significant bits: 2^-8 for one
+         rounding of the f32 result, doubled because a kernel may re-read one rounded
+         intermediate output, e.g. add_rmsnorm's h), 2^-10 for f16, 0 for f32;
+  gamma  16 * 2^-24 * (1 + ceil(log2 K)): f32 arithmetic, 16 ulps per level of a summation
+         tree over K, the longest reduced extent (K = 1 for pointwise kernels);
+  scale  the largest finite |exact| of the output (errors of a sum are absolute in the scale
+         of what was summed).
+NaN must be NaN where the reference is NaN, infinities must match exactly, i32 is exact.
+
+Bundles: $KILN_TEST_BUNDLES/<example> when it holds a manifest (the build tree's
+tests/gpu_bundles, compiled by ctest), else kiln.compile of the example (cached)."""
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, skip_or_fail
+
+try:
+    import torch
+except ImportError:
+    skip_or_fail("torch is not installed: the GPU tests compare with torch")
+if not torch.cuda.is_available():
+    skip_or_fail("torch.cuda.is_available() is False: no CUDA GPU or driver")
+
+import kiln  # noqa: E402
+
+F64 = torch.float64
+
+
+# ---- torch references: inputs are float64 (i32 stays int64), outputs float64 / int64 ------------
+
+def _rowmax(x):
+    return x.amax(dim=1)
+
+
+def _layernorm(x, w, b, eps):
+    mean = x.sum(1, keepdim=True) / x.shape[1]
+    d = x - mean
+    var = (d * d).sum(1, keepdim=True) / x.shape[1]
+    return d * torch.rsqrt(var + eps) * w + b
+
+
+def _rmsnorm(x, w):
+    ms = (x * x).sum(1, keepdim=True) / x.shape[1]
+    return x * torch.rsqrt(ms + 1e-6) * w
+
+
+def _softmax(x):
+    mx = x.amax(1, keepdim=True)
+    e = torch.exp(x - mx)
+    return e / e.sum(1, keepdim=True)
+
+
+def _logsumexp(x):
+    mx = x.amax(1)
+    c = torch.where(mx.abs() > 3.4028235e38, torch.zeros_like(mx), mx)
+    return c + torch.log(torch.exp(x - c[:, None]).sum(1))
+
+
+def _mean_var(x):
+    mean = x.sum(1) / x.shape[1]
+    return {"mean": mean, "var": ((x - mean[:, None]) ** 2).sum(1) / x.shape[1]}
+
+
+def _add_rmsnorm(x, r, w):
+    h = x + r
+    return {"h": h, "y": _rmsnorm(h, w)}
+
+
+def _rowsum_colsum(x):
+    r = (x * x).sum(1)
+    return (x / r[:, None]).sum(0)
+
+
+def _mixed(x, k):
+    kf = k.to(F64)
+    y = torch.where(x > 0, x, torch.exp(x) - 1.0) * kf
+    q = torch.div(k, 7, rounding_mode="trunc") + k.clamp(min=0) - k.abs() * 3
+    r = kf * 0.001 + torch.sqrt(kf.abs())
+    return {"y": y, "q": q, "r": r}
+
+
+def _gelu(x, b):
+    h = x + b
+    return 0.5 * h * (1.0 + torch.erf(h * 0.70710678))
+
+
+def _causal(s):
+    T = s.shape[0]
+    j = torch.arange(T, device=s.device)
+    return torch.where(j[None, :] > j[:, None], torch.full_like(s, -60000.0), s * 0.125)
+
+
+def _weighted_colsum(x):
+    y = x.sum(1)
+    return {"y": y, "z": (x * y[:, None]).sum(0)}
+
+
+# name -> (reference(**inputs) -> output or {name: output}, reduces, specials)
+# reduces: the kernel has a reduction (K = the largest symbol value, else 1).
+# specials: which special values the second run puts into the float inputs.
+REFERENCES = {
+    "add": (lambda x, y: x + y, False, ("nan", "inf")),
+    "add_rmsnorm": (_add_rmsnorm, True, ("nan",)),
+    "bias_gelu": (_gelu, False, ("nan",)),
+    "causal_mask": (_causal, False, ("nan", "inf")),
+    "colsum": (lambda x: x.sum(0), True, ("nan",)),
+    "global_max_norm": (lambda x: x / x.amax(), True, ("nan",)),
+    "layernorm": (lambda x, w, b: _layernorm(x, w, b, 1e-5), True, ("nan",)),
+    "logsumexp": (_logsumexp, True, ("nan",)),
+    "mean_var": (_mean_var, True, ("nan",)),
+    "mixed": (_mixed, False, ("nan",)),
+    "rowsum_bf16": (lambda x: x.sum(1), True, ("nan",)),
+    "rowmax": (_rowmax, True, ("nan", "inf")),
+    "rowmax_bf16": (_rowmax, True, ("nan", "inf")),
+    "rowmin": (lambda x: x.amin(1), True, ("nan", "inf")),
+    "rowmin_bf16": (lambda x: x.amin(1), True, ("nan", "inf")),
+    "rowmean": (lambda x: x.sum(1) / x.shape[1], True, ("nan",)),
+    "rowmean_bf16": (lambda x: x.sum(1) / x.shape[1], True, ("nan",)),
+    "colsum_bf16": (lambda x: x.sum(0), True, ("nan",)),
+    "softmax_f32": (_softmax, True, ("nan",)),
+    "layernorm_f32": (lambda x, w, b: _layernorm(x, w, b, 1e-5), True, ("nan",)),
+    "rmsnorm_f32": (_rmsnorm, True, ("nan",)),
+    "logsumexp_bf16": (_logsumexp, True, ("nan",)),
+    "mean_var_bf16": (_mean_var, True, ("nan",)),
+    "add_rmsnorm_f32": (_add_rmsnorm, True, ("nan",)),
+    "global_max_norm_bf16": (lambda x: x / x.amax(), True, ("nan",)),
+    "rowsum_colsum_bf16": (_rowsum_colsum, True, ("nan",)),
+    "rmsnorm": (_rmsnorm, True, ("nan",)),
+    "rowsum": (lambda x: x.sum(1), True, ("nan",)),
+    "rowsum_colsum": (_rowsum_colsum, True, ("nan",)),
+    "softmax": (_softmax, True, ("nan",)),
+    "swiglu": (lambda a, b: a * torch.sigmoid(a) * b, False, ("nan",)),
+    "transpose_scale": (lambda x: 2.0 * x.t(), False, ("nan", "inf")),
+    "weighted_colsum": (_weighted_colsum, True, ("nan",)),
+}
+
+SHAPES_2 = [(1, 1), (1, 4099), (7, 33), (129, 1000), (3, 70001), (70001, 3), (4097, 5)]
+SHAPES_1 = [1, 7, 129, 1000, 100003]
+MAX_ELEMENTS = 1 << 22
+
+
+def example_kernels():
+    """(example, kernel) for every kernel of every example, read from the spec text."""
+    out = []
+    for spec in sorted((REPO / "examples").glob("*.kiln")):
+        for name in re.findall(r"^kernel\s+(\w+)\s*\(", spec.read_text(), re.M):
+            out.append((spec.stem, name))
+    return out
+
+
+_bundles = {}
+
+
+def bundle(example):
+    if example not in _bundles:
+        d = os.environ.get("KILN_TEST_BUNDLES")
+        if d and (Path(d) / example / "manifest.json").is_file():
+            _bundles[example] = kiln.load(Path(d) / example)
+        else:
+            _bundles[example] = kiln.compile(REPO / "examples" / f"{example}.kiln")
+    return _bundles[example]
+
+
+def symbol_cases(symbols):
+    if len(symbols) == 1:
+        return [{symbols[0]: n} for n in SHAPES_1]
+    if len(symbols) == 2:
+        return [dict(zip(symbols, s)) for s in SHAPES_2]
+    raise AssertionError(f"no shapes for {len(symbols)} symbols: add some")
+
+
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+                "i32": torch.int32}
+UNIT = {"f32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
+
+
+def make_inputs(kernel, syms, special, gen):
+    ins = {}
+    for p in kernel.inputs:
+        shape = [syms[d] if isinstance(d, str) else d for d in p.dims]
+        dt = TORCH_DTYPES[p.dtype]
+        if p.dtype == "i32":
+            t = torch.randint(-1000, 1001, shape, generator=gen, device="cuda", dtype=dt)
+        else:
+            t = torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32).to(dt)
+            flat = t.view(-1)
+            if special == "nan":
+                flat[(flat.numel() * 2) // 3] = float("nan")
+            elif special == "inf":
+                flat[flat.numel() // 3] = float("inf")
+                if flat.numel() > 2:
+                    flat[flat.numel() - 1] = float("-inf")
+        ins[p.name] = t
+    return ins
+
+
+def poisoned_outputs(kernel, syms):
+    outs = {}
+    for p in kernel.outputs:
+        shape = [syms[d] if isinstance(d, str) else d for d in p.dims]
+        dt = TORCH_DTYPES[p.dtype]
+        if p.dtype == "i32":
+            outs[p.name] = torch.full(shape, -(2 ** 31) + 7, dtype=dt, device="cuda")
+        else:
+            outs[p.name] = torch.full(shape, float("nan"), dtype=dt, device="cuda")
+    return outs
+
+
+def check_close(where, p, got, exact, K):
+    if p.dtype == "i32":
+        bad = got.to(torch.int64) != exact.to(torch.int64)
+        assert not bad.any(), (f"{where}: {int(bad.sum())} of {bad.numel()} i32 elements "
+                               f"differ; first at {bad.nonzero()[0].tolist()}: got "
+                               f"{got[bad][0].item()}, expected {exact[bad][0].item()}")
+        return
+    g = got.to(F64)
+    e = exact.to(F64)
+    nan = e.isnan()
+    assert g[nan].isnan().all(), f"{where}: {int((~g[nan].isnan()).sum())} elements not NaN " \
+                                 f"where torch has NaN"
+    inf = e.isinf()
+    assert (g[inf] == e[inf]).all(), f"{where}: infinities differ from torch's"
+    fin = ~nan & ~inf
+    if not fin.any():
+        return
+    u = 2.0 * UNIT[p.dtype]
+    gamma = 16 * 2.0 ** -24 * (1 + math.ceil(math.log2(max(K, 1))))
+    scale = e[fin].abs().max()
+    tol = u * e.abs() + gamma * (e.abs() + scale)
+    err = (g - e).abs()
+    bad = fin & ~(err <= tol)  # a NaN or unwritten (poisoned) element is bad too
+    if bad.any():
+        i = bad.nonzero()[0].tolist()
+        raise AssertionError(
+            f"{where}: {int(bad.sum())} of {bad.numel()} elements out of tolerance; first at "
+            f"{i}: got {g[tuple(i)].item()!r}, expected {e[tuple(i)].item()!r}, |err| "
+            f"{err[tuple(i)].item():.3g} > {tol[tuple(i)].item():.3g} (u {u}, gamma "
+            f"{gamma:.3g}, scale {scale.item():.3g})")
+
+
+CASES = [(ex, k, mode) for ex, k in example_kernels() for mode in ("random", "special")]
+
+
+@pytest.mark.parametrize("example,name,mode", CASES,
+                         ids=[f"{e}/{k}/{m}" for e, k, m in CASES])
+def test_kernel_matches_torch(example, name, mode):
+    assert name in REFERENCES, f"no torch reference for kernel {name} ({example}.kiln): add " \
+                               f"one to REFERENCES in {Path(__file__).name}"
+    ref, reduces, specials = REFERENCES[name]
+    b = bundle(example)
+    fn = b[name]
+    kernel = fn.kernel
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1234)
+    cases = 0
+    for syms in symbol_cases(kernel.symbols):
+        numel = max(math.prod(syms[d] if isinstance(d, str) else d for d in p.dims)
+                    for p in kernel.params)
+        if numel > MAX_ELEMENTS:
+            continue
+        for special in (specials if mode == "special" else (None,)):
+            ins = make_inputs(kernel, syms, special, gen)
+            outs = poisoned_outputs(kernel, syms)
+            result = fn(**ins, **outs)
+            torch.cuda.synchronize()
+            got = (result,) if len(kernel.outputs) == 1 else result
+            for p, g in zip(kernel.outputs, got):
+                assert g is outs[p.name]
+            exact = ref(**{k: (v.to(torch.int64) if v.dtype == torch.int32 else v.to(F64))
+                           for k, v in ins.items()})
+            if not isinstance(exact, dict):
+                exact = {kernel.outputs[0].name: exact}
+            K = max(syms.values()) if reduces else 1
+            for p in kernel.outputs:
+                check_close(f"{name} {syms} {special or 'random'} output {p.name}", p,
+                            outs[p.name], exact[p.name], K)
+            cases += 1
+    assert cases > 0
+
+
+def test_every_example_kernel_has_a_reference():
+    names = {k for _, k in example_kernels()}
+    assert names <= set(REFERENCES), sorted(names - set(REFERENCES))
