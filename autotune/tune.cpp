@@ -28,6 +28,7 @@
 #include "autotune/search.h"
 #include "compiler/compile.h"
 #include "compiler/kernel_plan.h"
+#include "compiler/target.h"
 #include "ir/text.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
@@ -194,9 +195,10 @@ class Tuner {
         if (im.arch != arch) continue;
         if (im.spill_bytes > 0)
           return {std::nullopt, fmt::format("{} bytes of register spills", im.spill_bytes)};
-        if (int64_t{im.registers} * var.block_threads > 65536) {
-          return {std::nullopt, fmt::format("{} registers x {} threads exceed an SM's 65536",
-                                            im.registers, var.block_threads)};
+        const int sm_registers = target_facts(arch).registers_per_sm;
+        if (int64_t{im.registers} * var.block_threads > sm_registers) {
+          return {std::nullopt, fmt::format("{} registers x {} threads exceed an SM's {}",
+                                            im.registers, var.block_threads, sm_registers)};
         }
       }
       std::vector<int> choice = defaults;

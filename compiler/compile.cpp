@@ -23,6 +23,7 @@
 #include "compiler/lower_reduction.h"
 #include "compiler/plan.h"
 #include "compiler/schedule.h"
+#include "compiler/target.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
 #include "runtime/atomic_file.h"
@@ -120,14 +121,16 @@ BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const st
 // staging variants (their shared memory bounds them) and outer and pointwise kernels (not
 // measured). The hint is not pushed to a full SM: there ptxas spills (rmsnorm 256 x 16 at 32
 // registers: 12 bytes).
-constexpr int kRegistersPerSm = 65536;  // sm_70 to sm_90
-constexpr int kTargetThreads = 1536;    // per SM: 3/4 of sm_80's and sm_90's 2048
+// Measured on an H200; 3/4 of sm_80's and sm_90's 2048 threads per SM (on sm_86 and sm_89,
+// whose SMs hold 1536, the hint asks for a full SM: not measured there).
+constexpr int kTargetThreads = 1536;
 
-// Blocks of `threads` that fit on an SM when each thread takes `registers` (allocated per
-// warp in units of 256).
-int blocks_by_registers(int registers, int threads) {
-  int per_warp = (registers * 32 + 255) / 256 * 256;
-  return kRegistersPerSm / (std::max(per_warp, 256) * ((threads + 31) / 32));
+// Blocks of `threads` that fit on an SM of `arch` when each thread takes `registers`.
+int blocks_by_registers(const TargetFacts& t, int registers, int threads) {
+  const int per_warp =
+      (registers * t.warp_size + t.register_granule - 1) / t.register_granule * t.register_granule;
+  const int warps = (threads + t.warp_size - 1) / t.warp_size;
+  return t.registers_per_sm / (std::max(per_warp, t.register_granule) * warps);
 }
 
 // Whether build_image may ask for more blocks per SM (above).
@@ -142,7 +145,7 @@ BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::st
   BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, 0);
   if (!out.cubin.ok() || !wants_occupancy_hint(step, cfg)) return out;
   int target = kTargetThreads / threads;
-  if (target <= blocks_by_registers(out.cubin->registers, threads)) return out;
+  if (target <= blocks_by_registers(target_facts(arch), out.cubin->registers, threads)) return out;
   BuiltImage hinted = build_image_once(step, cfg, entry, arch, assemble, target);
   if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 &&
       hinted.cubin->registers < out.cubin->registers) {

@@ -3,7 +3,9 @@
 // (loads, index variables, symbols) each lowering supplies.
 //
 // Values compute in f32/i32/i1 per ir/expr.h; f16/bf16 widen on load and round (nearest
-// even) on store. Math functions call libdevice; emit_ptx links it.
+// even) on store. exp runs on the hardware's ex2.approx (fast_exp, with its error bound), sqrt
+// and abs on LLVM intrinsics, and the other math functions (log, rsqrt, tanh, erf, pow) call
+// libdevice, which emit_ptx links.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>

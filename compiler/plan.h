@@ -1,5 +1,6 @@
 // Planning a pointwise kernel (or a pointwise kernel of a schedule, compiler/schedule.h) into
-// GPU launches ("steps") for the code generator, in two moves:
+// GPU launches ("steps") for the code generator, in two moves (the kernel plan,
+// compiler/kernel_plan.h, calls this for the pointwise steps of every kernel):
 //  1. Temporaries are inlined into their uses: a load `t[a, b]` becomes t's defining
 //     expression with its left-hand side indices renamed to a, b. Shared subexpressions stay
 //     shared (the result is a DAG), so nothing is recomputed more than the spec says.
@@ -56,8 +57,9 @@ class Inliner {
   std::map<std::string, Expr> cache_;
 };
 
-/// Plans `k` (verified) into pointwise steps. Throws UserError at a reduction's location:
-/// the code generator does not handle reductions yet.
+/// Plans `k` (verified, and without reductions: a scheduled pointwise kernel, or a spec kernel
+/// whose schedule is all pointwise) into pointwise steps. Reductions are planned by the kernel
+/// plan (compiler/kernel_plan.h); one left here throws UserError at its location.
 std::vector<PointwiseStep> plan_pointwise(const KernelDef& k);
 
 }  // namespace kiln
