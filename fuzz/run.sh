@@ -17,7 +17,7 @@ mkdir -p "$out"
 cxx=${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++)}
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$root" -isystem /usr/local/cuda/include -DFMT_HEADER_ONLY)
-ir=("$root"/ir/{dtype,diag,expr,program,parser,printer,verifier,interpreter,half}.cpp)
+ir=("$root"/ir/{dtype,shape,half,content_hash,diag,expr,program,parser,printer,verifier,interpreter}.cpp)
 kiln=${KILN:-$root/build/tools/kiln}
 for t in $targets; do
   echo "==> building fuzz_$t with $cxx"
