@@ -16,6 +16,7 @@
 #include <thread>
 #include <variant>
 
+#include "bundle/atomic_file.h"
 #include "compiler/codegen.h"
 #include "compiler/config.h"
 #include "compiler/header.h"
@@ -24,7 +25,6 @@
 #include "compiler/schedule.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
-#include "runtime/atomic_file.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "bundle/manifest.h"
+#include "bundle/status.h"
 #include "compiler/config.h"
 #include "ir/program.h"
-#include "runtime/manifest.h"
-#include "runtime/status.h"
 
 namespace kiln {
 

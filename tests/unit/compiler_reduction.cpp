@@ -8,12 +8,12 @@
 #include <set>
 #include <sstream>
 
+#include "bundle/manifest.h"
 #include "compiler/compile.h"
 #include "compiler/config.h"
 #include "compiler/lower_reduction.h"
 #include "compiler/schedule.h"
 #include "ir/text.h"
-#include "runtime/manifest.h"
 
 namespace kiln {
 namespace {

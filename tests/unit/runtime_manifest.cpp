@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "runtime/manifest.h"
+#include "bundle/manifest.h"
 #include "runtime/runtime.h"
 
 namespace {

@@ -43,9 +43,9 @@
 #include <string_view>
 #include <vector>
 
+#include "bundle/status.h"
 #include "ir/dtype.h"
-#include "ir/program.h"
-#include "runtime/status.h"
+#include "ir/shape.h"
 
 namespace kiln::bundle {
 

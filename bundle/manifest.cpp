@@ -4,7 +4,7 @@
 // names may not leave the bundle directory, and every symbol a shape uses must be declared.
 // Checks fail by throwing a private Invalid (path + reason) that parse_manifest turns into
 // an error Status "ORIGIN: PATH: reason"; nothing escapes the public functions.
-#include "runtime/manifest.h"
+#include "bundle/manifest.h"
 
 #include <fmt/format.h>
 
@@ -18,7 +18,7 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/json_reader.h"
+#include "bundle/json_reader.h"
 
 namespace kiln::bundle {
 namespace {
