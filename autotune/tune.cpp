@@ -212,7 +212,7 @@ class Tuner {
     // Pointwise steps also search beyond the grid (compile_variant); a reduction step's
     // variants are the precompiled ones.
     std::vector<ParamRange> params_range;
-    if (kernel(name).info().steps[step].kind == "pointwise") {
+    if (kernel(name).info().steps[step].kind == bundle::StepKind::pointwise) {
       params_range = {{"block", 32, 1024}, {"unroll", 1, 16}};
     }
     SearchOptions so;

@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,9 +123,18 @@ struct Variant {
   friend bool operator==(const Variant&, const Variant&) = default;
 };
 
+/// What a step computes: the one vocabulary of step kinds for the compiler, the runtime and
+/// the tuner. The manifest spells them "pointwise", "row_reduction" and "outer_reduction".
+enum class StepKind : uint8_t { pointwise, row_reduction, outer_reduction };
+
+/// "pointwise", "row_reduction" or "outer_reduction".
+std::string_view to_string(StepKind k);
+/// The kind spelled `s`, or nullopt for any other text.
+std::optional<StepKind> parse_step_kind(std::string_view s);
+
 struct Step {
   std::string name;
-  std::string kind;          // "pointwise", "row_reduction" or "outer_reduction"
+  StepKind kind = StepKind::pointwise;
   std::vector<Dim> space;    // iteration extents (a reduction's rows)
   std::vector<Dim> reduced;  // a reduction's reduced extent (one dim), else empty
   std::vector<Variant> variants;

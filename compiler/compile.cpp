@@ -440,7 +440,7 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
       const StepPlan& step = plans[ki]->steps[si];
       bundle::Step& bs = info.steps.emplace_back();
       bs.name = fmt::format("{}_s{}", k.name, si);
-      bs.kind = step.kind;
+      bs.kind = bundle::parse_step_kind(step.kind).value();
       bs.space = step.space;
       if (step.reduced) bs.reduced = {*step.reduced};
       AnyConfig def = step.default_config();
