@@ -68,7 +68,7 @@ struct ParamInfo {
 };
 
 /// Machine code for one architecture. `cubin` is empty when none was assembled. Each file's
-/// content_hash (ir/text.h) is recorded, and the runtime hands the driver only bytes that
+/// content_hash (ir/content_hash.h) is recorded, and the runtime hands the driver only bytes that
 /// match it: the driver may crash on machine code that is corrupt but well-formed ELF.
 struct ArchImage {
   std::string arch;   // "sm_90"
