@@ -13,7 +13,7 @@
 //     rejection is recorded with its reason.
 //  4. Timing: the whole kernel launch with CUDA events, L2 flushed before each repetition,
 //     median and spread (autotune/harness.h).
-//  5. The winner, runner-up and default go into the cache under its lock (autotune/cache.h),
+//  5. The winner, runner-up and default go into the cache under its lock (bundle/cache.h),
 //     after every kernel, so an interrupted tune keeps what it finished: one entry for the
 //     exact shape and one for its bucket (the newest tuned shape of a bucket serves it).
 #include "autotune/tune.h"
@@ -22,10 +22,10 @@
 
 #include <chrono>
 
-#include "autotune/cache.h"
 #include "autotune/harness.h"
 #include "autotune/open_gpu.h"
 #include "autotune/search.h"
+#include "bundle/cache.h"
 #include "compiler/compile.h"
 #include "compiler/kernel_plan.h"
 #include "compiler/target.h"
@@ -128,7 +128,7 @@ class Tuner {
                  name, shape_text(shape), step, config_text(e.default_config.config),
                  e.default_config.median_us, config_text(e.winner.config), e.winner.median_us,
                  e.default_config.median_us / e.winner.median_us, e.how, wall);
-      // The same winner also serves the shape's bucket (autotune/cache.h) until another shape
+      // The same winner also serves the shape's bucket (bundle/cache.h) until another shape
       // of that bucket is tuned: the newest entry wins.
       cache::Entry b = e;
       b.key.bucket = true;

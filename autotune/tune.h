@@ -1,5 +1,5 @@
 // `kiln tune`: benchmark a bundle's variants on the GPU for given shapes and record the
-// winners in the autotune cache (autotune/cache.h). docs/autotune.md describes the method.
+// winners in the autotune cache (bundle/cache.h). docs/autotune.md describes the method.
 #pragma once
 
 #include <string>

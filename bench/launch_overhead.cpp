@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "add_kernels.h"  // generated: kiln compile examples/add.kiln --emit=header
-#include "autotune/cache.h"
+#include "bundle/cache.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
 

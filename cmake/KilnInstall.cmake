@@ -2,7 +2,8 @@
 #   P/bin/kiln                                  the compiler (kiln_add_kernels runs it)
 #   P/lib/libkiln_runtime.a, libkiln_runtime.so  the runtime (runtime/CMakeLists.txt)
 #   P/include/kiln/...                          the runtime's headers, at their source paths
-#                                               ("runtime/runtime.h"), plus the C API as
+#                                               ("runtime/runtime.h", "bundle/manifest.h",
+#                                               "ir/dtype.h"), plus the C API as
 #                                               kiln_runtime.h
 #   P/lib/cmake/Kiln/                           the package: Kiln::runtime (static),
 #                                               Kiln::runtime_shared, Kiln::kiln, and
@@ -21,9 +22,9 @@ install(TARGETS kiln_runtime_static kiln_runtime_shared kiln EXPORT KilnTargets
 # Every header the public runtime headers include, transitively (runtime.h, driver.h and
 # cache.h are the entry points; tests/install compiles each one alone against the install).
 set(KILN_PUBLIC_HEADERS
-  runtime/runtime.h runtime/launch.h runtime/status.h runtime/manifest.h runtime/driver.h
-  autotune/cache.h
-  ir/dtype.h ir/program.h ir/expr.h ir/diag.h)
+  runtime/runtime.h runtime/launch.h runtime/driver.h
+  bundle/status.h bundle/manifest.h bundle/cache.h
+  ir/dtype.h ir/shape.h)
 foreach(header ${KILN_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION include/kiln/${dir})

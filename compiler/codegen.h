@@ -26,7 +26,7 @@ struct VariantLayout {
 /// it reads or writes contiguously.
 int max_vector_width(const KernelDef& k, const PointwiseStep& step);
 
-/// Adds to `m` a kernel, `entry`, that runs `step` with `cfg` (ABI in runtime/manifest.h).
+/// Adds to `m` a kernel, `entry`, that runs `step` with `cfg` (ABI in bundle/manifest.h).
 /// The module needs no target yet; emit_ptx sets it.
 void lower_pointwise(llvm::Module& m, const KernelDef& k, const PointwiseStep& step,
                      const PointwiseConfig& cfg, const std::string& entry, VariantLayout* layout);

@@ -16,6 +16,7 @@
 #include <thread>
 #include <variant>
 
+#include "bundle/atomic_file.h"
 #include "compiler/codegen.h"
 #include "compiler/config.h"
 #include "compiler/header.h"
@@ -26,7 +27,6 @@
 #include "compiler/target.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
-#include "runtime/atomic_file.h"
 
 #ifndef KILN_VERSION
 #define KILN_VERSION "0.0.0"
@@ -155,7 +155,7 @@ BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::st
 }
 
 // Writes every file of `b` into `dir`, manifest.json last, each through its own temporary and
-// a rename (runtime/atomic_file.h). The caller holds the bundle's lock.
+// a rename (bundle/atomic_file.h). The caller holds the bundle's lock.
 Status write_files(const CompiledBundle& b, const std::string& dir) {
   auto path = [&](const std::string& name) { return (std::filesystem::path(dir) / name).string(); };
   for (const auto& [name, data] : b.files) {

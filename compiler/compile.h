@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "bundle/manifest.h"
+#include "bundle/status.h"
 #include "compiler/config.h"
 #include "ir/program.h"
-#include "runtime/manifest.h"
-#include "runtime/status.h"
 
 namespace kiln {
 
@@ -54,7 +54,7 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
                                 std::map<std::string, std::string>& files);
 
 /// Writes a bundle directory: every file, then manifest.json last, each through a temporary
-/// file of its own (runtime/atomic_file.h) and a rename, so a reader never sees a
+/// file of its own (bundle/atomic_file.h) and a rename, so a reader never sees a
 /// half-written bundle; under the bundle's lock, DIR/manifest.json.lock, which add_variant
 /// also takes.
 Status write_bundle(const CompiledBundle& b, const std::string& dir);

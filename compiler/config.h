@@ -44,7 +44,7 @@ PointwiseConfig default_pointwise_config(int max_vec);
 /// A staging row reduction (`stage`) also keeps, in dynamic shared memory, the packed vectors
 /// of the row's inputs that later passes read again: the first pass that reads them from
 /// global memory stores them, later passes read them back (rows too long for registers that
-/// fit on chip; the kernel checks the launch's dynamic shared memory, runtime/manifest.h).
+/// fit on chip; the kernel checks the launch's dynamic shared memory, bundle/manifest.h).
 /// Outer reduction: block / group threads along the rows each own `vec` consecutive rows (the
 /// contiguous index), `group` threads share them along the reduced index, and each has
 /// `items` steps of the reduced index in flight. A split outer reduction (`split`) spreads

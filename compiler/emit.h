@@ -64,7 +64,7 @@ class Emitter {
   llvm::Value* fast_exp(llvm::Value* x);
   /// A kernel taking one global pointer per parameter of `abi` (noalias; readonly for inputs,
   /// writeonly for outputs) then one i64 per symbol; with `workspace`, then a global pointer
-  /// (noalias) and an i64 phase (split reductions, runtime/manifest.h).
+  /// (noalias) and an i64 phase (split reductions, bundle/manifest.h).
   llvm::Function* declare_kernel(const KernelDef& abi, const std::string& entry, int max_threads,
                                  bool workspace = false);
 

@@ -230,7 +230,7 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   const std::string& kernel = plan.kernel->name;
   bundle::Step bs;
   bs.name = fmt::format("{}_s{}", kernel, si);
-  bs.kind = std::string(to_string(step.kind));
+  bs.kind = step.kind;
   bs.space = step.space;
   if (step.reduced) bs.reduced = {*step.reduced};
   for (size_t vi = 0; vi < step.variants.size(); ++vi) {

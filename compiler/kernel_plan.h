@@ -32,7 +32,7 @@
 #include "compiler/lower_reduction.h"
 #include "compiler/plan.h"
 #include "compiler/schedule.h"
-#include "runtime/manifest.h"
+#include "bundle/manifest.h"
 
 namespace kiln {
 

@@ -37,11 +37,11 @@
 
 #include "ir/interpreter.h"
 #include "ir/program.h"
-#include "runtime/manifest.h"
+#include "bundle/manifest.h"
 
 namespace kiln {
 
-// A scheduled kernel's kind is its step kind (runtime/manifest.h): pointwise, a row
+// A scheduled kernel's kind is its step kind (bundle/manifest.h): pointwise, a row
 // reduction (the reduced index is the contiguous one) or an outer reduction (it is not: e.g.
 // column sums). How a row reduction runs at a given size (held on chip, looped, split) is the
 // kernel plan's rule (compiler/kernel_plan.h), not the schedule's.

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "autotune/cache.h"
-#include "runtime/manifest.h"
+#include "bundle/cache.h"
+#include "bundle/manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

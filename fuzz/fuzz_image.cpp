@@ -1,5 +1,5 @@
 // libFuzzer target: a bundle's cubin as the runtime checks it before any driver call
-// (runtime/image.h). The input is the cubin's bytes: through check_image (the ELF structure,
+// (bundle/image.h). The input is the cubin's bytes: through check_image (the ELF structure,
 // then the hash, once matching and once not) and through cubin_param_bytes, on every input,
 // accepted or not, since that parser keeps its own bounds. Nothing may crash or read outside
 // the input; a structural error must come before a hash mismatch, and what is accepted with
@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
+#include "bundle/image.h"
 #include "ir/text.h"
-#include "runtime/image.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kiln;

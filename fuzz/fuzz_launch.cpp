@@ -18,8 +18,8 @@
 #include <limits>
 #include <vector>
 
+#include "bundle/manifest.h"
 #include "runtime/launch.h"
-#include "runtime/manifest.h"
 
 namespace {
 

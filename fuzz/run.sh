@@ -17,7 +17,7 @@ mkdir -p "$out"
 cxx=${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++)}
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$root" -isystem /usr/local/cuda/include -DFMT_HEADER_ONLY)
-ir=("$root"/ir/{dtype,diag,expr,program,parser,printer,verifier,interpreter,half}.cpp)
+ir=("$root"/ir/{dtype,shape,half,content_hash,diag,expr,program,parser,printer,verifier,interpreter}.cpp)
 kiln=${KILN:-$root/build/tools/kiln}
 for t in $targets; do
   echo "==> building fuzz_$t with $cxx"
@@ -30,8 +30,8 @@ for t in $targets; do
       cp "$root"/examples/*.kiln "$root"/tests/golden/diagnostics/*.kiln "$out/corpus_spec/"
       ;;
     files)
-      "$cxx" "${flags[@]}" "$root/fuzz/fuzz_files.cpp" "${ir[@]}" "$root/runtime/manifest.cpp" \
-        "$root/runtime/json_reader.cpp" "$root/runtime/atomic_file.cpp" "$root/autotune/cache.cpp" \
+      "$cxx" "${flags[@]}" "$root/fuzz/fuzz_files.cpp" "${ir[@]}" "$root/bundle/manifest.cpp" \
+        "$root/bundle/json_reader.cpp" "$root/bundle/atomic_file.cpp" "$root/bundle/cache.cpp" \
         -o "$out/fuzz_files"
       # Seeds: a manifest and a cache (byte 0 picks the reader).
       if [[ -x "$kiln" ]]; then
@@ -49,7 +49,7 @@ for t in $targets; do
         > "$out/corpus_files/cache"
       ;;
     image)
-      "$cxx" "${flags[@]}" "$root/fuzz/fuzz_image.cpp" "$root/runtime/image.cpp" "${ir[@]}" \
+      "$cxx" "${flags[@]}" "$root/fuzz/fuzz_image.cpp" "$root/bundle/image.cpp" "${ir[@]}" \
         -o "$out/fuzz_image"
       # Seeds: the sm_90 cubins of a pointwise kernel, a row and an outer reduction, and two
       # cut short (the ELF header alone; the first half, without the header tables at the end).
@@ -67,7 +67,7 @@ for t in $targets; do
       ;;
     launch)
       "$cxx" "${flags[@]}" -isystem /usr/local/cuda/include "$root/fuzz/fuzz_launch.cpp" \
-        "$root/runtime/launch.cpp" "$root/runtime/manifest.cpp" "$root/runtime/json_reader.cpp" \
+        "$root/runtime/launch.cpp" "$root/bundle/manifest.cpp" "$root/bundle/json_reader.cpp" \
         "${ir[@]}" -o "$out/fuzz_launch"
       # The manifests it launches against (KILN_FUZZ_MANIFESTS): every kind of step, with
       # split, staging and buffered variants; the input's bytes drive the rest.

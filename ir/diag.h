@@ -3,7 +3,7 @@
 //    compiler's diagnostic (file:line:col: error: message, the line, a caret).
 //  - InternalError: a broken invariant inside Kiln; its message says "internal error (bug)".
 //  - Expected failures at system boundaries (files, the CUDA driver, JSON) are returned as
-//    values (runtime/status.h), never thrown across a library boundary.
+//    values (bundle/status.h), never thrown across a library boundary.
 #pragma once
 
 #include <cstdint>

@@ -129,15 +129,6 @@ std::string print(const Program& p) {
   return out;
 }
 
-std::string content_hash(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
 std::string content_hash(const KernelDef& k) {
   return content_hash(print(k));
 }

@@ -12,10 +12,6 @@
 
 namespace kiln {
 
-std::string Dim::to_string() const {
-  return is_fixed() ? std::to_string(value()) : name();
-}
-
 bool operator==(const TensorDecl& a, const TensorDecl& b) {
   return a.name == b.name && a.dtype == b.dtype && a.shape == b.shape && a.role == b.role;
 }

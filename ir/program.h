@@ -21,21 +21,9 @@
 #include <vector>
 
 #include "ir/expr.h"
+#include "ir/shape.h"
 
 namespace kiln {
-
-/// One dimension of a shape: a fixed extent (> 0) or a symbol bound at launch.
-struct Dim {
-  std::variant<int64_t, std::string> v;
-
-  static Dim fixed(int64_t n) { return Dim{n}; }
-  static Dim symbol(std::string s) { return Dim{std::move(s)}; }
-  bool is_fixed() const { return std::holds_alternative<int64_t>(v); }
-  int64_t value() const { return std::get<int64_t>(v); }
-  const std::string& name() const { return std::get<std::string>(v); }
-  std::string to_string() const;  // "128" or "N"
-  friend bool operator==(const Dim&, const Dim&) = default;
-};
 
 enum class TensorRole : uint8_t { input, output, temp };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "ir/content_hash.h"
 #include "ir/program.h"
 
 namespace kiln {
@@ -27,10 +28,7 @@ std::string print(const Expr& e);
 void verify(const Program& p);
 void verify(const KernelDef& k);
 
-/// A 64-bit FNV-1a hash of `bytes`, as 16 hex digits. Not cryptographic: it tells changed
-/// content from unchanged (kernels in cache keys, a bundle's image files), not a forgery.
-std::string content_hash(std::string_view bytes);
-/// content_hash(print(k)): the kernel's content hash.
+/// content_hash(print(k)) (ir/content_hash.h): the kernel's content hash.
 std::string content_hash(const KernelDef& k);
 
 }  // namespace kiln

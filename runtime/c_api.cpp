@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "autotune/cache.h"
+#include "bundle/cache.h"
 #include "runtime/runtime.h"
 
 namespace {

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "runtime/status.h"
+#include "bundle/status.h"
 
 namespace kiln {
 

@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "autotune/cache.h"
+#include "bundle/cache.h"
 #include "runtime/driver.h"
 #include "runtime/launch.h"
 #include "runtime/runtime.h"

@@ -85,7 +85,7 @@ StepRule step_rule(const bundle::Step& step, const std::vector<bool>& loadable,
   }
   std::sort(r.tiers.begin(), r.tiers.end());
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
-  const bool may_split = !r.tiers.empty() || step.kind == "outer_reduction";
+  const bool may_split = !r.tiers.empty() || step.kind == bundle::StepKind::outer_reduction;
   for (size_t vi = 0; vi < step.variants.size() && r.split < 0 && may_split; ++vi) {
     if (loadable[vi] && step.variants[vi].split.phases > 0 && device.memory_pools) {
       r.split = static_cast<int>(vi);
@@ -291,7 +291,7 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
       }
       l.phases = var->split.phases;
     }
-    if (step.kind == "row_reduction" && blocks > bundle::kMaxGridX) {
+    if (step.kind == bundle::StepKind::row_reduction && blocks > bundle::kMaxGridX) {
       return Status::error(fmt::format(
           "{}: step {} ({}): {} rows need {} blocks of {} rows, more than the grid limit {}",
           info.name, s, step.name, n, blocks, var->elements_per_block, bundle::kMaxGridX));

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/manifest.h"
-#include "runtime/status.h"
+#include "bundle/manifest.h"
+#include "bundle/status.h"
 
 namespace kiln::launch {
 

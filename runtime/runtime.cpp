@@ -24,8 +24,8 @@
 #include <map>
 #include <optional>
 
+#include "bundle/image.h"
 #include "runtime/driver.h"
-#include "runtime/image.h"
 
 namespace kiln {
 namespace {
@@ -109,11 +109,11 @@ std::string one_line(std::string s) {
 struct Module {
   CUmodule module = nullptr;
   std::string error;
-  std::map<std::string, int64_t> param_bytes;  // by entry, for cubins (runtime/image.h)
+  std::map<std::string, int64_t> param_bytes;  // by entry, for cubins (bundle/image.h)
 };
 
 // Loads `im`'s cubin or PTX from bundle `dir`; the driver only sees bytes that read_image
-// checked (runtime/image.h).
+// checked (bundle/image.h).
 Module load_module(const Runtime& rt, const std::string& dir, const ArchImage& im, bool cubin) {
   const DriverApi& api = rt.driver();
   Result<std::string> data = bundle::read_image(dir, im, cubin);

@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "autotune/cache.h"
+#include "bundle/cache.h"
+#include "bundle/manifest.h"
+#include "bundle/status.h"
 #include "runtime/launch.h"
-#include "runtime/manifest.h"
-#include "runtime/status.h"
 
 namespace kiln {
 
@@ -107,7 +107,7 @@ class Kernel {
 
   /// Which variant each step uses when no choice is given (the manifest default unless the
   /// caller overrides it with set_choice). A reduction step without an override picks, per
-  /// launch, the heuristic tier for its row length (runtime/manifest.h, max_reduced).
+  /// launch, the heuristic tier for its row length (bundle/manifest.h, max_reduced).
   int chosen_variant(size_t step) const { return rules_[step].chosen; }
   /// Overrides the variant of step `step` (e.g. a tuned winner); fails if out of range or
   /// not loadable on this device.
@@ -133,7 +133,7 @@ class Kernel {
   /// Where a launch's variants come from.
   enum class Source { default_config, tuned_exact, tuned_bucket };
   /// The variants launch() would use for these symbol values, and why: a tuned winner for
-  /// exactly this shape, else for its bucket (autotune/cache.h), else the chosen default.
+  /// exactly this shape, else for its bucket (bundle/cache.h), else the chosen default.
   /// Allocates nothing. `why` (optional, allocates) gets a sentence for logs.
   Source choose(std::span<const int64_t> symbols, std::span<int> variants,
                 std::string* why = nullptr) const;

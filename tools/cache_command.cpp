@@ -1,4 +1,4 @@
-// The `kiln cache` verbs: thin shells over autotune/cache.h (see cache_command.h).
+// The `kiln cache` verbs: thin shells over bundle/cache.h (see cache_command.h).
 #include "tools/cache_command.h"
 
 #include <fmt/format.h>
@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <set>
 
-#include "autotune/cache.h"
-#include "runtime/manifest.h"
+#include "bundle/cache.h"
+#include "bundle/manifest.h"
 
 namespace kiln {
 namespace {

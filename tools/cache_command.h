@@ -1,4 +1,4 @@
-// `kiln cache`: look at and maintain autotune cache files (autotune/cache.h).
+// `kiln cache`: look at and maintain autotune cache files (bundle/cache.h).
 //
 //   kiln cache show FILE [--json]        a table of the entries (or JSON for machines)
 //   kiln cache diff A B                  entries added, removed and retuned from A to B

@@ -17,14 +17,14 @@
 #include <set>
 #include <sstream>
 
-#include "autotune/cache.h"
 #include "autotune/tune.h"
+#include "bundle/atomic_file.h"
+#include "bundle/cache.h"
+#include "bundle/manifest.h"
 #include "compiler/compile.h"
 #include "compiler/schedule.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
-#include "runtime/atomic_file.h"
-#include "runtime/manifest.h"
 #include "tools/cache_command.h"
 #include "tools/explain.h"
 #include "tools/run.h"

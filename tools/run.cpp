@@ -26,8 +26,8 @@
 
 #include "autotune/harness.h"
 #include "autotune/open_gpu.h"
+#include "bundle/atomic_file.h"
 #include "ir/text.h"
-#include "runtime/atomic_file.h"
 #include "runtime/driver.h"
 #include "runtime/runtime.h"
 

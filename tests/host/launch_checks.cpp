@@ -187,9 +187,10 @@ TEST_CASE("every kind of step is covered by the bundles given", "[launch]") {
     REQUIRE(b.ok());
     for (const bundle::KernelInfo& info : (*b)->manifest().kernels) {
       for (const bundle::Step& s : info.steps) {
-        ++kinds[s.kind];
+        const std::string kind(to_string(s.kind));
+        ++kinds[kind];
         for (const bundle::Variant& v : s.variants) {
-          if (v.split.phases > 0) ++kinds[s.kind + " split"];
+          if (v.split.phases > 0) ++kinds[kind + " split"];
         }
       }
       if (!info.buffers.empty()) ++kinds["buffered"];

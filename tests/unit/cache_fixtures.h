@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "autotune/cache.h"
+#include "bundle/cache.h"
 
 namespace kiln::cache::testing {
 

@@ -1,5 +1,5 @@
 // Unit tests of the autotune cache's keys, buckets, lookup, merge, prune, diff and table
-// (autotune/cache.h); no files, no GPU.
+// (bundle/cache.h); no files, no GPU.
 #include <catch2/catch.hpp>
 #include <limits>
 

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "bundle/image.h"
+#include "bundle/manifest.h"
 #include "compiler/compile.h"
 #include "ir/text.h"
-#include "runtime/image.h"
-#include "runtime/manifest.h"
 #include "tests/unit/cache_fixtures.h"
 
 using namespace kiln;
@@ -184,7 +184,7 @@ TEST_CASE("add_variant refuses a bundle whose kernel changed", "[compiler]") {
 }
 
 TEST_CASE("a compiled cubin's entries declare the manifest's parameter bytes", "[compiler]") {
-  // What Bundle::load compares (runtime/image.h cubin_param_bytes): every entry of the
+  // What Bundle::load compares (bundle/image.h cubin_param_bytes): every entry of the
   // compiler's own cubins must declare 8 bytes per parameter and per symbol.
   Program p = parse_program(kAdd);
   CompileOptions opts;

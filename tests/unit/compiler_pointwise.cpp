@@ -5,12 +5,12 @@
 #include <functional>
 #include <set>
 
+#include "bundle/manifest.h"
 #include "compiler/codegen.h"
 #include "compiler/compile.h"
 #include "compiler/config.h"
 #include "compiler/plan.h"
 #include "ir/text.h"
-#include "runtime/manifest.h"
 
 using namespace kiln;
 

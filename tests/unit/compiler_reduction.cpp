@@ -8,12 +8,12 @@
 #include <set>
 #include <sstream>
 
+#include "bundle/manifest.h"
 #include "compiler/compile.h"
 #include "compiler/config.h"
 #include "compiler/lower_reduction.h"
 #include "compiler/schedule.h"
 #include "ir/text.h"
-#include "runtime/manifest.h"
 
 namespace kiln {
 namespace {
@@ -71,7 +71,7 @@ TEST_CASE("a softmax is one row reduction step with heuristic tiers", "[compiler
   REQUIRE(m.kernels.size() == 1);
   REQUIRE(m.kernels[0].steps.size() == 1);
   const bundle::Step& st = m.kernels[0].steps[0];
-  CHECK(st.kind == "row_reduction");
+  CHECK(st.kind == bundle::StepKind::row_reduction);
   CHECK(st.space == std::vector<Dim>{Dim::symbol("M")});
   CHECK(st.reduced == std::vector<Dim>{Dim::symbol("N")});
   std::set<int64_t> limits;
@@ -106,7 +106,7 @@ TEST_CASE("column sums are an outer reduction over the columns", "[compiler][red
   s[j] = sum(x[i, j], i)
 })");
   const bundle::Step& st = m.kernels[0].steps[0];
-  CHECK(st.kind == "outer_reduction");
+  CHECK(st.kind == bundle::StepKind::outer_reduction);
   CHECK(st.space == std::vector<Dim>{Dim::symbol("N")});
   CHECK(st.reduced == std::vector<Dim>{Dim::symbol("M")});
   for (const bundle::Variant& v : st.variants) {
@@ -124,8 +124,8 @@ TEST_CASE("a reduction and an unrelated pointwise output are two steps of one ke
 })");
   const bundle::KernelInfo& k = m.kernels[0];
   REQUIRE(k.steps.size() == 2);
-  CHECK(k.steps[0].kind == "row_reduction");
-  CHECK(k.steps[1].kind == "pointwise");
+  CHECK(k.steps[0].kind == bundle::StepKind::row_reduction);
+  CHECK(k.steps[1].kind == bundle::StepKind::pointwise);
   CHECK(k.steps[1].space == std::vector<Dim>{Dim::symbol("K")});
   // Every step takes the whole kernel's parameters: the pointwise step's vector store is
   // z's index among them, not among its own.
@@ -440,10 +440,10 @@ TEST_CASE("buffers between steps: declared in the manifest, taken by every step'
   CHECK(g.buffers[0] == bundle::ParamInfo{"_r0", DType::f32, {M}, false});
   CHECK(g.buffers[1] == bundle::ParamInfo{"g", DType::f32, {}, false});
   REQUIRE(g.steps.size() == 3);
-  CHECK(g.steps[0].kind == "row_reduction");
-  CHECK(g.steps[1].kind == "row_reduction");
+  CHECK(g.steps[0].kind == bundle::StepKind::row_reduction);
+  CHECK(g.steps[1].kind == bundle::StepKind::row_reduction);
   CHECK(g.steps[1].space.empty());
-  CHECK(g.steps[2].kind == "pointwise");
+  CHECK(g.steps[2].kind == bundle::StepKind::pointwise);
   // The max of the rows is one row of M: it has a split variant for very long ones.
   CHECK(std::any_of(g.steps[1].variants.begin(), g.steps[1].variants.end(),
                     [](const bundle::Variant& v) { return v.split.phases > 0; }));
@@ -452,7 +452,7 @@ TEST_CASE("buffers between steps: declared in the manifest, taken by every step'
   REQUIRE(rc.buffers.size() == 1);
   CHECK(rc.buffers[0] == bundle::ParamInfo{"r", DType::f32, {M}, false});
   REQUIRE(rc.steps.size() == 2);
-  CHECK(rc.steps[1].kind == "outer_reduction");
+  CHECK(rc.steps[1].kind == bundle::StepKind::outer_reduction);
 
   // Every entry takes the parameters, the buffers and the symbols (M, N), and a split one its
   // workspace and phase; aligned_params may name buffers (indices past the parameters).

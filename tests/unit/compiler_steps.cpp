@@ -25,7 +25,7 @@ TEST_CASE("a step that reads a kernel output an earlier step wrote compiles", "[
   REQUIRE(b.manifest.kernels.size() == 1);
   const bundle::KernelInfo& k = b.manifest.kernels[0];
   REQUIRE(k.steps.size() == 2);
-  CHECK(k.steps[0].kind == "row_reduction");
-  CHECK(k.steps[1].kind == "outer_reduction");
+  CHECK(k.steps[0].kind == bundle::StepKind::row_reduction);
+  CHECK(k.steps[1].kind == bundle::StepKind::outer_reduction);
   CHECK(k.buffers.empty());
 }

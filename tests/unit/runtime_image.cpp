@@ -1,11 +1,11 @@
-// Unit tests of read_image (runtime/image.h): the host-side checks every bundle image passes
+// Unit tests of read_image (bundle/image.h): the host-side checks every bundle image passes
 // before Bundle::load hands it to the driver. Nothing here needs a GPU or calls the driver.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 
+#include "bundle/image.h"
 #include "ir/text.h"
-#include "runtime/image.h"
 #include "tests/unit/cache_fixtures.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "runtime/manifest.h"
+#include "bundle/manifest.h"
 #include "runtime/runtime.h"
 
 namespace {
@@ -53,7 +53,7 @@ Manifest sample() {
               {"y", DType::f16, {Dim::symbol("M"), Dim::symbol("N")}, true}};
   Step s;
   s.name = "main";
-  s.kind = "pointwise";
+  s.kind = StepKind::pointwise;
   s.space = {Dim::symbol("M"), Dim::symbol("N")};
   s.variants = {variant(0, false, 1), variant(1, true, 4), variant(2, false, 2)};
   k.steps = {s};
@@ -371,7 +371,7 @@ TEST_CASE("buffers round-trip, share the parameters' names and bound aligned_par
 TEST_CASE("a split variant round-trips and only a row reduction step may have one", "[runtime]") {
   Manifest m = sample();
   Step& s = m.kernels[0].steps[0];
-  s.kind = "row_reduction";
+  s.kind = StepKind::row_reduction;
   s.space = {Dim::symbol("M")};
   s.reduced = {Dim::symbol("N")};
   s.variants[2].split = {3, 2, 8192};
@@ -398,11 +398,26 @@ TEST_CASE("a split variant round-trips and only a row reduction step may have on
              "outer_reduction steps split)");
 }
 
+TEST_CASE("step kinds: one enum, spelled as before in the manifest", "[runtime]") {
+  for (StepKind k : {StepKind::pointwise, StepKind::row_reduction, StepKind::outer_reduction}) {
+    CHECK(bundle::parse_step_kind(to_string(k)) == k);
+  }
+  CHECK(to_string(StepKind::row_reduction) == "row_reduction");
+  CHECK_FALSE(bundle::parse_step_kind("reduction").has_value());
+  CHECK_FALSE(bundle::parse_step_kind("").has_value());
+
+  Json j = Json::parse(to_json(sample()));
+  CHECK(j["kernels"][0]["steps"][0]["kind"] == "pointwise");
+  CHECK(error_after([](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "Pointwise"; }, j) ==
+        "bundle/manifest.json: kernels[0].steps[0].kind: unknown step kind \"Pointwise\" "
+        "(expected \"pointwise\", \"row_reduction\" or \"outer_reduction\")");
+}
+
 TEST_CASE("a staging variant round-trips and only a plain row reduction variant may stage",
           "[runtime]") {
   Manifest m = sample();
   Step& s = m.kernels[0].steps[0];
-  s.kind = "row_reduction";
+  s.kind = StepKind::row_reduction;
   s.space = {Dim::symbol("M")};
   s.reduced = {Dim::symbol("N")};
   s.variants[2].stage = {4, 1, 8};

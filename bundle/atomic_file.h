@@ -1,4 +1,4 @@
-// Files that several processes update at once: the autotune cache (autotune/cache.h) and a
+// Files that several processes update at once: the autotune cache (bundle/cache.h) and a
 // bundle that `kiln tune` adds variants to (compiler/compile.h).
 //
 // The protocol: take FileLock on a lock file beside the data, re-read the data, change it,
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/status.h"
+#include "bundle/status.h"
 
 namespace kiln::files {
 

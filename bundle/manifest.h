@@ -39,13 +39,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "bundle/status.h"
 #include "ir/dtype.h"
-#include "ir/program.h"
-#include "runtime/status.h"
+#include "ir/shape.h"
 
 namespace kiln::bundle {
 
@@ -58,11 +59,6 @@ inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kBufferAlign = 256;  // bytes; every buffer starts at a multiple
 
-/// What a step is; its text form ("pointwise", "row_reduction", "outer_reduction") is the
-/// manifest's.
-enum class StepKind { pointwise, row_reduction, outer_reduction };
-std::string_view to_string(StepKind k);
-
 struct ParamInfo {
   std::string name;
   DType dtype;
@@ -72,7 +68,7 @@ struct ParamInfo {
 };
 
 /// Machine code for one architecture. `cubin` is empty when none was assembled. Each file's
-/// content_hash (ir/text.h) is recorded, and the runtime hands the driver only bytes that
+/// content_hash (ir/content_hash.h) is recorded, and the runtime hands the driver only bytes that
 /// match it: the driver may crash on machine code that is corrupt but well-formed ELF.
 struct ArchImage {
   std::string arch;   // "sm_90"
@@ -127,9 +123,18 @@ struct Variant {
   friend bool operator==(const Variant&, const Variant&) = default;
 };
 
+/// What a step computes: the one vocabulary of step kinds for the compiler, the runtime and
+/// the tuner. The manifest spells them "pointwise", "row_reduction" and "outer_reduction".
+enum class StepKind : uint8_t { pointwise, row_reduction, outer_reduction };
+
+/// "pointwise", "row_reduction" or "outer_reduction".
+std::string_view to_string(StepKind k);
+/// The kind spelled `s`, or nullopt for any other text.
+std::optional<StepKind> parse_step_kind(std::string_view s);
+
 struct Step {
   std::string name;
-  std::string kind;          // "pointwise", "row_reduction" or "outer_reduction"
+  StepKind kind = StepKind::pointwise;
   std::vector<Dim> space;    // iteration extents (a reduction's rows)
   std::vector<Dim> reduced;  // a reduction's reduced extent (one dim), else empty
   std::vector<Variant> variants;

@@ -1,5 +1,5 @@
 // Locks and atomic replacement (see atomic_file.h).
-#include "runtime/atomic_file.h"
+#include "bundle/atomic_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

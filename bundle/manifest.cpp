@@ -4,7 +4,7 @@
 // names may not leave the bundle directory, and every symbol a shape uses must be declared.
 // Checks fail by throwing a private Invalid (path + reason) that parse_manifest turns into
 // an error Status "ORIGIN: PATH: reason"; nothing escapes the public functions.
-#include "runtime/manifest.h"
+#include "bundle/manifest.h"
 
 #include <fmt/format.h>
 
@@ -18,21 +18,9 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/json_reader.h"
+#include "bundle/json_reader.h"
 
 namespace kiln::bundle {
-
-std::string_view to_string(StepKind k) {
-  switch (k) {
-    case StepKind::pointwise:
-      return "pointwise";
-    case StepKind::row_reduction:
-      return "row_reduction";
-    case StepKind::outer_reduction:
-      return "outer_reduction";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -102,7 +90,7 @@ OrderedJson step_json(const Step& s) {
   OrderedJson variants = OrderedJson::array();
   for (const Variant& v : s.variants) variants.push_back(variant_json(v));
   return {{"name", s.name},
-          {"kind", s.kind},
+          {"kind", std::string(to_string(s.kind))},
           {"space", dims_json(s.space)},
           {"reduced", dims_json(s.reduced)},
           {"variants", variants}};
@@ -259,7 +247,14 @@ Variant read_variant(const Obj& o, size_t index, size_t num_params) {
 Step read_step(const Obj& o, const KernelInfo& k) {
   Step s;
   s.name = o.nonempty_str("name");
-  s.kind = o.nonempty_str("kind");
+  const std::string kind = o.nonempty_str("kind");
+  const std::optional<StepKind> parsed = parse_step_kind(kind);
+  if (!parsed) {
+    fail(o.at("kind"), fmt::format("unknown step kind \"{}\" (expected \"pointwise\", "
+                                   "\"row_reduction\" or \"outer_reduction\")",
+                                   kind));
+  }
+  s.kind = *parsed;
   s.space = read_dims(o, "space", k.symbols);
   if (o.find("reduced")) {
     s.reduced = read_dims(o, "reduced", k.symbols);
@@ -276,18 +271,18 @@ Step read_step(const Obj& o, const KernelInfo& k) {
     if (v.stage.bytes_per_element > 0 && v.split.phases > 0) {
       fail(index_path(o.at("variants"), i), "a variant that both stages and splits its rows");
     }
-    if (v.stage.bytes_per_element > 0 && (s.kind != "row_reduction" || s.reduced.empty())) {
+    if (v.stage.bytes_per_element > 0 && (s.kind != StepKind::row_reduction || s.reduced.empty())) {
       fail(index_path(o.at("variants"), i),
            fmt::format("a staging variant in a step of kind \"{}\" (only row_reduction steps "
                        "stage)",
-                       s.kind));
+                       to_string(s.kind)));
     }
     if (s.variants.back().split.phases > 0 &&
-        ((s.kind != "row_reduction" && s.kind != "outer_reduction") || s.reduced.empty())) {
+        (s.kind == StepKind::pointwise || s.reduced.empty())) {
       fail(index_path(o.at("variants"), i),
            fmt::format("a split variant in a step of kind \"{}\" (only row_reduction and "
                        "outer_reduction steps split)",
-                       s.kind));
+                       to_string(s.kind)));
     }
   }
   if (defaults != 1) {
@@ -382,6 +377,25 @@ Manifest read_top(const Json& j) {
 }
 
 }  // namespace
+
+std::string_view to_string(StepKind k) {
+  switch (k) {
+    case StepKind::pointwise:
+      return "pointwise";
+    case StepKind::row_reduction:
+      return "row_reduction";
+    case StepKind::outer_reduction:
+      return "outer_reduction";
+  }
+  return "?";
+}
+
+std::optional<StepKind> parse_step_kind(std::string_view s) {
+  for (StepKind k : {StepKind::pointwise, StepKind::row_reduction, StepKind::outer_reduction}) {
+    if (s == to_string(k)) return k;
+  }
+  return std::nullopt;
+}
 
 int64_t stage_bytes(const StageInfo& s, int64_t reduced, int64_t available) {
   if (s.bytes_per_element <= 0 || s.vec <= 0 || reduced <= 0 || reduced % s.vec != 0) return 0;

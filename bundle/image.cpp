@@ -1,5 +1,5 @@
 // Reading and checking a bundle's image files (see image.h).
-#include "runtime/image.h"
+#include "bundle/image.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ir/text.h"
+#include "ir/content_hash.h"
 
 namespace kiln::bundle {
 namespace {

@@ -1,5 +1,5 @@
 // The autotune cache: one JSON file of tuned winners, shared by `kiln tune` (which writes it)
-// and the runtime (which reads it). Library kiln_cache: no LLVM, no CUDA.
+// and the runtime (which reads it). Part of kiln_bundle: no LLVM, no CUDA.
 //
 // File format (docs/autotune.md has the full schema):
 //   {"format": "kiln-autotune-cache", "version": 1, "entries": [ Entry, ... ]}
@@ -12,7 +12,7 @@
 // Writes are atomic and lose nothing: store() takes an exclusive lock on "<file>.lock"
 // (flock), re-reads the file, merges the new entries in (a newer tuned_at wins for the same
 // key), writes "<file>.tmp.<pid>.<n>", fsyncs and renames it over the file
-// (runtime/atomic_file.h). A file that is not JSON, has another format or an unknown version
+// (bundle/atomic_file.h). A file that is not JSON, has another format or an unknown version
 // is reported and never overwritten.
 #pragma once
 
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/status.h"
+#include "bundle/status.h"
 
 namespace kiln::cache {
 

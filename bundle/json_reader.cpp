@@ -1,5 +1,5 @@
 // See json_reader.h.
-#include "runtime/json_reader.h"
+#include "bundle/json_reader.h"
 
 #include <cmath>
 #include <limits>

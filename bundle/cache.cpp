@@ -8,7 +8,7 @@
 //
 // update() is the only writer. Its protocol, in order:
 //   1. open "<file>.lock" (created 0644, never deleted) and flock it exclusively
-//      (runtime/atomic_file.h, shared with the bundle writer);
+//      (bundle/atomic_file.h, shared with the bundle writer);
 //   2. read the file: missing = empty; unreadable, not JSON, foreign format or version = stop
 //      with the error (nothing is written);
 //   3. refuse a file that is not writable (a read-only cache is a decision, not an obstacle);
@@ -17,7 +17,7 @@
 //   5. write "<file>.tmp.<pid>.<n>" (the old file's mode), fsync, close, rename over the
 //      file, fsync the directory; on any failure unlink the temporary: the old file is
 //      untouched.
-#include "autotune/cache.h"
+#include "bundle/cache.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -34,8 +34,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "runtime/atomic_file.h"
-#include "runtime/json_reader.h"
+#include "bundle/atomic_file.h"
+#include "bundle/json_reader.h"
 
 namespace kiln::cache {
 namespace {

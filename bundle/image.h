@@ -8,8 +8,8 @@
 #include <map>
 #include <string>
 
-#include "runtime/manifest.h"
-#include "runtime/status.h"
+#include "bundle/manifest.h"
+#include "bundle/status.h"
 
 namespace kiln::bundle {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/status.h"
+#include "bundle/status.h"
 
 namespace kiln::json {
 
