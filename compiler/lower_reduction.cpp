@@ -76,6 +76,7 @@
 #include "compiler/lower_reduction.h"
 
 #include <fmt/format.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
@@ -622,19 +623,69 @@ class ReductionLowering {
   template <class F>
   void block_loop(int64_t per_block, F&& body) {
     Value* start = b_.CreateMul(bid_, i64(per_block));
+    counted_loop(
+        {"rows", "row", nullptr, "first"}, start, rows_,
+        [&] { return b_.CreateMul(nblocks_, i64(per_block)); }, {},
+        [&](Value* first, const std::vector<Value*>&) {
+          body(first);
+          return std::vector<Value*>{};
+        },
+        Test::top, exit_);
+  }
+
+  // The names of a counted loop's blocks (`done` unused when the loop's exit is given) and of
+  // its index.
+  struct LoopNames {
+    const char *header, *body, *done, *index;
+  };
+  // A value carried around a counted loop: its value on entry, and its phi's name.
+  struct Carried {
+    Value* init;
+    const char* name;
+  };
+  // Where a counted loop tests `index < end`: before each iteration, or after it (the loop then
+  // runs at least once, in one block named names.header).
+  enum class Test { top, bottom };
+
+  // The loop of every kernel: for (i = begin; i < end; i += step()), step() emitted at the
+  // latch, with values carried around it: body(i, their values) emits an iteration and returns
+  // their next values. Not unrolled (no_unroll). Returns the carried values after the loop (at
+  // the top test: the phis; at the bottom test: the last iteration's), with the insert point
+  // in the block after it: `exit` when given, else a new one.
+  std::vector<Value*> counted_loop(
+      const LoopNames& names, Value* begin, Value* end, llvm::function_ref<Value*()> step,
+      const std::vector<Carried>& carried,
+      llvm::function_ref<std::vector<Value*>(Value*, const std::vector<Value*>&)> body,
+      Test test = Test::top, BasicBlock* exit = nullptr) {
     BasicBlock* pre = b_.GetInsertBlock();
-    BasicBlock* header = BasicBlock::Create(ctx_, "rows", fn_);
-    BasicBlock* work = BasicBlock::Create(ctx_, "row", fn_);
+    BasicBlock* header = BasicBlock::Create(ctx_, names.header, fn_);
+    BasicBlock* work = test == Test::top ? BasicBlock::Create(ctx_, names.body, fn_) : header;
+    BasicBlock* done = exit ? exit : BasicBlock::Create(ctx_, names.done, fn_);
     b_.CreateBr(header);
     b_.SetInsertPoint(header);
-    llvm::PHINode* first = b_.CreatePHI(b_.getInt64Ty(), 2, "first");
-    first->addIncoming(start, pre);
-    b_.CreateCondBr(b_.CreateICmpULT(first, rows_), work, exit_);
-    b_.SetInsertPoint(work);
-    body(first);
-    first->addIncoming(b_.CreateAdd(first, b_.CreateMul(nblocks_, i64(per_block))),
-                       b_.GetInsertBlock());
-    no_unroll(b_.CreateBr(header));
+    llvm::PHINode* index = b_.CreatePHI(b_.getInt64Ty(), 2, names.index);
+    index->addIncoming(begin, pre);
+    std::vector<llvm::PHINode*> phis;
+    for (const Carried& c : carried) {
+      phis.push_back(b_.CreatePHI(c.init->getType(), 2, c.name));
+      phis.back()->addIncoming(c.init, pre);
+    }
+    if (test == Test::top) {
+      b_.CreateCondBr(b_.CreateICmpULT(index, end), work, done);
+      b_.SetInsertPoint(work);
+    }
+    std::vector<Value*> next = body(index, std::vector<Value*>(phis.begin(), phis.end()));
+    BasicBlock* latch = b_.GetInsertBlock();
+    Value* next_index = b_.CreateAdd(index, step());
+    index->addIncoming(next_index, latch);
+    for (size_t k = 0; k < phis.size(); ++k) phis[k]->addIncoming(next[k], latch);
+    if (test == Test::top) {
+      no_unroll(b_.CreateBr(header));
+    } else {
+      no_unroll(b_.CreateCondBr(b_.CreateICmpULT(next_index, end), header, done));
+    }
+    b_.SetInsertPoint(done);
+    return test == Test::top ? std::vector<Value*>(phis.begin(), phis.end()) : next;
   }
 
   // Row coordinates of flat row `row` (i64), outermost first.
@@ -954,36 +1005,23 @@ class ReductionLowering {
   template <class Word>
   std::vector<Value*> fold_loop(const std::vector<int>& done, int per, Value* first, int64_t stride,
                                 Value* end, Word&& word) {
-    BasicBlock* pre = b_.GetInsertBlock();
-    BasicBlock* header = BasicBlock::Create(ctx_, "fold", fn_);
-    BasicBlock* body = BasicBlock::Create(ctx_, "fold.body", fn_);
-    BasicBlock* after = BasicBlock::Create(ctx_, "fold.done", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, "j");
-    j->addIncoming(first, pre);
-    std::vector<llvm::PHINode*> accs;
+    std::vector<Carried> folded;
     for (int r : done) {
       for (int k = 0; k < per; ++k) {
-        Value* init = em_.identity(prog_.items[r].op, prog_.items[r].type);
-        accs.push_back(b_.CreatePHI(init->getType(), 2, "folded"));
-        accs.back()->addIncoming(init, pre);
+        folded.push_back({em_.identity(prog_.items[r].op, prog_.items[r].type), "folded"});
       }
     }
-    b_.CreateCondBr(b_.CreateICmpULT(j, end), body, after);
-    b_.SetInsertPoint(body);
-    std::vector<Value*> next(accs.size());
-    for (size_t a = 0; a < accs.size(); ++a) {
-      Value* w = b_.CreateAlignedLoad(b_.getInt32Ty(), word(j, a), llvm::Align(4));
-      next[a] = em_.combine(prog_.items[done[a / per]].op, accs[a],
-                            b_.CreateBitCast(w, accs[a]->getType()));
-    }
-    BasicBlock* latch = b_.GetInsertBlock();
-    j->addIncoming(b_.CreateAdd(j, i64(stride)), latch);
-    for (size_t a = 0; a < accs.size(); ++a) accs[a]->addIncoming(next[a], latch);
-    no_unroll(b_.CreateBr(header));
-    b_.SetInsertPoint(after);
-    return {accs.begin(), accs.end()};
+    return counted_loop(
+        {"fold", "fold.body", "fold.done", "j"}, first, end, [&] { return i64(stride); }, folded,
+        [&](Value* j, const std::vector<Value*>& accs) {
+          std::vector<Value*> next(accs.size());
+          for (size_t a = 0; a < accs.size(); ++a) {
+            Value* w = b_.CreateAlignedLoad(b_.getInt32Ty(), word(j, a), llvm::Align(4));
+            next[a] = em_.combine(prog_.items[done[a / per]].op, accs[a],
+                                  b_.CreateBitCast(w, accs[a]->getType()));
+          }
+          return next;
+        });
   }
 
   // Sets results[r] for each reduction r of `done` from the S records of the row: thread t
@@ -1016,28 +1054,12 @@ class ReductionLowering {
       }
       return vals;
     };
-    std::vector<Value*> first = state_of(i64(0));
-    BasicBlock* pre = b_.GetInsertBlock();
-    BasicBlock* loop = BasicBlock::Create(ctx_, "warps", fn_);
-    BasicBlock* done = BasicBlock::Create(ctx_, "warps.done", fn_);
-    b_.CreateBr(loop);
-    b_.SetInsertPoint(loop);
-    llvm::PHINode* w = b_.CreatePHI(b_.getInt64Ty(), 2, "w");
-    w->addIncoming(i64(1), pre);
-    std::vector<llvm::PHINode*> phis;
-    std::vector<Value*> acc;
-    for (Value* v : first) {
-      phis.push_back(b_.CreatePHI(v->getType(), 2, "state"));
-      phis.back()->addIncoming(v, pre);
-      acc.push_back(phis.back());
-    }
-    acc = merge_state(st, acc, state_of(w));
-    Value* next = b_.CreateAdd(w, i64(1));
-    w->addIncoming(next, b_.GetInsertBlock());
-    for (size_t k = 0; k < phis.size(); ++k) phis[k]->addIncoming(acc[k], b_.GetInsertBlock());
-    no_unroll(b_.CreateCondBr(b_.CreateICmpULT(next, i64(W)), loop, done));
-    b_.SetInsertPoint(done);
-    return acc;
+    std::vector<Carried> first;
+    for (Value* v : state_of(i64(0))) first.push_back({v, "state"});
+    return counted_loop(
+        {"warps", nullptr, "warps.done", "w"}, i64(1), i64(W), [&] { return i64(1); }, first,
+        [&](Value* w, const std::vector<Value*>& acc) { return merge_state(st, acc, state_of(w)); },
+        Test::bottom);
   }
 
   // The reductions of `pass` as merge states: each on its own, or a lead followed by the
@@ -1316,24 +1338,16 @@ class ReductionLowering {
         Value* column = b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v));
         // A loop, not unrolled: unrolled, LLVM hoists every fold's loads out of its branch.
         Value* first = load_shared(column, t);
-        BasicBlock* pre = b_.GetInsertBlock();
-        BasicBlock* loop = BasicBlock::Create(ctx_, "fold.y", fn_);
-        BasicBlock* done = BasicBlock::Create(ctx_, "fold.done", fn_);
-        b_.CreateBr(loop);
-        b_.SetInsertPoint(loop);
-        llvm::PHINode* y = b_.CreatePHI(b_.getInt64Ty(), 2, "y");
-        llvm::PHINode* acc = b_.CreatePHI(t, 2, "fold");
-        y->addIncoming(i64(1), pre);
-        acc->addIncoming(first, pre);
-        Value* x = load_shared(b_.CreateAdd(b_.CreateMul(y, i64(X * V)), column), t);
-        Value* acc1 = em_.combine(it.op, acc, x);
-        Value* y1 = b_.CreateAdd(y, i64(1));
-        y->addIncoming(y1, b_.GetInsertBlock());
-        acc->addIncoming(acc1, b_.GetInsertBlock());
-        no_unroll(b_.CreateCondBr(b_.CreateICmpULT(y1, i64(Y)), loop, done));
-        b_.SetInsertPoint(done);
+        Value* last = counted_loop(
+            {"fold.y", nullptr, "fold.done", "y"}, i64(1), i64(Y), [&] { return i64(1); },
+            {{first, "fold"}},
+            [&](Value* y, const std::vector<Value*>& acc) {
+              Value* x = load_shared(b_.CreateAdd(b_.CreateMul(y, i64(X * V)), column), t);
+              return std::vector<Value*>{em_.combine(it.op, acc[0], x)};
+            },
+            Test::bottom)[0];
         llvm::PHINode* total = b_.CreatePHI(t, 1, "folded");
-        total->addIncoming(acc1, loop);
+        total->addIncoming(last, b_.GetInsertBlock()->getSinglePredecessor());
         store_shared(b_.CreateAdd(i64(folded), column), finished ? finish(reds[k], total) : total);
         b_.CreateBr(next);
         b_.SetInsertPoint(next);
@@ -1603,27 +1617,17 @@ class ReductionLowering {
                                  const std::vector<std::vector<Value*>>& results, Value* begin,
                                  Value* step, Value* end, MakeGroups&& make_groups) {
     std::vector<Value*> init = initial(pass);
-    BasicBlock* pre = b_.GetInsertBlock();
-    BasicBlock* header = BasicBlock::Create(ctx_, "chunk", fn_);
-    BasicBlock* body = BasicBlock::Create(ctx_, "chunk.body", fn_);
-    BasicBlock* done = BasicBlock::Create(ctx_, "chunk.done", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* base = b_.CreatePHI(b_.getInt64Ty(), 2, "base");
-    base->addIncoming(begin, pre);
-    std::vector<llvm::PHINode*> phis, comp_phis(init.size(), nullptr);
-    for (Value* v : init) {
-      phis.push_back(b_.CreatePHI(v->getType(), 2, "acc"));
-      phis.back()->addIncoming(v, pre);
-    }
+    std::vector<Carried> carried;
+    for (Value* v : init) carried.push_back({v, "acc"});
     // f32 sums over a loop are compensated (Kahan): a thread may add up millions of values
     // (a row of 64M over 8 threads), and plain f32 accumulation then drifts past the
     // output's tolerance (measured on an H200: relative errors up to 2.9e-5 on rows of 64M).
     // So are the running sums of the fused states: an online sum, and a Welford state's mean
     // and M2 (its count is exact); the fused states' drift measured 1.7e-5 to 2.5e-5 there.
+    std::vector<int> compensated;  // accumulators carried with a compensation, in order
     auto compensate = [&](int i) {
-      comp_phis[i] = b_.CreatePHI(b_.getFloatTy(), 2, "lost");
-      comp_phis[i]->addIncoming(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), pre);
+      compensated.push_back(i);
+      carried.push_back({llvm::ConstantFP::get(b_.getFloatTy(), 0.0), "lost"});
     };
     for (int r : reductions_of(pass)) {
       const Item& it = prog_.items[r];
@@ -1639,22 +1643,26 @@ class ReductionLowering {
       }
       for (int i = at; i < at + width(r, pass); ++i) compensate(i);
     }
-    b_.CreateCondBr(b_.CreateICmpULT(base, end), body, done);
-    b_.SetInsertPoint(body);
-    std::vector<Group> groups = make_groups(base);
-    std::vector<Value*> acc(phis.begin(), phis.end()), comp(comp_phis.begin(), comp_phis.end());
-    acc = run_pass(pass, groups, results, acc, &comp);
-    BasicBlock* latch = b_.GetInsertBlock();
-    base->addIncoming(b_.CreateAdd(base, step), latch);
-    for (size_t i = 0; i < phis.size(); ++i) {
-      phis[i]->addIncoming(acc[i], latch);
-      if (comp_phis[i]) comp_phis[i]->addIncoming(comp[i], latch);
-    }
-    no_unroll(b_.CreateBr(header));
-    b_.SetInsertPoint(done);
-    std::vector<Value*> out(phis.begin(), phis.end());
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (comp_phis[i]) out[i] = b_.CreateFSub(out[i], comp_phis[i], "compensated");
+    const size_t n = init.size();
+    // Carried: the accumulators, then the compensations of `compensated`.
+    auto split = [&](const std::vector<Value*>& vals, std::vector<Value*>& comp) {
+      comp.assign(n, nullptr);
+      for (size_t k = 0; k < compensated.size(); ++k) comp[compensated[k]] = vals[n + k];
+      return std::vector<Value*>(vals.begin(), vals.begin() + n);
+    };
+    std::vector<Value*> after = counted_loop(
+        {"chunk", "chunk.body", "chunk.done", "base"}, begin, end, [&] { return step; }, carried,
+        [&](Value* base, const std::vector<Value*>& vals) {
+          std::vector<Group> groups = make_groups(base);
+          std::vector<Value*> comp;
+          std::vector<Value*> acc = run_pass(pass, groups, results, split(vals, comp), &comp);
+          for (int i : compensated) acc.push_back(comp[i]);
+          return acc;
+        });
+    std::vector<Value*> comp;
+    std::vector<Value*> out = split(after, comp);
+    for (size_t i = 0; i < n; ++i) {
+      if (comp[i]) out[i] = b_.CreateFSub(out[i], comp[i], "compensated");
     }
     return out;
   }
