@@ -137,7 +137,7 @@ int blocks_by_registers(const TargetFacts& t, int registers, int threads) {
 bool wants_occupancy_hint(const StepPlan& step, const AnyConfig& cfg) {
   const auto* rc = std::get_if<ReductionConfig>(&cfg);
   return rc && step.kind == StepKind::row_reduction &&
-         rows_per_block(ReductionShape::row, *rc) == 1 && !rc->stage;
+         rows_per_block(StepKind::row_reduction, *rc) == 1 && !rc->stage;
 }
 
 BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,

@@ -40,7 +40,7 @@ PointwiseConfig default_pointwise_config(int max_vec);
 /// results go through a workspace and are combined in the next phase (few, very long rows).
 /// A fused row reduction (`fuse`, not split) computes, on rows that loop, a sum or a variance
 /// that follows a max or a mean in the pass of that max or mean (online max+sum, Welford:
-/// compiler/lower_reduction.cpp); only kernels with such a pattern get fused variants.
+/// compiler/reduction_analysis.cpp); only kernels with such a pattern get fused variants.
 /// A staging row reduction (`stage`) also keeps, in dynamic shared memory, the packed vectors
 /// of the row's inputs that later passes read again: the first pass that reads them from
 /// global memory stores them, later passes read them back (rows too long for registers that

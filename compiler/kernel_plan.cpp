@@ -71,18 +71,17 @@ PlannedVariant pointwise_variant(const PointwiseConfig& c) {
 
 PlannedVariant reduction_variant(const StepPlan& step, const ReductionConfig& c) {
   const bool row = step.kind == bundle::StepKind::row_reduction;
-  const ReductionShape shape = row ? ReductionShape::row : ReductionShape::outer;
   PlannedVariant v;
   v.config = c;
   v.block_threads = c.block;
-  v.elements_per_block = rows_per_block(shape, c);
+  v.elements_per_block = rows_per_block(step.kind, c);
   if (row) v.max_reduced = row_heuristic_limit(c, step.max_vec, step.fused_single_pass);
   if (c.split) {
     // The elements of the reduced extent a block walks per iteration.
     const int64_t chunk = row ? c.capacity() : int64_t{c.group} * c.items;
     v.split = {step.split.phases, step.split.slots, chunk};
   }
-  if (c.stage) v.stage = {step.stage_bytes_per_element, rows_per_block(shape, c), c.vec};
+  if (c.stage) v.stage = {step.stage_bytes_per_element, rows_per_block(step.kind, c), c.vec};
   return v;
 }
 

@@ -28,11 +28,11 @@
 #include <variant>
 #include <vector>
 
+#include "bundle/manifest.h"
 #include "compiler/config.h"
 #include "compiler/lower_reduction.h"
 #include "compiler/plan.h"
 #include "compiler/schedule.h"
-#include "bundle/manifest.h"
 
 namespace kiln {
 

@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
+#include "bundle/manifest.h"
 #include "ir/interpreter.h"
 #include "ir/program.h"
-#include "bundle/manifest.h"
 
 namespace kiln {
 

@@ -1,0 +1,237 @@
+// The code generator of reduction kernels (compiler/lower_reduction.h), internal to it: one
+// class, ReductionLowering, whose methods are defined by concept across compiler/lower/:
+//   reduction_common.cpp  structure (branches, the counted loop), passes and their combines,
+//                         stores, expressions and loads, the GPU's pieces; shared by:
+//   reduction_rows.cpp    row kernels: persistent, looped and staged rows;
+//   reduction_outer.cpp   outer kernels;
+//   reduction_split.cpp   split kernels (rows and outer): one phase per launch, workspace records.
+// lower_reduction.cpp sets the kernel up (run) and picks the emitter.
+#pragma once
+
+#include <llvm/ADT/STLFunctionalExtras.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Module.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/emit.h"
+#include "compiler/lower_reduction.h"
+#include "compiler/reduction_analysis.h"
+
+namespace kiln::reduction {
+
+using llvm::BasicBlock;
+using llvm::Type;
+using llvm::Value;
+
+// Elements per iteration of a thread's scalar accesses in a vectorized variant (emit_rows).
+inline constexpr int kUnalignedItems = 4;
+
+// One element being computed: clamped (always valid) coordinates for loads, and whether it
+// is really in range.
+struct Point {
+  std::vector<Value*> o;  // row coordinates (i64)
+  Value* r = nullptr;     // reduced coordinate (i64); null at row level
+  Value* ok = nullptr;    // i1
+  int slot = 0;           // which of the thread's rows it belongs to (outer: 0..vec-1)
+  ValueMemo memo;
+};
+
+// `vec` points whose `vary` coordinate is consecutive; `shared` when all their other
+// coordinates are equal, `vector` when the first is a multiple of vec (16-byte accesses).
+struct Group {
+  std::vector<Point> pts;
+  bool shared = false;
+  bool vector = false;
+  std::map<std::string, std::vector<Value*>> loads;  // by access key: a vector or a scalar
+};
+
+// reduction_math.h's arithmetic on f32 LLVM values.
+struct IrMath {
+  using V = Value*;
+  llvm::IRBuilder<>& b;
+  Emitter& em;
+  V num(double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); }
+  V add(V x, V y) { return b.CreateFAdd(x, y); }
+  V sub(V x, V y) { return b.CreateFSub(x, y); }
+  V mul(V x, V y) { return b.CreateFMul(x, y); }
+  V div(V x, V y) { return b.CreateFDiv(x, y); }
+  V max(V x, V y) { return em.combine(ReduceOp::max, x, y); }
+  V exp(V x) { return em.fast_exp(x); }
+  V eq(V x, V y) { return b.CreateFCmpOEQ(x, y); }
+  V gt(V x, V y) { return b.CreateFCmpOGT(x, y); }
+  V select(V c, V x, V y) { return b.CreateSelect(c, x, y); }
+};
+
+class ReductionLowering {
+ public:
+  ReductionLowering(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
+                    const ReductionConfig& cfg);
+  /// Emits kernel `entry` into the module; sets *layout (when given) to its parameters' needs.
+  void run(const std::string& entry, VariantLayout* layout);
+
+ private:
+  // The names of a counted loop's blocks (`done` unused when the loop's exit is given) and of
+  // its index.
+  struct LoopNames {
+    const char *header, *body, *done, *index;
+  };
+  // A value carried around a counted loop: its value on entry, and its phi's name.
+  struct Carried {
+    Value* init;
+    const char* name;
+  };
+  // Where a counted loop tests `index < end`: before each iteration, or after it (the loop then
+  // runs at least once, in one block named names.header).
+  enum class Test { top, bottom };
+
+  // ---- reduction_common.cpp ------------------------------------------------------------
+  // Structure.
+  void branch2(Value* cond, llvm::function_ref<void(bool)> body);
+  std::vector<Value*> counted_loop(
+      const LoopNames& names, Value* begin, Value* end, llvm::function_ref<Value*()> step,
+      const std::vector<Carried>& carried,
+      llvm::function_ref<std::vector<Value*>(Value*, const std::vector<Value*>&)> body,
+      Test test = Test::top, BasicBlock* exit = nullptr);
+  std::vector<Value*> coords_of(Value* row);
+  // Merge states: a reduction alone, or a lead with the reductions fused into it.
+  std::vector<std::vector<int>> states_of(const std::vector<int>& pass) const;
+  bool welford_state(const std::vector<int>& st) const;
+  int state_width(const std::vector<int>& st) const;
+  std::vector<Value*> merge_state(const std::vector<int>& st, const std::vector<Value*>& x,
+                                  const std::vector<Value*>& y);
+  // Passes: their accumulators, and the loop over a row in chunks.
+  std::vector<int> reductions_of(const std::vector<int>& pass) const;
+  Fusion fusion_in(int i, const std::vector<int>& pass) const;
+  bool welford_lead(int i, const std::vector<int>& pass) const;
+  int accumulators_per_reduction() const {
+    return shape_ == StepKind::outer_reduction ? cfg_.vec : 1;
+  }
+  int width(int i, const std::vector<int>& pass) const;
+  int offset(int i, const std::vector<int>& pass) const;
+  Value* accumulated(int i, const std::vector<int>& pass, const std::vector<Value*>& acc);
+  std::vector<Value*> initial(const std::vector<int>& pass);
+  void fold(ReduceOp op, DType t, std::vector<Group>& groups, Value** acc,
+            llvm::function_ref<Value*(Point&, Group&)> value, Value** comp = nullptr);
+  std::vector<Value*> run_pass(const std::vector<int>& pass, std::vector<Group>& groups,
+                               const std::vector<std::vector<Value*>>& results,
+                               std::vector<Value*> acc, std::vector<Value*>* comp = nullptr);
+  std::vector<Value*> chunk_loop(const std::vector<int>& pass,
+                                 const std::vector<std::vector<Value*>>& results, Value* begin,
+                                 Value* step, Value* end,
+                                 llvm::function_ref<std::vector<Group>(Value*)> make_groups);
+  Value* finish(int item, Value* v);
+  // Stores.
+  void store_reductions(const std::vector<int>& pass, const Point& p,
+                        const std::vector<std::vector<Value*>>& results, Value* cond);
+  void store_row_item(const Item& it, Point& p, const std::vector<std::vector<Value*>>& results,
+                      Value* cond);
+  void store_element_item(const Item& it, std::vector<Group>& groups,
+                          const std::vector<std::vector<Value*>>& results);
+  void store_if(Value* cond, int param, Value* offset, const std::vector<Value*>& vals);
+  void when(Value* cond, const char* name, const char* after, llvm::function_ref<void()> body);
+  // Expressions and loads.
+  Value* eval(const Expr& e, Point& p, Group& g, const std::vector<std::vector<Value*>>& results);
+  Value* coordinate(const std::string& var, const Point& p);
+  Value* offset_of(int param, const std::vector<std::string>& indices, const Point& p);
+  int param_of(const std::string& name) const;
+  Value* load(const Load& ld, Point& p, Group& g, const std::vector<std::vector<Value*>>& results);
+  Value* load_scalar(int param, const Load& ld, const Point& p);
+  Value* load_vector(int param, const Load& ld, const Point& first);
+  void note_aligned(int param, DType t);
+  // The GPU's pieces.
+  Value* i64(int64_t v) { return b_.getInt64(v); }
+  Value* dim_value(const Dim& d);
+  Value* shuffle_xor(Value* v, int offset);
+  void no_unroll(llvm::Instruction* latch);
+  int64_t slot_base(const std::vector<std::vector<int>>& passes, int pass_index) const;
+  void make_shared_memory();
+  void store_shared(Value* slot, Value* v);
+  Value* load_shared(Value* slot, Type* t);
+  void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+
+  // ---- reduction_rows.cpp ----------------------------------------------------------------
+  // The thread's groups of a row chunk from element `base` on (i64), for `items` x `vec`
+  // elements `threads` apart per group: elements at or past `limit` are out of range (they
+  // load a clamped, valid address and contribute nothing), as are all when !valid.
+  struct Walk {
+    int items, threads, vec;
+    bool vector;
+  };
+  void branch_rows(Value* fits, Value* vec_ok);
+  void branch_staged();
+  void emit_rows(bool persistent, bool vector, bool staged = false);
+  std::vector<Group> row_groups(Value* base, Value* limit, Walk w, Value* lane, Value* valid,
+                                const std::vector<Value*>& o);
+  std::vector<Value*> combine_rows(const std::vector<std::vector<int>>& states,
+                                   std::vector<Value*> partial, Value* lane, Value* grp,
+                                   int64_t base);
+  std::vector<Value*> fold_warps(const std::vector<int>& st, int64_t base, int at, int n,
+                                 Value* grp, const std::vector<Value*>& partial);
+  void rematerialize(std::vector<Group>& groups, int pass);
+  Value* opaque_copy(Value* v, int tag);
+  void prefetch(std::vector<Group>& groups);
+  void stage_groups(std::vector<Group>& groups);
+  Value* dynamic_smem_size();
+  llvm::GlobalVariable* stage_smem();
+
+  // ---- reduction_outer.cpp ---------------------------------------------------------------
+  // The columns of an outer kernel's thread: its `vec` consecutive rows of the kernel from
+  // `first` (the block's first) + tx * vec, each clamped to an existing one, whether it exists,
+  // and its coordinates.
+  struct OuterColumns {
+    std::vector<Value*> valid;
+    std::vector<std::vector<Value*>> o;
+    std::vector<Point> points;  // for row-level stores
+  };
+  void block_loop(int64_t per_block, llvm::function_ref<void(Value*)> body);
+  OuterColumns outer_columns(Value* first, Value* tx, bool vector);
+  std::vector<Group> outer_groups(const OuterColumns& c, Value* base, Value* ty, Value* end,
+                                  bool vector);
+  void emit_outer(bool vector);
+  void combine_outer(const std::vector<int>& reds, const std::vector<Value*>& partial, Value* tx,
+                     Value* ty, std::vector<std::vector<Value*>>& results, bool finished);
+
+  // ---- reduction_split.cpp ---------------------------------------------------------------
+  void emit_split(Value* vec_ok);
+  void walk_to_exit(Value* vec_ok, llvm::function_ref<void(bool)> walk);
+  Value* record_word(Value* record, const SplitPlan& plan, int item);
+  void store_record(Value* cond, Value* record, const SplitPlan& plan, int item, Value* v);
+  std::vector<Value*> fold_loop(const std::vector<int>& done, int per, Value* first, int64_t stride,
+                                Value* end, llvm::function_ref<Value*(Value*, size_t)> word);
+  void fold_records(const std::vector<int>& done, const SplitPlan& plan, Value* record0, Value* S,
+                    std::vector<std::vector<Value*>>& results);
+  void emit_outer_split(Value* vec_ok);
+
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  Emitter em_;
+  IrMath math_;
+  const KernelDef& abi_;
+  const ScheduledKernel& sk_;
+  ReductionConfig cfg_;
+  StepKind shape_;  // row_reduction or outer_reduction
+  std::vector<const TensorDecl*> params_;
+  std::vector<std::string> symbols_;
+  Program prog_;
+  StagePlan stage_plan_;
+  int rank_ = 0;
+  std::string vary_;
+  VariantLayout layout_;
+  llvm::Function* fn_ = nullptr;
+  llvm::GlobalVariable* smem_ = nullptr;
+  llvm::GlobalVariable* stage_smem_ = nullptr;  // staging configs: the dynamic shared memory
+  Value* keep_policy_ = nullptr;                // in emit_rows: the L2 policy of load_vector_kept
+  Value* stage_row_ = nullptr;  // on a staged path: the byte offset (i64) of the row's area
+  int pass_ = 0;                // row kernels: the pass being emitted
+  std::vector<Value*> ptrs_, syms_, row_extents_;
+  Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *rows_ = nullptr, *R_ = nullptr;
+  Value *workspace_ = nullptr, *phase_ = nullptr;  // split kernels
+  BasicBlock* exit_ = nullptr;
+};
+
+}  // namespace kiln::reduction

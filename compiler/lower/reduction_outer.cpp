@@ -1,0 +1,168 @@
+// Outer kernels: the reduced index is strided. reduction_analysis.cpp gives the canonical
+// items and their passes (its steps 1 and 2); then:
+//  3. Columns: block / group threads along the rows, each owning `vec` consecutive rows (the
+//     contiguous index), and `group` threads along the reduced index, each with `items` steps
+//     in flight.
+//  4. Combining (combine_outer): a column's `group` partials are folded in order by one
+//     thread through shared memory, so the result does not depend on timing. Row-level
+//     outputs and the reductions' outputs are stored by the threads of the first row of
+//     the reduced index. The block loops over its column groups (block_loop).
+// Split outer kernels (few columns) are in reduction_split.cpp.
+#include <algorithm>
+#include <functional>
+
+#include "compiler/lower/reduction_lowering.h"
+
+namespace kiln::reduction {
+
+// The block-uniform loop of an outer kernel over its row groups: calls body(first row of
+// the block) and ends in exit_. (Row kernels do not loop: the grid covers their rows.)
+void ReductionLowering::block_loop(int64_t per_block, llvm::function_ref<void(Value*)> body) {
+  Value* start = b_.CreateMul(bid_, i64(per_block));
+  counted_loop(
+      {"rows", "row", nullptr, "first"}, start, rows_,
+      [&] { return b_.CreateMul(nblocks_, i64(per_block)); }, {},
+      [&](Value* first, const std::vector<Value*>&) {
+        body(first);
+        return std::vector<Value*>{};
+      },
+      Test::top, exit_);
+}
+
+ReductionLowering::OuterColumns ReductionLowering::outer_columns(Value* first, Value* tx,
+                                                                 bool vector) {
+  const int V = cfg_.vec;
+  OuterColumns c;
+  c.valid.resize(V);
+  c.o.resize(V);
+  Value* col0 = b_.CreateAdd(first, b_.CreateMul(tx, i64(V)), "col0");
+  Value* last = b_.CreateSub(rows_, i64(1));
+  if (vector && V > 1) {
+    Value* c0 = b_.CreateSelect(b_.CreateICmpULT(col0, rows_), col0, b_.CreateSub(rows_, i64(V)));
+    std::vector<Value*> base = coords_of(c0);
+    for (int v = 0; v < V; ++v) {
+      c.valid[v] = b_.CreateICmpULT(b_.CreateAdd(col0, i64(v)), rows_);
+      c.o[v] = base;
+      c.o[v][rank_ - 1] = b_.CreateAdd(base[rank_ - 1], i64(v));
+    }
+  } else {
+    for (int v = 0; v < V; ++v) {
+      Value* col = b_.CreateAdd(col0, i64(v));
+      c.valid[v] = b_.CreateICmpULT(col, rows_);
+      c.o[v] = coords_of(b_.CreateSelect(c.valid[v], col, last));
+    }
+  }
+  c.points.resize(V);
+  for (int v = 0; v < V; ++v) {
+    c.points[v].o = c.o[v];
+    c.points[v].ok = c.valid[v];
+    c.points[v].slot = v;
+  }
+  return c;
+}
+
+// The `items` groups of an outer thread's chunk from reduced index `base` (steps of the
+// reduced index below `end`).
+std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value* base, Value* ty,
+                                                   Value* end, bool vector) {
+  const int Y = cfg_.group, V = cfg_.vec, U = cfg_.items;
+  std::vector<Group> gs(U);
+  for (int u = 0; u < U; ++u) {
+    Group& g = gs[u];
+    g.shared = vector || V == 1;
+    g.vector = vector && V > 1;
+    Value* r = b_.CreateAdd(base, b_.CreateAdd(i64(int64_t{u} * Y), ty), "r");
+    Value* in = b_.CreateICmpULT(r, end);
+    Value* rc = b_.CreateSelect(in, r, b_.CreateSub(R_, i64(1)));
+    for (int v = 0; v < V; ++v) {
+      Point p;
+      p.o = c.o[v];
+      p.r = rc;
+      p.ok = b_.CreateAnd(c.valid[v], in);
+      p.slot = v;
+      g.pts.push_back(std::move(p));
+    }
+  }
+  return gs;
+}
+
+void ReductionLowering::emit_outer(bool vector) {
+  const int Y = cfg_.group, V = cfg_.vec, U = cfg_.items;
+  const int X = cfg_.block / Y;
+  Value* tx = b_.CreateURem(tid_, i64(X), "tx");
+  Value* ty = b_.CreateUDiv(tid_, i64(X), "ty");
+  block_loop(int64_t{X} * V, [&](Value* first) {
+    OuterColumns c = outer_columns(first, tx, vector);
+    std::vector<std::vector<Value*>> results(prog_.items.size());
+    for (const std::vector<int>& pass : prog_.passes) {
+      if (prog_.items[pass[0]].kind == Item::row_store) {
+        for (int v = 0; v < V; ++v) {
+          store_row_item(prog_.items[pass[0]], c.points[v], results,
+                         b_.CreateAnd(c.valid[v], b_.CreateICmpEQ(ty, i64(0))));
+        }
+        continue;
+      }
+      std::vector<Value*> partial =
+          chunk_loop(pass, results, i64(0), i64(int64_t{Y} * U), R_,
+                     [&](Value* base) { return outer_groups(c, base, ty, R_, vector); });
+      combine_outer(reductions_of(pass), partial, tx, ty, results, true);
+      for (int v = 0; v < V; ++v) {
+        store_reductions(pass, c.points[v], results,
+                         b_.CreateAnd(c.valid[v], b_.CreateICmpEQ(ty, i64(0))));
+      }
+    }
+  });
+}
+
+// partial holds, per reduction of `reds`, `vec` values (one per slot) in order. The
+// `group` partials of a row are folded in order by one thread, and the result shared
+// (finished, or as a partial for a split kernel's record).
+void ReductionLowering::combine_outer(const std::vector<int>& reds,
+                                      const std::vector<Value*>& partial, Value* tx, Value* ty,
+                                      std::vector<std::vector<Value*>>& results, bool finished) {
+  const int Y = cfg_.group, V = cfg_.vec;
+  internal_check(Y >= 2, "lower_reduction: an outer reduction needs 2+ threads per row");
+  const int64_t X = cfg_.block / Y;
+  const int64_t folded = int64_t{cfg_.block} * V;  // where the folded results go
+  for (size_t k = 0; k < reds.size(); ++k) {
+    const Item& it = prog_.items[reds[k]];
+    Type* t = partial[k * V]->getType();
+    for (int v = 0; v < V; ++v) {  // partials: [Y][X * V]
+      Value* slot = b_.CreateAdd(b_.CreateMul(ty, i64(X * V)),
+                                 b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v)));
+      store_shared(slot, partial[k * V + v]);
+    }
+    barrier();
+    for (int v = 0; v < V; ++v) {
+      BasicBlock* fold = BasicBlock::Create(ctx_, "fold", fn_);
+      BasicBlock* next = BasicBlock::Create(ctx_, "folded", fn_);
+      b_.CreateCondBr(b_.CreateICmpEQ(ty, i64(v % Y)), fold, next);
+      b_.SetInsertPoint(fold);
+      Value* column = b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v));
+      // A loop, not unrolled: unrolled, LLVM hoists every fold's loads out of its branch.
+      Value* first = load_shared(column, t);
+      Value* last = counted_loop(
+          {"fold.y", nullptr, "fold.done", "y"}, i64(1), i64(Y), [&] { return i64(1); },
+          {{first, "fold"}},
+          [&](Value* y, const std::vector<Value*>& acc) {
+            Value* x = load_shared(b_.CreateAdd(b_.CreateMul(y, i64(X * V)), column), t);
+            return std::vector<Value*>{em_.combine(it.op, acc[0], x)};
+          },
+          Test::bottom)[0];
+      llvm::PHINode* total = b_.CreatePHI(t, 1, "folded");
+      total->addIncoming(last, b_.GetInsertBlock()->getSinglePredecessor());
+      store_shared(b_.CreateAdd(i64(folded), column), finished ? finish(reds[k], total) : total);
+      b_.CreateBr(next);
+      b_.SetInsertPoint(next);
+    }
+    barrier();
+    std::vector<Value*> out;
+    for (int v = 0; v < V; ++v) {
+      Value* column = b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v));
+      out.push_back(load_shared(b_.CreateAdd(i64(folded), column), t));
+    }
+    results[reds[k]] = out;
+  }
+}
+
+}  // namespace kiln::reduction

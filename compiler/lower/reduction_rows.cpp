@@ -1,0 +1,454 @@
+// Row kernels: the reduced index is the contiguous one. reduction_analysis.cpp gives the
+// canonical items, their passes and the fusions of looped rows (its steps 1 to 3); then:
+//  4. Rows: `group` threads own one row, thread l
+//     the elements (c * group + l) * vec + v. When R <= group * vec * items (checked at run
+//     time) the row is persistent: the `items` vectors are loaded once and every pass reuses
+//     them from registers. Otherwise each pass (of step 3's looped passes) loops over the
+//     row in chunks of that size, re-reading it; its f32 sums (fused states' included) are
+//     compensated (Kahan) across chunks. When R % vec == 0 the vectors are 16-byte
+//     loads and stores; otherwise scalar accesses, `group` apart, 4 per iteration.
+//     Out-of-range elements load a clamped (valid) address and contribute the reduction's
+//     identity. The grid covers the rows (no loop over rows). In a persistent row only the
+//     packed loads stay live between passes: each pass widens and recomputes from them
+//     (rematerialize), since registers, not instructions, bound the rows in flight per SM.
+//  4b. Staging (cfg.stage, looped rows whose R is a multiple of vec): the packed vectors of
+//     each row-varying input that more than one looped pass reads (plan_stage) are kept in
+//     dynamic shared memory. The first pass that reads an input stores each vector it loads
+//     from global memory; later passes load it from shared memory. A thread reads back only
+//     the vectors it stored itself (every pass walks the row with the same element -> thread
+//     mapping), so no barrier is needed. The kernel runs this path only when the launch gave
+//     it enough dynamic shared memory (%dynamic_smem_size): otherwise it loops unstaged.
+//  5. Combining (combine_rows): a row's threads reduce with warp butterflies (every lane ends
+//     with the same value), then across warps through shared memory (each pass has its own
+//     slots: one barrier per pass), where every thread folds the warps' partials in warp
+//     order: the result does not depend on timing. A fused state (step 3) merges lower lane
+//     first in the butterflies, since its merge is not symmetric (fma contraction alone
+//     breaks symmetry), and its warps fold in a loop (fold_warps).
+// Split rows (few, very long ones) spread each row over many blocks: reduction_split.cpp.
+#include <fmt/format.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <algorithm>
+#include <functional>
+#include <tuple>
+#include <unordered_map>
+
+#include "compiler/lower/reduction_lowering.h"
+#include "compiler/reduction_math.h"
+
+namespace kiln::reduction {
+
+// Persistent rows need R % vec == 0 (vector accesses) when vec > 1; other rows loop.
+void ReductionLowering::branch_rows(Value* fits, Value* vec_ok) {
+  BasicBlock* persistent = BasicBlock::Create(ctx_, "persistent", fn_);
+  BasicBlock* looped = BasicBlock::Create(ctx_, "looped", fn_);
+  b_.CreateCondBr(cfg_.vec > 1 ? b_.CreateAnd(fits, vec_ok) : fits, persistent, looped);
+  b_.SetInsertPoint(persistent);
+  emit_rows(true, cfg_.vec > 1);
+  b_.SetInsertPoint(looped);
+  if (cfg_.vec == 1) {
+    emit_rows(false, false);
+    return;
+  }
+  branch2(vec_ok, [&](bool vector) {
+    if (vector && cfg_.stage && !stage_plan_.regions.empty()) {
+      branch_staged();
+    } else {
+      emit_rows(false, vector);
+    }
+  });
+}
+
+// Looped vector rows of a staging config: staged when the rows of the block fit in the
+// dynamic shared memory of the launch (bundle/manifest.h: the runtime gives R x
+// bytes_per_element x rows per block when the device has it), else unstaged. The check
+// divides, so a huge R cannot overflow it.
+void ReductionLowering::branch_staged() {
+  const int64_t per_row = stage_plan_.bytes_per_element * (cfg_.block / cfg_.group);
+  Value* avail = b_.CreateZExt(dynamic_smem_size(), b_.getInt64Ty(), "smem.dynamic");
+  Value* fits = b_.CreateICmpULE(R_, b_.CreateUDiv(avail, i64(per_row)), "stage.fits");
+  BasicBlock* staged = BasicBlock::Create(ctx_, "staged", fn_);
+  BasicBlock* plain = BasicBlock::Create(ctx_, "unstaged", fn_);
+  b_.CreateCondBr(fits, staged, plain);
+  b_.SetInsertPoint(staged);
+  emit_rows(false, true, true);
+  b_.SetInsertPoint(plain);
+  emit_rows(false, true);
+}
+
+void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged) {
+  // Scalar accesses of a vectorized variant (rows with R % vec != 0) take kUnalignedItems
+  // elements, `group` apart, per iteration: each scalar access needs an address register of
+  // its own, and a kernel's register count is that of its hungriest path.
+  const bool unaligned = !vector && cfg_.vec > 1;
+  const int T = cfg_.group, V = unaligned ? 1 : cfg_.vec;
+  const int64_t rpb = cfg_.block / T;
+  const int G = unaligned ? kUnalignedItems : cfg_.items;
+  Value* lane = b_.CreateAnd(tid_, i64(T - 1), "lane");
+  Value* grp = b_.CreateUDiv(tid_, i64(T), "grp");
+  // The grid covers the rows (see the manifest's contract): no loop over rows, so no
+  // loop-invariant value (a weight's elements) is hoisted into a register for the whole
+  // kernel, and the shared-memory slots of a pass are never reused.
+  Value* first = b_.CreateMul(bid_, i64(rpb), "first");
+  Value* row = b_.CreateAdd(first, grp, "row");
+  Value* valid = b_.CreateICmpULT(row, rows_, "valid");
+  Value* rowc = b_.CreateSelect(valid, row, b_.CreateSub(rows_, i64(1)));
+  std::vector<Value*> o = coords_of(rowc);
+  if (staged) {
+    stage_row_ = b_.CreateMul(grp, b_.CreateMul(R_, i64(stage_plan_.bytes_per_element)));
+  }
+  auto make_groups = [&](Value* base) {
+    std::vector<Group> gs = row_groups(base, R_, {G, T, V, vector && V > 1}, lane, valid, o);
+    if (staged) stage_groups(gs);
+    return gs;
+  };
+  // The row's own inputs load with evict_last priorities in L1 and L2 (Emitter::
+  // load_vector_kept), as Triton's norm kernels do, when the kernel writes the row back or
+  // this path walks it more than once. Measured on an H200 (bench/results/2026-11-21-h200-
+  // reductions.md, eighth run): a hand-written bf16 rmsnorm of 32768x4096 took 128.74 us
+  // with the hints and 134.72 without (torch.compile 129.06 in the same process; evict_first
+  // loads 141.31); in Kiln, rmsnorm 134.91 -> 129.06 us, layernorm 135.42 -> 128.99, softmax
+  // of 1024 x 65536 (looped: three walks) 101.44 -> 97.76. A row sum, which only reads,
+  // went from 127.39 to 128.96 us with them, so it loads plainly. Why the hints help (our
+  // reading, not measured): the output's dirty lines leave L2 before the input's, and a
+  // looped row is still in L2 for its next walk.
+  const std::vector<std::vector<int>>& walked = persistent ? prog_.passes : prog_.looped;
+  const auto walks = std::count_if(walked.begin(), walked.end(), [&](const auto& pass) {
+    return prog_.items[pass[0]].kind != Item::row_store;
+  });
+  const bool writes_row = std::any_of(prog_.items.begin(), prog_.items.end(), [](const Item& it) {
+    return it.kind == Item::element_store && it.param >= 0;
+  });
+  // A staged path loads plainly: its later walks read shared memory, and its first walk's
+  // loads are to be issued together before their stores to shared memory, an order LLVM
+  // keeps for loads but not for the hinted loads' inline assembly.
+  if (!staged && (writes_row || (!persistent && walks > 1))) {
+    keep_policy_ = em_.l2_evict_last_policy();
+  }
+  Point row_point;
+  row_point.o = o;
+  row_point.ok = valid;
+  std::vector<std::vector<Value*>> results(prog_.items.size());
+  std::vector<Group> held;
+  if (persistent) {
+    held = make_groups(i64(0));
+    prefetch(held);
+  }
+  const std::vector<std::vector<int>>& passes = persistent ? prog_.passes : prog_.looped;
+  for (size_t pi = 0; pi < passes.size(); ++pi) {
+    const std::vector<int>& pass = passes[pi];
+    pass_ = static_cast<int>(pi);
+    if (prog_.items[pass[0]].kind == Item::row_store) {
+      store_row_item(prog_.items[pass[0]], row_point, results,
+                     b_.CreateAnd(valid, b_.CreateICmpEQ(lane, i64(0))));
+      continue;
+    }
+    std::vector<Value*> partial;
+    if (persistent) {
+      if (pi > 0) rematerialize(held, static_cast<int>(pi));
+      partial = run_pass(pass, held, results, initial(pass));
+    } else {
+      partial = chunk_loop(pass, results, i64(0), i64(int64_t{T} * V * G), R_, make_groups);
+    }
+    partial =
+        combine_rows(states_of(pass), partial, lane, grp, slot_base(passes, static_cast<int>(pi)));
+    for (int r : reductions_of(pass)) results[r] = {finish(r, accumulated(r, pass, partial))};
+    store_reductions(pass, row_point, results, b_.CreateAnd(valid, b_.CreateICmpEQ(lane, i64(0))));
+  }
+  b_.CreateBr(exit_);
+  stage_row_ = nullptr;
+  keep_policy_ = nullptr;
+}
+
+std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk w, Value* lane,
+                                                 Value* valid, const std::vector<Value*>& o) {
+  std::vector<Group> gs(w.items);
+  for (int c = 0; c < w.items; ++c) {
+    Group& g = gs[c];
+    g.shared = true;
+    g.vector = w.vector;
+    Value* start = b_.CreateAdd(
+        base, b_.CreateMul(b_.CreateAdd(i64(int64_t{c} * w.threads), lane), i64(w.vec)), "r0");
+    // A vector (limit % vec == 0, start % vec == 0) is in range as a whole or not at all.
+    Value* start_in = g.vector ? b_.CreateICmpULT(start, limit) : nullptr;
+    Value* vec_ok = g.vector ? b_.CreateAnd(valid, start_in) : nullptr;
+    Value* start_c =
+        g.vector ? b_.CreateSelect(start_in, start, b_.CreateSub(R_, i64(w.vec))) : nullptr;
+    for (int v = 0; v < w.vec; ++v) {
+      Point p;
+      p.o = o;
+      Value* r = b_.CreateAdd(start, i64(v));
+      p.ok = g.vector ? vec_ok : b_.CreateAnd(valid, b_.CreateICmpULT(r, limit));
+      p.r = g.vector ? b_.CreateAdd(start_c, i64(v))
+                     : b_.CreateSelect(b_.CreateICmpULT(r, R_), r, b_.CreateSub(R_, i64(1)));
+      g.pts.push_back(std::move(p));
+    }
+  }
+  return gs;
+}
+
+// Folds the per-thread accumulators `partial` of `states` (merge states, as states_of
+// gives them: their accumulators one after another) across the `group` threads of their row
+// and returns them combined, unfinished (every thread gets them). Shared-memory slots from
+// `base` on, one per accumulator and warp: the caller gives each combine of a kernel its own
+// (slot_base), so one barrier suffices: no later combine overwrites a slot that a slow warp
+// may still read. A lead and the reductions fused into it merge as one state in a fixed
+// order: across lanes the lower lane's first, across warps in warp order, so that every
+// lane ends with the same bits (plain reductions are commutative as they are).
+std::vector<Value*> ReductionLowering::combine_rows(const std::vector<std::vector<int>>& states,
+                                                    std::vector<Value*> partial, Value* lane,
+                                                    Value* grp, int64_t base) {
+  const int T = cfg_.group;
+  if (states.empty()) return partial;
+  std::vector<std::pair<int, int>> spans;  // per state: its first accumulator, how many
+  for (const std::vector<int>& st : states) {
+    const int at = spans.empty() ? 0 : spans.back().first + spans.back().second;
+    spans.emplace_back(at, state_width(st));
+  }
+  for (size_t i = 0; i < states.size(); ++i) {
+    const std::vector<int>& st = states[i];
+    auto [at, n] = spans[i];
+    for (int off = std::min(T, 32) / 2; off >= 1; off /= 2) {
+      std::vector<Value*> mine(partial.begin() + at, partial.begin() + at + n), other;
+      for (Value* v : mine) other.push_back(shuffle_xor(v, off));
+      if (st.size() > 1) {
+        Value* upper = b_.CreateICmpNE(b_.CreateAnd(lane, i64(off)), i64(0));
+        for (int j = 0; j < n; ++j) {
+          Value* first = b_.CreateSelect(upper, other[j], mine[j]);
+          other[j] = b_.CreateSelect(upper, mine[j], other[j]);
+          mine[j] = first;
+        }
+      }
+      mine = merge_state(st, mine, other);
+      std::copy(mine.begin(), mine.end(), partial.begin() + at);
+    }
+  }
+  if (T > 32) {
+    const int W = T / 32;
+    const int64_t rpb = cfg_.block / T;
+    Value* warp = b_.CreateLShr(lane, i64(5));
+    BasicBlock* write = BasicBlock::Create(ctx_, "smem.write", fn_);
+    BasicBlock* joined = BasicBlock::Create(ctx_, "smem.joined", fn_);
+    b_.CreateCondBr(b_.CreateICmpEQ(b_.CreateAnd(lane, i64(31)), i64(0)), write, joined);
+    b_.SetInsertPoint(write);
+    for (size_t k = 0; k < partial.size(); ++k) {
+      Value* slot = b_.CreateAdd(i64(base + int64_t(k) * rpb * W),
+                                 b_.CreateAdd(b_.CreateMul(grp, i64(W)), warp));
+      store_shared(slot, partial[k]);
+    }
+    b_.CreateBr(joined);
+    b_.SetInsertPoint(joined);
+    barrier();
+    for (size_t i = 0; i < states.size(); ++i) {
+      const std::vector<int>& st = states[i];
+      auto [at, n] = spans[i];
+      std::vector<Value*> acc;
+      if (st.size() > 1) {
+        acc = fold_warps(st, base, at, n, grp, partial);
+      } else {
+        for (int w = 0; w < W; ++w) {
+          Value* slot =
+              b_.CreateAdd(i64(base + int64_t(at) * rpb * W + w), b_.CreateMul(grp, i64(W)));
+          Value* v = load_shared(slot, partial[at]->getType());
+          acc = acc.empty() ? std::vector<Value*>{v} : merge_state(st, acc, {v});
+        }
+      }
+      std::copy(acc.begin(), acc.end(), partial.begin() + at);
+    }
+  }
+  return partial;
+}
+
+// The warps' states of fused state `st` (accumulators at..at+n of `partial`) merged in warp
+// order, by a loop: unrolled, LLVM loads every warp's state at once, which spills at 32
+// warps.
+std::vector<Value*> ReductionLowering::fold_warps(const std::vector<int>& st, int64_t base, int at,
+                                                  int n, Value* grp,
+                                                  const std::vector<Value*>& partial) {
+  const int W = cfg_.group / 32;
+  const int64_t rpb = cfg_.block / cfg_.group;
+  auto state_of = [&](Value* w) {
+    std::vector<Value*> vals;
+    for (int k = at; k < at + n; ++k) {
+      Value* slot = b_.CreateAdd(b_.CreateAdd(i64(base + int64_t(k) * rpb * W), w),
+                                 b_.CreateMul(grp, i64(W)));
+      vals.push_back(load_shared(slot, partial[k]->getType()));
+    }
+    return vals;
+  };
+  std::vector<Carried> first;
+  for (Value* v : state_of(i64(0))) first.push_back({v, "state"});
+  return counted_loop(
+      {"warps", nullptr, "warps.done", "w"}, i64(1), i64(W), [&] { return i64(1); }, first,
+      [&](Value* w, const std::vector<Value*>& acc) { return merge_state(st, acc, state_of(w)); },
+      Test::bottom);
+}
+
+// Before a later pass over held groups: forget every value computed from the held loads
+// and pass the loads themselves through a copy that the compilers cannot merge with the
+// previous pass's. Each pass then widens and recomputes what it needs (x - mean, an exp)
+// from the packed loads, so only those stay live between passes: registers, not
+// instructions, are what limits the rows in flight per SM.
+// A point's memo is keyed by node address: its loads are copied in the order they were
+// emitted, so that the code (and the PTX) does not depend on where the nodes were allocated.
+void ReductionLowering::rematerialize(std::vector<Group>& groups, int pass) {
+  std::unordered_map<const Value*, size_t> emitted;
+  for (const llvm::BasicBlock& bb : *fn_) {
+    for (const llvm::Instruction& i : bb) emitted.emplace(&i, emitted.size());
+  }
+  auto position = [&](const Value* v) {
+    auto it = emitted.find(v);
+    return it == emitted.end() ? SIZE_MAX : it->second;
+  };
+  for (Group& g : groups) {
+    for (auto& [key, vals] : g.loads) {
+      for (Value*& v : vals) v = opaque_copy(v, pass);
+    }
+    for (Point& p : g.pts) {
+      std::vector<std::tuple<size_t, std::string, const ExprNode*, Value*>> loads;
+      for (const auto& [node, v] : p.memo) {
+        const Load* ld = std::get_if<Load>(&node->v);
+        if (!ld || (g.vector && ld->indices.back() == vary_)) continue;  // from g.loads
+        if (param_of(ld->tensor) < 0) continue;  // a reduction's result: in `results`
+        loads.emplace_back(position(v), load_key(*ld), node, v);
+      }
+      std::sort(loads.begin(), loads.end(), [](const auto& a, const auto& b) {
+        return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b));
+      });
+      ValueMemo kept;
+      for (const auto& [at, key, node, v] : loads) kept.emplace(node, opaque_copy(v, pass));
+      p.memo = std::move(kept);
+    }
+  }
+}
+
+// v through a PTX mov tagged with `tag`: equal to v, but opaque to LLVM's value numbering
+// (inline assembly with different text), so a recomputation from it is not merged with one
+// from v.
+Value* ReductionLowering::opaque_copy(Value* v, int tag) {
+  Type* t = v->getType();
+  const unsigned bits = t->getPrimitiveSizeInBits().getFixedValue();
+  const unsigned lane = bits % 32 == 0 ? 32 : 16;
+  Type* lane_t = b_.getIntNTy(lane);
+  Type* as = bits == lane ? lane_t : llvm::FixedVectorType::get(lane_t, bits / lane);
+  auto* fty = llvm::FunctionType::get(lane_t, {lane_t}, false);
+  auto* asm_fn = llvm::InlineAsm::get(fty, fmt::format("mov.b{} $0, $1; // pass {}", lane, tag),
+                                      lane == 32 ? "=r,r" : "=h,h", /*hasSideEffects=*/false);
+  Value* x = b_.CreateBitCast(v, as);
+  if (bits == lane) return b_.CreateBitCast(b_.CreateCall(asm_fn, {x}), t);
+  Value* out = llvm::UndefValue::get(as);
+  for (unsigned i = 0; i < bits / lane; ++i) {
+    out = b_.CreateInsertElement(out, b_.CreateCall(asm_fn, {b_.CreateExtractElement(x, i)}), i);
+  }
+  return b_.CreateBitCast(out, t);
+}
+
+// Issues every load of the row's own elements for `groups` now (persistent rows): the loads
+// of later passes (the residual of an add+rmsnorm) are in flight with the first pass's.
+// Loads that are the same for every row (a weight, a bias) wait for their use: they come
+// from L2, and held from the start they cost registers for the whole row (measured on an
+// H200: a bf16 layernorm of 4096 went from 56 to 42 registers per thread and from 157.8 to
+// 148.5 us at 256 threads per row).
+void ReductionLowering::prefetch(std::vector<Group>& groups) {
+  std::vector<std::vector<Value*>> none(prog_.items.size());
+  std::unordered_map<const ExprNode*, bool> seen;
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (!seen.emplace(e.ptr().get(), true).second) return;
+    if (const Load* ld = e.as<Load>()) {
+      int param = param_of(ld->tensor);
+      if (param >= 0 && params_[param]->role == TensorRole::input && uses(ld->indices, kReduced) &&
+          uses_row(ld->indices)) {
+        for (Group& g : groups) {
+          if (g.vector && ld->indices.back() == vary_) {
+            (void)load(*ld, g.pts[0], g, none);  // fills g.loads; lanes widen at use
+            continue;
+          }
+          for (Point& p : g.pts) p.memo[e.ptr().get()] = load(*ld, p, g, none);
+        }
+      }
+      return;
+    }
+    for_each_child(e, walk);
+  };
+  for (const Item& it : prog_.items) {
+    if (it.kind != Item::row_store) walk(it.value);
+  }
+}
+
+// A chunk's groups on a staged path (step 4b): the staged inputs this pass reads, as their
+// vectors (g.loads, where load() finds them). In an input's first pass they come from
+// global memory, every group's load issued before any is stored to the row's area (the
+// chunk's loads in flight together); in later passes from the row's area. Only vectors in
+// range are stored and loaded (an out-of-range one has a clamped address, another thread's
+// vector): the others are zero, and masked by their users like any out-of-range element.
+void ReductionLowering::stage_groups(std::vector<Group>& groups) {
+  int narrowest = 4;
+  for (const auto& [key, r] : stage_plan_.regions) {
+    narrowest = std::min<int>(narrowest, size_of(r.load.stored));
+  }
+  // Every region and vector starts at a multiple of vec x its element size (R % vec == 0),
+  // so at a multiple of vec x the narrowest staged element.
+  const llvm::Align align(std::min(16, cfg_.vec * narrowest));
+  auto area = [&](const StagePlan::Region& reg, const Point& first) {
+    const auto size = static_cast<int64_t>(size_of(reg.load.stored));
+    Value* byte = b_.CreateAdd(stage_row_, b_.CreateAdd(b_.CreateMul(R_, i64(reg.offset)),
+                                                        b_.CreateMul(first.r, i64(size))));
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), stage_smem(), byte, "staged.ptr");
+  };
+  std::vector<std::pair<const StagePlan::Region*, Group*>> to_store;
+  for (const auto& [key, reg] : stage_plan_.regions) {
+    if (reg.passes.count(pass_) == 0) continue;
+    const bool first_pass = *reg.passes.begin() == pass_;
+    for (Group& g : groups) {
+      Value* v = nullptr;
+      if (first_pass) {
+        v = load_vector(param_of(reg.load.tensor), reg.load, g.pts[0]);
+        to_store.emplace_back(&reg, &g);
+      } else {
+        auto* vt = llvm::FixedVectorType::get(em_.storage_type(reg.load.stored), cfg_.vec);
+        Value* ptr = area(reg, g.pts[0]);
+        BasicBlock* pre = b_.GetInsertBlock();
+        BasicBlock* in = BasicBlock::Create(ctx_, "unstage", fn_);
+        BasicBlock* next = BasicBlock::Create(ctx_, "unstaged.vec", fn_);
+        b_.CreateCondBr(g.pts[0].ok, in, next);
+        b_.SetInsertPoint(in);
+        Value* x = b_.CreateAlignedLoad(vt, ptr, align);
+        b_.CreateBr(next);
+        b_.SetInsertPoint(next);
+        llvm::PHINode* phi = b_.CreatePHI(vt, 2, "staged.vec");
+        phi->addIncoming(x, in);
+        phi->addIncoming(llvm::Constant::getNullValue(vt), pre);
+        v = phi;
+      }
+      g.loads[key] = {v};
+    }
+  }
+  for (const auto& [reg, g] : to_store) {
+    Value* v = g->loads.at(load_key(reg->load))[0];
+    Value* ptr = area(*reg, g->pts[0]);
+    when(g->pts[0].ok, "stage", "staged", [&] { b_.CreateAlignedStore(v, ptr, align); });
+  }
+}
+
+// The dynamic shared memory of the launch, in bytes (i32).
+Value* ReductionLowering::dynamic_smem_size() {
+  auto* fty = llvm::FunctionType::get(b_.getInt32Ty(), false);
+  auto* mov = llvm::InlineAsm::get(fty, "mov.u32 $0, %dynamic_smem_size;", "=r",
+                                   /*hasSideEffects=*/false);
+  return b_.CreateCall(mov, {});
+}
+
+// The staged rows' area: the launch's dynamic shared memory (an external, unsized array in
+// the shared address space; PTX `.extern .shared`), apart from the combines' static one.
+llvm::GlobalVariable* ReductionLowering::stage_smem() {
+  if (stage_smem_) return stage_smem_;
+  auto* ty = llvm::ArrayType::get(b_.getInt8Ty(), 0);
+  stage_smem_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                         fn_->getName() + "_stage", nullptr,
+                                         llvm::GlobalValue::NotThreadLocal, 3);
+  stage_smem_->setAlignment(llvm::Align(16));
+  return stage_smem_;
+}
+
+}  // namespace kiln::reduction

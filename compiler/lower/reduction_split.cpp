@@ -1,0 +1,266 @@
+// Split kernels: few rows (or columns) over a long reduced extent, each spread over many
+// blocks. The grid has S blocks per row (or per tile of columns), and the kernel runs once per
+// phase (plan_split in reduction_analysis.cpp): a pass's reductions complete, through the
+// workspace, at the start of the next phase. A phase
+//  1. folds, in every block of the row and in the same order, the workspace records of the
+//     reductions of earlier phases (fold_loop: a loop over records, not unrolled), so every
+//     block gets the same values and the result does not depend on timing;
+//  2. in block 0 of the row, stores the outputs that became complete;
+//  3. runs the phase's passes over the block's slice of the reduced extent (whole chunks: a
+//     vector never straddles two blocks) and writes its reductions' partials to its record.
+// Split rows (emit_split) combine a block's threads as row kernels do (combine_rows); split
+// outer kernels (emit_outer_split) as outer kernels do (combine_outer).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "compiler/lower/reduction_lowering.h"
+
+namespace kiln::reduction {
+
+// Split rows: block b walks slice b % S of row b / S (S = blocks / rows); a record per
+// (row, block) holds a word per reduction.
+void ReductionLowering::emit_split(Value* vec_ok) {
+  const SplitPlan plan = plan_split(prog_);
+  const int T = cfg_.block;
+  const int64_t W = std::max(1, T / 32);
+  Value* S = b_.CreateUDiv(nblocks_, rows_, "S");
+  Value* row = b_.CreateUDiv(bid_, S, "row");
+  Value* slice = b_.CreateURem(bid_, S, "slice");
+  Value* valid = b_.CreateICmpULT(row, rows_, "valid");
+  Value* rowc = b_.CreateSelect(valid, row, b_.CreateSub(rows_, i64(1)));
+  std::vector<Value*> o = coords_of(rowc);
+  Value* record0 = b_.CreateMul(rowc, S, "record0");  // the row's first (row, block) record
+  Value* leader = b_.CreateAnd(valid, b_.CreateICmpEQ(tid_, i64(0)));
+  Value* row_leader = b_.CreateAnd(leader, b_.CreateICmpEQ(slice, i64(0)), "row.leader");
+  Point row_point;
+  row_point.o = o;
+  row_point.ok = valid;
+  for (int k = 0; k < plan.phases; ++k) {
+    BasicBlock* body = BasicBlock::Create(ctx_, fmt::format("phase{}", k), fn_);
+    BasicBlock* next = BasicBlock::Create(ctx_, "phase.next", fn_);
+    b_.CreateCondBr(b_.CreateICmpEQ(phase_, i64(k)), body, next);
+    b_.SetInsertPoint(body);
+    std::vector<std::vector<Value*>> results(prog_.items.size());
+    std::vector<int> done;
+    for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+      if (plan.phase_of[pi] >= k) continue;
+      for (int r : reductions_of(prog_.passes[pi])) done.push_back(r);
+    }
+    fold_records(done, plan, record0, S, results);
+    for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+      const std::vector<int>& pass = prog_.passes[pi];
+      if (plan.phase_of[pi] == k - 1) store_reductions(pass, row_point, results, row_leader);
+      if (plan.phase_of[pi] == k && prog_.items[pass[0]].kind == Item::row_store) {
+        store_row_item(prog_.items[pass[0]], row_point, results, row_leader);
+      }
+    }
+    auto walk = [&](bool vector) {
+      const bool unaligned = !vector && cfg_.vec > 1;
+      const int V = unaligned ? 1 : cfg_.vec, G = unaligned ? kUnalignedItems : cfg_.items;
+      const int64_t chunk = int64_t{T} * V * G;
+      // ceil(ceil(R / S) / chunk) chunks per slice
+      Value* per_block = b_.CreateUDiv(b_.CreateAdd(R_, b_.CreateSub(S, i64(1))), S);
+      Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, i64(chunk - 1)), i64(chunk));
+      Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), i64(chunk), "begin");
+      Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
+      end = b_.CreateSelect(b_.CreateICmpULT(end, R_), end, R_, "end");
+      auto make_groups = [&](Value* base) {
+        return row_groups(base, end, {G, T, V, vector && V > 1}, tid_, valid, o);
+      };
+      for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+        const std::vector<int>& pass = prog_.passes[pi];
+        if (plan.phase_of[pi] != k || prog_.items[pass[0]].kind == Item::row_store) continue;
+        std::vector<Value*> partial =
+            chunk_loop(pass, results, begin, i64(chunk), end, make_groups);
+        std::vector<int> reds = reductions_of(pass);
+        if (reds.empty()) continue;
+        // prog_.passes never fuse (step 3): one accumulator per reduction, as a record has.
+        partial = combine_rows(states_of(pass), partial, tid_, i64(0), plan.slots * W);
+        Value* record = b_.CreateAdd(record0, slice);
+        for (size_t j = 0; j < reds.size(); ++j) {
+          store_record(leader, record, plan, reds[j], partial[j]);
+        }
+      }
+    };
+    walk_to_exit(vec_ok, walk);
+    b_.SetInsertPoint(next);
+  }
+  b_.CreateBr(exit_);
+}
+
+// A split phase's walk(vector): on the vector and the scalar path (or the scalar one alone
+// when vec is 1), each ending in exit_.
+void ReductionLowering::walk_to_exit(Value* vec_ok, llvm::function_ref<void(bool)> walk) {
+  if (cfg_.vec == 1) {
+    walk(false);
+    b_.CreateBr(exit_);
+    return;
+  }
+  branch2(vec_ok, [&](bool vector) {
+    walk(vector);
+    b_.CreateBr(exit_);
+  });
+}
+
+// The workspace word of reduction `item` in record `record` (i64).
+Value* ReductionLowering::record_word(Value* record, const SplitPlan& plan, int item) {
+  Value* word = b_.CreateAdd(b_.CreateMul(record, i64(plan.slots)), i64(plan.slot_of.at(item)));
+  return em_.element_ptr(workspace_, DType::i32, word);
+}
+
+void ReductionLowering::store_record(Value* cond, Value* record, const SplitPlan& plan, int item,
+                                     Value* v) {
+  when(cond, "record", "recorded", [&] {
+    b_.CreateAlignedStore(b_.CreateBitCast(v, b_.getInt32Ty()), record_word(record, plan, item),
+                          llvm::Align(4));
+  });
+}
+
+// Folds records j = first, first + stride, ... below `end`, in order, into `per` accumulators
+// per reduction of `done` (accumulator i * per + k is reduction done[i]), each starting at
+// its identity: `word(j, i * per + k)` is the 32-bit word it takes from record j. A loop,
+// not unrolled.
+std::vector<Value*> ReductionLowering::fold_loop(const std::vector<int>& done, int per,
+                                                 Value* first, int64_t stride, Value* end,
+                                                 llvm::function_ref<Value*(Value*, size_t)> word) {
+  std::vector<Carried> folded;
+  for (int r : done) {
+    for (int k = 0; k < per; ++k) {
+      folded.push_back({em_.identity(prog_.items[r].op, prog_.items[r].type), "folded"});
+    }
+  }
+  return counted_loop(
+      {"fold", "fold.body", "fold.done", "j"}, first, end, [&] { return i64(stride); }, folded,
+      [&](Value* j, const std::vector<Value*>& accs) {
+        std::vector<Value*> next(accs.size());
+        for (size_t a = 0; a < accs.size(); ++a) {
+          Value* w = b_.CreateAlignedLoad(b_.getInt32Ty(), word(j, a), llvm::Align(4));
+          next[a] = em_.combine(prog_.items[done[a / per]].op, accs[a],
+                                b_.CreateBitCast(w, accs[a]->getType()));
+        }
+        return next;
+      });
+}
+
+// Sets results[r] for each reduction r of `done` from the S records of the row: thread t
+// folds records t, t + T, ... in order, then the block combines the threads in order.
+void ReductionLowering::fold_records(const std::vector<int>& done, const SplitPlan& plan,
+                                     Value* record0, Value* S,
+                                     std::vector<std::vector<Value*>>& results) {
+  if (done.empty()) return;
+  std::vector<Value*> accs = fold_loop(done, 1, tid_, cfg_.block, S, [&](Value* j, size_t i) {
+    return record_word(b_.CreateAdd(record0, j), plan, done[i]);
+  });
+  std::vector<std::vector<int>> alone;  // records hold plain reductions, never a state
+  for (int r : done) alone.push_back({r});
+  std::vector<Value*> partial = combine_rows(alone, accs, tid_, i64(0), 0);
+  for (size_t i = 0; i < done.size(); ++i) results[done[i]] = {finish(done[i], partial[i])};
+}
+
+// Split outer kernels, for few columns over a long reduced extent (e.g. 8192 columns: 128
+// blocks of 64 would leave an SM one block): block b walks slice b % S of the reduced extent
+// for the columns of tile b / S (S = blocks / tiles). A record per (tile, slice) holds one word
+// per column and reduction; thread row ty folds records ty, ty + group, ..., then the rows
+// fold in order through shared memory (combine_outer).
+void ReductionLowering::emit_outer_split(Value* vec_ok) {
+  const SplitPlan plan = plan_split(prog_);
+  const int Y = cfg_.group, V = cfg_.vec, U = cfg_.items;
+  const int X = cfg_.block / Y;
+  const int64_t XV = int64_t{X} * V;  // columns per tile
+  const int64_t chunk = int64_t{Y} * U;
+  Value* tx = b_.CreateURem(tid_, i64(X), "tx");
+  Value* ty = b_.CreateUDiv(tid_, i64(X), "ty");
+  Value* tiles = b_.CreateUDiv(b_.CreateAdd(rows_, i64(XV - 1)), i64(XV), "tiles");
+  Value* S = b_.CreateUDiv(nblocks_, tiles, "S");
+  Value* tile = b_.CreateUDiv(bid_, S, "tile");
+  Value* slice = b_.CreateURem(bid_, S, "slice");
+  Value* tile_ok = b_.CreateICmpULT(tile, tiles, "tile.ok");
+  Value* tilec = b_.CreateSelect(tile_ok, tile, i64(0));
+  Value* first = b_.CreateMul(tilec, i64(XV), "first");
+  Value* record0 = b_.CreateMul(tilec, S, "record0");  // the tile's first record
+  Value* lead = b_.CreateAnd(tile_ok, b_.CreateICmpEQ(ty, i64(0)));
+  Value* tile_lead = b_.CreateAnd(lead, b_.CreateICmpEQ(slice, i64(0)), "tile.leader");
+  // The word of reduction `item` for column `v` of this thread in record `record`, or for
+  // the record's first column unless `exists`.
+  auto word = [&](Value* record, int v, int item, Value* exists) {
+    Value* column = b_.CreateSelect(exists, b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v)), i64(0));
+    Value* w = b_.CreateAdd(
+        b_.CreateMul(b_.CreateAdd(b_.CreateMul(record, i64(XV)), column), i64(plan.slots)),
+        i64(plan.slot_of.at(item)));
+    return em_.element_ptr(workspace_, DType::i32, w);
+  };
+  for (int k = 0; k < plan.phases; ++k) {
+    BasicBlock* body = BasicBlock::Create(ctx_, fmt::format("phase{}", k), fn_);
+    BasicBlock* next = BasicBlock::Create(ctx_, "phase.next", fn_);
+    b_.CreateCondBr(b_.CreateICmpEQ(phase_, i64(k)), body, next);
+    b_.SetInsertPoint(body);
+    std::vector<int> done;
+    for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+      if (plan.phase_of[pi] >= k) continue;
+      for (int r : reductions_of(prog_.passes[pi])) done.push_back(r);
+    }
+    auto walk = [&](bool vector) {
+      OuterColumns c = outer_columns(first, tx, vector);
+      std::vector<std::vector<Value*>> results(prog_.items.size());
+      if (!done.empty()) {
+        // Thread row ty folds records ty, ty + Y, ... of the tile, for each column and
+        // reduction; the rows are then folded in order (combine_outer). A column past the
+        // last has no record word written: it reads the tile's first column's instead (its
+        // result is never stored), so nothing reads memory that no launch wrote.
+        std::vector<Value*> partial = fold_loop(done, V, ty, Y, S, [&](Value* j, size_t a) {
+          const int v = static_cast<int>(a % V);
+          return word(b_.CreateAdd(record0, j), v, done[a / V], c.valid[v]);
+        });
+        combine_outer(done, partial, tx, ty, results, true);
+      }
+      for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+        const std::vector<int>& pass = prog_.passes[pi];
+        const bool row_store = prog_.items[pass[0]].kind == Item::row_store;
+        if (plan.phase_of[pi] == k - 1) {
+          for (int v = 0; v < V; ++v) {
+            store_reductions(pass, c.points[v], results, b_.CreateAnd(tile_lead, c.valid[v]));
+          }
+        }
+        if (plan.phase_of[pi] == k && row_store) {
+          for (int v = 0; v < V; ++v) {
+            store_row_item(prog_.items[pass[0]], c.points[v], results,
+                           b_.CreateAnd(tile_lead, c.valid[v]));
+          }
+        }
+      }
+      // ceil(ceil(R / S) / chunk) chunks per slice
+      Value* per_block = b_.CreateUDiv(b_.CreateAdd(R_, b_.CreateSub(S, i64(1))), S);
+      Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, i64(chunk - 1)), i64(chunk));
+      Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), i64(chunk), "begin");
+      Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
+      end = b_.CreateSelect(b_.CreateICmpULT(end, R_), end, R_, "end");
+      for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+        const std::vector<int>& pass = prog_.passes[pi];
+        if (plan.phase_of[pi] != k || prog_.items[pass[0]].kind == Item::row_store) continue;
+        std::vector<Value*> partial =
+            chunk_loop(pass, results, begin, i64(chunk), end,
+                       [&](Value* base) { return outer_groups(c, base, ty, end, vector); });
+        std::vector<int> reds = reductions_of(pass);
+        if (reds.empty()) continue;
+        std::vector<std::vector<Value*>> slice_results(prog_.items.size());
+        combine_outer(reds, partial, tx, ty, slice_results, false);
+        Value* record = b_.CreateAdd(record0, slice);
+        for (int r : reds) {
+          for (int v = 0; v < V; ++v) {
+            when(b_.CreateAnd(lead, c.valid[v]), "record", "recorded", [&] {
+              b_.CreateAlignedStore(b_.CreateBitCast(slice_results[r][v], b_.getInt32Ty()),
+                                    word(record, v, r, b_.getTrue()), llvm::Align(4));
+            });
+          }
+        }
+      }
+    };
+    walk_to_exit(vec_ok, walk);
+    b_.SetInsertPoint(next);
+  }
+  b_.CreateBr(exit_);
+}
+
+}  // namespace kiln::reduction

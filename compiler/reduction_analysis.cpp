@@ -1,0 +1,419 @@
+// The analysis of a scheduled reduction kernel (reduction_analysis.h).
+//
+// A reduction kernel has rows O (sk.space) and a reduced extent R. Its placed statements are
+// reductions `t[o] = op(body, r)`, row-level outputs `t[o] = f(o)` and element-level outputs
+// `t[o, r] = f(o, r)`; pointwise temporaries are inlined into them. Algorithm:
+//  1. Canonicalize: every statement's index variables are renamed by the part they play
+//     (schedule roles): row dimension d becomes `_o<d>`, the reduced index `_r`. A load of a
+//     reduction's result is then "the value of that reduction for this row".
+//  2. Passes: statements are split into passes over the reduced index; a pass ends before a
+//     statement that needs a reduction of the same pass. Row-level outputs sit between
+//     passes. (softmax: max | exp-sum | store: three passes.)
+//  3. Fusions, for rows that loop in fused variants (ReductionConfig::fuse; a held row costs
+//     nothing to walk again, and split rows keep the passes: their records hold one word per
+//     reduction; unfused variants keep the passes too, and compile.cpp adds fused ones only
+//     where something fuses): a sum or mean
+//     reduction F (f32) joins the pass of an earlier f32 reduction L, its lead, when
+//     everything else F reads is known before L's pass and L is not itself a follower, and
+//       - online max+sum: L is a max and F's body is f * exp(A - L) (or exp(A - g(L)), g the
+//         guard where(abs(L) > FLT_MAX, 0.0, L) of logsumexp), factors in any order and
+//         divisors allowed, with A structurally equal to L's body and no f reading L (softmax,
+//         logsumexp). Each thread keeps (m, s); per chunk m' = max(m, the chunk's values),
+//         s = s * exp(m - m') + the chunk's terms taken against m', s compensated (Kahan, its
+//         compensation rescaled with it). Equal maxima keep s and a
+//         max of -inf rescales to 0, so exp(-inf - -inf) never turns a sum into NaN that the
+//         two-pass sum would not be (reduction_math.h). Threads' pairs merge alike.
+//       - Welford: L is a sum or mean with body X and F's body is D * D, D = X - mean, the two
+//         factors structurally equal and mean either L / R (R the reduced extent, as a symbol
+//         or its fixed value) or the mean L itself (layernorm, mean_var). L keeps (n, mean,
+//         M2) in place of its sum; L's value is n * mean, F's is M2. Per chunk the thread
+//         sums x - k and (x - k)^2, k its running mean (the chunk's first value before any),
+//         and merges that chunk's state with Chan's formula, the mean and M2 compensated
+//         (Kahan): one division per chunk, where Welford's update per element would divide
+//         per element. Threads' states merge with Chan's formula.
+//     A lead's result must be read as accumulated (an output narrower than f32 is read back
+//     rounded: no fusion). Anything else keeps its passes. Error against two-pass: an online
+//     sum's terms are the same exp(x - max), taken against a smaller or equal max; each
+//     rescale (at most one per chunk of >= 4 elements per thread, one per merge) adds about
+//     2^-22 relative (ex2.approx), no more than the sum's own rounding of those 4 elements
+//     (2^-24 each). A Welford M2's relative error grows at most like eps * |mean| / stddev
+//     (the shifts and the merges' deltas), where the textbook one-pass formula's grows like
+//     its square. The compensation keeps the running sums from drifting with the number of
+//     chunks: in f32 (tests/unit/compiler_reduction_math.cpp's CPU model of these loops), 8
+//     threads over 3M elements of 3 + N(0, 1), relative errors 3.1e-8 (online sum) and
+//     5.2e-8 (M2), against 4.0e-6 and 7.2e-6 uncompensated. Counts are f32, exact up to 2^24
+//     elements.
+#include "compiler/reduction_analysis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+
+#include "compiler/plan.h"
+
+namespace kiln {
+namespace reduction {
+namespace {
+
+// a / b with b the same along the reduced index becomes a * (1 / b): the reciprocal is
+// computed once per row instead of once per element (LLVM merges the identical divisions of
+// a thread's elements). The product differs from the quotient by at most about 1 ulp. Both
+// walks are memoized: inlining shares subexpressions, so the expression is a DAG.
+class DivisionHoister {
+ public:
+  Expr run(const Expr& e) {
+    if (auto it = rewritten_.find(e.ptr().get()); it != rewritten_.end()) return it->second;
+    Expr out = map_children(e, [&](const Expr& c) { return run(c); });
+    if (const Binary* d = out.as<Binary>(); d && d->op == BinaryOp::div &&
+                                            out.type() == DType::f32 && varies(wrap(d->a)) &&
+                                            !varies(wrap(d->b))) {
+      Expr one = make_const(1.0, DType::f32, out.loc());
+      out = make_binary(BinaryOp::mul, wrap(d->a),
+                        make_binary(BinaryOp::div, one, wrap(d->b), out.loc()), out.loc());
+    }
+    rewritten_.emplace(e.ptr().get(), out);
+    return out;
+  }
+
+ private:
+  // Whether e reads the reduced index (directly or through a load).
+  bool varies(const Expr& e) {
+    if (auto it = varies_.find(e.ptr().get()); it != varies_.end()) return it->second;
+    bool v = false;
+    if (const Load* l = e.as<Load>()) v = uses(l->indices, kReduced);
+    if (const IndexRef* r = e.as<IndexRef>()) v = r->name == kReduced;
+    for_each_child(e, [&](const Expr& c) { v = varies(c) || v; });
+    varies_.emplace(e.ptr().get(), v);
+    return v;
+  }
+
+  std::unordered_map<const ExprNode*, Expr> rewritten_;
+  std::unordered_map<const ExprNode*, bool> varies_;
+};
+
+// ---- fusions for looped rows (step 3) ------------------------------------------------------
+
+// Whether e loads the result of reduction r for its own row.
+bool is_result(const Expr& e, const Item& r) {
+  const Load* l = e.as<Load>();
+  return l && l->tensor == r.target && l->indices == r.indices;
+}
+
+// Whether e is where(abs(M) > FLT_MAX, 0.0, M), M the result of r: r's result with an
+// infinite max read as 0, the guard that makes logsumexp of a row at -inf give -inf (as torch
+// does) instead of NaN (docs/language.md). A sum of exp(A - guard(M)) follows a running max
+// as exp(A - M) does: against a max of -inf its terms are exp(-inf - 0) = 0, which rescale
+// keeps at 0, and against a finite max guard(M) is M.
+bool is_guarded_result(const Expr& e, const Item& r) {
+  const Select* w = e.as<Select>();
+  if (!w || !is_result(wrap(w->b), r)) return false;
+  const Const* zero = wrap(w->a).as<Const>();
+  const Binary* gt = wrap(w->cond).as<Binary>();
+  if (!zero || zero->value != 0.0 || !gt || gt->op != BinaryOp::gt) return false;
+  const Unary* abs = wrap(gt->a).as<Unary>();
+  const Const* big = wrap(gt->b).as<Const>();
+  return abs && abs->op == UnaryOp::abs && is_result(wrap(abs->a), r) && big &&
+         static_cast<float>(big->value) == std::numeric_limits<float>::max();
+}
+
+// Whether e reads tensor t anywhere (the expression is a DAG: each node is visited once).
+bool reads(const Expr& e, const std::string& t) {
+  std::set<const ExprNode*> seen;
+  std::function<bool(const Expr&)> walk = [&](const Expr& x) {
+    if (!seen.insert(x.ptr().get()).second) return false;
+    if (const Load* l = x.as<Load>(); l && l->tensor == t) return true;
+    bool found = false;
+    for_each_child(x, [&](const Expr& c) { found = found || walk(c); });
+    return found;
+  };
+  return walk(e);
+}
+
+// Whether e is f * exp(A - M) (or exp(A - guard(M)), is_guarded_result), factors in any
+// order and divisors allowed, with A M's body and no f reading M: then e taken against M + d is e *
+// exp(-d), so a sum of such terms can follow a running max by rescaling.
+bool scales_with_max(const Expr& e, const Item& m) {
+  if (const Unary* u = e.as<Unary>(); u && u->op == UnaryOp::exp) {
+    const Binary* d = wrap(u->a).as<Binary>();
+    return d && d->op == BinaryOp::sub &&
+           (is_result(wrap(d->b), m) || is_guarded_result(wrap(d->b), m)) && wrap(d->a) == m.value;
+  }
+  const Binary* b = e.as<Binary>();
+  if (!b || (b->op != BinaryOp::mul && b->op != BinaryOp::div)) return false;
+  if (scales_with_max(wrap(b->a), m) && !reads(wrap(b->b), m.target)) return true;
+  return b->op == BinaryOp::mul && scales_with_max(wrap(b->b), m) && !reads(wrap(b->a), m.target);
+}
+
+// Whether e is the reduced extent R: its symbol, or its value when fixed.
+bool is_extent(const Expr& e, const Dim& R) {
+  if (const SymRef* s = e.as<SymRef>()) return !R.is_fixed() && s->name == R.name();
+  if (const Const* c = e.as<Const>()) return R.is_fixed() && c->value == double(R.value());
+  return false;
+}
+
+// Whether e is (X - mean) * (X - mean), the two factors structurally equal, X the body of
+// reduction s and mean its mean over the row: s / R for a sum, s itself for a mean.
+bool squares_deviation(const Expr& e, const Item& s, const Dim& R) {
+  const Binary* sq = e.as<Binary>();
+  if (!sq || sq->op != BinaryOp::mul || !(wrap(sq->a) == wrap(sq->b))) return false;
+  const Binary* dev = wrap(sq->a).as<Binary>();
+  if (!dev || dev->op != BinaryOp::sub || !(wrap(dev->a) == s.value)) return false;
+  Expr mean = wrap(dev->b);
+  if (s.op == ReduceOp::mean) return is_result(mean, s);
+  const Binary* q = mean.as<Binary>();
+  return s.op == ReduceOp::sum && q && q->op == BinaryOp::div && is_result(wrap(q->a), s) &&
+         is_extent(wrap(q->b), R);
+}
+
+// Finds the reductions that looped rows compute alongside an earlier one (the header's
+// rules) and builds p.looped from p.passes.
+void fuse_for_looped_rows(Program& p, const std::vector<const TensorDecl*>& params, const Dim& R) {
+  std::vector<int> pass_of(p.items.size());
+  for (size_t k = 0; k < p.passes.size(); ++k) {
+    for (int i : p.passes[k]) pass_of[i] = static_cast<int>(k);
+  }
+  // A result that later passes read exactly as the accumulator holds it (an output in a
+  // narrower type is read back rounded).
+  auto exact = [&](const Item& r) { return r.param < 0 || params[r.param]->dtype == DType::f32; };
+  auto f32_reduction = [](const Item& r) {
+    return r.kind == Item::reduction && r.type == DType::f32;
+  };
+  for (size_t i = 0; i < p.items.size(); ++i) {
+    Item& f = p.items[i];
+    if (!f32_reduction(f) || (f.op != ReduceOp::sum && f.op != ReduceOp::mean)) continue;
+    for (int l : f.reads) {
+      const Item& lead = p.items[l];
+      if (!f32_reduction(lead) || !exact(lead) || lead.fusion != Fusion::none) continue;
+      // Everything else it reads must be known when the lead's pass starts.
+      bool ready = std::all_of(f.reads.begin(), f.reads.end(),
+                               [&](int r) { return r == l || pass_of[r] < pass_of[l]; });
+      if (!ready) continue;
+      if (lead.op == ReduceOp::max && scales_with_max(f.value, lead)) {
+        f.fusion = Fusion::online;
+      } else if (squares_deviation(f.value, lead, R)) {
+        f.fusion = Fusion::welford;
+      } else {
+        continue;
+      }
+      f.lead = l;
+      break;
+    }
+  }
+  p.looped = p.passes;
+  for (size_t i = 0; i < p.items.size(); ++i) {
+    const Item& f = p.items[i];
+    if (f.fusion == Fusion::none) continue;
+    std::vector<int>& from = p.looped[pass_of[i]];
+    from.erase(std::find(from.begin(), from.end(), static_cast<int>(i)));
+    std::vector<int>& to = p.looped[pass_of[f.lead]];
+    auto at = std::find(to.begin(), to.end(), f.lead) + 1;
+    while (at != to.end() && p.items[*at].lead == f.lead) ++at;
+    to.insert(at, static_cast<int>(i));
+  }
+  std::erase_if(p.looped, [](const std::vector<int>& pass) { return pass.empty(); });
+}
+
+}  // namespace
+
+std::string row_var(int d) {
+  return fmt::format("_o{}", d);
+}
+
+bool uses(const std::vector<std::string>& idx, const std::string& v) {
+  return std::find(idx.begin(), idx.end(), v) != idx.end();
+}
+
+// Whether canonical indices name a row dimension (`_o<d>`).
+bool uses_row(const std::vector<std::string>& idx) {
+  return std::any_of(idx.begin(), idx.end(), [](const std::string& v) { return v != kReduced; });
+}
+
+Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk, bool fuse) {
+  const KernelDef& def = sk.def;
+  const int rows = static_cast<int>(sk.space.size());
+  Inliner inliner(def, [](const Stmt& s) { return !s.value.as<Reduce>(); });
+  std::vector<const TensorDecl*> params = abi.params();
+  std::map<std::string, int> reduction_item;
+  Program p;
+  for (const Stmt& s : def.body) {
+    auto roles = sk.roles.find(s.target);
+    if (roles == sk.roles.end()) continue;  // an inlined temporary
+    Rename rename;
+    for (const auto& [v, role] : roles->second) {
+      internal_check(role >= 0 && role <= rows, "lower_reduction: statement without roles");
+      rename[v] = role == rows ? kReduced : row_var(role);
+    }
+    Item it;
+    it.target = s.target;
+    for (const auto& v : s.indices) it.indices.push_back(rename.at(v));
+    Expr value = DivisionHoister().run(inliner.rewrite(s.value, rename));
+    if (const Reduce* r = value.as<Reduce>()) {
+      it.kind = Item::reduction;
+      it.op = r->op;
+      it.type = value.type();
+      it.value = wrap(r->body);
+    } else {
+      it.kind = uses(it.indices, kReduced) ? Item::element_store : Item::row_store;
+      it.value = value;
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->name == s.target) it.param = static_cast<int>(i);
+    }
+    internal_check(it.kind == Item::reduction || it.param >= 0,
+                   "lower_reduction: a placed pointwise statement is not an output");
+    // Which reductions it reads.
+    std::set<const ExprNode*> seen;
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (!seen.insert(e.ptr().get()).second) return;
+      if (const Load* l = e.as<Load>()) {
+        auto ri = reduction_item.find(l->tensor);
+        if (ri != reduction_item.end()) it.reads.insert(ri->second);
+      }
+      for_each_child(e, walk);
+    };
+    walk(it.value);
+    if (it.kind == Item::reduction) reduction_item[s.target] = static_cast<int>(p.items.size());
+    p.items.push_back(std::move(it));
+  }
+  // Passes.
+  std::vector<int> current;
+  std::set<int> in_current;
+  auto close = [&] {
+    if (!current.empty()) p.passes.push_back(current);
+    current.clear();
+    in_current.clear();
+  };
+  for (size_t i = 0; i < p.items.size(); ++i) {
+    const Item& it = p.items[i];
+    bool needs_current = std::any_of(it.reads.begin(), it.reads.end(),
+                                     [&](int r) { return in_current.count(r) > 0; });
+    if (needs_current || it.kind == Item::row_store) close();
+    current.push_back(static_cast<int>(i));
+    if (it.kind == Item::reduction) in_current.insert(static_cast<int>(i));
+    if (it.kind == Item::row_store) close();
+  }
+  close();
+  p.looped = p.passes;
+  if (fuse && sk.kind == StepKind::row_reduction) {
+    fuse_for_looped_rows(p, params, *sk.reduced);
+  }
+  return p;
+}
+
+SplitPlan plan_split(const Program& p) {
+  SplitPlan s;
+  int phase = 0;
+  for (const std::vector<int>& pass : p.passes) {
+    s.phase_of.push_back(phase);
+    bool reduces = false;
+    for (int i : pass) {
+      if (p.items[i].kind != Item::reduction) continue;
+      s.slot_of[i] = s.slots++;
+      reduces = true;
+    }
+    phase += reduces;
+  }
+  s.phases = phase + 1;  // the last one stores what the last reductions give
+  return s;
+}
+
+// The key of a load among a group's loads: its tensor and canonical indices.
+std::string load_key(const Load& ld) {
+  std::string key = ld.tensor;
+  for (const auto& i : ld.indices) key += "," + i;
+  return key;
+}
+
+// Inputs read as row vectors (the row's own elements along the contiguous reduced index) by
+// two or more of the looped passes (Program::looped: staging applies to rows that loop).
+StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& params) {
+  std::map<std::string, std::pair<std::set<int>, Load>> reads;
+  for (size_t pi = 0; pi < p.looped.size(); ++pi) {
+    std::set<const ExprNode*> seen;
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (!seen.insert(e.ptr().get()).second) return;
+      if (const Load* ld = e.as<Load>()) {
+        auto param = std::find_if(params.begin(), params.end(),
+                                  [&](const TensorDecl* t) { return t->name == ld->tensor; });
+        if (param != params.end() && (*param)->role == TensorRole::input && !ld->indices.empty() &&
+            ld->indices.back() == kReduced && uses_row(ld->indices)) {
+          auto& [passes, load] = reads[load_key(*ld)];
+          passes.insert(static_cast<int>(pi));
+          load = *ld;
+        }
+        return;
+      }
+      for_each_child(e, walk);
+    };
+    for (int i : p.looped[pi]) {
+      if (p.items[i].kind != Item::row_store) walk(p.items[i].value);
+    }
+  }
+  std::vector<std::pair<int, std::string>> order;  // (-element size, key)
+  for (const auto& [key, r] : reads) {
+    if (r.first.size() >= 2) order.emplace_back(-static_cast<int>(size_of(r.second.stored)), key);
+  }
+  std::sort(order.begin(), order.end());
+  StagePlan s;
+  for (const auto& [neg_size, key] : order) {
+    const auto& [passes, load] = reads.at(key);
+    s.regions[key] = {load, passes, s.bytes_per_element};
+    s.bytes_per_element += -neg_size;
+  }
+  return s;
+}
+
+}  // namespace reduction
+
+using reduction::canonicalize;
+using reduction::Fusion;
+using reduction::Item;
+using reduction::plan_split;
+using reduction::plan_stage;
+using reduction::SplitPlan;
+
+int reduction_vector_width(const ScheduledKernel& sk) {
+  int narrow = 4;
+  for (const TensorDecl& t : sk.def.inputs) narrow = std::min<int>(narrow, size_of(t.dtype));
+  for (const TensorDecl& t : sk.def.outputs) narrow = std::min<int>(narrow, size_of(t.dtype));
+  return 16 / narrow;
+}
+
+RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk) {
+  internal_check(sk.reduced.has_value() && sk.kind == StepKind::row_reduction,
+                 "row_passes: not a row reduction kernel");
+  auto p = canonicalize(abi, sk, true);
+  auto walks = [&](const std::vector<std::vector<int>>& passes) {
+    return static_cast<int>(std::count_if(passes.begin(), passes.end(), [&](const auto& pass) {
+      return p.items[pass[0]].kind != Item::row_store;
+    }));
+  };
+  RowPasses out{walks(p.passes), walks(p.looped), {}};
+  for (const Item& it : p.items) {
+    if (it.fusion == Fusion::none) continue;
+    out.fused.push_back(fmt::format("{}: {} with {}", it.target,
+                                    it.fusion == Fusion::online ? "online max+sum" : "welford",
+                                    p.items[it.lead].target));
+  }
+  return out;
+}
+
+int64_t rows_per_block(StepKind shape, const ReductionConfig& cfg) {
+  if (shape == StepKind::row_reduction) return cfg.block / cfg.group;
+  return int64_t{cfg.block / cfg.group} * cfg.vec;
+}
+
+int64_t stage_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk) {
+  if (sk.kind != StepKind::row_reduction) return 0;
+  return plan_stage(canonicalize(abi, sk, false), abi.params()).bytes_per_element;
+}
+
+SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {
+  SplitPlan plan = plan_split(canonicalize(abi, sk, false));
+  return {plan.phases, plan.slots};
+}
+
+}  // namespace kiln

@@ -1,0 +1,118 @@
+// The analysis of a scheduled reduction kernel (compiler/schedule.h), before any code: its
+// placed statements in canonical form, grouped into passes over the reduced index
+// (canonicalize), the fusions of looped rows (online max+sum, Welford), the phases of split
+// kernels (plan_split) and the inputs that staging keeps in shared memory (plan_stage). The
+// rules are at the top of reduction_analysis.cpp. The public functions answer the compiler and
+// the tools (shapes, widths, passes, sizes); the rest is for the emitters (compiler/lower/).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/config.h"
+#include "compiler/schedule.h"
+
+namespace kiln {
+
+/// The widest useful vector (in elements): 16 bytes of the narrowest tensor the kernel reads
+/// or writes along its vectorized index.
+int reduction_vector_width(const ScheduledKernel& sk);
+
+/// How a split variant of row reduction `sk` runs (bundle/manifest.h): launches per kernel
+/// launch, and 32-bit workspace words per (row, block).
+struct SplitShape {
+  int phases = 0;
+  int slots = 0;
+};
+SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk);
+
+/// The passes that a row reduction kernel (kind row_reduction) makes over each row: `held`
+/// when the row is persistent (and in a split variant), `looped` when it loops, fewer where a
+/// reduction is computed in an earlier reduction's pass (the rules open reduction_analysis.cpp).
+/// Row-level stores are not passes over the row. `fused` says which and how, in statement
+/// order: "s: online max+sum with mx", "_r1: welford with _r0". For tests and tools.
+struct RowPasses {
+  int held = 0, looped = 0;
+  std::vector<std::string> fused;
+};
+RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk);
+
+/// The dynamic shared memory a staging variant of row reduction `sk` uses per element of a row
+/// (the element sizes of the inputs it stages), or 0 when no input is read by two passes
+/// (staging would keep nothing; the compiler then makes no staging variant).
+int64_t stage_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk);
+
+/// Rows (elements of sk.space) one block covers.
+int64_t rows_per_block(StepKind kind, const ReductionConfig& cfg);
+
+namespace reduction {
+
+/// The canonical name of the reduced index, and of row dimension d (`_o<d>`).
+inline const char* const kReduced = "_r";
+std::string row_var(int d);
+
+/// How a reduction of a looped row joins the pass of an earlier one, its lead (step 3).
+enum class Fusion { none, online, welford };
+
+/// A placed statement after canonicalization.
+struct Item {
+  enum Kind { reduction, row_store, element_store } kind;
+  std::string target;
+  Expr value;                        // reductions: the body
+  ReduceOp op = ReduceOp::sum;       // reductions
+  DType type = DType::f32;           // reductions: the accumulator's compute type
+  int param = -1;                    // the abi parameter it stores to, or -1
+  std::vector<std::string> indices;  // canonical left-hand side
+  std::set<int> reads;               // reductions (item indices) whose results it reads
+  Fusion fusion = Fusion::none;      // reductions: how it joins `lead`'s pass on looped rows
+  int lead = -1;
+};
+
+struct Program {
+  std::vector<Item> items;
+  std::vector<std::vector<int>> passes;  // item indices; a row store is a pass of its own
+  // Row kernels: the passes of rows that loop, each fused reduction right after its lead
+  // (and the lead's earlier followers). `passes` never holds a follower with its lead.
+  std::vector<std::vector<int>> looped;
+};
+
+/// Steps 1 to 3. `fuse`: whether looped rows fuse (ReductionConfig::fuse), else p.looped ==
+/// p.passes.
+Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk, bool fuse);
+
+/// Whether canonical indices name `v`; whether they name a row dimension (`_o<d>`).
+bool uses(const std::vector<std::string>& idx, const std::string& v);
+bool uses_row(const std::vector<std::string>& idx);
+
+/// Split row kernels run once per phase: a pass's reductions complete, through the workspace,
+/// at the start of the next phase, so a phase ends after each pass with reductions. Row stores
+/// and passes that need no reduction of their own phase share it.
+struct SplitPlan {
+  std::vector<int> phase_of;   // per pass
+  std::map<int, int> slot_of;  // reduction item -> its workspace word in a (row, block) record
+  int phases = 0;
+  int slots = 0;
+};
+SplitPlan plan_split(const Program& p);
+
+/// Staging (step 4b): the inputs kept in a row's dynamic shared memory area, by load key
+/// (load_key). A row's area holds, for each staged input in turn (widest elements first), R
+/// elements of its stored type; rows of a block follow each other.
+struct StagePlan {
+  struct Region {
+    Load load;             // the input's load (canonical indices)
+    std::set<int> passes;  // the passes that read it; the first loads it and stores it
+    int64_t offset = 0;    // bytes per element of the regions before it: it starts at R * offset
+  };
+  std::map<std::string, Region> regions;
+  int64_t bytes_per_element = 0;  // of all regions: a row's area is R * bytes_per_element
+};
+StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& params);
+
+/// The key of a load among a group's loads: its tensor and canonical indices.
+std::string load_key(const Load& ld);
+
+}  // namespace reduction
+}  // namespace kiln
