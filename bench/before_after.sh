@@ -28,13 +28,21 @@ for which in old new; do
 done
 wait
 status=0
-declare -A ok
+declare -A ok pid
+# The checks (the interpreter on the CPU) run side by side, each judged by its exit status; the
+# timing after them, one launch sequence at a time.
 for c in "${cases[@]}"; do
   k=${c%% *} shape=${c#* }
   for which in old new; do
     bin=${!which}
-    if "$bin" run "$out/$which/$k" "$k" --shape "$shape" --variant default --reps 1 \
-        > "$out/check_${which}_${k}_${shape//[=,]/_}.txt" 2>&1; then
+    "$bin" run "$out/$which/$k" "$k" --shape "$shape" --variant default --reps 1 \
+      > "$out/check_${which}_${k}_${shape//[=,]/_}.txt" 2>&1 &
+    pid["$which $c"]=$!
+  done
+done
+for c in "${cases[@]}"; do
+  for which in old new; do
+    if wait "${pid["$which $c"]}"; then
       ok["$which $c"]=1
     else
       echo "check failed: $which $c" | tee -a "$out/failures.txt"

@@ -179,6 +179,12 @@ int kiln_launch(const kiln_kernel* kernel, CUstream stream, const CUdeviceptr* p
   });
 }
 
+int kiln_launch_packed(const kiln_launch_args* args) {
+  if (args == nullptr) return invalid("kiln_launch_packed: args is NULL");
+  return kiln_launch(args->kernel, args->stream, args->ptrs, args->nptrs, args->symbols,
+                     args->nsymbols);
+}
+
 int kiln_bundle_kernel_count(const kiln_bundle* bundle, size_t* count) {
   if (bundle == nullptr || count == nullptr) {
     return invalid("kiln_bundle_kernel_count: NULL argument");

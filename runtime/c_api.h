@@ -104,6 +104,23 @@ int kiln_kernel_param_dim(const kiln_kernel* kernel, size_t index, size_t dim, i
 /** The name of symbol `index` ("M"). */
 int kiln_kernel_symbol(const kiln_kernel* kernel, size_t index, const char** name);
 
+/** One launch's arguments in one struct, for callers that keep it and change only what
+ *  changes between launches: a foreign-function interface pays for each argument it converts,
+ *  so the Python package fills one per thread (the arrays once, the pointers, symbols and
+ *  stream per call) and passes its address. The fields mean what kiln_launch's do. */
+typedef struct kiln_launch_args {
+  const kiln_kernel* kernel;
+  CUstream stream;
+  const CUdeviceptr* ptrs;
+  size_t nptrs;
+  const int64_t* symbols;
+  size_t nsymbols;
+} kiln_launch_args;
+
+/** kiln_launch(args->kernel, args->stream, args->ptrs, args->nptrs, args->symbols,
+ *  args->nsymbols); KILN_ERROR_INVALID_ARGUMENT when `args` is NULL. */
+int kiln_launch_packed(const kiln_launch_args* args);
+
 #ifdef __cplusplus
 }
 #endif

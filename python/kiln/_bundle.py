@@ -194,11 +194,10 @@ class Kernel:
                    self._fast_path(names, symkw) +
                    f"    return _kcall({tup}, stream, {syms})\n")
             scope = self._scope = {"_kMISSING": _MISSING, "_kcall": call, "_kT": _NoTensor,
-                                   "_ktls": self._tls, "_kh": ctypes.c_void_p(self._handle),
-                                   "_kraw": _lib.raw_launch(), "_kcheck": _lib.check,
-                                   "_knp": ctypes.c_size_t(self._np),
-                                   "_kns": ctypes.c_size_t(self._ns), "_kdev": self._device,
-                                   "_kstream": _stream_object, "_kcur": None}
+                                   "_ktls": self._tls, "_kcheck": _lib.check,
+                                   "_kdev": self._device, "_kcur": None,
+                                   "_kpacked": _lib.raw_launch_packed(),
+                                   "_kstreamint": _stream_int}
             fname = self.name if self.name.isidentifier() and not keyword.iskeyword(
                 self.name) else "kernel"
             if fname != self.name:
@@ -257,17 +256,17 @@ class Kernel:
         eq += [f"_kv{j} > 0" for j in range(self._ns)]
         L.append(f"                if {' and '.join(eq) or 'True'}:")
         L.append("                    try:")
-        L.append("                        _kp = _ktls.ptrs")
-        L.append("                        _ky = _ktls.syms")
+        L.append("                        _ka, _kp, _ky, _kq = _ktls.args")
         L.append("                    except AttributeError:")
-        L.append("                        _kp = None")
-        L.append("                    if _kp is not None:")
+        L.append("                        _ka = None")
+        L.append("                    if _ka is not None:")
         for i, n in enumerate(names):
             L.append(f"                        _kp[{i}] = {n}.data_ptr()")
         for j in range(self._ns):
             L.append(f"                        _ky[{j}] = _kv{j}")
-        L.append("                        _krc = _kraw(_kh, _kstream(_kcur(_kdev) if stream is "
-                 "None else stream), _kp, _knp, _ky, _kns)")
+        L.append("                        _ka.stream = _kcur(_kdev) if stream is None else "
+                 "_kstreamint(stream)")
+        L.append("                        _krc = _kpacked(_kq)")
         L.append("                        if _krc:")
         L.append("                            _kcheck(_krc)")
         outs = [names[p.index] for p in self.outputs]
@@ -346,9 +345,13 @@ class Kernel:
         try:
             return tls.ptrs, tls.syms
         except AttributeError:
-            tls.ptrs = self._PtrArray()
-            tls.syms = self._SymArray()
-            return tls.ptrs, tls.syms
+            ptrs, syms = self._PtrArray(), self._SymArray()
+            args = _lib.LaunchArgs(self._handle, None, ctypes.addressof(ptrs), self._np,
+                                   ctypes.addressof(syms), self._ns)
+            # What the generated fast path fills and passes: one attribute read per launch.
+            tls.args = (args, ptrs, syms, ctypes.pointer(args))
+            tls.ptrs, tls.syms = ptrs, syms
+            return ptrs, syms
 
     def _call(self, args: tuple, stream, symkw: tuple):
         Tensor = _torch_state["Tensor"]
@@ -555,19 +558,9 @@ def _c_contiguous(shape: tuple, strides: tuple, itemsize: int) -> bool:
     return True
 
 
-_stream_objects: Dict[int, ctypes.c_void_p] = {}
-
-
-def _stream_object(stream) -> ctypes.c_void_p:
-    """A CUstream argument for the launch without argtypes: one c_void_p per handle, kept."""
-    if type(stream) is not int:
-        stream = _stream_handle(stream)
-    o = _stream_objects.get(stream)
-    if o is None:
-        if len(_stream_objects) > 256:
-            _stream_objects.clear()
-        o = _stream_objects[stream] = ctypes.c_void_p(stream)
-    return o
+def _stream_int(stream) -> int:
+    """A CUstream argument as an int (the packed launch's field takes ints)."""
+    return stream if type(stream) is int else _stream_handle(stream)
 
 
 def _stream_handle(stream) -> int:

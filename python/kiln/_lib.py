@@ -109,19 +109,24 @@ def lib() -> ctypes.CDLL:
     return _lib
 
 
-_raw = None
+class LaunchArgs(ctypes.Structure):
+    """kiln_launch_args (runtime/c_api.h): one launch's arguments, kept per thread and kernel."""
+    _fields_ = [("kernel", ctypes.c_void_p), ("stream", ctypes.c_void_p),
+                ("ptrs", ctypes.c_void_p), ("nptrs", ctypes.c_size_t),
+                ("symbols", ctypes.c_void_p), ("nsymbols", ctypes.c_size_t)]
 
 
-def raw_launch():
-    """kiln_launch without argtypes, from a second handle on the library: the generated fast
-    path passes ready ctypes objects (c_void_p, arrays, c_size_t), skipping the conversions
-    that argtypes does on every call."""
-    global _raw
-    if _raw is None:
-        f = ctypes.CDLL(lib()._name).kiln_launch
+_raw_packed = None
+
+
+def raw_launch_packed():
+    """kiln_launch_packed without argtypes: the fast path passes one ready pointer."""
+    global _raw_packed
+    if _raw_packed is None:
+        f = ctypes.CDLL(lib()._name).kiln_launch_packed
         f.restype = ctypes.c_int
-        _raw = f
-    return _raw
+        _raw_packed = f
+    return _raw_packed
 
 
 def last_error() -> str:

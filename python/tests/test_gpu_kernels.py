@@ -76,9 +76,13 @@ def _mean_var(x):
     return {"mean": mean, "var": ((x - mean[:, None]) ** 2).sum(1) / x.shape[1]}
 
 
-def _add_rmsnorm(x, r, w):
-    h = x + r
-    return {"h": h, "y": _rmsnorm(h, w)}
+def _add_rmsnorm(dtype):
+    # y reads h as it is stored (Kiln reads an output back at its storage type, as torch's
+    # bf16 `h = x + r` is rounded before the norm): the reference rounds it likewise.
+    def ref(x, r, w):
+        h = (x + r).to(dtype).to(F64)
+        return {"h": h, "y": _rmsnorm(h, w)}
+    return ref
 
 
 def _rowsum_colsum(x):
@@ -115,7 +119,7 @@ def _weighted_colsum(x):
 # specials: which special values the second run puts into the float inputs.
 REFERENCES = {
     "add": (lambda x, y: x + y, False, ("nan", "inf")),
-    "add_rmsnorm": (_add_rmsnorm, True, ("nan",)),
+    "add_rmsnorm": (_add_rmsnorm(torch.bfloat16), True, ("nan",)),
     "bias_gelu": (_gelu, False, ("nan",)),
     "causal_mask": (_causal, False, ("nan", "inf")),
     "colsum": (lambda x: x.sum(0), True, ("nan",)),
@@ -137,7 +141,7 @@ REFERENCES = {
     "rmsnorm_f32": (_rmsnorm, True, ("nan",)),
     "logsumexp_bf16": (_logsumexp, True, ("nan",)),
     "mean_var_bf16": (_mean_var, True, ("nan",)),
-    "add_rmsnorm_f32": (_add_rmsnorm, True, ("nan",)),
+    "add_rmsnorm_f32": (_add_rmsnorm(torch.float32), True, ("nan",)),
     "global_max_norm_bf16": (lambda x: x / x.amax(), True, ("nan",)),
     "rowsum_colsum_bf16": (_rowsum_colsum, True, ("nan",)),
     "rmsnorm": (_rmsnorm, True, ("nan",)),

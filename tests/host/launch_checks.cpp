@@ -364,6 +364,17 @@ TEST_CASE("the C API refuses bad arguments with a message and keeps the process"
   CHECK(kiln_launch(k, nullptr, ptrs, 1, good, 2) == KILN_ERROR);
   CHECK(kiln_launch(k, nullptr, nullptr, 2, good, 2) == KILN_ERROR_INVALID_ARGUMENT);
   CHECK(kiln_launch(nullptr, nullptr, ptrs, 2, good, 2) == KILN_ERROR_INVALID_ARGUMENT);
+  // The packed form: the same checks, the same results.
+  kiln_launch_args args{k, nullptr, ptrs, 2, good, 2};
+  CHECK(kiln_launch_packed(&args) == KILN_OK);
+  args.nptrs = 1;
+  CHECK(kiln_launch_packed(&args) == KILN_ERROR);
+  args.nptrs = 2;
+  const int64_t zero[] = {33, 0};
+  args.symbols = zero;
+  CHECK(kiln_launch_packed(&args) == KILN_ERROR);
+  CHECK(std::string(kiln_last_error()).find("N") != std::string::npos);
+  CHECK(kiln_launch_packed(nullptr) == KILN_ERROR_INVALID_ARGUMENT);
   (void)release(x);
   (void)release(y);
   CHECK(kiln_bundle_free(b) == KILN_OK);
