@@ -5,12 +5,10 @@
 #   scripts/compare_codegen.sh /tmp/ref             # before the change
 #   scripts/compare_codegen.sh /tmp/new /tmp/ref    # after it
 # Usage: scripts/compare_codegen.sh OUT [REF]   (KILN=path/to/kiln, default build/tools/kiln)
-# Caveat (2026-11-23): the emitted code is not fully deterministic from run to run. In a
-# persistent row, ReductionLowering::rematerialize walks a point's ValueMemo, an unordered_map
-# keyed by node address, so the order of its opaque copies (and then the PTX) can change
-# between two runs of one binary (seen on mean_var's group-256 vec-1 variants). To compare two
-# builds, patch that walk into emission order in both (sort the entries by the position of
-# their instruction in the function) and compare the patched builds.
+# The emitted code is deterministic: two runs of one binary give the same bytes (until
+# 2026-11-23, ReductionLowering::rematerialize walked an unordered_map keyed by node address
+# and the held scalar variants of row kernels could differ from run to run; compare a build
+# from before that fix with a build patched the same way).
 set -u
 out=${1:?usage: compare_codegen.sh OUT [REF]}
 ref=${2:-}
