@@ -5,12 +5,6 @@
 
 namespace kiln {
 
-std::string config_text(const Config& c) {
-  std::string s;
-  for (const auto& [k, v] : c) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
-  return s;
-}
-
 SearchResult search(const std::vector<Config>& grid, const std::vector<ParamRange>& params,
                     const std::function<Trial(const Config&)>& trial, const SearchOptions& opts) {
   SearchResult r;

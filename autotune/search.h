@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/config.h"  // config_text: a config's text form
+
 namespace kiln {
 
 using Config = std::map<std::string, int64_t>;
@@ -50,9 +52,6 @@ struct SearchResult {
   std::vector<std::string> rejected;  // "block=1024 unroll=8 vec=4: reason"
   std::string how;
 };
-
-/// Text of a config: "block=128 unroll=2 vec=4".
-std::string config_text(const Config& c);
 
 /// Runs the search; `trial` is called at most once per distinct configuration.
 SearchResult search(const std::vector<Config>& grid, const std::vector<ParamRange>& params,

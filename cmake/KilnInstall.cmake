@@ -23,7 +23,7 @@ install(TARGETS kiln_runtime_static kiln_runtime_shared kiln EXPORT KilnTargets
 # cache.h are the entry points; tests/install compiles each one alone against the install).
 set(KILN_PUBLIC_HEADERS
   runtime/runtime.h runtime/launch.h runtime/driver.h
-  bundle/status.h bundle/manifest.h bundle/cache.h
+  bundle/status.h bundle/manifest.h bundle/rule.h bundle/cache.h
   ir/dtype.h ir/shape.h)
 foreach(header ${KILN_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)

@@ -201,15 +201,7 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
                     "can run",
                     step, k.name, to_string(sp.kind)));
   }
-  bundle::Variant v;
-  v.id = id;
-  v.entry = entry;
-  v.config = cfg.as_map();
-  v.block_threads = cfg.block;
-  v.elements_per_block = cfg.elements_per_block();
-  for (const std::string& arch : archs) {
-    v.images.push_back({arch, fmt::format("{}.{}.ptx", entry, arch), "", 0, 0, 0, "", ""});
-  }
+  bundle::Variant v = manifest_variant(plan_variant(sp, cfg), id, entry, archs);
   for (size_t im = 0; im < v.images.size(); ++im) {
     std::string w =
         apply_image(build_image(sp, cfg, v.entry, archs[im], true, v.block_threads), v, im, files);

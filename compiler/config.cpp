@@ -1,10 +1,18 @@
 // See config.h.
 #include "compiler/config.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 
 namespace kiln {
+
+std::string config_text(const std::map<std::string, int64_t>& config) {
+  std::string s;
+  for (const auto& [k, v] : config) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+  return s;
+}
 
 std::map<std::string, int64_t> PointwiseConfig::as_map() const {
   return {{"block", block}, {"vec", vec}, {"unroll", unroll}};

@@ -9,6 +9,9 @@
 
 namespace kiln {
 
+/// A configuration's text form, as tools print it and the tuner logs it: "block=256 vec=4".
+std::string config_text(const std::map<std::string, int64_t>& config);
+
 /// A pointwise step: each thread handles `unroll` vectors of `vec` consecutive elements per
 /// grid-stride iteration, the vectors of one block interleaved so that a warp's accesses are
 /// contiguous; a block covers block * vec * unroll elements.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "bundle/rule.h"
 #include "compiler/codegen.h"
 #include "ir/text.h"
 
@@ -61,30 +62,6 @@ std::vector<PointwiseStep> plan_sub_pointwise(const KernelDef& abi, const Kernel
 
 // ---- configuration spaces ------------------------------------------------------------------
 
-PlannedVariant pointwise_variant(const PointwiseConfig& c) {
-  PlannedVariant v;
-  v.config = c;
-  v.block_threads = c.block;
-  v.elements_per_block = c.elements_per_block();
-  return v;
-}
-
-PlannedVariant reduction_variant(const StepPlan& step, const ReductionConfig& c) {
-  const bool row = step.kind == bundle::StepKind::row_reduction;
-  PlannedVariant v;
-  v.config = c;
-  v.block_threads = c.block;
-  v.elements_per_block = rows_per_block(step.kind, c);
-  if (row) v.max_reduced = row_heuristic_limit(c, step.max_vec, step.fused_single_pass);
-  if (c.split) {
-    // The elements of the reduced extent a block walks per iteration.
-    const int64_t chunk = row ? c.capacity() : int64_t{c.group} * c.items;
-    v.split = {step.split.phases, step.split.slots, chunk};
-  }
-  if (c.stage) v.stage = {step.stage_bytes_per_element, rows_per_block(step.kind, c), c.vec};
-  return v;
-}
-
 // The step's variants (config.h's spaces) with the default marked.
 void plan_variants(StepPlan& step) {
   std::vector<AnyConfig> space;
@@ -110,9 +87,7 @@ void plan_variants(StepPlan& step) {
       break;
   }
   for (const AnyConfig& c : space) {
-    PlannedVariant v = std::holds_alternative<PointwiseConfig>(c)
-                           ? pointwise_variant(std::get<PointwiseConfig>(c))
-                           : reduction_variant(step, std::get<ReductionConfig>(c));
+    PlannedVariant v = plan_variant(step, c);
     v.is_default = c == def;
     if (v.is_default) step.default_variant = static_cast<int>(step.variants.size());
     step.variants.push_back(std::move(v));
@@ -120,22 +95,6 @@ void plan_variants(StepPlan& step) {
   internal_check(std::count_if(step.variants.begin(), step.variants.end(),
                                [](const PlannedVariant& v) { return v.is_default; }) == 1,
                  "plan: a step's space must hold its default exactly once");
-}
-
-std::string dims_text(const std::vector<Dim>& dims) {
-  std::vector<std::string> s;
-  for (const Dim& d : dims) s.push_back(d.to_string());
-  return fmt::format("[{}]", fmt::join(s, ", "));
-}
-
-std::string map_text(const std::map<std::string, int64_t>& m) {
-  std::string s;
-  for (const auto& [k, v] : m) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
-  return s;
-}
-
-std::string config_map_text(const AnyConfig& c) {
-  return std::visit([](const auto& x) { return map_text(x.as_map()); }, c);
 }
 
 // "8 threads x 16 elements per row, 16 rows per block".
@@ -152,22 +111,34 @@ std::string limit_text(int64_t limit) {
 
 }  // namespace
 
-std::vector<std::pair<int64_t, int>> StepPlan::tiers() const {
-  std::vector<std::pair<int64_t, int>> out;
-  if (!reduced) return out;
-  for (size_t i = 0; i < variants.size(); ++i) {
-    if (variants[i].max_reduced > 0) out.emplace_back(variants[i].max_reduced, static_cast<int>(i));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+bool StepPlan::fused_single_pass() const {
+  return !passes.fused.empty() && passes.looped == 1;
 }
 
-int StepPlan::split_variant() const {
-  if (kind == bundle::StepKind::row_reduction && tiers().empty()) return -1;
-  for (size_t i = 0; i < variants.size(); ++i) {
-    if (variants[i].split.phases > 0) return static_cast<int>(i);
+PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
+  PlannedVariant v;
+  v.config = config;
+  if (const auto* p = std::get_if<PointwiseConfig>(&config)) {
+    v.block_threads = p->block;
+    v.elements_per_block = p->elements_per_block();
+    return v;
   }
-  return -1;
+  const auto& c = std::get<ReductionConfig>(config);
+  const bool row = step.kind == bundle::StepKind::row_reduction;
+  v.block_threads = c.block;
+  v.elements_per_block = rows_per_block(step.kind, c);
+  if (row) v.max_reduced = row_heuristic_limit(c, step.max_vec, step.fused_single_pass());
+  if (c.split) {
+    // The elements of the reduced extent a block walks per iteration.
+    const int64_t chunk = row ? c.capacity() : int64_t{c.group} * c.items;
+    v.split = {step.split.phases, step.split.slots, chunk};
+  }
+  if (c.stage) v.stage = {step.stage_bytes_per_element, rows_per_block(step.kind, c), c.vec};
+  return v;
+}
+
+std::string config_text(const AnyConfig& c) {
+  return std::visit([](const auto& x) { return config_text(x.as_map()); }, c);
 }
 
 std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
@@ -211,7 +182,6 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
     p.split = split_shape(abi, sk);
     if (p.kind == StepKind::row_reduction) {
       p.passes = row_passes(abi, sk);
-      p.fused_single_pass = !p.passes.fused.empty() && p.passes.looped == 1;
       p.stage_bytes_per_element = stage_bytes_per_element(abi, sk);
     }
     plan_variants(p);
@@ -232,24 +202,30 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   bs.kind = step.kind;
   bs.space = step.space;
   if (step.reduced) bs.reduced = {*step.reduced};
-  for (size_t vi = 0; vi < step.variants.size(); ++vi) {
-    const PlannedVariant& pv = step.variants[vi];
+  for (const PlannedVariant& pv : step.variants) {
     if (default_only && !pv.is_default) continue;
-    bundle::Variant& v = bs.variants.emplace_back();
-    v.id = static_cast<int>(bs.variants.size() - 1);
-    v.is_default = pv.is_default;
-    v.entry = entry_name(kernel, si, v.id);
-    v.config = std::visit([](const auto& c) { return c.as_map(); }, pv.config);
-    v.block_threads = pv.block_threads;
-    v.elements_per_block = pv.elements_per_block;
-    v.max_reduced = pv.max_reduced;
-    v.split = pv.split;
-    v.stage = pv.stage;
-    for (const std::string& arch : archs) {
-      v.images.push_back({arch, fmt::format("{}.{}.ptx", v.entry, arch), "", 0, 0, 0, "", ""});
-    }
+    const int id = static_cast<int>(bs.variants.size());
+    bs.variants.push_back(manifest_variant(pv, id, entry_name(kernel, si, id), archs));
   }
   return bs;
+}
+
+bundle::Variant manifest_variant(const PlannedVariant& pv, int id, const std::string& entry,
+                                 const std::vector<std::string>& archs) {
+  bundle::Variant v;
+  v.id = id;
+  v.entry = entry;
+  v.config = std::visit([](const auto& c) { return c.as_map(); }, pv.config);
+  v.block_threads = pv.block_threads;
+  v.elements_per_block = pv.elements_per_block;
+  v.max_reduced = pv.max_reduced;
+  v.split = pv.split;
+  v.stage = pv.stage;
+  v.is_default = pv.is_default;
+  for (const std::string& arch : archs) {
+    v.images.push_back({arch, fmt::format("{}.{}.ptx", entry, arch), "", 0, 0, 0, "", ""});
+  }
+  return v;
 }
 
 std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& indent) {
@@ -258,26 +234,31 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   auto line = [&](const std::string& s) { out += indent + s + "\n"; };
   const PlannedVariant& def = step.variants[static_cast<size_t>(step.default_variant)];
   if (step.kind == bundle::StepKind::pointwise) {
-    line(fmt::format("every size: variant {} ({})", step.default_variant,
-                     config_map_text(def.config)));
+    line(fmt::format("every size: variant {} ({})", step.default_variant, config_text(def.config)));
   } else {
     const std::string R = step.reduced->to_string();
-    const int sv = step.split_variant();
+    // The runtime's own rule (bundle/rule.h) on the manifest step this plan writes; the SM
+    // count only matters when it is evaluated for a launch.
+    const bundle::Step written = manifest_step(plan, si, {});
+    const bundle::StepRule rule = bundle::step_rule(
+        written, std::vector<bool>(written.variants.size(), true), {1, /*memory_pools=*/true});
+    const int sv = rule.split;
     if (sv >= 0) {
       const PlannedVariant& v = step.variants[static_cast<size_t>(sv)];
-      line(
-          fmt::format("ceil(rows / {}) < the GPU's SMs and {} >= {} (4+ blocks per tile, 2+ chunks "
-                      "of {} each): "
-                      "variant {} ({}), {} spread over blocks, {} launches through a workspace",
-                      v.elements_per_block, R, 8 * v.split.chunk, v.split.chunk, sv,
-                      config_map_text(v.config), R, v.split.phases));
+      line(fmt::format(
+          "ceil(rows / {}) < the GPU's SMs and {} >= {} ({}+ blocks per tile, {}+ chunks of {} "
+          "each): variant {} ({}), {} spread over blocks, {} launches through a workspace",
+          v.elements_per_block, R,
+          int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk,
+          bundle::kSplitMinBlocks, bundle::kSplitMinChunks, v.split.chunk, sv,
+          config_text(v.config), R, v.split.phases));
       line("else:");
     }
-    const std::vector<std::pair<int64_t, int>> tiers = step.tiers();
+    const std::vector<std::pair<int64_t, int>>& tiers = rule.tiers;
     if (tiers.empty()) {
       const auto& c = std::get<ReductionConfig>(def.config);
       line(fmt::format("{}variant {} ({}): {} columns per block, {} x {} steps of {} in flight",
-                       sv >= 0 ? "  " : "", step.default_variant, config_map_text(def.config),
+                       sv >= 0 ? "  " : "", step.default_variant, config_text(def.config),
                        def.elements_per_block, c.group, c.items, R));
     }
     for (size_t t = 0; t < tiers.size(); ++t) {
@@ -296,7 +277,7 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                                c.capacity(), step.passes.held)
                  : fmt::format("the row on chip, {} pass(es) over it", step.passes.held);
       line(fmt::format("{}{}: variant {} ({}), {}; {}", sv >= 0 ? "  " : "", when, vi,
-                       config_map_text(v.config), row_shape_text(c), how));
+                       config_text(v.config), row_shape_text(c), how));
     }
   }
   if (step.max_vec > 1) {
@@ -342,7 +323,7 @@ std::string print_plan(const KernelPlan& plan) {
     out += fmt::format("  variants: {}\n", st.variants.size());
     for (size_t vi = 0; vi < st.variants.size(); ++vi) {
       const PlannedVariant& v = st.variants[vi];
-      out += fmt::format("    v{} {}{} threads={} per_block={}", vi, config_map_text(v.config),
+      out += fmt::format("    v{} {}{} threads={} per_block={}", vi, config_text(v.config),
                          v.is_default ? " default" : "", v.block_threads, v.elements_per_block);
       if (v.max_reduced > 0) out += fmt::format(" tier<={}", limit_text(v.max_reduced));
       if (v.split.phases > 0) {

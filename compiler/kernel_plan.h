@@ -13,7 +13,7 @@
 // Readers:
 //   - lowering (compile.cpp: lower_step) compiles each planned variant as the plan says;
 //   - the manifest writer (manifest_step) copies the variants and the rule into the bundle,
-//     where the runtime evaluates the rule (runtime/launch.h: step_rule, heuristic_variant)
+//     where the runtime evaluates the rule (bundle/rule.h: step_rule, heuristic_variant)
 //     without re-deriving anything;
 //   - `kiln explain` prints the rule and, for given sizes, the variant the runtime's own
 //     heuristic_variant picks on the manifest step (tools/explain.cpp);
@@ -66,11 +66,8 @@ struct StepPlan {
   int max_vec = 1;                      // widest useful vector, in elements (16 bytes)
 
   // Row reductions: the passes over a row (held on chip, looped) and the fusions of looped
-  // rows ("s: online max+sum with mx"); a kernel with fusions gets fused variants, and when
-  // fusing leaves one pass over a looped row the fused copy of the largest tier is the tier
-  // for every longer row.
+  // rows ("s: online max+sum with mx"); a kernel with fusions gets fused variants.
   RowPasses passes;
-  bool fused_single_pass = false;
   // Split variants: launches per kernel launch and workspace words per (row, block).
   SplitShape split;
   // Staging variants: shared memory per element of a row (0: nothing is read twice, and
@@ -81,11 +78,21 @@ struct StepPlan {
   int default_variant = 0;
   std::vector<TuneRange> tune_ranges;
 
-  /// The rule's tiers (limit, variant), ascending, and its split variant (or -1), as the
-  /// runtime's step_rule reads them back from the manifest.
-  std::vector<std::pair<int64_t, int>> tiers() const;
-  int split_variant() const;
+  /// Whether fusing leaves a looped row one pass (then the fused copy of the largest tier is
+  /// the tier for every longer row).
+  bool fused_single_pass() const;
 };
+
+/// What `config` is as a variant of `step`: the fields the manifest records and the rule
+/// reads (block, rows per block, tier limit, split and staging layouts).
+PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config);
+
+/// A variant's manifest entry, `id`, named `entry`, with images for `archs` not yet built.
+bundle::Variant manifest_variant(const PlannedVariant& v, int id, const std::string& entry,
+                                 const std::vector<std::string>& archs);
+
+/// A configuration as people read it: "block=256 group=8 items=4 vec=4".
+std::string config_text(const AnyConfig& c);
 
 /// A spec kernel's plan. Steps point into `schedule` and `abis`: the plan is not copyable.
 struct KernelPlan {

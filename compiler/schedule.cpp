@@ -24,12 +24,6 @@ namespace kiln {
 
 namespace {
 
-std::string dims_text(const std::vector<Dim>& d) {
-  std::vector<std::string> s;
-  for (const Dim& x : d) s.push_back(x.to_string());
-  return "[" + fmt::format("{}", fmt::join(s, ", ")) + "]";
-}
-
 bool same_multiset(std::vector<Dim> a, std::vector<Dim> b) {
   auto key = [](const Dim& d) { return d.to_string(); };
   auto cmp = [&](const Dim& x, const Dim& y) { return key(x) < key(y); };

@@ -7,4 +7,10 @@ std::string Dim::to_string() const {
   return is_fixed() ? std::to_string(value()) : name();
 }
 
+std::string dims_text(const std::vector<Dim>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i].to_string();
+  return s + "]";
+}
+
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace kiln {
 
@@ -20,5 +21,8 @@ struct Dim {
   std::string to_string() const;  // "128" or "N"
   friend bool operator==(const Dim&, const Dim&) = default;
 };
+
+/// "[M, 128]"
+std::string dims_text(const std::vector<Dim>& dims);
 
 }  // namespace kiln

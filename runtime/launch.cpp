@@ -47,9 +47,7 @@ std::string shape_text(const std::vector<Dim>& shape, const std::vector<int64_t>
   return fmt::format("[{}] = [{}]", fmt::join(names, ", "), fmt::join(values, ", "));
 }
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return a / b + (a % b != 0);
-}
+using bundle::ceil_div;
 
 }  // namespace
 
@@ -70,54 +68,6 @@ std::optional<int64_t> numel(const std::vector<int64_t>& dims, std::span<const i
     if (__builtin_mul_overflow(n, extent(d, symbols), &n)) return std::nullopt;
   }
   return n;
-}
-
-StepRule step_rule(const bundle::Step& step, const std::vector<bool>& loadable,
-                   const DeviceFacts& device) {
-  StepRule r;
-  for (size_t vi = 0; vi < step.variants.size(); ++vi) {
-    if (!loadable[vi]) continue;
-    const Variant& v = step.variants[vi];
-    const int id = static_cast<int>(vi);
-    if (r.chosen < 0 || v.is_default) r.chosen = id;
-    if (v.align_bytes == 1 && (r.scalar_fallback < 0 || v.is_default)) r.scalar_fallback = id;
-    if (v.max_reduced > 0 && !step.reduced.empty()) r.tiers.emplace_back(v.max_reduced, id);
-  }
-  std::sort(r.tiers.begin(), r.tiers.end());
-  // Row steps split under their tiers; outer steps have no tiers, only this choice.
-  const bool may_split = !r.tiers.empty() || step.kind == bundle::StepKind::outer_reduction;
-  for (size_t vi = 0; vi < step.variants.size() && r.split < 0 && may_split; ++vi) {
-    if (loadable[vi] && step.variants[vi].split.phases > 0 && device.memory_pools) {
-      r.split = static_cast<int>(vi);
-    }
-  }
-  return r;
-}
-
-int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count) {
-  tiles = std::max<int64_t>(tiles, 1);
-  const int64_t want = ceil_div(int64_t{4} * std::max(sm_count, 1), tiles);
-  const int64_t most = std::max<int64_t>(1, reduced / (2 * std::max<int64_t>(chunk, 1)));
-  return std::max<int64_t>(1, std::min({want, most, bundle::kMaxGridX / tiles}));
-}
-
-int heuristic_variant(const bundle::Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
-                      const DeviceFacts& device) {
-  if (rows < 1 || reduced < 1) return rule.chosen;
-  if (rule.split >= 0) {
-    // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth 4+ blocks.
-    const Variant& sv = step.variants[static_cast<size_t>(rule.split)];
-    const int64_t tiles = ceil_div(rows, sv.elements_per_block);
-    if (tiles < device.sm_count &&
-        split_blocks(tiles, reduced, sv.split.chunk, device.sm_count) >= 4) {
-      return rule.split;
-    }
-  }
-  if (rule.tiers.empty()) return rule.chosen;
-  for (const auto& [limit, variant] : rule.tiers) {
-    if (limit >= reduced) return variant;
-  }
-  return rule.tiers.back().second;
 }
 
 int heuristic_for(const KernelInfo& info, const EncodedKernel& enc, size_t step,

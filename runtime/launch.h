@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bundle/manifest.h"
+#include "bundle/rule.h"
 #include "bundle/status.h"
 
 namespace kiln::launch {
@@ -46,38 +47,12 @@ EncodedKernel encode(const bundle::KernelInfo& k);
 /// must hold one value per symbol.
 std::optional<int64_t> numel(const std::vector<int64_t>& dims, std::span<const int64_t> symbols);
 
-/// What the heuristic reads of the device.
-struct DeviceFacts {
-  int sm_count = 1;
-  bool memory_pools = false;  // stream-ordered allocation: split variants and buffers need it
-};
-
-/// The runtime's rule for one step, derived once from the manifest (which variants loaded,
-/// and the device): the variant it runs by default, its scalar fallback, the tiers and the
-/// split variant of a reduction step.
-struct StepRule {
-  int chosen = -1;           // the manifest default when it loaded, else the lowest loadable id
-  int scalar_fallback = -1;  // the best loadable variant with align_bytes == 1, or -1
-  std::vector<std::pair<int64_t, int>> tiers;  // (max_reduced, variant), loadable, ascending
-  int split = -1;  // the split variant for few, very long rows (or few column tiles), or -1
-};
-/// `loadable[v]`: whether variant v of `step` loaded on this device. chosen is -1 when none did.
-StepRule step_rule(const bundle::Step& step, const std::vector<bool>& loadable,
-                   const DeviceFacts& device);
-
-/// Blocks per tile of a split launch (a tile: a block's rows; one row for split rows): 4 per
-/// SM in all, each walking at least 2 chunks of the reduced extent, the grid within
-/// kMaxGridX. Defined for any tiles, reduced, chunk >= 1 and sm_count >= 1.
-int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count);
-
-/// The variant the heuristic runs for a step whose space holds `rows` and whose reduced extent
-/// is `reduced` elements (1 for a pointwise step): the split variant when the unsplit kernel
-/// would have fewer tiles than SMs and the split gives each at least 4 blocks; else the tier
-/// with the smallest max_reduced >= reduced (the largest tier when none); else rule.chosen.
-/// Staging variants are never chosen here (measured slower: docs/architecture.md). Values
-/// below 1 (unchecked input) give rule.chosen.
-int heuristic_variant(const bundle::Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
-                      const DeviceFacts& device);
+// Step 2's rule (bundle/rule.h), shared with the compiler's kernel plan.
+using bundle::DeviceFacts;
+using bundle::heuristic_variant;
+using bundle::split_blocks;
+using bundle::step_rule;
+using bundle::StepRule;
 
 /// Step 1.
 Status check_arguments(const bundle::KernelInfo& info, const EncodedKernel& enc,

@@ -24,38 +24,22 @@ std::optional<int64_t> product(const std::vector<Dim>& dims, const SymbolValues&
   return n;
 }
 
-std::string map_text(const std::map<std::string, int64_t>& m) {
-  std::string s;
-  for (const auto& [k, v] : m) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
-  return s;
-}
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return a / b + (a % b != 0);
-}
-
-std::string dims_text(const std::vector<Dim>& dims) {
-  std::vector<std::string> s;
-  for (const Dim& d : dims) s.push_back(d.to_string());
-  return fmt::format("[{}]", fmt::join(s, ", "));
-}
-
 }  // namespace
 
 ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues& sizes,
-                           const launch::DeviceFacts& device) {
+                           const bundle::DeviceFacts& device) {
   const StepPlan& step = plan.steps[si];
   const bundle::Step bs = manifest_step(plan, si, {});
-  const launch::StepRule rule =
-      launch::step_rule(bs, std::vector<bool>(bs.variants.size(), true), device);
+  const bundle::StepRule rule =
+      bundle::step_rule(bs, std::vector<bool>(bs.variants.size(), true), device);
   const std::optional<int64_t> rows = product(step.space, sizes);
   const std::optional<int64_t> reduced =
       step.reduced ? product({*step.reduced}, sizes) : std::optional<int64_t>(1);
   ExplainedStep out;
   if (!rows || !reduced) return out;
-  out.variant = launch::heuristic_variant(bs, rule, *rows, *reduced, device);
+  out.variant = bundle::heuristic_variant(bs, rule, *rows, *reduced, device);
   const PlannedVariant& v = step.variants[static_cast<size_t>(out.variant)];
-  const int64_t blocks = ceil_div(*rows, v.elements_per_block);
+  const int64_t blocks = bundle::ceil_div(*rows, v.elements_per_block);
   if (step.kind == bundle::StepKind::pointwise) {
     out.how = fmt::format("{} element(s) per block, {} block(s) (the grid loops past {})",
                           v.elements_per_block, blocks, bundle::kMaxGridX);
@@ -64,7 +48,7 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
   const auto& c = std::get<ReductionConfig>(v.config);
   const std::string R = step.reduced->to_string();
   if (v.split.phases > 0) {
-    const int64_t per_tile = launch::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count);
+    const int64_t per_tile = bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count);
     out.how = fmt::format(
         "split: {} tile(s) of {} row(s), each over {} blocks walking {} in chunks of {}, {} "
         "launches through a workspace",
@@ -92,7 +76,7 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
 }
 
 std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
-                           const launch::DeviceFacts& device) {
+                           const bundle::DeviceFacts& device) {
   std::unique_ptr<KernelPlan> plan = plan_kernel(k);
   ScheduleOptions opts;
   opts.sizes = sizes;
@@ -112,8 +96,7 @@ std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
     if (e.variant >= 0) {
       const PlannedVariant& v = st.variants[static_cast<size_t>(e.variant)];
       out += fmt::format("    runs: variant {} ({}) on a GPU of {} SMs: {}\n", e.variant,
-                         map_text(std::visit([](const auto& c) { return c.as_map(); }, v.config)),
-                         device.sm_count, e.how);
+                         config_text(v.config), device.sm_count, e.how);
     }
   }
   return out;

@@ -1,7 +1,7 @@
 // `kiln explain`: the story of one kernel, told from the decisions themselves. The schedule
 // says which GPU kernels there are and why not fewer (compiler/schedule.h); the kernel plan
 // gives each step's rule (compiler/kernel_plan.h); and for given sizes the variant that runs
-// is the one the runtime's own heuristic picks (runtime/launch.h: step_rule and
+// is the one the runtime's own heuristic picks (bundle/rule.h: step_rule and
 // heuristic_variant) on the manifest step the compiler writes (manifest_step). Nothing here
 // decides anything.
 #pragma once
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "bundle/rule.h"
 #include "compiler/kernel_plan.h"
 #include "ir/interpreter.h"
-#include "runtime/launch.h"
 
 namespace kiln {
 
@@ -22,11 +22,11 @@ struct ExplainedStep {
   std::string how;  // "the row on chip", "loops over the row", "split over blocks", ...
 };
 ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues& sizes,
-                           const launch::DeviceFacts& device);
+                           const bundle::DeviceFacts& device);
 
 /// The text of `kiln explain` for one kernel. With `sizes` naming every symbol, each step
 /// also says what runs ("runs: variant 5 (...)"); without, only the rules.
 std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
-                           const launch::DeviceFacts& device);
+                           const bundle::DeviceFacts& device);
 
 }  // namespace kiln

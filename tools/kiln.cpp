@@ -340,7 +340,7 @@ int explain_command(const std::string& spec_path, const std::string& kernel,
   }
   try {
     // Split variants need stream-ordered allocation, which every GPU Kiln targets has.
-    const launch::DeviceFacts device{sms, /*memory_pools=*/true};
+    const bundle::DeviceFacts device{sms, /*memory_pools=*/true};
     for (size_t i = 0; i < chosen.size(); ++i) {
       fmt::print("{}{}", i ? "\n" : "", explain_kernel(*chosen[i], *sizes, device));
     }

@@ -413,10 +413,8 @@ class Kernel:
         syms[:self._ns] = values
         if stream is None:
             s = self._current_stream(dev) if ref is not None else 0
-        elif type(stream) is int:
-            s = stream
         else:
-            s = _stream_handle(stream)
+            s = _stream_int(stream)
         rc = self._launch(self._handle, s, ptrs, self._np, syms, self._ns)
         if rc:
             _lib.check(rc)

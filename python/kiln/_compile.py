@@ -70,9 +70,10 @@ def _spec_text(spec: Union[str, PathLike]) -> str:
         raise KilnError(f"{p}: cannot read the spec ({e.strerror or e})") from None
 
 
-def _run(cmd: List[str], what: str) -> subprocess.CompletedProcess:
+def _run(cmd: List[str], what: str, env: Optional[Mapping[str, str]] = None
+         ) -> subprocess.CompletedProcess:
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     except OSError as e:
         raise KilnError(f"{what}: cannot run {cmd[0]}: {e}") from None
     if r.returncode != 0:
@@ -179,14 +180,7 @@ def tune(bundle: Union["PathLike", Any], shapes: Iterable[Union[str, Mapping[str
     env = None
     if device is not None:
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(device))
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    except OSError as e:
-        raise KilnError(f"kiln tune: cannot run {cmd[0]}: {e}") from None
-    if r.returncode != 0:
-        lines = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        raise KilnError(f"kiln tune failed (exit {r.returncode}): " +
-                        ("\n".join(lines[-8:]) if lines else "no output"))
+    r = _run(cmd, "kiln tune", env)
     result = read_cache(cache)
     result.log = r.stdout
     return result

@@ -59,10 +59,10 @@ bundle::KernelInfo written_manifest(const KernelPlan& plan) {
 
 // Reduced extents: powers of two and their neighbours, every tier limit and its neighbours,
 // and random values.
-std::vector<int64_t> reduced_sweep(const StepPlan& step) {
+std::vector<int64_t> reduced_sweep(const launch::StepRule& rule) {
   std::set<int64_t> out;
   for (int64_t p = 1; p <= (int64_t{1} << 26); p *= 2) out.insert({p - 1, p, p + 1});
-  for (const auto& [limit, v] : step.tiers()) {
+  for (const auto& [limit, v] : rule.tiers) {
     if (limit < (int64_t{1} << 40)) out.insert({limit - 1, limit, limit + 1});
   }
   std::mt19937_64 rng(7);
@@ -94,7 +94,7 @@ TEST_CASE("explain names the variant the runtime's heuristic runs, for every exa
           const std::string reduced_symbol =
               step.reduced && !step.reduced->is_fixed() ? step.reduced->name() : "";
           std::vector<int64_t> reduced_values =
-              reduced_symbol.empty() ? std::vector<int64_t>{1} : reduced_sweep(step);
+              reduced_symbol.empty() ? std::vector<int64_t>{1} : reduced_sweep(rule);
           for (int64_t R : reduced_values) {
             for (int64_t rows : rows_sweep) {
               // Every symbol but the reduced one takes `rows` (a step's rows may be a product

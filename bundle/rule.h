@@ -1,0 +1,59 @@
+// The rule that picks a step's variant when nothing is tuned, as a pure function of the
+// manifest and the device's facts. It lives beside the manifest because two readers evaluate
+// it: the runtime at every launch (runtime/launch.h) and the compiler's kernel plan, which
+// prints it (`kiln compile --emit=plan`, `kiln explain`). The compiler writes what the rule
+// reads (each variant's max_reduced, split and default flag: compiler/kernel_plan.h); nothing
+// re-derives it.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "bundle/manifest.h"
+
+namespace kiln::bundle {
+
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return a / b + (a % b != 0);
+}
+
+/// What the rule reads of the device.
+struct DeviceFacts {
+  int sm_count = 1;
+  bool memory_pools = false;  // stream-ordered allocation: split variants and buffers need it
+};
+
+/// A split launch gives each tile (a block's rows; one row for split rows) blocks for
+/// kSplitBlocksPerSm per SM in all, each walking at least kSplitMinChunks chunks of the
+/// reduced extent; the rule splits only when that gives every tile kSplitMinBlocks or more.
+inline constexpr int kSplitBlocksPerSm = 4;
+inline constexpr int kSplitMinChunks = 2;
+inline constexpr int kSplitMinBlocks = 4;
+
+/// One step's rule, derived once from the manifest (which variants loaded, and the device):
+/// the variant it runs by default, its scalar fallback, the tiers and the split variant of a
+/// reduction step.
+struct StepRule {
+  int chosen = -1;           // the manifest default when it loaded, else the lowest loadable id
+  int scalar_fallback = -1;  // the best loadable variant with align_bytes == 1, or -1
+  std::vector<std::pair<int64_t, int>> tiers;  // (max_reduced, variant), loadable, ascending
+  int split = -1;  // the split variant for few, very long rows (or few column tiles), or -1
+};
+/// `loadable[v]`: whether variant v of `step` loaded on this device. chosen is -1 when none did.
+StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const DeviceFacts& device);
+
+/// Blocks per tile of a split launch (above), the grid within kMaxGridX. Defined for any
+/// tiles, reduced, chunk >= 1 and sm_count >= 1.
+int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count);
+
+/// The variant the rule runs for a step whose space holds `rows` and whose reduced extent is
+/// `reduced` elements (1 for a pointwise step): the split variant when the unsplit kernel
+/// would have fewer tiles than SMs and the split gives each at least kSplitMinBlocks blocks;
+/// else the tier with the smallest max_reduced >= reduced (the largest tier when none); else
+/// rule.chosen. Staging variants are never chosen here (measured slower:
+/// docs/architecture.md). Values below 1 (unchecked input) give rule.chosen.
+int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
+                      const DeviceFacts& device);
+
+}  // namespace kiln::bundle
