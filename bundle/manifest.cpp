@@ -83,6 +83,12 @@ OrderedJson variant_json(const Variant& v) {
                     {"rows_per_block", v.stage.rows_per_block},
                     {"vec", v.stage.vec}};
   }
+  if (v.tile.m > 0) {
+    out["tile"] = {{"m", v.tile.m},
+                   {"n", v.tile.n},
+                   {"ctas_per_sm", v.tile.ctas_per_sm},
+                   {"smem_bytes", v.tile.smem_bytes}};
+  }
   return out;
 }
 
@@ -236,6 +242,18 @@ Variant read_variant(const Obj& o, size_t index, size_t num_params) {
     v.stage.rows_per_block = so.integer("rows_per_block", 1, 1024);
     v.stage.vec = so.integer("vec", 1, 256);
   }
+  if (o.find("tile")) {
+    Obj to(o.get("tile", "an object"), o.at("tile"));
+    v.tile.m = to.integer("m", 1, 1024);
+    v.tile.n = to.integer("n", 1, 1024);
+    v.tile.ctas_per_sm = static_cast<int>(to.integer("ctas_per_sm", 1, 32));
+    v.tile.smem_bytes = to.integer("smem_bytes", 0, int64_t{1} << 20);
+    if (v.elements_per_block != v.tile.m * v.tile.n) {
+      fail(o.at("elements_per_block"),
+           fmt::format("expected tile.m * tile.n = {} for a contraction variant, got {}",
+                       v.tile.m * v.tile.n, v.elements_per_block));
+    }
+  }
   const Json& images = o.array("images");
   if (images.empty()) fail(o.at("images"), "expected at least one image");
   for (size_t i = 0; i < images.size(); ++i) {
@@ -251,7 +269,7 @@ Step read_step(const Obj& o, const KernelInfo& k) {
   const std::optional<StepKind> parsed = parse_step_kind(kind);
   if (!parsed) {
     fail(o.at("kind"), fmt::format("unknown step kind \"{}\" (expected \"pointwise\", "
-                                   "\"row_reduction\" or \"outer_reduction\")",
+                                   "\"row_reduction\", \"outer_reduction\" or \"contraction\")",
                                    kind));
   }
   s.kind = *parsed;
@@ -283,6 +301,20 @@ Step read_step(const Obj& o, const KernelInfo& k) {
            fmt::format("a split variant in a step of kind \"{}\" (only row_reduction and "
                        "outer_reduction steps split)",
                        to_string(s.kind)));
+    }
+    const bool tiled = v.tile.m > 0, contraction = s.kind == StepKind::contraction;
+    if (tiled != contraction) {
+      fail(index_path(o.at("variants"), i),
+           tiled ? fmt::format("a tiled variant in a step of kind \"{}\" (only contraction "
+                               "steps have tiles)",
+                               to_string(s.kind))
+                 : std::string("a contraction variant without \"tile\""));
+    }
+    if (contraction && (s.space.size() < 2 || s.reduced.size() != 1 || v.split.phases > 0 ||
+                        v.stage.bytes_per_element > 0)) {
+      fail(index_path(o.at("variants"), i),
+           "a contraction step needs a space of two dimensions or more, one reduced "
+           "dimension, and variants that neither split nor stage");
     }
   }
   if (defaults != 1) {
@@ -386,12 +418,15 @@ std::string_view to_string(StepKind k) {
       return "row_reduction";
     case StepKind::outer_reduction:
       return "outer_reduction";
+    case StepKind::contraction:
+      return "contraction";
   }
   return "?";
 }
 
 std::optional<StepKind> parse_step_kind(std::string_view s) {
-  for (StepKind k : {StepKind::pointwise, StepKind::row_reduction, StepKind::outer_reduction}) {
+  for (StepKind k : {StepKind::pointwise, StepKind::row_reduction, StepKind::outer_reduction,
+                     StepKind::contraction}) {
     if (s == to_string(k)) return k;
   }
   return std::nullopt;

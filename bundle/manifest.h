@@ -35,6 +35,15 @@
 // at least that much dynamic shared memory (sharedMemBytes); with less (0 included) it reads
 // the rows from global memory in every pass: correct with any launch, only slower. Its entry
 // takes the usual parameters. A reader that ignores `stage` launches it correctly.
+// A contraction step (kind "contraction": c[b.., i, j] = sum(a[.., i, .., k, ..] * w[.., k, ..,
+// j, ..], k), on tensor cores) iterates over output tiles: the last two dimensions of its space
+// are cut into tiles of tile.m x tile.n elements (elements_per_block = tile.m * tile.n), every
+// other dimension is a batch. Its entry takes the usual parameters and walks the tiles itself,
+// tile t = blockIdx.x, blockIdx.x + gridDim.x, ... (a persistent kernel), so any grid of at
+// least one block computes the whole output; the runtime launches
+//   block = (block_threads, 1, 1), grid = (min(tiles, sm_count * tile.ctas_per_sm), 1, 1)
+// with tile.smem_bytes of dynamic shared memory (the variant cannot load on a device that
+// cannot give a block that much), tiles = batch * ceil(M / tile.m) * ceil(N / tile.n).
 #pragma once
 
 #include <cstdint>
@@ -50,11 +59,12 @@
 
 namespace kiln::bundle {
 
-// Version 2 added the images' content hashes, version 3 split variants, version 4 buffers.
-// Bundles before version 3 are refused (recompile them): a version 2 reader would launch a
-// split variant as a plain one. A version 3 bundle reads as a version 4 one without buffers;
-// a version 3 reader refuses version 4, whose entries may take buffers it would not pass.
-inline constexpr int kFormatVersion = 4;
+// Version 2 added the images' content hashes, version 3 split variants, version 4 buffers,
+// version 5 contraction steps. Bundles before version 3 are refused (recompile them): a
+// version 2 reader would launch a split variant as a plain one. A version 3 or 4 bundle reads
+// as a version 5 one without what came later; an older reader refuses a newer version (a
+// version 4 reader would launch a contraction's persistent kernel without its shared memory).
+inline constexpr int kFormatVersion = 5;
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kBufferAlign = 256;  // bytes; every buffer starts at a multiple
@@ -104,6 +114,15 @@ struct StageInfo {
 /// `available` (the most the device lets the variant have).
 int64_t stage_bytes(const StageInfo& s, int64_t reduced, int64_t available);
 
+/// How a contraction variant tiles its output (see the contract above); all 0 for every other
+/// variant.
+struct TileInfo {
+  int64_t m = 0, n = 0;    // a tile's rows and columns, 1..1024
+  int ctas_per_sm = 0;     // the persistent grid: blocks per SM, 1..32
+  int64_t smem_bytes = 0;  // dynamic shared memory per block, 0..1 MiB
+  friend bool operator==(const TileInfo&, const TileInfo&) = default;
+};
+
 struct Variant {
   int id = 0;                             // index in Step::variants
   std::map<std::string, int64_t> config;  // e.g. {"block": 256, "vec": 4, "unroll": 2}
@@ -120,14 +139,16 @@ struct Variant {
   int64_t max_reduced = 0;
   SplitInfo split;  // "split" in JSON, present only for split variants of row reductions
   StageInfo stage;  // "stage" in JSON, present only for staging variants of row reductions
+  TileInfo tile;    // "tile" in JSON, present only for contraction variants
   friend bool operator==(const Variant&, const Variant&) = default;
 };
 
 /// What a step computes: the one vocabulary of step kinds for the compiler, the runtime and
-/// the tuner. The manifest spells them "pointwise", "row_reduction" and "outer_reduction".
-enum class StepKind : uint8_t { pointwise, row_reduction, outer_reduction };
+/// the tuner. The manifest spells them "pointwise", "row_reduction", "outer_reduction" and
+/// "contraction".
+enum class StepKind : uint8_t { pointwise, row_reduction, outer_reduction, contraction };
 
-/// "pointwise", "row_reduction" or "outer_reduction".
+/// "pointwise", "row_reduction", "outer_reduction" or "contraction".
 std::string_view to_string(StepKind k);
 /// The kind spelled `s`, or nullopt for any other text.
 std::optional<StepKind> parse_step_kind(std::string_view s);

@@ -14,6 +14,10 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     if (r.chosen < 0 || v.is_default) r.chosen = id;
     if (v.align_bytes == 1 && (r.scalar_fallback < 0 || v.is_default)) r.scalar_fallback = id;
     if (v.max_reduced > 0 && !step.reduced.empty()) r.tiers.emplace_back(v.max_reduced, id);
+    if (step.kind == StepKind::contraction &&
+        (r.small < 0 || v.elements_per_block < step.variants[r.small].elements_per_block)) {
+      r.small = id;
+    }
   }
   std::sort(r.tiers.begin(), r.tiers.end());
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
@@ -37,6 +41,15 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device) {
   if (rows < 1 || reduced < 1) return rule.chosen;
+  if (step.kind == StepKind::contraction) {
+    if (rule.chosen < 0 || rule.small < 0) return rule.chosen;
+    const int64_t tiles =
+        ceil_div(rows, step.variants[static_cast<size_t>(rule.chosen)].elements_per_block);
+    // Fewer tiles than half the SMs: smaller tiles fill more of the GPU. Measured on an H200
+    // (bench/results/2026-11-24-h200-contractions): at 1024^3 the 64 x 64 tiles beat 128 x 256
+    // (32 tiles), at 2048^3 128 x 256 (128 tiles) beat them by 1.6x.
+    return 2 * tiles < device.sm_count ? rule.small : rule.chosen;
+  }
   if (rule.split >= 0) {
     // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth kSplitMinBlocks+ blocks.
     const Variant& sv = step.variants[static_cast<size_t>(rule.split)];

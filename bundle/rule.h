@@ -39,6 +39,7 @@ struct StepRule {
   int scalar_fallback = -1;  // the best loadable variant with align_bytes == 1, or -1
   std::vector<std::pair<int64_t, int>> tiers;  // (max_reduced, variant), loadable, ascending
   int split = -1;  // the split variant for few, very long rows (or few column tiles), or -1
+  int small = -1;  // contraction steps: the loadable variant with the smallest tiles, or -1
 };
 /// `loadable[v]`: whether variant v of `step` loaded on this device. chosen is -1 when none did.
 StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const DeviceFacts& device);
@@ -52,7 +53,10 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
 /// would have fewer tiles than SMs and the split gives each at least kSplitMinBlocks blocks;
 /// else the tier with the smallest max_reduced >= reduced (the largest tier when none); else
 /// rule.chosen. Staging variants are never chosen here (measured slower:
-/// docs/architecture.md). Values below 1 (unchecked input) give rule.chosen.
+/// docs/architecture.md). A contraction step runs rule.small when rule.chosen would have
+/// fewer tiles than half the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows
+/// being every output element), else rule.chosen. Values below 1 (unchecked input) give
+/// rule.chosen.
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
 

@@ -21,6 +21,7 @@
 #include "compiler/config.h"
 #include "compiler/header.h"
 #include "compiler/kernel_plan.h"
+#include "compiler/lower_contraction.h"
 #include "compiler/lower_reduction.h"
 #include "compiler/plan.h"
 #include "compiler/schedule.h"
@@ -79,9 +80,11 @@ std::vector<bundle::ParamInfo> param_infos(const KernelDef& k) {
 
 // Adds the kernel of `plan` with `cfg` to `m` as `entry`.
 void lower_step(llvm::Module& m, const StepPlan& plan, const AnyConfig& cfg,
-                const std::string& entry, VariantLayout* layout) {
+                const std::string& arch, const std::string& entry, VariantLayout* layout) {
   if (const auto* pc = std::get_if<PointwiseConfig>(&cfg)) {
     lower_pointwise(m, *plan.abi, plan.pointwise, *pc, entry, layout);
+  } else if (const auto* cc = std::get_if<ContractionConfig>(&cfg)) {
+    lower_contraction(m, *plan.abi, *plan.sk, *cc, arch, entry, layout);
   } else {
     lower_reduction(m, *plan.abi, *plan.sk, std::get<ReductionConfig>(cfg), entry, layout);
   }
@@ -100,7 +103,11 @@ BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const st
   BuiltImage out;
   llvm::LLVMContext ctx;
   llvm::Module m(entry, ctx);
-  lower_step(m, step, cfg, entry, &out.layout);
+  lower_step(m, step, cfg, arch, entry, &out.layout);
+  // A contraction's persistent grid counts on its blocks per SM fitting (registers).
+  if (const auto* cc = std::get_if<ContractionConfig>(&cfg); cc && blocks_per_sm == 0) {
+    blocks_per_sm = cc->ctas_per_sm;
+  }
   if (blocks_per_sm > 0) require_blocks_per_sm(m, entry, blocks_per_sm);
   out.ptx = emit_ptx(m, arch);
   if (assemble) out.cubin = assemble_cubin(out.ptx, arch);
@@ -203,8 +210,8 @@ bundle::Variant compile_variant(const KernelDef& k, size_t step, const Pointwise
   }
   bundle::Variant v = manifest_variant(plan_variant(sp, cfg), id, entry, archs);
   for (size_t im = 0; im < v.images.size(); ++im) {
-    std::string w =
-        apply_image(build_image(sp, cfg, v.entry, archs[im], true, v.block_threads), v, im, files);
+    std::string w = apply_image(
+        build_image(sp, cfg, v.entry, v.images[im].arch, true, v.block_threads), v, im, files);
     if (!w.empty()) throw std::runtime_error(w);
   }
   return v;
@@ -378,7 +385,7 @@ std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
         shown.push_back(static_cast<size_t>(it - step.variants.begin()));
       }
       for (size_t id : shown) {
-        lower_step(m, step, step.variants[id].config, entry_name(k.name, si, id), nullptr);
+        lower_step(m, step, step.variants[id].config, arch, entry_name(k.name, si, id), nullptr);
       }
     }
   }

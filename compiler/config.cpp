@@ -184,4 +184,39 @@ ReductionConfig default_outer_config(int max_vec) {
   return {256, 8, std::max(1, max_vec / 2), 4};
 }
 
+std::map<std::string, int64_t> ContractionConfig::as_map() const {
+  std::map<std::string, int64_t> m{
+      {"tile_m", tile_m},   {"tile_n", tile_n},   {"tile_k", tile_k},
+      {"warps_m", warps_m}, {"warps_n", warps_n}, {"stages", stages},
+      {"group", group},     {"raster", raster},   {"ctas", ctas_per_sm}};
+  if (wgmma) m["wgmma"] = 1;
+  return m;
+}
+
+std::vector<ContractionConfig> contraction_config_space() {
+  return {
+      // mma.sync: 128 x 128, 2 x 4 warps of 64 x 32, two blocks per SM.
+      {128, 128, 32, 2, 4, 4, 8, 0, 2},
+      // 128 x 256 and 256 x 128: a warp holds 64 x 64 (128 accumulators a thread).
+      {128, 256, 32, 2, 4, 3, 8, 0, 1},
+      {256, 128, 32, 4, 2, 3, 8, 0, 1},
+      // 64 x 64 for problems of few tiles (the rule runs the smallest tiles when the default
+      // would leave SMs idle: bundle/rule.h).
+      {64, 64, 32, 2, 2, 4, 8, 0, 4},
+      // wgmma (sm_90a; mma.sync elsewhere): 128 x 128, and 128 x 256 (the default); the
+      // copies run stages - 2 steps ahead.
+      {128, 128, 64, 8, 1, 4, 8, 0, 1, 1},
+      default_contraction_config(),
+      // Two blocks per SM of 128 x 128 (3 stages, 96 KiB each): one's epilogue overlaps the
+      // other's MMAs.
+      {128, 128, 64, 8, 1, 3, 8, 0, 2, 1},
+  };
+}
+
+// Measured on an H200 (bench/results/2026-11-24-h200-contractions): 128 x 256 beat 128 x 128
+// at 4096^3 and 8192^3; problems with fewer tiles than SMs run the 64 x 64 mma.sync tiles.
+ContractionConfig default_contraction_config() {
+  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1};
+}
+
 }  // namespace kiln

@@ -98,4 +98,38 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec);
 /// flight.
 ReductionConfig default_outer_config(int max_vec);
 
+/// A contraction (compiler/lower_contraction.h): a block of warps_m x warps_n warps computes
+/// output tiles of tile_m x tile_n elements, walking the reduced extent in steps of tile_k
+/// through a pipeline of `stages` shared-memory buffers (cp.async), on mma.sync m16n8k16 with
+/// f32 accumulators. Each warp owns (tile_m / warps_m) x (tile_n / warps_n) of the tile. The
+/// block is persistent: it walks tiles blockIdx.x, + gridDim.x, ..., in the order `raster`
+/// (0: down M within bands of `group` tile rows, then across N; 1: the transpose) so that
+/// neighbouring blocks share operand tiles in L2.
+struct ContractionConfig {
+  int tile_m = 128, tile_n = 128, tile_k = 32;
+  int warps_m = 2, warps_n = 4;
+  int stages = 4;
+  int group = 8;
+  int raster = 0;
+  int ctas_per_sm = 2;  // the persistent grid's blocks per SM (registers and shared memory)
+  // Hopper's warpgroup MMA: the image for sm_90a issues wgmma.mma_async (one warpgroup per 64
+  // rows of the tile, warps_m = tile_m / 16, warps_n = 1, tile_k = 64); the images for other
+  // architectures run the same tiles on mma.sync.
+  int wgmma = 0;
+
+  int threads() const { return 32 * warps_m * warps_n; }
+  /// Dynamic shared memory: the pipeline's operand tiles of `element_bytes` each.
+  int64_t smem_bytes(int element_bytes) const {
+    return int64_t{stages} * (tile_m + tile_n) * tile_k * element_bytes;
+  }
+  std::map<std::string, int64_t> as_map() const;
+  friend bool operator==(const ContractionConfig&, const ContractionConfig&) = default;
+};
+
+/// The precompiled contraction variants: mma.sync tiles (128 x 128, larger ones for large
+/// problems, 64 x 64 for problems with few tiles), then the wgmma tiles.
+std::vector<ContractionConfig> contraction_config_space();
+/// wgmma, 128 x 256 x 64, two warpgroups, 4 stages, bands of 8 tile rows, 1 block per SM.
+ContractionConfig default_contraction_config();
+
 }  // namespace kiln

@@ -85,6 +85,10 @@ void plan_variants(StepPlan& step) {
       for (const ReductionConfig& c : outer_reduction_space(step.max_vec)) space.push_back(c);
       def = default_outer_config(step.max_vec);
       break;
+    case bundle::StepKind::contraction:
+      for (const ContractionConfig& c : contraction_config_space()) space.push_back(c);
+      def = default_contraction_config();
+      break;
   }
   for (const AnyConfig& c : space) {
     PlannedVariant v = plan_variant(step, c);
@@ -121,6 +125,13 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
   if (const auto* p = std::get_if<PointwiseConfig>(&config)) {
     v.block_threads = p->block;
     v.elements_per_block = p->elements_per_block();
+    return v;
+  }
+  if (const auto* t = std::get_if<ContractionConfig>(&config)) {
+    v.block_threads = t->threads();
+    v.elements_per_block = int64_t{t->tile_m} * t->tile_n;
+    v.tile = {t->tile_m, t->tile_n, t->ctas_per_sm,
+              t->smem_bytes(static_cast<int>(size_of(step.sk->contraction->a.dtype)))};
     return v;
   }
   const auto& c = std::get<ReductionConfig>(config);
@@ -178,6 +189,12 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
     p.sk = &sk;
     p.space = sk.space;
     p.reduced = sk.reduced;
+    if (p.kind == StepKind::contraction) {
+      // 16-byte copies of the operands' tiles (cp.async) where their layout allows.
+      p.max_vec = 16 / static_cast<int>(size_of(sk.contraction->a.dtype));
+      plan_variants(p);
+      continue;
+    }
     p.max_vec = reduction_vector_width(sk);
     p.split = split_shape(abi, sk);
     if (p.kind == StepKind::row_reduction) {
@@ -221,8 +238,15 @@ bundle::Variant manifest_variant(const PlannedVariant& pv, int id, const std::st
   v.max_reduced = pv.max_reduced;
   v.split = pv.split;
   v.stage = pv.stage;
+  v.tile = pv.tile;
   v.is_default = pv.is_default;
-  for (const std::string& arch : archs) {
+  // A wgmma variant's Hopper image is the arch-specific one (wgmma exists on sm_90a only);
+  // the runtime prefers it on sm_90 devices, and its other images run mma.sync.
+  const auto* cc = std::get_if<ContractionConfig>(&pv.config);
+  const bool hopper =
+      cc && cc->wgmma && std::find(archs.begin(), archs.end(), "sm_90a") == archs.end();
+  for (std::string arch : archs) {
+    if (hopper && arch == "sm_90") arch = "sm_90a";
     v.images.push_back({arch, fmt::format("{}.{}.ptx", entry, arch), "", 0, 0, 0, "", ""});
   }
   return v;
@@ -235,6 +259,26 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   const PlannedVariant& def = step.variants[static_cast<size_t>(step.default_variant)];
   if (step.kind == bundle::StepKind::pointwise) {
     line(fmt::format("every size: variant {} ({})", step.default_variant, config_text(def.config)));
+  } else if (step.kind == bundle::StepKind::contraction) {
+    const bundle::Step written = manifest_step(plan, si, {});
+    const bundle::StepRule rule = bundle::step_rule(
+        written, std::vector<bool>(written.variants.size(), true), {1, /*memory_pools=*/true});
+    const PlannedVariant& small = step.variants[static_cast<size_t>(rule.small)];
+    if (rule.small != step.default_variant) {
+      line(fmt::format("2 ceil(elements / {}) < the GPU's SMs: variant {} ({}), tiles of {} x {}",
+                       def.elements_per_block, rule.small, config_text(small.config), small.tile.m,
+                       small.tile.n));
+      line("else:");
+    }
+    line(
+        fmt::format("{}variant {} ({}): tiles of {} x {}, at most {} block(s) per SM walking "
+                    "them",
+                    rule.small != step.default_variant ? "  " : "", step.default_variant,
+                    config_text(def.config), def.tile.m, def.tile.n, def.tile.ctas_per_sm));
+    line(
+        "operands whose contiguous extent is not a multiple of 8 or whose pointer is not "
+        "16-byte aligned load element by element (the kernel checks at launch)");
+    return out;
   } else {
     const std::string R = step.reduced->to_string();
     // The runtime's own rule (bundle/rule.h) on the manifest step this plan writes; the SM
@@ -306,6 +350,9 @@ std::string print_plan(const KernelPlan& plan) {
       out += fmt::format(" space={}", dims_text(st.space));
     }
     out += fmt::format(" max_vec={}\n", st.max_vec);
+    if (st.kind == bundle::StepKind::contraction) {
+      out += fmt::format("  operands: {}\n", describe_operands(*st.sk->contraction));
+    }
     if (st.kind == bundle::StepKind::row_reduction) {
       out += fmt::format("  passes: held={} looped={}\n", st.passes.held, st.passes.looped);
       for (const std::string& f : st.passes.fused) out += fmt::format("  fusion: {}\n", f);
@@ -333,6 +380,10 @@ std::string print_plan(const KernelPlan& plan) {
       if (v.stage.bytes_per_element > 0) {
         out += fmt::format(" stage(bytes={} rows={} vec={})", v.stage.bytes_per_element,
                            v.stage.rows_per_block, v.stage.vec);
+      }
+      if (v.tile.m > 0) {
+        out += fmt::format(" tile({}x{} ctas={} smem={})", v.tile.m, v.tile.n, v.tile.ctas_per_sm,
+                           v.tile.smem_bytes);
       }
       out += "\n";
     }

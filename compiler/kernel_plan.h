@@ -9,6 +9,8 @@
 //     when none); the limit is the elements a tier holds on chip, and longer rows loop;
 //   - split: when the unsplit kernel would have fewer blocks ("tiles") than the GPU has SMs
 //     and the split gives each tile at least 4 blocks, the split variant runs instead;
+//   - contractions: the variant with the smallest tiles when the default's tiles would be
+//     fewer than half the GPU's SMs;
 //   - otherwise the default variant.
 // Readers:
 //   - lowering (compile.cpp: lower_step) compiles each planned variant as the plan says;
@@ -36,7 +38,7 @@
 
 namespace kiln {
 
-using AnyConfig = std::variant<PointwiseConfig, ReductionConfig>;
+using AnyConfig = std::variant<PointwiseConfig, ReductionConfig, ContractionConfig>;
 
 /// One variant of a step: a configuration and what the manifest records about it.
 struct PlannedVariant {
@@ -47,6 +49,7 @@ struct PlannedVariant {
   int64_t max_reduced = 0;         // a tier of the rule: rows of up to this many elements; 0: not
   bundle::SplitInfo split;         // split variants (phases > 0)
   bundle::StageInfo stage;         // staging variants (bytes_per_element > 0)
+  bundle::TileInfo tile;           // contraction variants (m > 0)
 };
 
 /// A knob the tuner may move beyond the planned variants (pointwise steps only: their
@@ -62,7 +65,7 @@ struct StepPlan {
   std::vector<Dim> space;               // pointwise: its elements; reductions: the rows
   std::optional<Dim> reduced;           // reductions: the reduced extent
   PointwiseStep pointwise;              // pointwise: the stores, in the step's variables
-  const ScheduledKernel* sk = nullptr;  // reductions: the scheduled kernel it lowers
+  const ScheduledKernel* sk = nullptr;  // reductions and contractions: the kernel it lowers
   int max_vec = 1;                      // widest useful vector, in elements (16 bytes)
 
   // Row reductions: the passes over a row (held on chip, looped) and the fusions of looped

@@ -181,6 +181,8 @@ struct NodeInfo {
   std::vector<int> inlined;        // inlined temporaries it reads (transitively)
   const Reduce* reduce = nullptr;  // top-level reduction, if any
   bool inline_me = false;          // a pointwise temporary: recomputed wherever it is read
+  bool contraction = false;        // a reduction that runs on tensor cores (contraction.h)
+  std::string not_contraction;     // a sum or mean over a 2-D space or more: why it is not
 };
 
 // Role of each (node, variable) inside one reduction kernel; see the file comment.
@@ -358,6 +360,16 @@ class Scheduler {
       infos_[i].inlined.assign(inl.begin(), inl.end());
       infos_[i].eff_deps.assign(deps.begin(), deps.end());
     }
+    for (size_t i = 0; i < infos_.size(); ++i) {
+      NodeInfo& n = infos_[i];
+      if (!n.reduce) continue;
+      auto c = analyze_contraction(k, k.body[i]);
+      n.contraction = std::holds_alternative<ContractionShape>(c);
+      if (!n.contraction && (n.reduce->op == ReduceOp::sum || n.reduce->op == ReduceOp::mean) &&
+          k.body[i].indices.size() >= 2) {
+        n.not_contraction = std::get<std::string>(c);
+      }
+    }
     // Statements no output depends on are dead: they get no kernel.
     live_.assign(infos_.size(), false);
     for (int i = static_cast<int>(infos_.size()) - 1; i >= 0; --i) {
@@ -408,6 +420,16 @@ class Scheduler {
                     space_text(g.space, g.reduced));
     if (!g.reduced && !sn.reduced) {
       return sn.space == g.space ? "" : mismatch;
+    }
+    // A contraction runs on tensor cores: alone, with its epilogue over its output space.
+    if (infos_[n].contraction) return "a contraction starts a kernel of its own (tensor cores)";
+    const bool contraction_group =
+        std::any_of(g.nodes.begin(), g.nodes.end(), [&](int m) { return infos_[m].contraction; });
+    if (contraction_group && (sn.reduced || !(sn.space == g.space))) {
+      return fmt::format(
+          "k{} is a contraction: only statements over its output space {} join "
+          "it (its epilogue)",
+          gi, dims_text(g.space));
     }
     // The group (after the join) is a reduction kernel with rows O and reduced extent R.
     std::vector<Dim> rows = g.reduced ? g.space : sn.space;
@@ -632,6 +654,20 @@ class Scheduler {
       sk.kind_reason = "no reduction";
       return;
     }
+    for (int n : members) {
+      if (!infos_[n].contraction) continue;
+      sk.kind = StepKind::contraction;
+      sk.row_phases = 1;
+      auto c = analyze_contraction(sk.def, *infos_[n].stmt);
+      internal_check(std::holds_alternative<ContractionShape>(c),
+                     "schedule: a contraction is not one in its kernel");
+      sk.contraction = std::get<ContractionShape>(c);
+      sk.kind_reason = fmt::format(
+          "a sum over {} of the product of two {} reads: a contraction on tensor cores ({})",
+          sk.reduced->to_string(), to_string(sk.contraction->a.dtype),
+          describe_operands(*sk.contraction));
+      return;
+    }
     RoleSolver& roles = *roles_or_null;
     const int R = static_cast<int>(sk.space.size());
     // Memory loads that walk the reduced index, and whether it is their contiguous one.
@@ -664,19 +700,26 @@ class Scheduler {
     // blocks, depends on the sizes at launch: the kernel plan's rule (kernel_plan.h).
     sk.row_phases = row_phases(sk, members);
     const std::string r = sk.reduced->to_string();
+    std::string why_not;  // a product over a 2-D space or more that is not a contraction
+    for (int n : members) {
+      if (!infos_[n].not_contraction.empty()) {
+        why_not = fmt::format(" (not a contraction: {})", infos_[n].not_contraction);
+        break;
+      }
+    }
     if (outer && !inner) {
       sk.kind = StepKind::outer_reduction;
       sk.kind_reason = fmt::format(
           "the reduced index {} is not the contiguous one of the tensors "
-          "it walks: threads run along the contiguous index",
-          r);
+          "it walks: threads run along the contiguous index{}",
+          r, why_not);
       return;
     }
     sk.kind = StepKind::row_reduction;
     sk.kind_reason = fmt::format(
         "the reduced index {} is the contiguous one of the tensors it walks: threads share "
-        "a row",
-        r);
+        "a row{}",
+        r, why_not);
   }
 
   // Dependent passes over a row: an element-level value or reduction that needs a completed

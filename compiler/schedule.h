@@ -36,15 +36,18 @@
 #include <vector>
 
 #include "bundle/manifest.h"
+#include "compiler/contraction.h"
 #include "ir/interpreter.h"
 #include "ir/program.h"
 
 namespace kiln {
 
 // A scheduled kernel's kind is its step kind (bundle/manifest.h): pointwise, a row
-// reduction (the reduced index is the contiguous one) or an outer reduction (it is not: e.g.
-// column sums). How a row reduction runs at a given size (held on chip, looped, split) is the
-// kernel plan's rule (compiler/kernel_plan.h), not the schedule's.
+// reduction (the reduced index is the contiguous one), an outer reduction (it is not: e.g.
+// column sums) or a contraction (a sum of products of two f16/bf16 reads, compiler/
+// contraction.h: it starts a kernel of its own, and only statements over its output space,
+// its epilogue, join it). How a row reduction runs at a given size (held on chip, looped, split) is
+// the kernel plan's rule (compiler/kernel_plan.h), not the schedule's.
 using bundle::StepKind;
 
 /// A statement of the normalized kernel.
@@ -69,6 +72,9 @@ struct ScheduledKernel {
   // temporaries have none), the part each of its index variables plays: row dimension d
   // (0 <= d < space.size()) or the reduced index (d == space.size()).
   std::map<std::string, std::map<std::string, int>> roles;
+  // Contraction kernels: the contraction (its statement is the kernel's only reduction; the
+  // others are its epilogue, over the same space), as analyze_contraction found it in `def`.
+  std::optional<ContractionShape> contraction;
   std::string bytes;                  // bytes it must move, as a formula of the symbols
   std::optional<double> bytes_value;  // the same with the symbol values given, if all are
 };

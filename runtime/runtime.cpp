@@ -76,10 +76,12 @@ bool runs_on(const Arch& a, int major, int minor, bool machine_code) {
 ImageChoice pick_image(const Variant& v, int major, int minor) {
   ImageChoice best;
   std::optional<Arch> best_arch;
+  // Of the images for one architecture, the arch-specific one (sm_90a) wins: it may use
+  // instructions the portable one cannot (a contraction's wgmma), and runs only where it fits.
   auto better = [&](const Arch& a) {
     return !best_arch || a.major > best_arch->major ||
            (a.major == best_arch->major && a.minor > best_arch->minor) ||
-           (a.major == best_arch->major && a.minor == best_arch->minor && a.suffix == 0);
+           (a.major == best_arch->major && a.minor == best_arch->minor && a.suffix == 'a');
   };
   for (const ArchImage& im : v.images) {
     std::optional<Arch> a = parse_arch(im.arch);
@@ -397,6 +399,19 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
             loaded[vi].load_error = s.message();
           } else if (v.stage.bytes_per_element > 0) {
             smem[vi] = allow_dynamic_smem(rt, loaded[vi].fn);
+          } else if (v.tile.smem_bytes > 0) {
+            // A contraction's pipeline needs its shared memory: without it, it cannot run.
+            if (v.tile.smem_bytes > dev.max_shared_optin ||
+                api.cuFuncSetAttribute(loaded[vi].fn,
+                                       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       static_cast<int>(v.tile.smem_bytes)) != CUDA_SUCCESS) {
+              loaded[vi].fn = nullptr;
+              loaded[vi].load_error =
+                  fmt::format("entry {} needs {} bytes of shared memory per block; {} allows {}",
+                              v.entry, v.tile.smem_bytes, dev.name, dev.max_shared_optin);
+            } else {
+              smem[vi] = v.tile.smem_bytes;
+            }
           }
         }
         std::vector<bool> loadable(step.variants.size());

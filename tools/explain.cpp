@@ -45,6 +45,21 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
                           v.elements_per_block, blocks, bundle::kMaxGridX);
     return out;
   }
+  if (step.kind == bundle::StepKind::contraction) {
+    const size_t d = step.space.size();
+    const int64_t m = *product({step.space[d - 2]}, sizes),
+                  n = *product({step.space[d - 1]}, sizes);
+    const int64_t tiles =
+        *rows / (m * n) * bundle::ceil_div(m, v.tile.m) * bundle::ceil_div(n, v.tile.n);
+    out.how = fmt::format(
+        "{} tile(s) of {} x {} over {} block(s) (at most {} per SM), {} steps of {} along {} "
+        "each",
+        tiles, v.tile.m, v.tile.n,
+        std::min<int64_t>(tiles, int64_t{device.sm_count} * v.tile.ctas_per_sm), v.tile.ctas_per_sm,
+        bundle::ceil_div(*reduced, std::get<ContractionConfig>(v.config).tile_k),
+        std::get<ContractionConfig>(v.config).tile_k, step.reduced->to_string());
+    return out;
+  }
   const auto& c = std::get<ReductionConfig>(v.config);
   const std::string R = step.reduced->to_string();
   if (v.split.phases > 0) {

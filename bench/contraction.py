@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Contractions on tensor cores (issue 18): Kiln beside cuBLAS (torch.matmul, eager) and
+torch.compile(mode="max-autotune-no-cudagraphs"), in one run on one GPU.
+
+    PYTHONPATH=python KILN_BIN=build/tools/kiln KILN_RUNTIME_LIB=build/lib/libkiln_runtime.so \\
+        python3 bench/contraction.py OUT_DIR [--quick]
+
+Kiln runs the kernels of bench/contraction.kiln with its heuristic's variant (no tuning cache:
+what a plain launch runs); bench/contraction.sh times every variant with `kiln run`. Every result is checked before it is timed: against torch in float64
+(float32 accumulation), within bf16's rounding (2^-7 relative) plus 2^-9 of the output's largest
+|value| (an f32 sum of K products of bf16 values carries about sqrt(K) 2^-24 of it; the extra
+margin covers a flip of bf16 rounding on the way, as torch rounds h in bf16 where Kiln does not).
+A wrong result raises instead of printing a time. Times are medians of triton.testing.do_bench
+(CUDA events, L2 flushed between runs); TFLOP/s counts 2 M N K per (batched) product."""
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+import triton.testing
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+import kiln  # noqa: E402
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=50, rep=400, return_mode="median") * 1e-3
+
+
+def check(name, label, got, want):
+    scale = want.abs().max().item()
+    torch.testing.assert_close(got.double(), want, rtol=2**-7, atol=2**-9 * scale + 1e-30,
+                               msg=lambda m: f"{name} ({label}): {m}")
+
+
+def case(name, flops, kiln_fn, torch_fn, args, want_fn, cublas_fn=None):
+    """Times Kiln, torch eager (cuBLAS for the plain products) and torch.compile."""
+    want = want_fn(*args)
+    out = {"case": name, "flops": flops}
+    check(name, "kiln", kiln_fn(), want)
+    out["kiln_s"] = bench(kiln_fn)
+    check(name, "eager", torch_fn(*args), want)
+    out["eager_s"] = bench(lambda: torch_fn(*args))
+    compiled = torch.compile(torch_fn, mode="max-autotune-no-cudagraphs")
+    check(name, "torch.compile", compiled(*args), want)
+    out["compile_s"] = bench(lambda: compiled(*args))
+    if cublas_fn is not None:
+        out["cublas_s"] = bench(cublas_fn)
+    for k in ("kiln", "eager", "compile", "cublas"):
+        if f"{k}_s" in out:
+            out[f"{k}_tflops"] = flops / out[f"{k}_s"] / 1e12
+    line = (f"{name:<28} kiln {out['kiln_s']*1e6:9.1f} us {out['kiln_tflops']:6.0f} TF/s | eager "
+            f"{out['eager_s']*1e6:9.1f} us | compile {out['compile_s']*1e6:9.1f} us "
+            f"{out['compile_tflops']:6.0f} TF/s")
+    if cublas_fn is not None:
+        out["kiln_of_cublas"] = out["cublas_s"] / out["kiln_s"]
+        line += f" | cuBLAS {out['cublas_tflops']:4.0f} TF/s, Kiln {out['kiln_of_cublas']:.1%}"
+    print(line, flush=True)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--quick", action="store_true", help="only the square GEMMs")
+    a = ap.parse_args()
+    out_dir = Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    dev = "cuda"
+    bundle = kiln.compile(REPO / "bench" / "contraction.kiln")
+    bf = torch.bfloat16
+
+    def rnd(*shape):
+        return torch.randn(*shape, device=dev, dtype=bf)
+
+    cases = []
+    gemms = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 4096)]
+    for m, n, k in gemms:
+        x, w = rnd(m, k), rnd(k, n)
+        c = torch.empty(m, n, device=dev, dtype=bf)
+        cases.append(case(f"gemm {m}x{n}x{k}", 2 * m * n * k, lambda: bundle.gemm(x, w, c),
+                          lambda x, w: x @ w, (x, w), lambda x, w: x.double() @ w.double(),
+                          cublas_fn=lambda: torch.matmul(x, w, out=c)))
+    if not a.quick:
+        b, m, n, k = 16, 2048, 2048, 512
+        x, w = rnd(b, m, k), rnd(b, k, n)
+        c = torch.empty(b, m, n, device=dev, dtype=bf)
+        cases.append(case(f"bmm {b}x{m}x{n}x{k}", 2 * b * m * n * k, lambda: bundle.bmm(x, w, c),
+                          lambda x, w: torch.bmm(x, w), (x, w),
+                          lambda x, w: x.double() @ w.double(),
+                          cublas_fn=lambda: torch.bmm(x, w, out=c)))
+        m, n, k = 8192, 4096, 4096
+        x, w, bias = rnd(m, k), rnd(k, n) * 0.02, rnd(n)
+        y = torch.empty(m, n, device=dev, dtype=bf)
+        cases.append(case(
+            f"bias+gelu {m}x{n}x{k}", 2 * m * n * k, lambda: bundle.linear_bias_gelu(x, w, bias, y),
+            lambda x, w, bias: torch.nn.functional.gelu(x @ w + bias), (x, w, bias),
+            lambda x, w, bias: torch.nn.functional.gelu(x.double() @ w.double() + bias.double())))
+        x, w = rnd(m, k), rnd(k, n) * 0.02
+        y = torch.empty(m, n, device=dev, dtype=bf)
+
+        def rms_torch(x, w):
+            xf = x.float()
+            h = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(bf)
+            return h @ w
+
+        def rms_want(x, w):
+            xd = x.double()
+            return (xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6)) @ w.double()
+
+        cases.append(case(f"rmsnorm+linear {m}x{n}x{k}", 2 * m * n * k,
+                          lambda: bundle.rmsnorm_linear(x, w, y), rms_torch, (x, w), rms_want))
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "cases": cases}
+    json.dump(result, open(out_dir / "contraction.json", "w"), indent=2)
+
+
+if __name__ == "__main__":
+    main()

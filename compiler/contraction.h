@@ -1,0 +1,65 @@
+// Contractions: a statement that sums (or averages), over one index, the product of two tensor
+// reads, each missing one of the output's two last indices:
+//   c[i, j]    = sum(a[i, k] * w[k, j], k)
+//   c[b, i, j] = sum(q[b, i, k] * kt[b, j, k], k) / 8        (batched, B read as [N, K])
+//   y[i, j]    = sum(x[i, k] * w[k, j] * s[j], k)            (a scale of the output)
+// These run on tensor cores (compiler/lower_contraction.h). The scheduler asks whether a
+// reduction is one (schedule.cpp) and the kernel plan keeps the answer for the code generator
+// and `kiln explain`; the analysis is made in one place, here.
+//
+// What qualifies, looking through pointwise temporaries (inlined) and widening casts:
+//   - the statement's value is sum(body, k) or mean(body, k), its left-hand side has two
+//     indices or more;
+//   - body is a product (with divisions by k-free values) whose factors that depend on k are
+//     exactly two loads, A and B, of f16 or bf16 tensors of the same type, each indexed by
+//     distinct plain index variables; A carries the output's second-to-last index (M) and not
+//     its last (N), B the reverse; every other index of A or B is an output index (a batch);
+//   - the remaining factors (no k) multiply the sum afterwards: a scale evaluated per output
+//     element (a mean divides by the extent of k the same way).
+// Anything else is not a contraction and stays a reduction, with the reason kept for explain.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace kiln {
+
+/// One operand of a contraction, as read: which of its dimensions is the M (or N) index, which
+/// the reduced index, and which output dimension each other one follows.
+struct ContractionOperand {
+  std::string tensor;
+  DType dtype = DType::bf16;
+  int rank = 0;
+  int mn_dim = 0;  // the dimension indexed by M (operand A) or N (operand B)
+  int k_dim = 0;   // the dimension indexed by the reduced index
+  // (operand dimension, output dimension) for each batch index the operand reads.
+  std::vector<std::pair<int, int>> batch;
+
+  /// Whether the reduced index is the contiguous one ("K-major": a[i, k], or w read as [N, K]).
+  bool k_major() const { return k_dim == rank - 1; }
+};
+
+struct ContractionShape {
+  std::string target;                // the tensor the statement defines
+  std::vector<std::string> vars;     // its indices: the output space, batch..., M, N
+  std::string k;                     // the reduced index
+  ContractionOperand a, b;           // A carries M, B carries N
+  std::vector<std::string> a_index;  // A's and B's indices as written (for explain)
+  std::vector<std::string> b_index;
+  /// The factor applied to the sum at each output element, in `vars` (undefined when 1):
+  /// the factors without k, and 1 / extent for a mean.
+  Expr scale;
+};
+
+/// The contraction statement `s` of `k` computes, or why it is not one. `s`'s value must be a
+/// top-level reduction; loads of pointwise temporaries of `k` are looked through.
+std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef& k, const Stmt& s);
+
+/// "A: a[i, k] (K contiguous), B: w[k, j] (N contiguous)".
+std::string describe_operands(const ContractionShape& c);
+
+}  // namespace kiln

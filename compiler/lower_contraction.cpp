@@ -1,0 +1,800 @@
+// See lower_contraction.h for the kernel's structure.
+#include "compiler/lower_contraction.h"
+
+#include <fmt/format.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Module.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include "compiler/emit.h"
+#include "compiler/plan.h"
+
+namespace kiln {
+namespace {
+
+using llvm::BasicBlock;
+using llvm::Value;
+
+constexpr int kChunkBytes = 16;  // one cp.async, one row of an 8 x 8 ldmatrix matrix
+
+// One operand as the kernel reads it.
+struct Operand {
+  const ContractionOperand* info = nullptr;
+  Value* base = nullptr;                      // global pointer to its first element
+  Value* stride_mn = nullptr;                 // elements between consecutive M (or N) indices
+  Value* stride_k = nullptr;                  // ... and reduced indices
+  std::vector<std::pair<Value*, int>> batch;  // (stride, output dimension)
+  Value* extent_mn = nullptr;                 // M or N
+  Value* vector_ok = nullptr;  // i1: 16-byte copies are aligned (see lower_contraction.h)
+  int tile_mn = 0;             // tile_m or tile_n
+  int smem_offset = 0;         // bytes from a stage's start
+  // The tile in shared memory: `rows` rows of `chunks` 16-byte chunks; a row is an M/N index
+  // (K-major operands) or a reduced index (the others).
+  int rows = 0, chunks = 0;
+};
+
+class ContractionLowering {
+ public:
+  ContractionLowering(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
+                      const ContractionConfig& cfg, const std::string& arch)
+      : wgmma_(cfg.wgmma != 0 && arch == "sm_90a"),
+        m_(m),
+        b_(m.getContext()),
+        em_(m, b_),
+        abi_(abi),
+        sk_(sk),
+        c_(*sk.contraction),
+        cfg_(cfg),
+        params_(abi.params()),
+        symbols_(abi.symbols()),
+        dtype_(c_.a.dtype),
+        elem_bytes_(static_cast<int>(size_of(dtype_))) {}
+
+  void run(const std::string& entry) {
+    check_config();
+    fn_ = em_.declare_kernel(abi_, entry, cfg_.threads());
+    b_.SetInsertPoint(BasicBlock::Create(m_.getContext(), "entry", fn_));
+    auto* smem_ty = llvm::ArrayType::get(b_.getInt8Ty(), 0);
+    smem_ =
+        new llvm::GlobalVariable(m_, smem_ty, false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                 entry + "_smem", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    smem_->setAlignment(llvm::Align(1024));  // the 128-byte swizzle's atoms: 1024 bytes
+    set_up();
+    // for (t = blockIdx.x; t < tiles; t += gridDim.x)
+    Value* bid = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+    Value* nb = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+    nblocks_ = nb;
+    // The first tile's first steps are copied before the loop; each later tile's while the
+    // tile before it stores (tile() below).
+    if_then(b_.CreateICmpSLT(bid, tiles_), [&] {
+      place(bid);
+      prologue();
+    });
+    loop(bid, tiles_, nb, "tile", [&](Value* t) { tile(t); });
+    b_.CreateRetVoid();
+  }
+
+ private:
+  // ---- structure ---------------------------------------------------------------------------
+
+  // for (i = begin; i < end; i += step) body(i), the index in an alloca (promoted by mem2reg).
+  void loop(Value* begin, Value* end, Value* step, const char* name,
+            llvm::function_ref<void(Value*)> body) {
+    llvm::LLVMContext& ctx = m_.getContext();
+    llvm::AllocaInst* var = entry_alloca(begin->getType(), name);
+    b_.CreateStore(begin, var);
+    BasicBlock* head = BasicBlock::Create(ctx, fmt::format("{}.head", name), fn_);
+    BasicBlock* loop_body = BasicBlock::Create(ctx, fmt::format("{}.body", name), fn_);
+    BasicBlock* done = BasicBlock::Create(ctx, fmt::format("{}.done", name), fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    Value* i = b_.CreateLoad(begin->getType(), var);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, end), loop_body, done);
+    b_.SetInsertPoint(loop_body);
+    body(i);
+    b_.CreateStore(b_.CreateAdd(i, step), var);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(done);
+  }
+
+  void if_then(Value* cond, llvm::function_ref<void()> then) {
+    llvm::LLVMContext& ctx = m_.getContext();
+    BasicBlock* yes = BasicBlock::Create(ctx, "then", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx, "endif", fn_);
+    b_.CreateCondBr(cond, yes, done);
+    b_.SetInsertPoint(yes);
+    then();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  void if_else(Value* cond, llvm::function_ref<void()> then, llvm::function_ref<void()> other) {
+    llvm::LLVMContext& ctx = m_.getContext();
+    BasicBlock* yes = BasicBlock::Create(ctx, "then", fn_);
+    BasicBlock* no = BasicBlock::Create(ctx, "else", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx, "endif", fn_);
+    b_.CreateCondBr(cond, yes, no);
+    b_.SetInsertPoint(yes);
+    then();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(no);
+    other();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  llvm::AllocaInst* entry_alloca(llvm::Type* ty, const llvm::Twine& name) {
+    llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    return eb.CreateAlloca(ty, nullptr, name);
+  }
+
+  Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+  Value* i32(int v) { return b_.getInt32(static_cast<uint32_t>(v)); }
+  Value* ceil_div(Value* a, Value* b) {
+    return b_.CreateUDiv(b_.CreateAdd(a, b_.CreateSub(b, i64(1))), b);
+  }
+
+  // ---- set-up ------------------------------------------------------------------------------
+
+  void check_config() const {
+    if (wgmma_) {
+      internal_check(cfg_.tile_k * elem_bytes_ == 128 && cfg_.tile_m % 64 == 0 &&
+                         cfg_.warps_m * 16 == cfg_.tile_m && cfg_.warps_n == 1 &&
+                         cfg_.tile_n % 64 == 0 && cfg_.tile_n <= 256 && cfg_.stages >= 3,
+                     "contraction: a wgmma config takes 128-byte rows of K, one warpgroup "
+                     "per 64 rows and N up to 256");
+    }
+    const int wm = cfg_.tile_m / cfg_.warps_m, wn = cfg_.tile_n / cfg_.warps_n;
+    internal_check(wm % 16 == 0 && wn % 16 == 0 && cfg_.tile_k % 16 == 0 && cfg_.stages >= 2,
+                   "contraction: warp tiles must be multiples of 16 x 16");
+    for (int mn : {cfg_.tile_m, cfg_.tile_n}) {
+      // Both layouts of each operand: chunks per row of 4 or a multiple of 8 (the swizzle),
+      // and chunks that the block's threads share out evenly.
+      const int k_major = cfg_.tile_k * elem_bytes_ / kChunkBytes;
+      const int mn_major = mn * elem_bytes_ / kChunkBytes;
+      internal_check((k_major == 4 || k_major % 8 == 0) && (mn_major == 4 || mn_major % 8 == 0),
+                     "contraction: tiles must be rows of 4 or 8k chunks");
+      internal_check((mn * cfg_.tile_k * elem_bytes_ / kChunkBytes) % cfg_.threads() == 0,
+                     "contraction: a tile's chunks must share out over the threads");
+    }
+  }
+
+  int param_index(const std::string& name) const {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i]->name == name) return static_cast<int>(i);
+    }
+    internal_check(false, "contraction: no such parameter");
+    return -1;
+  }
+  Value* param(const std::string& name) { return fn_->getArg(param_index(name)); }
+
+  Value* dim(const Dim& d) {
+    if (d.is_fixed()) return i64(d.value());
+    for (size_t i = 0; i < symbols_.size(); ++i) {
+      if (symbols_[i] == d.name()) return fn_->getArg(static_cast<unsigned>(params_.size() + i));
+    }
+    internal_check(false, "contraction: unknown symbol");
+    return nullptr;
+  }
+
+  // Row-major strides (elements) of a tensor.
+  std::vector<Value*> strides(const TensorDecl& t) {
+    std::vector<Value*> s(t.shape.size());
+    Value* acc = i64(1);
+    for (size_t d = t.shape.size(); d-- > 0;) {
+      s[d] = acc;
+      acc = b_.CreateMul(acc, dim(t.shape[d]));
+    }
+    return s;
+  }
+
+  void set_up() {
+    const size_t rank = sk_.space.size();
+    for (size_t d = 0; d + 2 < rank; ++d) batch_dims_.push_back(dim(sk_.space[d]));
+    m_extent_ = dim(sk_.space[rank - 2]);
+    n_extent_ = dim(sk_.space[rank - 1]);
+    k_extent_ = dim(*sk_.reduced);
+    Value* batches = i64(1);
+    for (Value* v : batch_dims_) batches = b_.CreateMul(batches, v);
+    tiles_m_ = ceil_div(m_extent_, i64(cfg_.tile_m));
+    tiles_n_ = ceil_div(n_extent_, i64(cfg_.tile_n));
+    per_batch_ = b_.CreateMul(tiles_m_, tiles_n_);
+    tiles_ = b_.CreateMul(per_batch_, batches);
+    k_tiles_ = ceil_div(k_extent_, i64(cfg_.tile_k));
+
+    Value* tid = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+    tid_ = b_.CreateTrunc(tid, b_.getInt32Ty());
+    lane_ = b_.CreateAnd(tid_, i32(31));
+    Value* warp = b_.CreateLShr(tid_, i32(5));
+    warp_m_ = b_.CreateUDiv(warp, i32(cfg_.warps_n));
+    warp_n_ = b_.CreateURem(warp, i32(cfg_.warps_n));
+
+    set_operand(a_, c_.a, m_extent_, cfg_.tile_m, 0);
+    set_operand(b_op_, c_.b, n_extent_, cfg_.tile_n, cfg_.tile_m * cfg_.tile_k * elem_bytes_);
+    stage_bytes_ = (cfg_.tile_m + cfg_.tile_n) * cfg_.tile_k * elem_bytes_;
+  }
+
+  void set_operand(Operand& o, const ContractionOperand& info, Value* extent_mn, int tile_mn,
+                   int smem_offset) {
+    const TensorDecl& t = *params_[param_index(info.tensor)];
+    std::vector<Value*> st = strides(t);
+    o.info = &info;
+    o.base = param(info.tensor);
+    o.stride_mn = st[info.mn_dim];
+    o.stride_k = st[info.k_dim];
+    for (auto [d, out] : info.batch) o.batch.emplace_back(st[d], out);
+    o.extent_mn = extent_mn;
+    o.tile_mn = tile_mn;
+    o.smem_offset = smem_offset;
+    const int per_row = info.k_major() ? cfg_.tile_k : tile_mn;
+    o.rows = info.k_major() ? tile_mn : cfg_.tile_k;
+    o.chunks = per_row * elem_bytes_ / kChunkBytes;
+    Value* contiguous = dim(t.shape.back());
+    const int vec = kChunkBytes / elem_bytes_;
+    Value* addr = b_.CreatePtrToInt(o.base, b_.getInt64Ty());
+    o.vector_ok = b_.CreateAnd(b_.CreateICmpEQ(b_.CreateURem(contiguous, i64(vec)), i64(0)),
+                               b_.CreateICmpEQ(b_.CreateAnd(addr, i64(kChunkBytes - 1)), i64(0)));
+  }
+
+  // ---- one tile ----------------------------------------------------------------------------
+
+  // Sets m0_, n0_ and the batch (coordinates, operand offsets) of tile t: its batch, then
+  // (tm, tn) in bands of `group` tile rows (raster 0: down M within a band; 1: the same with
+  // M and N exchanged).
+  void place(Value* t) {
+    Value* bidx = b_.CreateUDiv(t, per_batch_);
+    Value* r = b_.CreateURem(t, per_batch_);
+    Value* major = cfg_.raster == 0 ? tiles_m_ : tiles_n_;
+    Value* minor = cfg_.raster == 0 ? tiles_n_ : tiles_m_;
+    Value* band_tiles = b_.CreateMul(i64(cfg_.group), minor);
+    Value* first = b_.CreateMul(b_.CreateUDiv(r, band_tiles), i64(cfg_.group));
+    Value* left = b_.CreateSub(major, first);
+    Value* size = b_.CreateSelect(b_.CreateICmpULT(left, i64(cfg_.group)), left, i64(cfg_.group));
+    Value* in_band = b_.CreateURem(r, band_tiles);
+    Value* t_major = b_.CreateAdd(first, b_.CreateURem(in_band, size));
+    Value* t_minor = b_.CreateUDiv(in_band, size);
+    Value* tm = cfg_.raster == 0 ? t_major : t_minor;
+    Value* tn = cfg_.raster == 0 ? t_minor : t_major;
+    m0_ = b_.CreateMul(tm, i64(cfg_.tile_m));
+    n0_ = b_.CreateMul(tn, i64(cfg_.tile_n));
+    batch_coords_.assign(batch_dims_.size(), nullptr);
+    for (size_t d = batch_dims_.size(); d-- > 0;) {
+      batch_coords_[d] = b_.CreateURem(bidx, batch_dims_[d]);
+      bidx = b_.CreateUDiv(bidx, batch_dims_[d]);
+    }
+    a_batch_ = batch_offset(a_);
+    b_batch_ = batch_offset(b_op_);
+  }
+
+  // The steps copied ahead of the math: stages - 1 (mma.sync) or stages - 2 (wgmma, one
+  // group of MMAs in flight).
+  int ahead() const { return wgmma_ ? cfg_.stages - 2 : cfg_.stages - 1; }
+
+  // Steps 0 .. ahead() - 1 of the placed tile into stages 0 .., one commit group each.
+  void prologue() {
+    for (int s = 0; s < ahead(); ++s) {
+      if_then(b_.CreateICmpSLT(i64(s), k_tiles_), [&] { load_step(i32(s), i64(s)); });
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+    }
+  }
+
+  // Tile t, whose prologue was issued.
+  void tile(Value* t) {
+    place(t);
+    // The accumulators, zeroed (allocas: mem2reg keeps them in registers).
+    const int mt = cfg_.tile_m / cfg_.warps_m / 16, nt = cfg_.tile_n / cfg_.warps_n / 8;
+    acc_.assign(static_cast<size_t>(mt * nt * 4), nullptr);
+    for (size_t i = 0; i < acc_.size(); ++i) {
+      acc_[i] = entry_alloca(b_.getFloatTy(), "acc");
+      b_.CreateStore(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), acc_[i]);
+    }
+
+    if (wgmma_) {
+      wgmma_mainloop();
+    } else {
+      mma_mainloop();
+    }
+    // Every warp's reads of shared memory are done: the next tile's first steps may refill
+    // the stages while this one's results are stored from registers.
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
+    barrier();
+    Value* next = b_.CreateAdd(t, nblocks_);
+    Value* saved[] = {m0_, n0_, a_batch_, b_batch_};
+    std::vector<Value*> saved_coords = batch_coords_;
+    if_then(b_.CreateICmpSLT(next, tiles_), [&] {
+      place(next);
+      prologue();
+    });
+    m0_ = saved[0], n0_ = saved[1], a_batch_ = saved[2], b_batch_ = saved[3];
+    batch_coords_ = saved_coords;
+    epilogue();
+  }
+
+  // mma.sync: step kt + stages - 1 is copied while step kt's math runs.
+  void mma_mainloop() {
+    loop(i64(0), k_tiles_, i64(1), "kstep", [&](Value* kt) {
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {i32(cfg_.stages - 2)});
+      barrier();
+      Value* next = b_.CreateAdd(kt, i64(cfg_.stages - 1));
+      if_then(b_.CreateICmpSLT(next, k_tiles_), [&] {
+        load_step(b_.CreateTrunc(b_.CreateURem(next, i64(cfg_.stages)), b_.getInt32Ty()), next);
+      });
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+      math(b_.CreateTrunc(b_.CreateURem(kt, i64(cfg_.stages)), b_.getInt32Ty()));
+    });
+  }
+
+  // wgmma: step kt + stages - 2 is copied while step kt's MMAs are issued and step kt - 1's
+  // may still run (one group in flight): the stage it refills, (kt - 2) % stages, was read by
+  // step kt - 2, which is complete.
+  void wgmma_mainloop() {
+    const int ahead = this->ahead();
+    loop(i64(0), k_tiles_, i64(1), "kstep", [&](Value* kt) {
+      // Step kt's copies have landed (at most ahead - 1 younger groups pending), and are
+      // visible to the tensor cores' (async) reads of shared memory.
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {i32(ahead - 1)});
+      asm_void("fence.proxy.async.shared::cta;");
+      barrier();
+      Value* next = b_.CreateAdd(kt, i64(ahead));
+      if_then(b_.CreateICmpSLT(next, k_tiles_), [&] {
+        load_step(b_.CreateTrunc(b_.CreateURem(next, i64(cfg_.stages)), b_.getInt32Ty()), next);
+      });
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+      wgmma_math(b_.CreateTrunc(b_.CreateURem(kt, i64(cfg_.stages)), b_.getInt32Ty()));
+      asm_void("wgmma.wait_group.sync.aligned 1;");
+    });
+    asm_void("wgmma.wait_group.sync.aligned 0;");
+  }
+
+  void asm_void(const char* text) {
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {}, false);
+    b_.CreateCall(llvm::InlineAsm::get(fty, text, "~{memory}", /*hasSideEffects=*/true), {});
+  }
+
+  // A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format") for shared memory at
+  // `addr` (bytes, the shared window), with the 128-byte swizzle.
+  Value* descriptor(Value* addr, int64_t lbo, int64_t sbo) {
+    Value* a =
+        b_.CreateLShr(b_.CreateAnd(b_.CreateZExt(addr, b_.getInt64Ty()), i64(0x3FFFF)), i64(4));
+    const uint64_t fixed = (uint64_t((lbo >> 4) & 0x3FFF) << 16) |
+                           (uint64_t((sbo >> 4) & 0x3FFF) << 32) | (uint64_t{1} << 62);
+    return b_.CreateOr(a, b_.getInt64(fixed));
+  }
+
+  // Descriptor of operand o's 64 (A) or tile_n (B) rows starting at M/N row `mn`, for the
+  // reduced indices 16 * ks .. 16 * ks + 15 of stage `stage`.
+  Value* operand_descriptor(const Operand& o, Value* stage, int mn, int ks) {
+    Value* base =
+        b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()),
+                     b_.CreateAdd(b_.CreateMul(stage, i32(stage_bytes_)), i32(o.smem_offset)));
+    if (o.info->k_major()) {
+      // Rows of 128 bytes, eight-row atoms 1024 bytes apart; 16 reduced indices = 32 bytes.
+      return descriptor(b_.CreateAdd(base, i32(mn * 128 + ks * 32)), 16, 1024);
+    }
+    // Blocks of 64 M/N elements tile_k * 128 bytes apart (the leading offset), eight reduced
+    // indices 1024 bytes apart (the stride offset); 16 reduced indices = 2048 bytes.
+    return descriptor(b_.CreateAdd(base, i32((mn / 64) * cfg_.tile_k * 128 + ks * 2048)),
+                      int64_t{cfg_.tile_k} * 128, 1024);
+  }
+
+  // The MMAs of one stage: for each 16 of tile_k, wgmma m64 x tile_n x 16 per warpgroup.
+  void wgmma_math(Value* stage) {
+    const int regs = cfg_.tile_n / 2;  // f32 accumulators per thread
+    const char* types = dtype_ == DType::f16 ? "f32.f16.f16" : "f32.bf16.bf16";
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(regs + 2) +
+                       ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(cfg_.tile_n) +
+                       "k16." + types + " {";
+    std::string cons;
+    for (int i = 0; i < regs; ++i) {
+      text += (i ? ", $" : "$") + std::to_string(i);
+      cons += "=f,";
+    }
+    text += fmt::format("}}, ${}, ${}, p, 1, 1, {}, {};\n}}", regs, regs + 1,
+                        a_.info->k_major() ? 0 : 1, b_op_.info->k_major() ? 0 : 1);
+    cons += "l,l,r";
+    for (int i = 0; i < regs; ++i) cons += "," + std::to_string(i);
+    std::vector<llvm::Type*> outs(static_cast<size_t>(regs), b_.getFloatTy());
+    std::vector<llvm::Type*> ins{b_.getInt64Ty(), b_.getInt64Ty(), b_.getInt32Ty()};
+    ins.insert(ins.end(), outs.begin(), outs.end());
+    auto* fty = llvm::FunctionType::get(llvm::StructType::get(m_.getContext(), outs), ins, false);
+    auto* mma = llvm::InlineAsm::get(fty, text, cons, /*hasSideEffects=*/true);
+    // Warpgroup w owns rows 64 w ..: its warps are 4 w .. 4 w + 3.
+    Value* wg = b_.CreateLShr(warp_m_, i32(2));
+    asm_void("wgmma.fence.sync.aligned;");
+    for (int ks = 0; ks < cfg_.tile_k / 16; ++ks) {
+      // Each warpgroup's A rows: select among the tile's 64-row slabs.
+      Value* da = nullptr;
+      for (int g = 0; g < cfg_.tile_m / 64; ++g) {
+        Value* d = operand_descriptor(a_, stage, g * 64, ks);
+        da = g == 0 ? d : b_.CreateSelect(b_.CreateICmpEQ(wg, i32(g)), d, da);
+      }
+      Value* db = operand_descriptor(b_op_, stage, 0, ks);
+      std::vector<Value*> args{da, db, i32(1)};
+      for (int i = 0; i < regs; ++i) {
+        args.push_back(b_.CreateLoad(b_.getFloatTy(), acc_[static_cast<size_t>(i)]));
+      }
+      Value* d = b_.CreateCall(mma, args);
+      for (int i = 0; i < regs; ++i) {
+        b_.CreateStore(b_.CreateExtractValue(d, static_cast<unsigned>(i)),
+                       acc_[static_cast<size_t>(i)]);
+      }
+    }
+    asm_void("wgmma.commit_group.sync.aligned;");
+  }
+
+  Value* batch_offset(const Operand& o) {
+    Value* off = i64(0);
+    for (auto [stride, out] : o.batch) {
+      off = b_.CreateAdd(off, b_.CreateMul(batch_coords_[static_cast<size_t>(out)], stride));
+    }
+    return off;
+  }
+
+  void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+
+  // Byte offset, within a stage, of chunk `chunk` of row `row` of operand o (i32 values).
+  Value* chunk_offset(const Operand& o, Value* row, Value* chunk) {
+    if (wgmma_ && !o.info->k_major()) {
+      // Blocks of 64 M/N elements, each tile_k rows (reduced indices) of 128 bytes.
+      Value* block = b_.CreateLShr(chunk, i32(3));
+      Value* phys = b_.CreateXor(b_.CreateAnd(chunk, i32(7)), b_.CreateAnd(row, i32(7)));
+      Value* in_block = b_.CreateAdd(b_.CreateMul(row, i32(128)), b_.CreateMul(phys, i32(16)));
+      return b_.CreateAdd(i32(o.smem_offset),
+                          b_.CreateAdd(b_.CreateMul(block, i32(cfg_.tile_k * 128)), in_block));
+    }
+    Value* swz = o.chunks >= 8 ? b_.CreateAnd(row, i32(7))
+                               : b_.CreateAnd(b_.CreateLShr(row, i32(1)), i32(3));
+    Value* phys = b_.CreateXor(chunk, swz);
+    return b_.CreateAdd(
+        i32(o.smem_offset),
+        b_.CreateMul(b_.CreateAdd(b_.CreateMul(row, i32(o.chunks)), phys), i32(kChunkBytes)));
+  }
+
+  Value* smem_at(Value* stage, Value* offset) {
+    Value* byte = b_.CreateAdd(b_.CreateMul(stage, i32(stage_bytes_)), offset);
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), smem_, {b_.CreateZExt(byte, b_.getInt64Ty())});
+  }
+
+  // Step `kt`'s operand tiles into stage `stage`.
+  void load_step(Value* stage, Value* kt) {
+    Value* k0 = b_.CreateMul(kt, i64(cfg_.tile_k));
+    load_operand(a_, stage, k0, m0_);
+    load_operand(b_op_, stage, k0, n0_);
+  }
+
+  void load_operand(const Operand& o, Value* stage, Value* k0, Value* mn0) {
+    const int per_thread = o.rows * o.chunks / cfg_.threads();
+    const int vec = kChunkBytes / elem_bytes_;
+    Value* batch = &o == &a_ ? a_batch_ : b_batch_;
+    // The chunk's row and column, its first element's coordinates, and its offset.
+    struct Chunk {
+      Value *row, *col, *mn, *k, *smem;
+    };
+    std::vector<Chunk> chunks;
+    for (int i = 0; i < per_thread; ++i) {
+      Value* q = b_.CreateAdd(tid_, i32(i * cfg_.threads()));
+      Chunk ch;
+      ch.row = b_.CreateUDiv(q, i32(o.chunks));
+      ch.col = b_.CreateURem(q, i32(o.chunks));
+      Value* row64 = b_.CreateZExt(ch.row, b_.getInt64Ty());
+      Value* col64 = b_.CreateMul(b_.CreateZExt(ch.col, b_.getInt64Ty()), i64(vec));
+      if (o.info->k_major()) {
+        ch.mn = b_.CreateAdd(mn0, row64);
+        ch.k = b_.CreateAdd(k0, col64);
+      } else {
+        ch.k = b_.CreateAdd(k0, row64);
+        ch.mn = b_.CreateAdd(mn0, col64);
+      }
+      ch.smem = smem_at(stage, chunk_offset(o, ch.row, ch.col));
+      chunks.push_back(ch);
+    }
+    auto offset = [&](Value* mn, Value* k) {
+      return b_.CreateAdd(batch,
+                          b_.CreateAdd(b_.CreateMul(mn, o.stride_mn), b_.CreateMul(k, o.stride_k)));
+    };
+    if_else(
+        o.vector_ok,
+        [&] {
+          for (const Chunk& ch : chunks) {
+            Value* in = b_.CreateAnd(b_.CreateICmpULT(ch.mn, o.extent_mn),
+                                     b_.CreateICmpULT(ch.k, k_extent_));
+            Value* src =
+                em_.element_ptr(o.base, dtype_, b_.CreateSelect(in, offset(ch.mn, ch.k), i64(0)));
+            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
+                               {ch.smem, src, b_.CreateSelect(in, i32(kChunkBytes), i32(0))});
+          }
+        },
+        [&] {
+          // Element by element: misaligned pointers, or rows that are not whole chunks.
+          for (const Chunk& ch : chunks) {
+            // Elements of the chunk inside the tensor: along its contiguous index, up to 8.
+            Value* along = o.info->k_major() ? ch.k : ch.mn;
+            Value* extent = o.info->k_major() ? k_extent_ : o.extent_mn;
+            Value* other_in = o.info->k_major() ? b_.CreateICmpULT(ch.mn, o.extent_mn)
+                                                : b_.CreateICmpULT(ch.k, k_extent_);
+            Value* left = b_.CreateSelect(b_.CreateICmpULT(along, extent),
+                                          b_.CreateSub(extent, along), i64(0));
+            Value* count = b_.CreateSelect(
+                other_in, b_.CreateSelect(b_.CreateICmpULT(left, i64(vec)), left, i64(vec)),
+                i64(0));
+            Value* off =
+                b_.CreateSelect(b_.CreateICmpEQ(count, i64(0)), i64(0), offset(ch.mn, ch.k));
+            b_.CreateCall(scalar_copy(), {o.base, off, count, ch.smem});
+          }
+        });
+  }
+
+  // A function (kept out of line, so that the values it computes are not hoisted into the
+  // kernel's loops and held in registers there) that copies `count` <= 8 elements from
+  // base + off to a 16-byte chunk of shared memory, zeros after them.
+  llvm::Function* scalar_copy() {
+    if (scalar_copy_) return scalar_copy_;
+    llvm::LLVMContext& ctx = m_.getContext();
+    const int vec = kChunkBytes / elem_bytes_;
+    llvm::Type* et = b_.getInt16Ty();
+    auto* fty = llvm::FunctionType::get(
+        b_.getVoidTy(), {b_.getPtrTy(1), b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy(3)}, false);
+    scalar_copy_ = llvm::Function::Create(fty, llvm::Function::InternalLinkage,
+                                          fn_->getName() + "_copy_elements", &m_);
+    scalar_copy_->addFnAttr(llvm::Attribute::NoInline);
+    llvm::IRBuilder<> fb(BasicBlock::Create(ctx, "entry", scalar_copy_));
+    Value* base = scalar_copy_->getArg(0);
+    Value* off = scalar_copy_->getArg(1);
+    Value* count = scalar_copy_->getArg(2);
+    Value* packed = llvm::Constant::getNullValue(llvm::FixedVectorType::get(et, vec));
+    for (int e = 0; e < vec; ++e) {
+      BasicBlock* from = fb.GetInsertBlock();
+      BasicBlock* yes = BasicBlock::Create(ctx, "load", scalar_copy_);
+      BasicBlock* done = BasicBlock::Create(ctx, "next", scalar_copy_);
+      fb.CreateCondBr(fb.CreateICmpSLT(fb.getInt64(e), count), yes, done);
+      fb.SetInsertPoint(yes);
+      Value* p = fb.CreateInBoundsGEP(et, base, fb.CreateAdd(off, fb.getInt64(e)));
+      Value* with = fb.CreateInsertElement(packed, fb.CreateAlignedLoad(et, p, llvm::Align(2)), e);
+      fb.CreateBr(done);
+      fb.SetInsertPoint(done);
+      llvm::PHINode* phi = fb.CreatePHI(packed->getType(), 2);
+      phi->addIncoming(packed, from);
+      phi->addIncoming(with, yes);
+      packed = phi;
+    }
+    fb.CreateAlignedStore(packed, scalar_copy_->getArg(3), llvm::Align(kChunkBytes));
+    fb.CreateRetVoid();
+    return scalar_copy_;
+  }
+
+  // ---- math --------------------------------------------------------------------------------
+
+  // Four 8 x 8 matrices of operand o for one ldmatrix.x4: matrix q has its M/N rows at
+  // mn_base + mn_off(q) and its reduced columns at k_base + k_off(q).
+  std::array<Value*, 4> ldmatrix(const Operand& o, Value* stage, Value* mn_base, Value* k_base,
+                                 bool a_order) {
+    Value* q = b_.CreateLShr(lane_, i32(3));
+    Value* r = b_.CreateAnd(lane_, i32(7));
+    // A: q = (k half) * 2 + (m half); B: q = (n half) * 2 + (k half).
+    Value* lo = b_.CreateMul(b_.CreateAnd(q, i32(1)), i32(8));
+    Value* hi = b_.CreateMul(b_.CreateLShr(q, i32(1)), i32(8));
+    Value* mn_off = a_order ? lo : hi;
+    Value* k_off = a_order ? hi : lo;
+    Value *row, *chunk;
+    if (o.info->k_major()) {
+      row = b_.CreateAdd(b_.CreateAdd(mn_base, mn_off), r);
+      chunk = b_.CreateUDiv(b_.CreateAdd(k_base, k_off), i32(8));
+    } else {
+      row = b_.CreateAdd(b_.CreateAdd(k_base, k_off), r);
+      chunk = b_.CreateUDiv(b_.CreateAdd(mn_base, mn_off), i32(8));
+    }
+    Value* ptr = smem_at(stage, chunk_offset(o, row, chunk));
+    const auto id = o.info->k_major()
+                        ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16
+                        : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16;
+    Value* regs = b_.CreateIntrinsic(id, {ptr->getType()}, {ptr});
+    return {b_.CreateExtractValue(regs, 0), b_.CreateExtractValue(regs, 1),
+            b_.CreateExtractValue(regs, 2), b_.CreateExtractValue(regs, 3)};
+  }
+
+  void math(Value* stage) {
+    const int wm = cfg_.tile_m / cfg_.warps_m, wn = cfg_.tile_n / cfg_.warps_n;
+    const int mt_count = wm / 16, nt_count = wn / 8;
+    Value* m_warp = b_.CreateMul(warp_m_, i32(wm));
+    Value* n_warp = b_.CreateMul(warp_n_, i32(wn));
+    for (int ks = 0; ks < cfg_.tile_k / 16; ++ks) {
+      std::vector<std::array<Value*, 4>> af;
+      std::vector<std::array<Value*, 2>> bf;
+      for (int mt = 0; mt < mt_count; ++mt) {
+        af.push_back(ldmatrix(a_, stage, b_.CreateAdd(m_warp, i32(mt * 16)), i32(ks * 16), true));
+      }
+      for (int p = 0; p < nt_count / 2; ++p) {
+        auto x = ldmatrix(b_op_, stage, b_.CreateAdd(n_warp, i32(p * 16)), i32(ks * 16), false);
+        bf.push_back({x[0], x[1]});
+        bf.push_back({x[2], x[3]});
+      }
+      for (int mt = 0; mt < mt_count; ++mt) {
+        for (int nt = 0; nt < nt_count; ++nt) mma(af[mt], bf[nt], mt * nt_count + nt);
+      }
+    }
+  }
+
+  void mma(const std::array<Value*, 4>& a, const std::array<Value*, 2>& bv, int frag) {
+    std::vector<Value*> args;
+    llvm::Type* half2 = llvm::FixedVectorType::get(b_.getHalfTy(), 2);
+    auto operand = [&](Value* v) { return dtype_ == DType::f16 ? b_.CreateBitCast(v, half2) : v; };
+    for (Value* v : a) args.push_back(operand(v));
+    for (Value* v : bv) args.push_back(operand(v));
+    for (int i = 0; i < 4; ++i) {
+      args.push_back(b_.CreateLoad(b_.getFloatTy(), acc_[static_cast<size_t>(frag * 4 + i)]));
+    }
+    const auto id = dtype_ == DType::f16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
+                                         : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
+    Value* d = b_.CreateIntrinsic(id, {}, args);
+    for (int i = 0; i < 4; ++i) {
+      b_.CreateStore(b_.CreateExtractValue(d, static_cast<unsigned>(i)),
+                     acc_[static_cast<size_t>(frag * 4 + i)]);
+    }
+  }
+
+  // ---- epilogue ----------------------------------------------------------------------------
+
+  // What the kernel stores: each output statement as an expression of the point s0, s1, ...
+  // (the space's dimensions), loads of the contraction's result left as leaves.
+  struct Store {
+    int param;
+    Expr value;
+  };
+
+  std::vector<Store> stores() {
+    Inliner inliner(sk_.def, [&](const Stmt& s) { return s.target != c_.target; });
+    std::vector<Store> out;
+    for (const Stmt& s : sk_.def.body) {
+      const TensorDecl* t = sk_.def.find_tensor(s.target);
+      if (t->role != TensorRole::output) continue;
+      Rename rename;
+      const auto& roles = sk_.roles.at(s.target);
+      for (const std::string& v : s.indices) rename[v] = fmt::format("s{}", roles.at(v));
+      Expr value = s.target == c_.target
+                       ? make_load(c_.target, rename_all(s.indices, rename), t->dtype, s.loc)
+                       : inliner.rewrite(s.value, rename);
+      out.push_back({param_index(s.target), value});
+    }
+    return out;
+  }
+
+  static std::vector<std::string> rename_all(const std::vector<std::string>& v, const Rename& r) {
+    std::vector<std::string> out;
+    for (const std::string& x : v) out.push_back(r.at(x));
+    return out;
+  }
+
+  // The output element's coordinates (i64) by dimension.
+  Value* coord_of(const std::string& var, const std::vector<Value*>& point) {
+    internal_check(var.size() > 1 && var[0] == 's', "contraction: an epilogue index is not s<d>");
+    return point[static_cast<size_t>(std::stoi(var.substr(1)))];
+  }
+
+  Value* offset_in(const TensorDecl& t, const std::vector<std::string>& idx,
+                   const std::vector<Value*>& point) {
+    std::vector<Value*> st = strides(t);
+    Value* off = i64(0);
+    for (size_t d = 0; d < idx.size(); ++d) {
+      off = b_.CreateAdd(off, b_.CreateMul(coord_of(idx[d], point), st[d]));
+    }
+    return off;
+  }
+
+  void epilogue() {
+    const std::vector<Store> outs = stores();
+    Rename to_point;
+    for (size_t d = 0; d < c_.vars.size(); ++d) to_point[c_.vars[d]] = fmt::format("s{}", d);
+    const Expr scale =
+        c_.scale.defined()
+            ? Inliner(sk_.def, [](const Stmt&) { return false; }).rewrite(c_.scale, to_point)
+            : Expr();
+    const TensorDecl& target = *sk_.def.find_tensor(c_.target);
+    const bool rounded = target.role == TensorRole::output &&
+                         (target.dtype == DType::bf16 || target.dtype == DType::f16);
+
+    const int wm = cfg_.tile_m / cfg_.warps_m, wn = cfg_.tile_n / cfg_.warps_n;
+    const int mt_count = wm / 16, nt_count = wn / 8;
+    Value* g = b_.CreateZExt(b_.CreateLShr(lane_, i32(2)), b_.getInt64Ty());
+    Value* c2 = b_.CreateZExt(b_.CreateMul(b_.CreateAnd(lane_, i32(3)), i32(2)), b_.getInt64Ty());
+    Value* m_warp =
+        b_.CreateAdd(m0_, b_.CreateZExt(b_.CreateMul(warp_m_, i32(wm)), b_.getInt64Ty()));
+    Value* n_warp =
+        b_.CreateAdd(n0_, b_.CreateZExt(b_.CreateMul(warp_n_, i32(wn)), b_.getInt64Ty()));
+    for (int mt = 0; mt < mt_count; ++mt) {
+      for (int nt = 0; nt < nt_count; ++nt) {
+        for (int i = 0; i < 4; ++i) {
+          Value* m = b_.CreateAdd(m_warp, b_.CreateAdd(g, i64(mt * 16 + (i / 2) * 8)));
+          Value* n = b_.CreateAdd(n_warp, b_.CreateAdd(c2, i64(nt * 8 + i % 2)));
+          Value* sum = b_.CreateLoad(b_.getFloatTy(),
+                                     acc_[static_cast<size_t>((mt * nt_count + nt) * 4 + i)]);
+          if_then(b_.CreateAnd(b_.CreateICmpULT(m, m_extent_), b_.CreateICmpULT(n, n_extent_)),
+                  [&] { store_point(outs, scale, rounded, target.dtype, m, n, sum); });
+        }
+      }
+    }
+  }
+
+  void store_point(const std::vector<Store>& outs, const Expr& scale, bool rounded, DType target_dt,
+                   Value* m, Value* n, Value* sum) {
+    std::vector<Value*> point = batch_coords_;
+    point.push_back(m);
+    point.push_back(n);
+    ValueMemo memo;
+    Value* result = nullptr;
+    LeafFn leaf = [&](const Expr& e) -> Value* {
+      if (const Load* l = e.as<Load>()) {
+        if (l->tensor == c_.target) {
+          if (!result) {
+            result = scale.defined() ? b_.CreateFMul(sum, em_.eval(scale, memo, leaf)) : sum;
+            if (rounded) result = em_.widen(em_.to_storage(result, target_dt), target_dt);
+          }
+          return result;
+        }
+        const TensorDecl& t = *params_[param_index(l->tensor)];
+        return em_.load(em_.element_ptr(param(l->tensor), t.dtype, offset_in(t, l->indices, point)),
+                        t.dtype);
+      }
+      if (const IndexRef* r = e.as<IndexRef>())
+        return em_.int_as(coord_of(r->name, point), e.type(), true);
+      if (const SymRef* s = e.as<SymRef>())
+        return em_.int_as(dim(Dim::symbol(s->name)), e.type(), true);
+      internal_check(false, "contraction: an epilogue leaf it cannot evaluate");
+      return nullptr;
+    };
+    for (const Store& st : outs) {
+      const TensorDecl& t = *params_[static_cast<size_t>(st.param)];
+      Value* v = em_.eval(st.value, memo, leaf);
+      std::vector<std::string> all;
+      for (size_t d = 0; d < point.size(); ++d) all.push_back(fmt::format("s{}", d));
+      em_.store(em_.element_ptr(fn_->getArg(static_cast<unsigned>(st.param)), t.dtype,
+                                offset_in(t, all, point)),
+                t.dtype, {v});
+    }
+  }
+
+  const bool wgmma_;
+  llvm::Module& m_;
+  llvm::IRBuilder<> b_;
+  Emitter em_;
+  const KernelDef& abi_;
+  const ScheduledKernel& sk_;
+  const ContractionShape& c_;
+  const ContractionConfig& cfg_;
+  std::vector<const TensorDecl*> params_;
+  std::vector<std::string> symbols_;
+  DType dtype_;
+  int elem_bytes_;
+
+  llvm::Function* fn_ = nullptr;
+  llvm::Function* scalar_copy_ = nullptr;
+  llvm::GlobalVariable* smem_ = nullptr;
+  std::vector<Value*> batch_dims_, batch_coords_;
+  Value *m_extent_ = nullptr, *n_extent_ = nullptr, *k_extent_ = nullptr;
+  Value *tiles_m_ = nullptr, *tiles_n_ = nullptr, *per_batch_ = nullptr, *tiles_ = nullptr;
+  Value* k_tiles_ = nullptr;
+  Value* nblocks_ = nullptr;  // gridDim.x
+  Value *tid_ = nullptr, *lane_ = nullptr, *warp_m_ = nullptr, *warp_n_ = nullptr;
+  Value *m0_ = nullptr, *n0_ = nullptr, *a_batch_ = nullptr, *b_batch_ = nullptr;
+  Operand a_, b_op_;
+  int stage_bytes_ = 0;
+  std::vector<llvm::AllocaInst*> acc_;
+};
+
+}  // namespace
+
+void lower_contraction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
+                       const ContractionConfig& cfg, const std::string& arch,
+                       const std::string& entry, VariantLayout* layout) {
+  internal_check(sk.contraction.has_value(), "lower_contraction: not a contraction kernel");
+  ContractionLowering(m, abi, sk, cfg, arch).run(entry);
+  if (layout) *layout = VariantLayout{};
+}
+
+}  // namespace kiln

@@ -1,0 +1,45 @@
+// Lowering a contraction kernel (compiler/contraction.h) to LLVM IR for tensor cores.
+//
+// The kernel is persistent: block b walks output tiles b, b + gridDim.x, ... of tile_m x
+// tile_n elements of the last two dimensions (every other dimension of the space is a batch),
+// in the config's raster order (compiler/config.h: ContractionConfig). For each tile:
+//  1. Mainloop: the reduced extent in steps of tile_k. Each step's operand tiles go to shared
+//     memory through a ring of `stages` buffers, `stages - 1` steps ahead of the math, with
+//     cp.async 16-byte copies (zero-filled past the edges) when the operand's contiguous
+//     extent is a multiple of 8 elements and its pointer is 16-byte aligned, else element by
+//     element (the kernel checks at run time; the choice is uniform over the grid). Tiles are
+//     stored as rows of 16-byte chunks, the chunk index XORed with the row so that the eight
+//     rows one ldmatrix reads fall in distinct banks.
+//  2. Math: each warp owns (tile_m / warps_m) x (tile_n / warps_n) of the tile as 16 x 8
+//     accumulator fragments (f32); per 16 of the reduced extent it loads its operand
+//     fragments with ldmatrix (.trans for an operand whose contiguous index is M or N) and
+//     issues mma.sync.m16n8k16 (bf16 or f16 inputs, f32 accumulation).
+//  3. Epilogue: at each output element it owns, a thread scales the sum (contraction.h's
+//     scale), evaluates every statement of the kernel that reads it (bias, activation,
+//     residual, casts, several outputs) and stores the outputs, with a bounds check.
+// On sm_90a a config with `wgmma` runs the math as Hopper's warpgroup MMA instead: each
+// warpgroup (4 warps) owns 64 rows of the tile and issues wgmma.mma_async m64nNk16 reading
+// both operands from shared memory through matrix descriptors, the tiles laid out as the
+// 128-byte swizzle expects (K-major rows of 128 bytes; M/N-major operands as blocks of 64
+// elements, read with the descriptor's transpose bit), with one group of MMAs in flight
+// while the next stage's copies land. mma.sync runs on sm_80 and later.
+#pragma once
+
+#include <string>
+
+#include "compiler/codegen.h"
+#include "compiler/config.h"
+#include "compiler/schedule.h"
+
+namespace kiln {
+
+/// Adds to `m` the kernel `entry` computing `sk` (a contraction kernel of a schedule of `abi`)
+/// with `cfg`. Its parameters are `abi`'s (bundle/manifest.h); it needs cfg.smem_bytes() of
+/// dynamic shared memory. Sets *layout (when given): it reads nothing with a required
+/// alignment (misaligned operands take the element-by-element copies).
+/// `arch` picks the math: wgmma for a config with `wgmma` on sm_90a, mma.sync otherwise.
+void lower_contraction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
+                       const ContractionConfig& cfg, const std::string& arch,
+                       const std::string& entry, VariantLayout* layout);
+
+}  // namespace kiln

@@ -1,0 +1,241 @@
+// Contractions (issue 18): which statements are contractions and how their operands are read
+// (compiler/contraction.h), what the scheduler fuses into them, the plan's variants and the
+// rule that picks one (bundle/rule.h), the manifest's tile fields, and the runtime's persistent
+// grid (runtime/launch.h).
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "bundle/manifest.h"
+#include "bundle/rule.h"
+#include "compiler/contraction.h"
+#include "compiler/kernel_plan.h"
+#include "compiler/schedule.h"
+#include "ir/text.h"
+#include "runtime/launch.h"
+
+using namespace kiln;
+
+namespace {
+
+KernelDef kernel_of(const std::string& src) {
+  Program p = parse_program(src);
+  REQUIRE(p.kernels.size() == 1);
+  return p.kernels[0];
+}
+
+// The analysis of the kernel's only statement.
+std::variant<ContractionShape, std::string> analyze(const std::string& src) {
+  KernelDef k = kernel_of(src);
+  REQUIRE(k.body.size() == 1);
+  return analyze_contraction(k, k.body[0]);
+}
+
+ContractionShape shape_of(const std::variant<ContractionShape, std::string>& r) {
+  if (const std::string* why = std::get_if<std::string>(&r)) FAIL("not a contraction: " << *why);
+  return std::get<ContractionShape>(r);
+}
+
+std::string why_not(const std::string& src) {
+  auto r = analyze(src);
+  REQUIRE(std::holds_alternative<std::string>(r));
+  return std::get<std::string>(r);
+}
+
+}  // namespace
+
+TEST_CASE("contraction: operands, layouts and batches", "[contraction]") {
+  const ContractionShape& mm =
+      shape_of(analyze("kernel f(a: bf16[M, K], w: bf16[K, N]) -> (c: bf16[M, N]) {\n"
+                       "  c[i, j] = sum(a[i, k] * w[k, j], k)\n}\n"));
+  CHECK(mm.a.tensor == "a");
+  CHECK(mm.b.tensor == "w");
+  CHECK(mm.a.k_major());
+  CHECK_FALSE(mm.b.k_major());
+  CHECK(mm.a.mn_dim == 0);
+  CHECK(mm.b.mn_dim == 1);
+  CHECK_FALSE(mm.scale.defined());
+  CHECK(describe_operands(mm) == "A: a[i, k] (K contiguous), B: w[k, j] (N contiguous)");
+
+  // The operand that carries M is A, whichever is written first; B read as [N, K].
+  const ContractionShape& nt =
+      shape_of(analyze("kernel f(w: f16[N, K], a: f16[M, K]) -> (c: f32[M, N]) {\n"
+                       "  c[i, j] = sum(w[j, k] * a[i, k], k)\n}\n"));
+  CHECK(nt.a.tensor == "a");
+  CHECK(nt.b.tensor == "w");
+  CHECK(nt.b.k_major());
+  CHECK(nt.a.dtype == DType::f16);
+
+  // Batches: each operand says which output dimension each of its batch indices follows; a
+  // shared weight has none.
+  const ContractionShape& bmm =
+      shape_of(analyze("kernel f(q: bf16[B, H, M, D], w: bf16[D, N]) -> (s: f32[B, H, M, N]) {\n"
+                       "  s[b, h, i, j] = sum(q[b, h, i, d] * w[d, j], d)\n}\n"));
+  REQUIRE(bmm.a.batch.size() == 2);
+  CHECK(bmm.a.batch[0] == std::pair{0, 0});
+  CHECK(bmm.a.batch[1] == std::pair{1, 1});
+  CHECK(bmm.b.batch.empty());
+
+  // Factors without k scale the sum; a mean divides it by the extent; widening casts are
+  // looked through, and so are pointwise temporaries.
+  const ContractionShape& scaled =
+      shape_of(analyze("kernel f(a: bf16[M, K], w: bf16[K, N], s: f32[N]) -> (c: f32[M, N]) {\n"
+                       "  c[i, j] = mean(f32(a[i, k]) * s[j] * w[k, j] / 2.0, k)\n}\n"));
+  REQUIRE(scaled.scale.defined());
+  CHECK(print(scaled.scale).find("s[j]") != std::string::npos);
+  CHECK(print(scaled.scale).find("K") != std::string::npos);
+  KernelDef through = kernel_of(
+      "kernel f(a: bf16[M, K], w: bf16[K, N]) -> (c: f32[M, N]) {\n"
+      "  t[i, k] = a[i, k]\n"
+      "  c[i, j] = sum(t[i, k] * w[k, j], k)\n}\n");
+  CHECK(std::holds_alternative<ContractionShape>(analyze_contraction(through, through.body[1])));
+}
+
+TEST_CASE("contraction: what is not one, and why", "[contraction]") {
+  CHECK(why_not("kernel f(a: f32[M, K], w: f32[K, N]) -> (c: f32[M, N]) {\n"
+                "  c[i, j] = sum(a[i, k] * w[k, j], k)\n}\n")
+            .find("f32") != std::string::npos);
+  CHECK(why_not("kernel f(a: bf16[M, K], w: f16[K, N]) -> (c: f32[M, N]) {\n"
+                "  c[i, j] = sum(a[i, k] * w[k, j], k)\n}\n")
+            .find("one type") != std::string::npos);
+  CHECK(why_not("kernel f(a: bf16[M, K], w: bf16[K, N], g: bf16[K]) -> (c: f32[M, N]) {\n"
+                "  c[i, j] = sum(a[i, k] * g[k] * w[k, j], k)\n}\n")
+            .find("3 factor(s)") != std::string::npos);
+  CHECK(why_not("kernel f(a: bf16[M, K], w: bf16[K]) -> (c: f32[M]) {\n"
+                "  c[i] = sum(a[i, k] * w[k], k)\n}\n")
+            .find("fewer than two indices") != std::string::npos);
+  CHECK(why_not("kernel f(a: bf16[M, K], w: bf16[K, N]) -> (c: f32[M, N]) {\n"
+                "  c[i, j] = max(a[i, k] * w[k, j], k)\n}\n")
+            .find("max") != std::string::npos);
+  CHECK(why_not("kernel f(a: bf16[M, K], w: bf16[K, N]) -> (c: f32[M, N]) {\n"
+                "  c[i, j] = sum(exp(a[i, k]) * w[k, j], k)\n}\n")
+            .find("not a tensor read") != std::string::npos);
+  // A reads N too: an element-wise product, not a contraction.
+  CHECK(why_not("kernel f(a: bf16[M, N, K], w: bf16[K, N]) -> (c: f32[M, N]) {\n"
+                "  c[i, j] = sum(a[i, j, k] * w[k, j], k)\n}\n")
+            .find("must read") != std::string::npos);
+}
+
+TEST_CASE("contraction: the scheduler fuses only its epilogue", "[contraction]") {
+  KernelDef k = kernel_of(
+      "kernel f(x: bf16[M, K], w: bf16[K, N], b: bf16[N]) -> (y: bf16[M, N], r: f32[M]) {\n"
+      "  h[i, j] = sum(x[i, k] * w[k, j], k) + b[j]\n"
+      "  y[i, j] = h[i, j] * 2.0\n"
+      "  r[i] = sum(x[i, k], k)\n}\n");
+  Schedule s = schedule_kernel(k);
+  REQUIRE(s.kernels.size() == 2);
+  const ScheduledKernel& c = s.kernels[0];
+  CHECK(c.kind == StepKind::contraction);
+  REQUIRE(c.contraction.has_value());
+  CHECK(c.kind_reason.find("contraction on tensor cores") != std::string::npos);
+  // The row sum over the same x is a reduction of its own, not a sibling of the contraction.
+  CHECK(s.kernels[1].kind == StepKind::row_reduction);
+  bool refused = false;
+  for (const FusionRefusal& f : s.refusals) {
+    refused = refused || f.reason.find("contraction") != std::string::npos;
+  }
+  CHECK(refused);
+}
+
+TEST_CASE("contraction: plan, manifest and the rule", "[contraction]") {
+  KernelDef k = kernel_of(
+      "kernel f(a: bf16[M, K], w: bf16[K, N]) -> (c: bf16[M, N]) {\n"
+      "  c[i, j] = sum(a[i, k] * w[k, j], k)\n}\n");
+  std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+  REQUIRE(plan->steps.size() == 1);
+  const StepPlan& st = plan->steps[0];
+  CHECK(st.kind == StepKind::contraction);
+  bundle::Step bs = manifest_step(*plan, 0, {"sm_80", "sm_90"});
+  // wgmma variants carry an sm_90a image instead of sm_90; mma.sync ones sm_80 and sm_90.
+  int wgmma = 0;
+  for (const bundle::Variant& v : bs.variants) {
+    REQUIRE(v.tile.m > 0);
+    CHECK(v.elements_per_block == v.tile.m * v.tile.n);
+    CHECK(v.tile.smem_bytes > 0);
+    const bool hopper = v.config.count("wgmma") > 0;
+    wgmma += hopper;
+    REQUIRE(v.images.size() == 2);
+    CHECK(v.images[1].arch == (hopper ? "sm_90a" : "sm_90"));
+  }
+  CHECK(wgmma >= 2);
+  CHECK(bs.variants[static_cast<size_t>(st.default_variant)].config.count("wgmma") == 1);
+
+  // Through JSON: tiles survive, and a tile on a step of another kind is refused.
+  bundle::Manifest m;
+  bundle::KernelInfo info;
+  info.name = "f";
+  info.params = {{"a", DType::bf16, k.inputs[0].shape, false},
+                 {"w", DType::bf16, k.inputs[1].shape, false},
+                 {"c", DType::bf16, k.outputs[0].shape, true}};
+  info.symbols = k.symbols();
+  for (bundle::Variant& v : bs.variants) {
+    for (bundle::ArchImage& im : v.images) im.ptx_hash = "0123456789abcdef";
+  }
+  info.steps = {bs};
+  m.kernels = {info};
+  Result<bundle::Manifest> back = bundle::parse_manifest(bundle::to_json(m), "m.json");
+  REQUIRE(back.ok());
+  CHECK(back->kernels[0].steps[0] == bs);
+  info.steps[0].kind = StepKind::row_reduction;
+  m.kernels = {info};
+  Result<bundle::Manifest> bad = bundle::parse_manifest(bundle::to_json(m), "m.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message().find("only contraction steps have tiles") != std::string::npos);
+
+  // The rule: the default, unless its tiles would leave more than half the SMs idle.
+  const bundle::DeviceFacts h200{132, true};
+  bundle::StepRule rule = bundle::step_rule(bs, std::vector<bool>(bs.variants.size(), true), h200);
+  REQUIRE(rule.small >= 0);
+  const int64_t area = bs.variants[static_cast<size_t>(rule.chosen)].elements_per_block;
+  CHECK(bundle::heuristic_variant(bs, rule, 4096 * 4096, 4096, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(bs, rule, area * 66, 64, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(bs, rule, area * 65, 64, h200) == rule.small);
+  CHECK(bundle::heuristic_variant(bs, rule, 1, 1, h200) == rule.small);
+  // Without the default (no sm_90 image on this device, say), the lowest loadable variant.
+  std::vector<bool> loadable(bs.variants.size(), true);
+  loadable[static_cast<size_t>(st.default_variant)] = false;
+  CHECK(bundle::step_rule(bs, loadable, h200).chosen == 0);
+}
+
+TEST_CASE("contraction: the persistent grid", "[contraction]") {
+  KernelDef k = kernel_of(
+      "kernel f(a: bf16[B, M, K], w: bf16[K, N]) -> (c: bf16[B, M, N]) {\n"
+      "  c[b, i, j] = sum(a[b, i, k] * w[k, j], k)\n}\n");
+  std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+  bundle::KernelInfo info;
+  info.name = "f";
+  info.params = {{"a", DType::bf16, k.inputs[0].shape, false},
+                 {"w", DType::bf16, k.inputs[1].shape, false},
+                 {"c", DType::bf16, k.outputs[0].shape, true}};
+  info.symbols = k.symbols();
+  info.steps = {manifest_step(*plan, 0, {"sm_90"})};
+  const bundle::Step& bs = info.steps[0];
+  const launch::EncodedKernel enc = launch::encode(info);
+  const bundle::DeviceFacts dev{132, true};
+  std::vector<launch::StepRule> rules{
+      bundle::step_rule(bs, std::vector<bool>(bs.variants.size(), true), dev)};
+  std::vector<std::vector<int64_t>> smem{std::vector<int64_t>(bs.variants.size(), 0)};
+  // Symbols in the kernel's order; pointers 256-byte aligned and far apart.
+  auto symbols_for = [&](int64_t B, int64_t M, int64_t N, int64_t K) {
+    std::vector<int64_t> v;
+    for (const std::string& s : info.symbols) {
+      v.push_back(s == "B" ? B : s == "M" ? M : s == "N" ? N : K);
+    }
+    return v;
+  };
+  const std::vector<CUdeviceptr> ptrs{CUdeviceptr{1} << 40, CUdeviceptr{2} << 40,
+                                      CUdeviceptr{3} << 40};
+  for (size_t vi = 0; vi < bs.variants.size(); ++vi) {
+    const bundle::Variant& v = bs.variants[vi];
+    for (auto [B, M, N] : {std::tuple{1, 1, 1}, {3, 1000, 17}, {2, 4096, 4096}, {64, 8192, 8192}}) {
+      const std::vector<int64_t> syms = symbols_for(B, M, N, 100);
+      launch::Layout out;
+      const int variants[] = {static_cast<int>(vi)};
+      REQUIRE(launch::lay_out(info, enc, rules, smem, ptrs, syms, variants, true, dev, out).ok());
+      const int64_t tiles =
+          int64_t{B} * ((M + v.tile.m - 1) / v.tile.m) * ((N + v.tile.n - 1) / v.tile.n);
+      CHECK(out.steps[0].grid == std::min<int64_t>(tiles, 132 * v.tile.ctas_per_sm));
+      CHECK(out.steps[0].block == static_cast<unsigned>(v.block_threads));
+      CHECK(out.steps[0].smem_bytes == static_cast<unsigned>(v.tile.smem_bytes));
+    }
+  }
+}
