@@ -11,6 +11,51 @@ std::string config_text(const Config& c) {
   return s;
 }
 
+namespace {
+
+// best and runner_up from r.times: the fastest, then the second fastest; on a tie `preferred`
+// (the default) goes first, then the smaller configuration.
+void rank(SearchResult& r, const std::optional<Config>& preferred) {
+  r.best.reset();
+  r.runner_up.reset();
+  auto before = [&](const Config& a, const Measurement& ma, const Config& b,
+                    const Measurement& mb) {
+    if (ma.median_us != mb.median_us) return ma.median_us < mb.median_us;
+    if (preferred && (a == *preferred) != (b == *preferred)) return a == *preferred;
+    return a < b;
+  };
+  for (const auto& [c, m] : r.times) {
+    if (!r.best || before(c, m, *r.best, r.best_time)) {
+      if (r.best) {
+        r.runner_up = r.best;
+        r.runner_up_time = r.best_time;
+      }
+      r.best = c;
+      r.best_time = m;
+    } else if (!r.runner_up || before(c, m, *r.runner_up, r.runner_up_time)) {
+      r.runner_up = c;
+      r.runner_up_time = m;
+    }
+  }
+}
+
+}  // namespace
+
+std::string keep_default_unless_faster(SearchResult& r, const Config& default_config,
+                                       const Measurement& default_time) {
+  const std::optional<Config> searched = r.best;
+  const Measurement searched_time = r.best_time;
+  r.times[default_config] = default_time;
+  rank(r, default_config);
+  if (searched && *searched != default_config && *r.best == default_config) {
+    return fmt::format(
+        "default kept: the fastest candidate, {}, took {:.2f} us, not below the default's "
+        "{:.2f} us",
+        config_text(*searched), searched_time.median_us, default_time.median_us);
+  }
+  return "";
+}
+
 SearchResult search(const std::vector<Config>& grid, const std::vector<ParamRange>& params,
                     const std::function<Trial(const Config&)>& trial, const SearchOptions& opts) {
   SearchResult r;
@@ -60,17 +105,10 @@ SearchResult search(const std::vector<Config>& grid, const std::vector<ParamRang
       }
     }
   }
-  if (best) {
-    r.best = best->first;
-    r.best_time = best->second;
-    for (const auto& [c, m] : seen) {
-      if (!m || c == best->first) continue;
-      if (!r.runner_up || m->median_us < r.runner_up_time.median_us) {
-        r.runner_up = c;
-        r.runner_up_time = *m;
-      }
-    }
+  for (const auto& [c, m] : seen) {
+    if (m) r.times[c] = *m;
   }
+  rank(r, std::nullopt);
   r.how =
       fmt::format("grid {} + coordinate descent ({} sweep(s), {} move(s)); {} timed, {} rejected",
                   grid.size(), sweeps, r.descent_moves, r.timed, r.rejected.size());

@@ -5,6 +5,10 @@
 //  2. Coordinate descent from the best: for each numeric parameter in turn, try twice and half
 //     its value (within its range) and move when the time improves by more than `min_gain`
 //     and more than the measured spread; repeat until a full sweep finds nothing.
+//  3. The winner is the fastest configuration timed (the descent's threshold only decides
+//     where it goes next), the runner-up the second fastest: never faster than the winner.
+//  4. (kiln tune) keep_default_unless_faster: the default, timed again after the search, stays
+//     the winner unless a candidate's time is below the default's.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +53,7 @@ struct SearchResult {
   int descent_moves = 0;
   std::vector<std::string> rejected;  // "block=1024 unroll=8 vec=4: reason"
   std::string how;
+  std::map<Config, Measurement> times;  // every configuration timed
 };
 
 /// Text of a config: "block=128 unroll=2 vec=4".
@@ -57,5 +62,14 @@ std::string config_text(const Config& c);
 /// Runs the search; `trial` is called at most once per distinct configuration.
 SearchResult search(const std::vector<Config>& grid, const std::vector<ParamRange>& params,
                     const std::function<Trial(const Config&)>& trial, const SearchOptions& opts);
+
+/// Step 4: `default_time` is `default_config`'s time measured after the search (it replaces
+/// the search's time of that configuration). The winner is the default unless another
+/// configuration's time is strictly below it; the runner-up is the fastest of the others.
+/// Returns a note for the entry's `how` when the default was kept over the search's best
+/// ("default kept: the fastest candidate, block=256 ..., took 10.2 us, not below the
+/// default's 10.1 us"), else "".
+std::string keep_default_unless_faster(SearchResult& r, const Config& default_config,
+                                       const Measurement& default_time);
 
 }  // namespace kiln
