@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "autotune/harness.h"
@@ -59,17 +60,18 @@ class Tuner {
     if (!c.ok()) throw TuneFailure{c.message()};
     cache_ = std::move(c.value());
 
-    // Names are copied: tuning may add variants, which reloads the bundle and its manifest.
-    std::vector<std::string> names;
-    for (const bundle::KernelInfo& info : bundle_->manifest().kernels) {
-      if (o_.kernel.empty() || info.name == o_.kernel) names.push_back(info.name);
+    for (const TuneJob& job : o_.jobs) {
+      if (bundle_->find(job.kernel) == nullptr) {
+        throw TuneFailure{fmt::format("bundle {} has no kernel '{}'", o_.bundle, job.kernel)};
+      }
     }
-    if (names.empty()) {
-      throw TuneFailure{fmt::format("bundle {} has no kernel '{}'", o_.bundle, o_.kernel)};
+    // The job names are copies: tuning may add variants, which reloads the bundle.
+    start_ = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < o_.jobs.size(); ++i) {
+      job_ = i;
+      tune_kernel(o_.jobs[i].kernel, o_.jobs[i].shape);
     }
-    for (const std::string& name : names) {
-      for (const SymbolValues& shape : o_.shapes) tune_kernel(name, shape);
-    }
+    progress("");
     return 0;
   }
 
@@ -95,8 +97,29 @@ class Tuner {
     return k;
   }
 
-  void progress(const std::string& text) const {
-    if (o_.progress) fmt::print(stderr, "\r\033[K{}", text);
+  // A bar over the jobs, the time left estimated from the jobs done (each job's steps split
+  // it evenly), and what is being timed; "" clears the line.
+  void progress(const std::string& text, double job_fraction = 0) const {
+    if (!o_.progress) return;
+    if (text.empty()) {
+      fmt::print(stderr, "\r\033[K");
+      return;
+    }
+    const double done = (static_cast<double>(job_) + job_fraction) / o_.jobs.size();
+    const double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::string left = "--";
+    if (done > 0.01 && spent > 1) {
+      const int s = static_cast<int>(spent * (1 - done) / done);
+      left = s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
+    }
+    constexpr int kWidth = 20;
+    const int filled = std::clamp(static_cast<int>(done * kWidth), 0, kWidth);
+    std::string line =
+        fmt::format("[{}{}] {}/{} {} left  {}", std::string(filled, '#'),
+                    std::string(kWidth - filled, '.'), job_, o_.jobs.size(), left, text);
+    if (line.size() > 99) line.resize(99);  // one line of a 100-column terminal
+    fmt::print(stderr, "\r\033[K{}", line);
   }
 
   void tune_kernel(const std::string& name, const SymbolValues& all) {  // name outlives reloads
@@ -104,10 +127,7 @@ class Tuner {
     SymbolValues shape;
     for (const std::string& s : info.symbols) {
       auto it = all.find(s);
-      if (it == all.end()) {
-        fmt::print("{} {}: skipped, no value for {}\n", name, shape_text(all), s);
-        return;
-      }
+      if (it == all.end()) throw TuneFailure{fmt::format("{}: no value for {}", name, s)};
       shape[s] = it->second;
     }
     Program p = parse_program(info.ir);
@@ -120,6 +140,7 @@ class Tuner {
         continue;
       }
       auto t0 = std::chrono::steady_clock::now();
+      step_fraction_ = {static_cast<double>(step) / info.steps.size(), 1.0 / info.steps.size()};
       cache::Entry e = tune_step(def, name, static_cast<int>(step), shape);
       e.key = key;
       double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -186,8 +207,11 @@ class Tuner {
       grid.push_back(v.config);
     int timed = 0;
     auto trial = [&](const Config& c) -> Trial {
-      progress(fmt::format("{} {} step {}: candidate {} ({}/{}+)", name, shape_text(shape), step,
-                           config_text(c), ++timed, grid.size()));
+      ++timed;
+      progress(fmt::format("{} {} step {}: {} ({}/{}+)", name, shape_text(shape), step,
+                           config_text(c), timed, grid.size()),
+               step_fraction_.first +
+                   step_fraction_.second * std::min(0.9, double(timed) / (grid.size() + 1)));
       int v = variant_for(def, name, step, c);
       Kernel& k = kernel(name);
       const bundle::Variant& var = k.info().steps[step].variants[v];
@@ -228,14 +252,17 @@ class Tuner {
 
     cache::Entry e;
     e.kernel = name;
-    e.winner = {*r.best, r.best_time.median_us, r.best_time.spread};
-    if (r.runner_up)
-      e.runner_up =
-          cache::Timing{*r.runner_up, r.runner_up_time.median_us, r.runner_up_time.spread};
     const bundle::Variant& dv = kernel(name).info().steps[step].variants[defaults[step]];
     Measurement dm = h.time([&] { launch(defaults); }, 0, true, 60);
     e.default_config = {dv.config, dm.median_us, dm.spread};
-    e.how = r.how;
+    // Never a winner slower than the default timed just now (autotune/search.h).
+    std::string kept = keep_default_unless_faster(r, dv.config, dm);
+    e.winner = {*r.best, r.best_time.median_us, r.best_time.spread};
+    if (r.runner_up) {
+      e.runner_up =
+          cache::Timing{*r.runner_up, r.runner_up_time.median_us, r.runner_up_time.spread};
+    }
+    e.how = kept.empty() ? r.how : r.how + "; " + kept;
     e.deterministic = o_.deterministic;
     e.candidates = r.timed;
     e.rejected = r.rejected;
@@ -248,6 +275,9 @@ class Tuner {
   std::unique_ptr<Bundle> bundle_;
   cache::Cache cache_;
   int driver_version_ = 0;
+  size_t job_ = 0;                                 // the job being tuned (progress)
+  std::pair<double, double> step_fraction_{0, 1};  // its step's start and share of the job
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "autotune/jobs.h"
 #include "ir/program.h"
 
 namespace kiln {
@@ -12,15 +13,14 @@ namespace kiln {
 struct TuneOptions {
   std::string bundle;
   std::string cache_path;
-  std::string kernel;                // empty: every kernel of the bundle
-  std::vector<SymbolValues> shapes;  // each binds the symbols of the kernels it applies to
-  bool deterministic = false;        // only configs whose results are bitwise the default's
-  bool force = false;                // re-tune keys the cache already has
-  bool descent = true;               // coordinate descent beyond the precompiled grid
-  bool progress = false;             // redraw a progress line on stderr
+  std::vector<TuneJob> jobs;   // (kernel, shape) pairs, in order (autotune/jobs.h)
+  bool deterministic = false;  // only configs whose results are bitwise the default's
+  bool force = false;          // re-tune keys the cache already has
+  bool descent = true;         // coordinate descent beyond the precompiled grid
+  bool progress = false;       // redraw a progress bar on stderr
 };
 
-/// Tunes and stores the results; prints one line per (kernel, shape, step) and a summary.
+/// Tunes each job and stores the results; prints one line per (kernel, shape, step).
 /// Returns 0; 77 when there is no CUDA driver (libcuda cannot be loaded); or 1 with a
 /// one-line reason on stderr.
 int tune(const TuneOptions& opts);
