@@ -21,7 +21,7 @@ struct CacheArgs {
   CLI::App* merge = nullptr;
   CLI::App* prune = nullptr;
   std::string file, a, b, out;
-  bool json = false;
+  bool json = false, buckets = false;
   std::vector<std::string> bundles, gpus;
 };
 
@@ -43,19 +43,22 @@ int show(const CacheArgs& a) {
   } else if (c->entries.empty()) {
     fmt::print("{}: no entries\n", a.file);
   } else {
-    fmt::print("{}", cache::format_table(*c));
+    cache::TableOptions t;
+    t.buckets = a.buckets;
+    fmt::print("{}", cache::format_table(*c, t));
   }
   return 0;
 }
 
+// As diff(1): 0 when the caches hold the same entries, 1 when they differ, 2 on errors.
 int diff(const CacheArgs& a) {
   Result<cache::Cache> x = cache::load_existing(a.a);
-  if (!x.ok()) return fail(x.message());
+  if (!x.ok()) return fail(x.message()) + 1;
   Result<cache::Cache> y = cache::load_existing(a.b);
-  if (!y.ok()) return fail(y.message());
+  if (!y.ok()) return fail(y.message()) + 1;
   std::string d = cache::diff(*x, *y);
   fmt::print("{}", d.empty() ? "no differences\n" : d);
-  return 0;
+  return d.empty() ? 0 : 1;
 }
 
 int merge(const CacheArgs& a) {
@@ -155,8 +158,10 @@ void add_cache_commands(CLI::App& app) {
   a.show = a.cache->add_subcommand("show", "print a cache's entries as a table");
   a.show->add_option("file", a.file, "cache file (JSON)")->required();
   a.show->add_flag("--json", a.json, "print the entries as JSON instead");
+  a.show->add_flag("--buckets", a.buckets, "list the bucket entries too (else only counted)");
 
-  a.diff = a.cache->add_subcommand("diff", "entries added, removed and retuned from A to B");
+  a.diff = a.cache->add_subcommand(
+      "diff", "entries added, removed and retuned from A to B (exit 1 when they differ)");
   a.diff->add_option("a", a.a, "the old cache file")->required();
   a.diff->add_option("b", a.b, "the new cache file")->required();
 
