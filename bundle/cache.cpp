@@ -569,10 +569,15 @@ std::string format_table(const Cache& c, const TableOptions& opts) {
     for (const auto& [k, v] : e.winner.config) knobs.insert(k);
   }
   const size_t width = static_cast<size_t>(std::max(opts.width, 60));
-  std::string out = fmt::format(
-      "{} entries: {} exact shapes, {} buckets{}; {} kernel{}, {} GPU{}\n", c.entries.size(),
-      c.entries.size() - buckets, buckets, opts.buckets ? "" : " (--buckets lists them)",
-      kernels.size(), kernels.size() == 1 ? "" : "s", gpus.size(), gpus.size() == 1 ? "" : "s");
+  auto count = [](size_t n, std::string_view one, std::string_view many = "") {
+    if (n == 1) return fmt::format("1 {}", one);
+    return many.empty() ? fmt::format("{} {}s", n, one) : fmt::format("{} {}", n, many);
+  };
+  std::string out =
+      fmt::format("{}: {}, {}{}; {}, {}\n", count(c.entries.size(), "entry", "entries"),
+                  count(c.entries.size() - buckets, "exact shape"), count(buckets, "bucket"),
+                  buckets > 0 && !opts.buckets ? " (--buckets lists them)" : "",
+                  count(kernels.size(), "kernel"), count(gpus.size(), "GPU"));
   for (auto& [g, rows] : groups) {
     const auto& [kernel, hash, step, gpu, driver, kiln] = g;
     out += fmt::format("\n{} step {} ({})\n  on {}, driver {}, kiln {}\n", kernel, step, hash,

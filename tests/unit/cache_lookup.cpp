@@ -196,7 +196,7 @@ TEST_CASE("the table groups by kernel, sorts shapes, shows both times and a lege
   INFO(t);
   CHECK(
       t ==
-      "4 entries: 3 exact shapes, 1 buckets (--buckets lists them); 2 kernels, 1 GPU\n"
+      "4 entries: 3 exact shapes, 1 bucket (--buckets lists them); 2 kernels, 1 GPU\n"
       "\n"
       "bias_gelu step 0 (fnv1a:0123456789abcdef)\n"
       "  on NVIDIA H200 (cc 9.0, 132 SMs), driver 13000, kiln 0.1.0\n"
