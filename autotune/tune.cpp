@@ -1,8 +1,9 @@
 // `kiln tune`, for each kernel, shape and step:
 //  1. Key: kernel hash, step, this GPU, driver and Kiln versions, the exact shape. A key the
 //     cache already holds is skipped (no benchmarking) unless --force.
-//  2. Reference: the outputs of every step's default variant on random inputs, themselves
-//     checked against the CPU interpreter first.
+//  2. Reference, once per shape for all its steps: the interpreter's outputs on random
+//     inputs (kept on the device for every candidate), and the default variants' outputs,
+//     themselves checked against the interpreter first.
 //  3. Search (autotune/search.h): every precompiled variant of the step, then coordinate
 //     descent over block and unroll. A configuration outside the bundle is compiled on the
 //     fly, added to the bundle (under its lock, manifest rewritten atomically; other tuners
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include "autotune/harness.h"
 #include "autotune/open_gpu.h"
@@ -133,6 +135,7 @@ class Tuner {
     Program p = parse_program(info.ir);
     const KernelDef& def = p.kernels.at(0);
     std::vector<cache::Entry> entries;
+    std::unique_ptr<ShapeRun> run;  // made when the first step needs tuning
     for (size_t step = 0; step < info.steps.size(); ++step) {
       cache::Key key = key_for(info, static_cast<int>(step), shape);
       if (!o_.force && cache::find(cache_, key)) {
@@ -141,7 +144,8 @@ class Tuner {
       }
       auto t0 = std::chrono::steady_clock::now();
       step_fraction_ = {static_cast<double>(step) / info.steps.size(), 1.0 / info.steps.size()};
-      cache::Entry e = tune_step(def, name, static_cast<int>(step), shape);
+      if (!run) run = start_shape(def, name, shape);
+      cache::Entry e = tune_step(*run, def, name, static_cast<int>(step), shape);
       e.key = key;
       double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       progress("");
@@ -179,27 +183,50 @@ class Tuner {
     return *id;
   }
 
-  cache::Entry tune_step(const KernelDef& def, const std::string& name, int step,
-                         const SymbolValues& shape) {
-    KernelHarness h(*rt_, def, kernel(name).info(), shape, /*seed=*/1);
-    const size_t nsteps = kernel(name).info().steps.size();
-    // What a plain launch of this shape runs (a reduction step's heuristic tier).
-    std::vector<int> defaults(nsteps);
-    kernel(name).choose(h.symbols(), defaults);
-    auto launch = [&](const std::vector<int>& choice) {
-      Status s = kernel(name).launch_variants(h.stream(), h.ptrs(), h.symbols(), choice);
-      if (!s.ok()) throw TuneFailure{s.message()};
-    };
+  // What the steps of one shape share, made once per shape: the inputs on the device (the
+  // same for every candidate), the interpreter's outputs (the costliest part of a check), the
+  // variants a plain launch runs (a reduction step's heuristic tier), and the default's
+  // outputs, themselves checked against the interpreter.
+  struct ShapeRun {
+    ShapeRun(Runtime& rt, const KernelDef& def, const bundle::KernelInfo& info,
+             const SymbolValues& shape)
+        : h(rt, def, info, shape, /*seed=*/1), defaults(info.steps.size()) {}
+    KernelHarness h;
+    std::vector<int> defaults;
+    Reference exact;
+    std::vector<HostTensor> ref;
+  };
+
+  void launch(const std::string& name, ShapeRun& run, const std::vector<int>& choice) {
+    Status s = kernel(name).launch_variants(run.h.stream(), run.h.ptrs(), run.h.symbols(), choice);
+    if (!s.ok()) throw TuneFailure{s.message()};
+  }
+
+  std::unique_ptr<ShapeRun> start_shape(const KernelDef& def, const std::string& name,
+                                        const SymbolValues& shape) {
+    auto run = std::make_unique<ShapeRun>(*rt_, def, kernel(name).info(), shape);
+    kernel(name).choose(run->h.symbols(), run->defaults);
     // The default variant is checked against the interpreter; every candidate must match
     // the interpreter within the outputs' tolerances too, or in deterministic mode the
     // default's outputs bitwise. Checked launches poison outputs, buffers and workspaces.
     double err = 0;
-    const Reference exact = h.reference();
-    std::vector<std::string> bad = h.check([&] { launch(defaults); }, exact, -1, &err);
+    run->exact = run->h.reference();
+    std::vector<std::string> bad =
+        run->h.check([&] { launch(name, *run, run->defaults); }, run->exact, -1, &err);
     if (!bad.empty()) {
       throw TuneFailure{fmt::format("{}: the default variant is wrong: {}", name, bad[0])};
     }
-    const std::vector<HostTensor> ref = h.run_poisoned([&] { launch(defaults); }, 0xFF);
+    run->ref = run->h.run_poisoned([&] { launch(name, *run, run->defaults); }, 0xFF);
+    return run;
+  }
+
+  cache::Entry tune_step(ShapeRun& run, const KernelDef& def, const std::string& name, int step,
+                         const SymbolValues& shape) {
+    KernelHarness& h = run.h;
+    const std::vector<int>& defaults = run.defaults;
+    const Reference& exact = run.exact;
+    const std::vector<HostTensor>& ref = run.ref;
+    auto launch = [&](const std::vector<int>& choice) { this->launch(name, run, choice); };
 
     const std::string arch = rt_->device().arch();
     std::vector<Config> grid;
