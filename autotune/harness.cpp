@@ -403,8 +403,13 @@ std::vector<std::string> KernelHarness::check_bitwise(const std::function<void()
   return problems;
 }
 
+bool KernelHarness::clearly_slower(std::span<const double> reps_us, double best_us) {
+  return best_us > 0 && reps_us.size() == static_cast<size_t>(kPruneReps) &&
+         *std::min_element(reps_us.begin(), reps_us.end()) > kPruneFactor * best_us;
+}
+
 Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool flush_l2,
-                                double budget_ms) {
+                                double budget_ms, double prune_above_us) {
   const DriverApi& api = rt_.driver();
   if (flush_l2 && !flush_) flush_ = std::make_unique<DeviceBuffer>(rt_, kFlushBytes);
   CUevent e0, e1;
@@ -432,8 +437,12 @@ Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool 
   if (reps <= 0) {
     reps = static_cast<int>(std::clamp(budget_ms * 1000.0 / std::max(est, 1.0), 10.0, 2000.0));
   }
-  std::vector<double> t(reps);
-  for (int i = 0; i < reps; ++i) t[i] = once(i);
+  std::vector<double> t;
+  bool pruned = false;
+  for (int i = 0; i < reps && !pruned; ++i) {
+    t.push_back(once(i));
+    pruned = reps > kPruneReps && clearly_slower(t, prune_above_us);
+  }
   api.cuEventDestroy(e0);
   api.cuEventDestroy(e1);
   std::sort(t.begin(), t.end());
@@ -441,6 +450,9 @@ Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool 
   Measurement m;
   m.median_us = at(0.5);
   m.spread = (at(0.9) - at(0.1)) / m.median_us;
+  m.reps = static_cast<int>(t.size());
+  m.pruned = pruned;
+  m.fastest_us = t.front();
   return m;
 }
 

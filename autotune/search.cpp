@@ -65,6 +65,7 @@ SearchResult search(const std::vector<Config>& grid, const std::vector<ParamRang
     Trial t = trial(c);
     ++r.timed;
     if (!t.time) r.rejected.push_back(config_text(c) + ": " + t.rejected);
+    if (t.time && t.time->pruned) r.pruned.push_back(config_text(c) + ": " + t.pruned);
     seen[c] = t.time;
     return t.time;
   };
@@ -77,7 +78,7 @@ SearchResult search(const std::vector<Config>& grid, const std::vector<ParamRang
   auto current_best = [&]() -> std::optional<std::pair<Config, Measurement>> {
     std::optional<std::pair<Config, Measurement>> best;
     for (const auto& [c, m] : seen) {
-      if (m && (!best || m->median_us < best->second.median_us)) best = {c, *m};
+      if (m && !m->pruned && (!best || m->median_us < best->second.median_us)) best = {c, *m};
     }
     return best;
   };
@@ -106,12 +107,12 @@ SearchResult search(const std::vector<Config>& grid, const std::vector<ParamRang
     }
   }
   for (const auto& [c, m] : seen) {
-    if (m) r.times[c] = *m;
+    if (m && !m->pruned) r.times[c] = *m;
   }
   rank(r, std::nullopt);
-  r.how =
-      fmt::format("grid {} + coordinate descent ({} sweep(s), {} move(s)); {} timed, {} rejected",
-                  grid.size(), sweeps, r.descent_moves, r.timed, r.rejected.size());
+  r.how = fmt::format(
+      "grid {} + coordinate descent ({} sweep(s), {} move(s)); {} timed, {} rejected, {} pruned",
+      grid.size(), sweeps, r.descent_moves, r.timed, r.rejected.size(), r.pruned.size());
   return r;
 }
 

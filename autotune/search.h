@@ -24,13 +24,19 @@ using Config = std::map<std::string, int64_t>;
 
 struct Measurement {
   double median_us = 0;
-  double spread = 0;  // (p90 - p10) / median
+  double spread = 0;    // (p90 - p10) / median
+  int reps = 0;         // timed repetitions
+  bool pruned = false;  // stopped early: clearly slower than the best so far (harness.h)
+  double fastest_us = 0;
 };
 
-/// A timing, or the reason the configuration cannot be used.
+/// A timing, or the reason the configuration cannot be used. A pruned timing (its
+/// Measurement::pruned set, `pruned` saying why) never wins and is no runner-up: it is
+/// listed in SearchResult::pruned.
 struct Trial {
   std::optional<Measurement> time;
   std::string rejected;
+  std::string pruned = {};
 };
 
 struct ParamRange {
@@ -53,7 +59,8 @@ struct SearchResult {
   int descent_moves = 0;
   std::vector<std::string> rejected;  // "block=1024 unroll=8 vec=4: reason"
   std::string how;
-  std::map<Config, Measurement> times;  // every configuration timed
+  std::map<Config, Measurement> times;  // every configuration timed in full
+  std::vector<std::string> pruned;      // "block=1024 unroll=8 vec=4: why"
 };
 
 /// Text of a config: "block=128 unroll=2 vec=4".

@@ -233,6 +233,7 @@ class Tuner {
     for (const bundle::Variant& v : kernel(name).info().steps[step].variants)
       grid.push_back(v.config);
     int timed = 0;
+    double best_us = 0;  // the best median so far (pruning)
     auto trial = [&](const Config& c) -> Trial {
       ++timed;
       progress(fmt::format("{} {} step {}: {} ({}/{}+)", name, shape_text(shape), step,
@@ -260,8 +261,18 @@ class Tuner {
       auto fn = [&] { launch(choice); };
       std::vector<std::string> problems =
           o_.deterministic ? h.check_bitwise(fn, ref) : h.check(fn, exact, -1, nullptr);
-      if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0]};
-      return {h.time(fn, 0, /*flush_l2=*/true, /*budget_ms=*/60), ""};
+      if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0], ""};
+      // Checked in full, then timed; a candidate clearly slower than the best so far stops
+      // after a few repetitions (harness.h), and the entry says so.
+      Measurement m = h.time(fn, 0, /*flush_l2=*/true, /*budget_ms=*/60, best_us);
+      if (m.pruned) {
+        return {m, "",
+                fmt::format("pruned after {} repetitions: its fastest, {:.2f} us, > {} x the "
+                            "best so far, {:.2f} us",
+                            m.reps, m.fastest_us, KernelHarness::kPruneFactor, best_us)};
+      }
+      if (best_us <= 0 || m.median_us < best_us) best_us = m.median_us;
+      return {m, "", ""};
     };
     // Beyond the grid, the knobs the plan lets the tuner move (pointwise steps: their
     // variants compile on the fly); a reduction step's variants are the precompiled ones.
@@ -293,6 +304,7 @@ class Tuner {
     e.deterministic = o_.deterministic;
     e.candidates = r.timed;
     e.rejected = r.rejected;
+    e.pruned = r.pruned;
     e.tuned_at = cache::utc_now();
     return e;
   }

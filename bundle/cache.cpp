@@ -91,6 +91,7 @@ OrderedJson entry_json(const Entry& e) {
   j["deterministic"] = e.deterministic;
   j["candidates"] = e.candidates;
   j["rejected"] = e.rejected;
+  if (!e.pruned.empty()) j["pruned"] = e.pruned;  // optional: older readers ignore it
   j["tuned_at"] = e.tuned_at;
   return j;
 }
@@ -185,6 +186,16 @@ Entry read_entry(const Obj& o) {
            fmt::format("expected a string, got {}", type_name(rejected[i])));
     }
     e.rejected.push_back(rejected[i].get<std::string>());
+  }
+  if (o.find("pruned") != nullptr) {
+    const Json& pruned = o.array("pruned");
+    for (size_t i = 0; i < pruned.size(); ++i) {
+      if (!pruned[i].is_string()) {
+        fail(index_path(o.at("pruned"), i),
+             fmt::format("expected a string, got {}", type_name(pruned[i])));
+      }
+      e.pruned.push_back(pruned[i].get<std::string>());
+    }
   }
   e.tuned_at = o.str("tuned_at");
   if (!is_timestamp(e.tuned_at)) {

@@ -67,6 +67,7 @@ struct Entry {
   bool deterministic = false;         // tuned in deterministic mode
   int candidates = 0;                 // configurations timed
   std::vector<std::string> rejected;  // "block=1024 vec=4 unroll=4: 255 registers, spills"
+  std::vector<std::string> pruned;    // checked, timing stopped early: "CONFIG: why"
   std::string tuned_at;               // ISO 8601 UTC
   friend bool operator==(const Entry&, const Entry&) = default;
 };

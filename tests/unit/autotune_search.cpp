@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "autotune/harness.h"
 #include "autotune/search.h"
 
 using namespace kiln;
@@ -176,4 +177,36 @@ TEST_CASE("nothing usable gives no winner", "[autotune]") {
                           {});
   CHECK_FALSE(r.best);
   CHECK(r.rejected.size() == 9);
+}
+
+TEST_CASE("a pruned candidate never wins, is no runner-up, and is listed", "[autotune]") {
+  // block=512 looks fastest in the few repetitions it got before it was pruned (a pruned
+  // median says little): it must not win nor be the runner-up.
+  SearchResult r = search({{{"block", 128}}, {{"block", 256}}, {{"block", 512}}}, {},
+                          [](const Config& c) {
+                            Measurement m{c.at("block") == 128 ? 10.0 : 12.0, 0.0};
+                            if (c.at("block") != 512) return Trial{m, ""};
+                            m.median_us = 1.0;
+                            m.pruned = true;
+                            return Trial{m, "", "pruned after 5 repetitions"};
+                          },
+                          {});
+  REQUIRE(r.best);
+  CHECK(r.best->at("block") == 128);
+  REQUIRE(r.runner_up);
+  CHECK(r.runner_up->at("block") == 256);
+  CHECK(r.pruned == std::vector<std::string>{"block=512: pruned after 5 repetitions"});
+  CHECK(r.timed == 3);
+  CHECK_THAT(r.how, Catch::EndsWith("3 timed, 0 rejected, 1 pruned"));
+}
+
+TEST_CASE("pruning stops a candidate only when its fastest of 5 runs is 1.5x the best",
+          "[autotune]") {
+  const std::vector<double> slow{16.0, 15.5, 17.0, 15.1, 16.2}, noisy{16.0, 14.9, 40.0, 30, 31};
+  CHECK(KernelHarness::clearly_slower(slow, 10.0));         // even its fastest, 15.1 > 15
+  CHECK_FALSE(KernelHarness::clearly_slower(noisy, 10.0));  // one run at 14.9: not clearly
+  CHECK_FALSE(KernelHarness::clearly_slower(slow, 0.0));    // nothing timed yet
+  CHECK_FALSE(KernelHarness::clearly_slower(std::vector<double>(slow.begin(), slow.end() - 1),
+                                            10.0));        // only after 5 repetitions
+  CHECK_FALSE(KernelHarness::clearly_slower(slow, 10.1));  // 15.1 < 15.15
 }
