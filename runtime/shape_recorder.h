@@ -12,7 +12,8 @@
 //    stderr ("kiln: KILN_RECORD_SHAPES: ..."), and recording stops; launches go on.
 //  - At most kMaxShapes distinct pairs per process are recorded (said once when exceeded).
 //  - A child forked after recording began inherits the pairs already written and does not
-//    write them again.
+//    write them again. (Like any mutex, mu_ is not reset in a child forked while another
+//    thread held it: fork from a thread that is not launching, or exec.)
 #pragma once
 
 #include <atomic>
