@@ -22,7 +22,7 @@ struct CacheArgs {
   CLI::App* prune = nullptr;
   std::string file, a, b, out;
   bool json = false, buckets = false;
-  std::vector<std::string> bundles, gpus;
+  std::vector<std::string> bundles, gpus, inputs;
 };
 
 CacheArgs& args() {
@@ -61,15 +61,22 @@ int diff(const CacheArgs& a) {
   return d.empty() ? 0 : 1;
 }
 
+// Two or more caches (the shards of a tune), merged in order: the newer entry per key wins,
+// and on a tie the later file.
 int merge(const CacheArgs& a) {
-  Result<cache::Cache> x = cache::load_existing(a.a);
-  if (!x.ok()) return fail(x.message());
-  Result<cache::Cache> y = cache::load_existing(a.b);
-  if (!y.ok()) return fail(y.message());
-  Result<cache::Cache> written = cache::save(a.out, cache::merge(*x, *y));
+  if (a.inputs.size() < 2) return fail("cache merge: give two or more cache files to merge");
+  cache::Cache merged;
+  std::vector<std::string> counts;
+  for (const std::string& file : a.inputs) {
+    Result<cache::Cache> c = cache::load_existing(file);
+    if (!c.ok()) return fail(c.message());
+    merged = cache::merge(merged, *c);
+    counts.push_back(fmt::format("{} from {}", c->entries.size(), file));
+  }
+  Result<cache::Cache> written = cache::save(a.out, merged);
   if (!written.ok()) return fail(written.message());
-  fmt::print("wrote {}: {} entries ({} from {}, {} from {})\n", a.out, written->entries.size(),
-             x->entries.size(), a.a, y->entries.size(), a.b);
+  fmt::print("wrote {}: {} entries ({})\n", a.out, written->entries.size(),
+             fmt::join(counts, ", "));
   return 0;
 }
 
@@ -165,9 +172,9 @@ void add_cache_commands(CLI::App& app) {
   a.diff->add_option("a", a.a, "the old cache file")->required();
   a.diff->add_option("b", a.b, "the new cache file")->required();
 
-  a.merge = a.cache->add_subcommand("merge", "merge two caches; the newer entry wins per key");
-  a.merge->add_option("a", a.a, "a cache file")->required();
-  a.merge->add_option("b", a.b, "another cache file (wins ties)")->required();
+  a.merge = a.cache->add_subcommand(
+      "merge", "merge two or more caches (e.g. shards); the newer entry wins per key");
+  a.merge->add_option("files", a.inputs, "cache files (a later one wins ties)")->required();
   a.merge->add_option("-o,--output", a.out, "the cache file to write")->required();
 
   a.prune = a.cache->add_subcommand(

@@ -4,7 +4,7 @@
 //                                        a table of the entries (or JSON for machines)
 //   kiln cache diff A B                  entries added, removed and retuned from A to B;
 //                                        exits 0 when equal, 1 when they differ, 2 on errors
-//   kiln cache merge A B -o C            A + B, the newer entry per key, written to C
+//   kiln cache merge A B [...] -o C      A + B + ..., the newer entry per key, written to C
 //   kiln cache prune FILE [--bundle DIR ...] [--gpu NAME ...] [-o OUT]
 //                                        drop entries of kernels or GPUs no longer present
 //

@@ -92,7 +92,7 @@ for i in 0 1; do
   grep -q "TUNE FAILED" "$out/tune_shard$i.txt" && bad "shard $i/2: $(grep -m1 -B2 'TUNE FAILED' "$out/tune_shard$i.txt")"
   grep "^shard" "$out/tune_shard$i.txt"
 done
-"$kiln" cache merge "$out/shard0.json" "$out/shard1.json" -o "$out/merged.json" || bad "cache merge"
+"$kiln" cache merge "$out"/shard[01].json -o "$out/merged.json" || bad "cache merge"
 if [[ "$(keys "$out/merged.json")" == "$(keys "$out/full.json")" ]]; then
   ok "two shards merged have the keys of the unsharded run ($(keys "$out/full.json" | wc -l) keys)"
 else

@@ -318,6 +318,29 @@ TEST_CASE("kiln cache diff exits like diff: 0 equal, 1 different, 2 on errors", 
   CHECK_THAT(o.err, Catch::Contains("nope.json: no such cache file"));
 }
 
+TEST_CASE("kiln cache merge joins any number of shard caches", "[cli][shard]") {
+  Files f;
+  Outcome o =
+      run_kiln({"cache", "prune", f.cache, "--gpu", "NVIDIA H200", "-o", f.dir.file("h.json")},
+               f.dir.path());
+  REQUIRE(o.code == 0);
+  o = run_kiln(
+      {"cache", "prune", f.cache, "--gpu", "NVIDIA A100-SXM4-80GB", "-o", f.dir.file("a.json")},
+      f.dir.path());
+  REQUIRE(o.code == 0);
+  o = run_kiln({"cache", "merge", f.dir.file("h.json"), f.dir.file("a.json"), f.dir.file("h.json"),
+                "-o", f.dir.file("all.json")},
+               f.dir.path());
+  INFO(o.err);
+  CHECK(o.code == 0);
+  CHECK_THAT(o.out, Catch::Contains(": 2 entries (1 from ") && Catch::Contains("h.json, 1 from "));
+  o = run_kiln({"cache", "diff", f.cache, f.dir.file("all.json")}, f.dir.path());
+  CHECK(o.code == 0);  // the two GPUs' entries, split and merged back
+  o = run_kiln({"cache", "merge", f.cache, "-o", f.dir.file("one.json")}, f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err, Catch::Contains("cache merge: give two or more cache files to merge"));
+}
+
 TEST_CASE("kiln tune --shapes-from reads the recorded shapes before the GPU", "[cli][shapes]") {
   Files f;
   f.make_bundle();
