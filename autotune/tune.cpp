@@ -107,20 +107,9 @@ class Tuner {
       fmt::print(stderr, "\r\033[K");
       return;
     }
-    const double done = (static_cast<double>(job_) + job_fraction) / o_.jobs.size();
     const double spent =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::string left = "--";
-    if (done > 0.01 && spent > 1) {
-      const int s = static_cast<int>(spent * (1 - done) / done);
-      left = s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
-    }
-    constexpr int kWidth = 20;
-    const int filled = std::clamp(static_cast<int>(done * kWidth), 0, kWidth);
-    std::string line =
-        fmt::format("[{}{}] {}/{} {} left  {}", std::string(filled, '#'),
-                    std::string(kWidth - filled, '.'), job_, o_.jobs.size(), left, text);
-    if (line.size() > 99) line.resize(99);  // one line of a 100-column terminal
+    const std::string line = progress_line(job_, o_.jobs.size(), job_fraction, spent, text);
     fmt::print(stderr, "\r\033[K{}", line);
   }
 
@@ -320,6 +309,22 @@ class Tuner {
 };
 
 }  // namespace
+
+std::string progress_line(size_t job, size_t jobs, double job_fraction, double elapsed_s,
+                          std::string_view text) {
+  const double done = jobs == 0 ? 1 : (static_cast<double>(job) + job_fraction) / jobs;
+  std::string left = "--";
+  if (done > 0.01 && elapsed_s > 1) {
+    const int s = static_cast<int>(elapsed_s * (1 - done) / done);
+    left = s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
+  }
+  constexpr int kWidth = 20;
+  const int filled = std::clamp(static_cast<int>(done * kWidth), 0, kWidth);
+  std::string line = fmt::format("[{}{}] {}/{} {} left  {}", std::string(filled, '#'),
+                                 std::string(kWidth - filled, '.'), job, jobs, left, text);
+  if (line.size() > 99) line.resize(99);  // one line of a 100-column terminal
+  return line;
+}
 
 int tune(const TuneOptions& opts) {
   try {

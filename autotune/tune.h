@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autotune/jobs.h"
@@ -24,5 +25,12 @@ struct TuneOptions {
 /// Returns 0; 77 when there is no CUDA driver (libcuda cannot be loaded); or 1 with a
 /// one-line reason on stderr.
 int tune(const TuneOptions& opts);
+
+/// The progress bar's line: `job` of `jobs` done and `job_fraction` of the next, a bar of 20,
+/// the time left estimated as elapsed x (1 - done) / done ("--" until 1% and 1 s), then
+/// `text`; at most 99 columns.
+///   [######..............] 5/17 41s left  softmax M=4096,N=1000 step 0: block=256 ... (3/12+)
+std::string progress_line(size_t job, size_t jobs, double job_fraction, double elapsed_s,
+                          std::string_view text);
 
 }  // namespace kiln

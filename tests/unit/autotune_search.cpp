@@ -5,6 +5,7 @@
 
 #include "autotune/harness.h"
 #include "autotune/search.h"
+#include "autotune/tune.h"
 
 using namespace kiln;
 
@@ -209,4 +210,13 @@ TEST_CASE("pruning stops a candidate only when its fastest of 5 runs is 1.5x the
   CHECK_FALSE(KernelHarness::clearly_slower(std::vector<double>(slow.begin(), slow.end() - 1),
                                             10.0));        // only after 5 repetitions
   CHECK_FALSE(KernelHarness::clearly_slower(slow, 10.1));  // 15.1 < 15.15
+}
+
+TEST_CASE("the progress bar estimates the time left and fits a terminal", "[autotune]") {
+  CHECK(progress_line(0, 4, 0.0, 0.2, "add N=5 step 0: block=128 (1/9+)") ==
+        "[....................] 0/4 -- left  add N=5 step 0: block=128 (1/9+)");
+  // A quarter done in 30 s: 90 s left.
+  CHECK(progress_line(1, 4, 0.0, 30, "x") == "[#####...............] 1/4 1m30s left  x");
+  CHECK(progress_line(3, 4, 0.5, 35, "x") == "[#################...] 3/4 5s left  x");
+  CHECK(progress_line(2, 3, 0.0, 10, std::string(300, 'y')).size() == 99);
 }
