@@ -363,11 +363,15 @@ std::vector<std::string> KernelHarness::check(const std::function<void()>& launc
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i]->role != TensorRole::output) continue;
     const std::string& name = params[i]->name;
-    if (int64_t n = count_poisoned(runs[0][i], runs[1][i], kPoison[0], kPoison[1])) {
+    // Two runs with the same bytes (the usual case: kernels are deterministic run to run)
+    // have the same verdict, and no element can hold both poisons: one comparison is the
+    // whole check. Runs that differ are each compared in full.
+    const bool same = runs[0][i].bytes == runs[1][i].bytes;
+    if (int64_t n = same ? 0 : count_poisoned(runs[0][i], runs[1][i], kPoison[0], kPoison[1])) {
       problems.push_back(fmt::format("{}: {} elements never written", name, n));
     }
     const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, rtol);
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < (same ? 1 : 2); ++r) {
       Comparison c = compare(runs[r][i], ref.stored[i], ref.wide[i], tol, ref.scale[i]);
       worst = std::max(worst, c.max_scaled_err);
       if (c.bad == 0) continue;

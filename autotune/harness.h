@@ -131,7 +131,8 @@ class KernelHarness {
   /// `rtol` >= 0 overriding its relative part): an empty list means every element was
   /// written and is within tolerance, with NaN and infinities where the reference has them;
   /// otherwise one line per output naming the worst element. `max_err` receives the largest
-  /// scaled error (Comparison::max_scaled_err).
+  /// scaled error (Comparison::max_scaled_err). When both runs left an output with the same
+  /// bytes it is compared once: the verdict of the second would be the first's.
   std::vector<std::string> check(const std::function<void()>& launch, const Reference& ref,
                                  double rtol, double* max_err);
   /// As check, but every output must equal `want` bitwise (the tuner's deterministic mode).
