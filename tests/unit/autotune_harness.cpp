@@ -80,3 +80,27 @@ TEST_CASE("a candidate's check catches wrong and unwritten elements in either ru
     CHECK(p[0] == "z: not bitwise identical to the reference");
   }
 }
+
+TEST_CASE("timing stops after 5 repetitions only for a clearly slower candidate",
+          "[autotune][harness]") {
+  FakeDriver fake;  // its events measure 1 us per launch
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  REQUIRE(rt.ok());
+  Program p =
+      parse_program("kernel add(x: f32[N], y: f32[N]) -> (z: f32[N]) {\n  z[i] = x[i] + y[i]\n}\n");
+  bundle::KernelInfo info;
+  info.symbols = {"N"};
+  KernelHarness h(**rt, p.kernels.at(0), info, {{"N", 10}}, /*seed=*/1);
+  int launches = 0;
+  auto fn = [&] { ++launches; };
+  Measurement pruned = h.time(fn, 0, /*flush_l2=*/false, /*budget_ms=*/1, /*prune_above_us=*/0.5);
+  CHECK(pruned.pruned);
+  CHECK(pruned.reps == KernelHarness::kPruneReps);
+  CHECK(pruned.fastest_us == Approx(1.0));
+  Measurement full = h.time(fn, 0, false, 1, /*prune_above_us=*/1.0);  // 1 us < 1.5 x 1 us
+  CHECK_FALSE(full.pruned);
+  CHECK(full.reps >= 999);  // about 1 ms of 1 us repetitions (the fake says 0.001f ms)
+  Measurement unpruned = h.time(fn, 0, false, 1);  // no best yet
+  CHECK_FALSE(unpruned.pruned);
+  CHECK(launches > 2000);
+}
