@@ -133,7 +133,11 @@ class Tuner {
       }
       auto t0 = std::chrono::steady_clock::now();
       step_fraction_ = {static_cast<double>(step) / info.steps.size(), 1.0 / info.steps.size()};
-      if (!run) run = start_shape(def, name, shape);
+      if (!run) {
+        progress(
+            fmt::format("{} {}: the reference and the default's check", name, shape_text(shape)));
+        run = start_shape(def, name, shape);
+      }
       cache::Entry e = tune_step(*run, def, name, static_cast<int>(step), shape);
       e.key = key;
       double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
