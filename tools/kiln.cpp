@@ -634,15 +634,15 @@ int main(int argc, char** argv) {
         fmt::print("shard {}/{}: {} of {} (kernel, shape) pairs\n", shard_of->first,
                    shard_of->second, to.jobs.size(), jobs.jobs.size());
       }
-      if (to.jobs.empty()) {
-        fmt::print("nothing to tune\n");
-        return 0;
-      }
       // The cache is read before the GPU is opened: a corrupt or foreign file is refused
       // the same way with or without one (a missing file is created).
       if (Result<cache::Cache> c = cache::load(to.cache_path); !c.ok()) {
         fmt::print(stderr, "kiln tune: {}\n", c.message());
         return 1;
+      }
+      if (to.jobs.empty()) {  // e.g. a shard of fewer jobs than shards
+        fmt::print("nothing to tune\n");
+        return 0;
       }
       to.descent = !no_descent;
       to.progress = !quiet && isatty(2);
