@@ -85,10 +85,32 @@ SearchResult search(const std::vector<Config>& grid, const std::vector<ParamRang
 
   auto best = current_best();
   int sweeps = 0;
+  // The neighbours of `center` within the ranges, never timed.
+  auto neighbours = [&](const Config& center) {
+    std::vector<Config> out;
+    for (const ParamRange& p : params) {
+      auto it = center.find(p.name);
+      if (it == center.end()) continue;
+      for (int64_t v : {it->second * 2, it->second / 2}) {
+        if (v < p.min || v > p.max || v == it->second) continue;
+        Config c = center;
+        c[p.name] = v;
+        if (!seen.count(c)) out.push_back(std::move(c));
+      }
+    }
+    return out;
+  };
+  std::optional<Config> announced;  // the best whose neighbours were announced
   if (best && opts.descent) {
     for (bool moved = true; moved && sweeps < opts.max_sweeps; ++sweeps) {
       moved = false;
       for (const ParamRange& p : params) {
+        if (opts.upcoming && announced != best->first) {
+          announced = best->first;
+          if (std::vector<Config> next = neighbours(best->first); !next.empty()) {
+            opts.upcoming(next);
+          }
+        }
         auto it = best->first.find(p.name);
         if (it == best->first.end()) continue;
         for (int64_t v : {it->second * 2, it->second / 2}) {

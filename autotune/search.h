@@ -5,6 +5,8 @@
 //  2. Coordinate descent from the best: for each numeric parameter in turn, try twice and half
 //     its value (within its range) and move when the time improves by more than `min_gain`
 //     and more than the measured spread; repeat until a full sweep finds nothing.
+//     Before timing the neighbours of a new best, the search announces them all (upcoming),
+//     so that configurations outside the bundle compile while others are timed.
 //  3. The winner is the fastest configuration timed (the descent's threshold only decides
 //     where it goes next), the runner-up the second fastest: never faster than the winner.
 //  4. (kiln tune) keep_default_unless_faster: the default, timed again after the search, stays
@@ -48,6 +50,9 @@ struct SearchOptions {
   bool descent = true;
   double min_gain = 0.01;  // a move must be at least 1% faster
   int max_sweeps = 8;
+  /// Called during the descent, whenever the best changes, with the neighbours of the new
+  /// best that were never timed, before any of them is: the tuner compiles them meanwhile.
+  std::function<void(const std::vector<Config>&)> upcoming = {};
 };
 
 struct SearchResult {

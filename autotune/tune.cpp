@@ -23,6 +23,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <map>
 #include <memory>
 
 #include "autotune/harness.h"
@@ -164,16 +166,53 @@ class Tuner {
   // The variant of `step` with exactly `config`, compiling and adding it when absent. Other
   // tuners may be adding variants to the same bundle: add_variant numbers the new one from
   // the manifest on disk, under the bundle's lock, and reuses theirs when they added it.
-  int variant_for(const KernelDef& def, const std::string& name, int step, const Config& config) {
+  // A configuration being compiled in the background uses it: compiling is overlapped with
+  // timing (SearchOptions::upcoming, prefetch below).
+  using Compiling = std::map<Config, std::future<Result<int>>>;
+
+  int variant_for(const KernelDef& def, const std::string& name, int step, const Config& config,
+                  Compiling& compiling) {
     for (const bundle::Variant& v : kernel(name).info().steps[step].variants) {
       if (v.config == config) return v.id;
     }
-    PointwiseConfig cfg{static_cast<int>(config.at("block")), static_cast<int>(config.at("vec")),
-                        static_cast<int>(config.at("unroll"))};
-    Result<int> id = add_variant(o_.bundle, def, step, cfg);
+    Result<int> id = Status::error("");
+    if (auto it = compiling.find(config); it != compiling.end()) {
+      id = it->second.get();  // rethrows what compile_variant threw
+      compiling.erase(it);
+    } else {
+      id = add_variant(o_.bundle, def, step, pointwise_config(config));
+    }
     if (!id.ok()) throw TuneFailure{id.message()};
     reload();
     return *id;
+  }
+
+  static PointwiseConfig pointwise_config(const Config& c) {
+    return {static_cast<int>(c.at("block")), static_cast<int>(c.at("vec")),
+            static_cast<int>(c.at("unroll"))};
+  }
+
+  // Starts compiling, each on a thread of its own, the configurations the descent will time
+  // next that the bundle lacks. add_variant is safe with several threads adding at once (it
+  // takes the bundle's lock); `def` must outlive `compiling`, whose futures wait for their
+  // threads when destroyed. A neighbour compiled ahead that the descent then does not time
+  // stays in the bundle, as every variant compiled on the fly does.
+  void prefetch(Compiling& compiling, const KernelDef& def, const std::string& name, int step,
+                const std::vector<Config>& configs) {
+    for (const Config& c : configs) {
+      if (compiling.count(c) || !c.count("block") || !c.count("vec") || !c.count("unroll")) {
+        continue;
+      }
+      bool present = false;
+      for (const bundle::Variant& v : kernel(name).info().steps[step].variants) {
+        present = present || v.config == c;
+      }
+      if (present) continue;
+      compiling.emplace(c, std::async(std::launch::async,
+                                      [dir = o_.bundle, &def, step, cfg = pointwise_config(c)] {
+                                        return add_variant(dir, def, step, cfg);
+                                      }));
+    }
   }
 
   // What the steps of one shape share, made once per shape: the inputs on the device (the
@@ -226,14 +265,15 @@ class Tuner {
     for (const bundle::Variant& v : kernel(name).info().steps[step].variants)
       grid.push_back(v.config);
     int timed = 0;
-    double best_us = 0;  // the best median so far (pruning)
+    double best_us = 0;   // the best median so far (pruning)
+    Compiling compiling;  // before `trial`, which uses it; waits for its threads last
     auto trial = [&](const Config& c) -> Trial {
       ++timed;
       progress(fmt::format("{} {} step {}: {} ({}/{}+)", name, shape_text(shape), step,
                            config_text(c), timed, grid.size()),
                step_fraction_.first +
                    step_fraction_.second * std::min(0.9, double(timed) / (grid.size() + 1)));
-      int v = variant_for(def, name, step, c);
+      int v = variant_for(def, name, step, c, compiling);
       Kernel& k = kernel(name);
       const bundle::Variant& var = k.info().steps[step].variants[v];
       for (const bundle::ArchImage& im : var.images) {
@@ -278,6 +318,9 @@ class Tuner {
     }
     SearchOptions so;
     so.descent = o_.descent;
+    so.upcoming = [&](const std::vector<Config>& next) {
+      prefetch(compiling, def, name, step, next);
+    };
     SearchResult r = search(grid, params_range, trial, so);
     if (!r.best) throw TuneFailure{fmt::format("{} step {}: no usable variant", name, step)};
 

@@ -2,6 +2,7 @@
 // noise, and that no configuration is timed twice.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 
 #include "autotune/harness.h"
 #include "autotune/search.h"
@@ -219,4 +220,31 @@ TEST_CASE("the progress bar estimates the time left and fits a terminal", "[auto
   CHECK(progress_line(1, 4, 0.0, 30, "x") == "[#####...............] 1/4 1m30s left  x");
   CHECK(progress_line(3, 4, 0.5, 35, "x") == "[#################...] 3/4 5s left  x");
   CHECK(progress_line(2, 3, 0.0, 10, std::string(300, 'y')).size() == 99);
+}
+
+TEST_CASE("the descent announces every configuration before it times it", "[autotune]") {
+  std::map<Config, int> calls;
+  std::set<Config> announced, grid_set;
+  for (const Config& c : grid()) grid_set.insert(c);
+  std::vector<Config> order;
+  auto base = bowl(1024, 16, &calls);
+  SearchOptions o;
+  o.upcoming = [&](const std::vector<Config>& next) {
+    for (const Config& c : next) {
+      CHECK(calls.count(c) == 0);  // never one already timed
+      announced.insert(c);
+    }
+  };
+  SearchResult r = search(
+      grid(), kParams,
+      [&](const Config& c) {
+        if (!grid_set.count(c)) {
+          INFO(config_text(c));
+          CHECK(announced.count(c) == 1);  // announced before it is timed
+        }
+        return base(c);
+      },
+      o);
+  CHECK(r.descent_moves == 3);
+  CHECK(announced.size() >= 3);
 }
