@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -130,7 +131,8 @@ class KernelHarness {
   /// `rtol` >= 0 overriding its relative part): an empty list means every element was
   /// written and is within tolerance, with NaN and infinities where the reference has them;
   /// otherwise one line per output naming the worst element. `max_err` receives the largest
-  /// scaled error (Comparison::max_scaled_err).
+  /// scaled error (Comparison::max_scaled_err). When both runs left an output with the same
+  /// bytes it is compared once: the verdict of the second would be the first's.
   std::vector<std::string> check(const std::function<void()>& launch, const Reference& ref,
                                  double rtol, double* max_err);
   /// As check, but every output must equal `want` bitwise (the tuner's deterministic mode).
@@ -140,8 +142,17 @@ class KernelHarness {
   /// Times `fn` (which enqueues work on stream()): >= 3 launches and >= 20 ms of warm-up,
   /// then `reps` timed launches (0: about `budget_ms` worth, 10..2000), each preceded by a
   /// write over a 256 MB buffer when `flush_l2`.
-  Measurement time(const std::function<void()>& fn, int reps, bool flush_l2,
-                   double budget_ms = 200);
+  /// Pruning: with `prune_above_us` > 0 (the best median so far), timing stops after
+  /// kPruneReps repetitions when the fastest of them took more than kPruneFactor times that:
+  /// even the candidate's best run is far beyond any spread of the best's. The result then
+  /// has `pruned` set, its median and fastest of those repetitions.
+  static constexpr int kPruneReps = 5;
+  static constexpr double kPruneFactor = 1.5;
+  /// The pruning rule on the repetitions timed so far (microseconds): true when there are
+  /// kPruneReps of them, `best_us` > 0, and the fastest is above kPruneFactor x best_us.
+  static bool clearly_slower(std::span<const double> reps_us, double best_us);
+  Measurement time(const std::function<void()>& fn, int reps, bool flush_l2, double budget_ms = 200,
+                   double prune_above_us = 0);
 
  private:
   Runtime& rt_;

@@ -1,8 +1,9 @@
 // `kiln tune`, for each kernel, shape and step:
 //  1. Key: kernel hash, step, this GPU, driver and Kiln versions, the exact shape. A key the
 //     cache already holds is skipped (no benchmarking) unless --force.
-//  2. Reference: the outputs of every step's default variant on random inputs, themselves
-//     checked against the CPU interpreter first.
+//  2. Reference, once per shape for all its steps: the interpreter's outputs on random
+//     inputs (kept on the device for every candidate), and the default variants' outputs,
+//     themselves checked against the interpreter first.
 //  3. Search (autotune/search.h): every precompiled variant of the step, then coordinate
 //     descent over block and unroll. A configuration outside the bundle is compiled on the
 //     fly, added to the bundle (under its lock, manifest rewritten atomically; other tuners
@@ -20,7 +21,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <future>
+#include <map>
+#include <memory>
 
 #include "autotune/harness.h"
 #include "autotune/open_gpu.h"
@@ -59,17 +64,18 @@ class Tuner {
     if (!c.ok()) throw TuneFailure{c.message()};
     cache_ = std::move(c.value());
 
-    // Names are copied: tuning may add variants, which reloads the bundle and its manifest.
-    std::vector<std::string> names;
-    for (const bundle::KernelInfo& info : bundle_->manifest().kernels) {
-      if (o_.kernel.empty() || info.name == o_.kernel) names.push_back(info.name);
+    for (const TuneJob& job : o_.jobs) {
+      if (bundle_->find(job.kernel) == nullptr) {
+        throw TuneFailure{fmt::format("bundle {} has no kernel '{}'", o_.bundle, job.kernel)};
+      }
     }
-    if (names.empty()) {
-      throw TuneFailure{fmt::format("bundle {} has no kernel '{}'", o_.bundle, o_.kernel)};
+    // The job names are copies: tuning may add variants, which reloads the bundle.
+    start_ = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < o_.jobs.size(); ++i) {
+      job_ = i;
+      tune_kernel(o_.jobs[i].kernel, o_.jobs[i].shape);
     }
-    for (const std::string& name : names) {
-      for (const SymbolValues& shape : o_.shapes) tune_kernel(name, shape);
-    }
+    progress("");
     return 0;
   }
 
@@ -95,8 +101,18 @@ class Tuner {
     return k;
   }
 
-  void progress(const std::string& text) const {
-    if (o_.progress) fmt::print(stderr, "\r\033[K{}", text);
+  // A bar over the jobs, the time left estimated from the jobs done (each job's steps split
+  // it evenly), and what is being timed; "" clears the line.
+  void progress(const std::string& text, double job_fraction = 0) const {
+    if (!o_.progress) return;
+    if (text.empty()) {
+      fmt::print(stderr, "\r\033[K");
+      return;
+    }
+    const double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const std::string line = progress_line(job_, o_.jobs.size(), job_fraction, spent, text);
+    fmt::print(stderr, "\r\033[K{}", line);
   }
 
   void tune_kernel(const std::string& name, const SymbolValues& all) {  // name outlives reloads
@@ -104,15 +120,13 @@ class Tuner {
     SymbolValues shape;
     for (const std::string& s : info.symbols) {
       auto it = all.find(s);
-      if (it == all.end()) {
-        fmt::print("{} {}: skipped, no value for {}\n", name, shape_text(all), s);
-        return;
-      }
+      if (it == all.end()) throw TuneFailure{fmt::format("{}: no value for {}", name, s)};
       shape[s] = it->second;
     }
     Program p = parse_program(info.ir);
     const KernelDef& def = p.kernels.at(0);
     std::vector<cache::Entry> entries;
+    std::unique_ptr<ShapeRun> run;  // made when the first step needs tuning
     for (size_t step = 0; step < info.steps.size(); ++step) {
       cache::Key key = key_for(info, static_cast<int>(step), shape);
       if (!o_.force && cache::find(cache_, key)) {
@@ -120,7 +134,13 @@ class Tuner {
         continue;
       }
       auto t0 = std::chrono::steady_clock::now();
-      cache::Entry e = tune_step(def, name, static_cast<int>(step), shape);
+      step_fraction_ = {static_cast<double>(step) / info.steps.size(), 1.0 / info.steps.size()};
+      if (!run) {
+        progress(
+            fmt::format("{} {}: the reference and the default's check", name, shape_text(shape)));
+        run = start_shape(def, name, shape);
+      }
+      cache::Entry e = tune_step(*run, def, name, static_cast<int>(step), shape);
       e.key = key;
       double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       progress("");
@@ -146,49 +166,114 @@ class Tuner {
   // The variant of `step` with exactly `config`, compiling and adding it when absent. Other
   // tuners may be adding variants to the same bundle: add_variant numbers the new one from
   // the manifest on disk, under the bundle's lock, and reuses theirs when they added it.
-  int variant_for(const KernelDef& def, const std::string& name, int step, const Config& config) {
+  // A configuration being compiled in the background uses it: compiling is overlapped with
+  // timing (SearchOptions::upcoming, prefetch below).
+  using Compiling = std::map<Config, std::future<Result<int>>>;
+
+  int variant_for(const KernelDef& def, const std::string& name, int step, const Config& config,
+                  Compiling& compiling) {
     for (const bundle::Variant& v : kernel(name).info().steps[step].variants) {
       if (v.config == config) return v.id;
     }
-    PointwiseConfig cfg{static_cast<int>(config.at("block")), static_cast<int>(config.at("vec")),
-                        static_cast<int>(config.at("unroll"))};
-    Result<int> id = add_variant(o_.bundle, def, step, cfg);
+    Result<int> id = Status::error("");
+    if (auto it = compiling.find(config); it != compiling.end()) {
+      id = it->second.get();  // rethrows what compile_variant threw
+      compiling.erase(it);
+    } else {
+      id = add_variant(o_.bundle, def, step, pointwise_config(config));
+    }
     if (!id.ok()) throw TuneFailure{id.message()};
     reload();
     return *id;
   }
 
-  cache::Entry tune_step(const KernelDef& def, const std::string& name, int step,
-                         const SymbolValues& shape) {
-    KernelHarness h(*rt_, def, kernel(name).info(), shape, /*seed=*/1);
-    const size_t nsteps = kernel(name).info().steps.size();
-    // What a plain launch of this shape runs (a reduction step's heuristic tier).
-    std::vector<int> defaults(nsteps);
-    kernel(name).choose(h.symbols(), defaults);
-    auto launch = [&](const std::vector<int>& choice) {
-      Status s = kernel(name).launch_variants(h.stream(), h.ptrs(), h.symbols(), choice);
-      if (!s.ok()) throw TuneFailure{s.message()};
-    };
+  static PointwiseConfig pointwise_config(const Config& c) {
+    return {static_cast<int>(c.at("block")), static_cast<int>(c.at("vec")),
+            static_cast<int>(c.at("unroll"))};
+  }
+
+  // Starts compiling, each on a thread of its own, the configurations the descent will time
+  // next that the bundle lacks. add_variant is safe with several threads adding at once (it
+  // takes the bundle's lock); `def` must outlive `compiling`, whose futures wait for their
+  // threads when destroyed. A neighbour compiled ahead that the descent then does not time
+  // stays in the bundle, as every variant compiled on the fly does.
+  void prefetch(Compiling& compiling, const KernelDef& def, const std::string& name, int step,
+                const std::vector<Config>& configs) {
+    for (const Config& c : configs) {
+      if (compiling.count(c) || !c.count("block") || !c.count("vec") || !c.count("unroll")) {
+        continue;
+      }
+      bool present = false;
+      for (const bundle::Variant& v : kernel(name).info().steps[step].variants) {
+        present = present || v.config == c;
+      }
+      if (present) continue;
+      compiling.emplace(c, std::async(std::launch::async,
+                                      [dir = o_.bundle, &def, step, cfg = pointwise_config(c)] {
+                                        return add_variant(dir, def, step, cfg);
+                                      }));
+    }
+  }
+
+  // What the steps of one shape share, made once per shape: the inputs on the device (the
+  // same for every candidate), the interpreter's outputs (the costliest part of a check), the
+  // variants a plain launch runs (a reduction step's heuristic tier), and the default's
+  // outputs, themselves checked against the interpreter.
+  struct ShapeRun {
+    ShapeRun(Runtime& rt, const KernelDef& def, const bundle::KernelInfo& info,
+             const SymbolValues& shape)
+        : h(rt, def, info, shape, /*seed=*/1), defaults(info.steps.size()) {}
+    KernelHarness h;
+    std::vector<int> defaults;
+    Reference exact;
+    std::vector<HostTensor> ref;
+  };
+
+  void launch(const std::string& name, ShapeRun& run, const std::vector<int>& choice) {
+    Status s = kernel(name).launch_variants(run.h.stream(), run.h.ptrs(), run.h.symbols(), choice);
+    if (!s.ok()) throw TuneFailure{s.message()};
+  }
+
+  std::unique_ptr<ShapeRun> start_shape(const KernelDef& def, const std::string& name,
+                                        const SymbolValues& shape) {
+    auto run = std::make_unique<ShapeRun>(*rt_, def, kernel(name).info(), shape);
+    kernel(name).choose(run->h.symbols(), run->defaults);
     // The default variant is checked against the interpreter; every candidate must match
     // the interpreter within the outputs' tolerances too, or in deterministic mode the
     // default's outputs bitwise. Checked launches poison outputs, buffers and workspaces.
     double err = 0;
-    const Reference exact = h.reference();
-    std::vector<std::string> bad = h.check([&] { launch(defaults); }, exact, -1, &err);
+    run->exact = run->h.reference();
+    std::vector<std::string> bad =
+        run->h.check([&] { launch(name, *run, run->defaults); }, run->exact, -1, &err);
     if (!bad.empty()) {
       throw TuneFailure{fmt::format("{}: the default variant is wrong: {}", name, bad[0])};
     }
-    const std::vector<HostTensor> ref = h.run_poisoned([&] { launch(defaults); }, 0xFF);
+    run->ref = run->h.run_poisoned([&] { launch(name, *run, run->defaults); }, 0xFF);
+    return run;
+  }
+
+  cache::Entry tune_step(ShapeRun& run, const KernelDef& def, const std::string& name, int step,
+                         const SymbolValues& shape) {
+    KernelHarness& h = run.h;
+    const std::vector<int>& defaults = run.defaults;
+    const Reference& exact = run.exact;
+    const std::vector<HostTensor>& ref = run.ref;
+    auto launch = [&](const std::vector<int>& choice) { this->launch(name, run, choice); };
 
     const std::string arch = rt_->device().arch();
     std::vector<Config> grid;
     for (const bundle::Variant& v : kernel(name).info().steps[step].variants)
       grid.push_back(v.config);
     int timed = 0;
+    double best_us = 0;   // the best median so far (pruning)
+    Compiling compiling;  // before `trial`, which uses it; waits for its threads last
     auto trial = [&](const Config& c) -> Trial {
-      progress(fmt::format("{} {} step {}: candidate {} ({}/{}+)", name, shape_text(shape), step,
-                           config_text(c), ++timed, grid.size()));
-      int v = variant_for(def, name, step, c);
+      ++timed;
+      progress(fmt::format("{} {} step {}: {} ({}/{}+)", name, shape_text(shape), step,
+                           config_text(c), timed, grid.size()),
+               step_fraction_.first +
+                   step_fraction_.second * std::min(0.9, double(timed) / (grid.size() + 1)));
+      int v = variant_for(def, name, step, c, compiling);
       Kernel& k = kernel(name);
       const bundle::Variant& var = k.info().steps[step].variants[v];
       for (const bundle::ArchImage& im : var.images) {
@@ -209,8 +294,18 @@ class Tuner {
       auto fn = [&] { launch(choice); };
       std::vector<std::string> problems =
           o_.deterministic ? h.check_bitwise(fn, ref) : h.check(fn, exact, -1, nullptr);
-      if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0]};
-      return {h.time(fn, 0, /*flush_l2=*/true, /*budget_ms=*/60), ""};
+      if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0], ""};
+      // Checked in full, then timed; a candidate clearly slower than the best so far stops
+      // after a few repetitions (harness.h), and the entry says so.
+      Measurement m = h.time(fn, 0, /*flush_l2=*/true, /*budget_ms=*/60, best_us);
+      if (m.pruned) {
+        return {m, "",
+                fmt::format("pruned after {} repetitions: its fastest, {:.2f} us, > {} x the "
+                            "best so far, {:.2f} us",
+                            m.reps, m.fastest_us, KernelHarness::kPruneFactor, best_us)};
+      }
+      if (best_us <= 0 || m.median_us < best_us) best_us = m.median_us;
+      return {m, "", ""};
     };
     // Beyond the grid, the knobs the plan lets the tuner move (pointwise steps: their
     // variants compile on the fly); a reduction step's variants are the precompiled ones.
@@ -223,22 +318,29 @@ class Tuner {
     }
     SearchOptions so;
     so.descent = o_.descent;
+    so.upcoming = [&](const std::vector<Config>& next) {
+      prefetch(compiling, def, name, step, next);
+    };
     SearchResult r = search(grid, params_range, trial, so);
     if (!r.best) throw TuneFailure{fmt::format("{} step {}: no usable variant", name, step)};
 
     cache::Entry e;
     e.kernel = name;
-    e.winner = {*r.best, r.best_time.median_us, r.best_time.spread};
-    if (r.runner_up)
-      e.runner_up =
-          cache::Timing{*r.runner_up, r.runner_up_time.median_us, r.runner_up_time.spread};
     const bundle::Variant& dv = kernel(name).info().steps[step].variants[defaults[step]];
     Measurement dm = h.time([&] { launch(defaults); }, 0, true, 60);
     e.default_config = {dv.config, dm.median_us, dm.spread};
-    e.how = r.how;
+    // Never a winner slower than the default timed just now (autotune/search.h).
+    std::string kept = keep_default_unless_faster(r, dv.config, dm);
+    e.winner = {*r.best, r.best_time.median_us, r.best_time.spread};
+    if (r.runner_up) {
+      e.runner_up =
+          cache::Timing{*r.runner_up, r.runner_up_time.median_us, r.runner_up_time.spread};
+    }
+    e.how = kept.empty() ? r.how : r.how + "; " + kept;
     e.deterministic = o_.deterministic;
     e.candidates = r.timed;
     e.rejected = r.rejected;
+    e.pruned = r.pruned;
     e.tuned_at = cache::utc_now();
     return e;
   }
@@ -248,9 +350,28 @@ class Tuner {
   std::unique_ptr<Bundle> bundle_;
   cache::Cache cache_;
   int driver_version_ = 0;
+  size_t job_ = 0;                                 // the job being tuned (progress)
+  std::pair<double, double> step_fraction_{0, 1};  // its step's start and share of the job
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace
+
+std::string progress_line(size_t job, size_t jobs, double job_fraction, double elapsed_s,
+                          std::string_view text) {
+  const double done = jobs == 0 ? 1 : (static_cast<double>(job) + job_fraction) / jobs;
+  std::string left = "--";
+  if (done > 0.01 && elapsed_s > 1) {
+    const int s = static_cast<int>(elapsed_s * (1 - done) / done);
+    left = s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
+  }
+  constexpr int kWidth = 20;
+  const int filled = std::clamp(static_cast<int>(done * kWidth), 0, kWidth);
+  std::string line = fmt::format("[{}{}] {}/{} {} left  {}", std::string(filled, '#'),
+                                 std::string(kWidth - filled, '.'), job, jobs, left, text);
+  if (line.size() > 99) line.resize(99);  // one line of a 100-column terminal
+  return line;
+}
 
 int tune(const TuneOptions& opts) {
   try {

@@ -33,6 +33,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "bundle/atomic_file.h"
 #include "bundle/json_reader.h"
@@ -90,6 +91,7 @@ OrderedJson entry_json(const Entry& e) {
   j["deterministic"] = e.deterministic;
   j["candidates"] = e.candidates;
   j["rejected"] = e.rejected;
+  if (!e.pruned.empty()) j["pruned"] = e.pruned;  // optional: older readers ignore it
   j["tuned_at"] = e.tuned_at;
   return j;
 }
@@ -184,6 +186,16 @@ Entry read_entry(const Obj& o) {
            fmt::format("expected a string, got {}", type_name(rejected[i])));
     }
     e.rejected.push_back(rejected[i].get<std::string>());
+  }
+  if (o.find("pruned") != nullptr) {
+    const Json& pruned = o.array("pruned");
+    for (size_t i = 0; i < pruned.size(); ++i) {
+      if (!pruned[i].is_string()) {
+        fail(index_path(o.at("pruned"), i),
+             fmt::format("expected a string, got {}", type_name(pruned[i])));
+      }
+      e.pruned.push_back(pruned[i].get<std::string>());
+    }
   }
   e.tuned_at = o.str("tuned_at");
   if (!is_timestamp(e.tuned_at)) {
@@ -483,6 +495,45 @@ size_t prune(Cache& c, const std::vector<std::string>& live_hashes,
   });
 }
 
+namespace {
+
+// "+5.0%" for the change from `a` to `b`; "" when `a` is 0.
+std::string percent(double a, double b) {
+  if (a <= 0) return "";
+  return fmt::format(", {:+.1f}%", 100.0 * (b - a) / a);
+}
+
+// The meaning of each configuration knob (compiler/config.h), for the legend.
+constexpr std::pair<std::string_view, std::string_view> kKnobs[] = {
+    {"block", "threads per block"},
+    {"vec", "elements per thread per memory access (1: scalar code, any alignment)"},
+    {"unroll", "vectors in flight per thread (pointwise)"},
+    {"group", "threads sharing one row (row reduction) or one column's reduced index (outer)"},
+    {"items", "vectors each thread keeps in flight per row or column"},
+    {"split",
+     "1: each row or column tile spread over several blocks, partial results folded "
+     "through a workspace in a later phase (few, long rows)"},
+    {"fuse", "1: online max+sum or Welford, one walk fewer over looped rows"},
+    {"stage", "1: a long row's re-read inputs kept in shared memory"},
+};
+
+// Words of `text` on lines of at most `width` columns (a word longer than that stays whole).
+std::vector<std::string> wrap(std::string_view text, size_t width) {
+  std::vector<std::string> lines(1);
+  while (!text.empty()) {
+    size_t sp = text.find(' ');
+    std::string_view word = text.substr(0, sp);
+    text.remove_prefix(sp == std::string_view::npos ? text.size() : sp + 1);
+    if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width)
+      lines.emplace_back();
+    if (!lines.back().empty()) lines.back() += ' ';
+    lines.back() += word;
+  }
+  return lines;
+}
+
+}  // namespace
+
 std::string diff(const Cache& a, const Cache& b) {
   std::map<Key, std::pair<const Entry*, const Entry*>> both;
   for (const Entry& e : a.entries) both[e.key].first = &e;
@@ -498,40 +549,94 @@ std::string diff(const Cache& a, const Cache& b) {
     } else if (x == nullptr) {
       out += fmt::format("+ {}: {}\n", label(*y), result(*y));
     } else if (x->winner.config != y->winner.config) {
-      out += fmt::format("~ {}: winner {} -> {}\n", label(*x), result(*x), result(*y));
+      out += fmt::format("~ {}: winner {} -> {} ({:.2f} us{})\n", label(*x), result(*x),
+                         config_text(y->winner), y->winner.median_us,
+                         percent(x->winner.median_us, y->winner.median_us));
     } else if (!(*x == *y)) {
-      out += fmt::format("~ {}: same winner {}, retuned: {:.2f} us -> {:.2f} us ({} -> {})\n",
-                         label(*x), config_text(x->winner), x->winner.median_us,
-                         y->winner.median_us, x->tuned_at, y->tuned_at);
+      out +=
+          fmt::format("~ {}: same winner {}, retuned: {:.2f} us -> {:.2f} us{} ({} -> {})\n",
+                      label(*x), config_text(x->winner), x->winner.median_us, y->winner.median_us,
+                      percent(x->winner.median_us, y->winner.median_us), x->tuned_at, y->tuned_at);
     }
   }
   return out;
 }
 
-std::string format_table(const Cache& c) {
-  std::vector<std::vector<std::string>> rows = {
-      {"kernel", "step", "shape", "GPU", "winner", "time us", "speed-up", "how"}};
+std::string format_table(const Cache& c, const TableOptions& opts) {
+  // Groups: one kernel step on one GPU, driver and Kiln; rows: its shapes in key order.
+  using Group = std::tuple<std::string, std::string, int, GpuKey, int, std::string>;
+  std::map<Group, std::vector<const Entry*>> groups;
+  size_t buckets = 0;
+  std::set<std::string> kernels, knobs;
+  std::set<GpuKey> gpus;
   for (const Entry& e : c.entries) {
-    std::optional<double> s = speedup(e);
-    rows.push_back({e.kernel, std::to_string(e.key.step), shape_text(e.key), gpu_text(e.key.gpu),
-                    config_text(e.winner), fmt::format("{:.2f}", e.winner.median_us),
-                    s ? fmt::format("{:.2f}x", *s) : "-", e.how});
+    kernels.insert(e.kernel);
+    gpus.insert(e.key.gpu);
+    auto& rows = groups[{e.kernel, e.key.kernel_hash, e.key.step, e.key.gpu, e.key.driver_version,
+                         e.key.kiln_version}];
+    if (e.key.bucket) ++buckets;
+    if (e.key.bucket && !opts.buckets) continue;
+    rows.push_back(&e);
+    for (const auto& [k, v] : e.winner.config) knobs.insert(k);
   }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line;
-    for (size_t i = 0; i < r.size(); ++i) {
-      bool number = i == 1 || i == 5 || i == 6;  // right-aligned columns
-      line += i ? "  " : "";
-      line +=
-          number ? fmt::format("{:>{}}", r[i], width[i]) : fmt::format("{:<{}}", r[i], width[i]);
+  const size_t width = static_cast<size_t>(std::max(opts.width, 60));
+  auto count = [](size_t n, std::string_view one, std::string_view many = "") {
+    if (n == 1) return fmt::format("1 {}", one);
+    return many.empty() ? fmt::format("{} {}s", n, one) : fmt::format("{} {}", n, many);
+  };
+  std::string out =
+      fmt::format("{}: {}, {}{}; {}, {}\n", count(c.entries.size(), "entry", "entries"),
+                  count(c.entries.size() - buckets, "exact shape"), count(buckets, "bucket"),
+                  buckets > 0 && !opts.buckets ? " (--buckets lists them)" : "",
+                  count(kernels.size(), "kernel"), count(gpus.size(), "GPU"));
+  for (auto& [g, rows] : groups) {
+    const auto& [kernel, hash, step, gpu, driver, kiln] = g;
+    out += fmt::format("\n{} step {} ({})\n  on {}, driver {}, kiln {}\n", kernel, step, hash,
+                       gpu_text(gpu), driver, kiln);
+    if (rows.empty()) {
+      out += "  bucket entries only\n";
+      continue;
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
+    std::sort(rows.begin(), rows.end(),
+              [](const Entry* a, const Entry* b) { return a->key < b->key; });
+    size_t shape_w = 5;
+    for (const Entry* e : rows) shape_w = std::max(shape_w, shape_text(e->key).size());
+    shape_w = std::min<size_t>(shape_w, 40);
+    const std::string head = fmt::format("  {:<{}}  {:>10}  {:>10}  {:>8}  ", "shape", shape_w,
+                                         "default us", "winner us", "speed-up");
+    const size_t config_w = width > head.size() + 20 ? width - head.size() : 20;
+    out += head + "winner config\n";
+    for (const Entry* e : rows) {
+      std::optional<double> sp = speedup(*e);
+      std::string config = config_text(e->winner);
+      if (e->winner.config == e->default_config.config) config += " (the default)";
+      std::string shape = shape_text(e->key);
+      std::string line = fmt::format("  {:<{}}  {:>10.2f}  {:>10.2f}  {:>8}  ", shape, shape_w,
+                                     e->default_config.median_us, e->winner.median_us,
+                                     sp ? fmt::format("{:.2f}x", *sp) : "-");
+      const size_t indent = line.size();
+      if (indent > head.size()) {  // a shape wider than its column: the rest on the next line
+        out += "  " + shape + "\n";
+        line = fmt::format("  {:<{}}  {:>10.2f}  {:>10.2f}  {:>8}  ", "", shape_w,
+                           e->default_config.median_us, e->winner.median_us,
+                           sp ? fmt::format("{:.2f}x", *sp) : "-");
+      }
+      std::vector<std::string> parts = wrap(config, config_w);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        out += (i == 0 ? line : std::string(head.size(), ' ')) + parts[i] + "\n";
+      }
+    }
+  }
+  if (!knobs.empty()) {
+    out += "\nknobs:\n";
+    for (const auto& [name, meaning] : kKnobs) {
+      if (!knobs.count(std::string(name))) continue;
+      std::vector<std::string> parts = wrap(meaning, width - 12);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        out += fmt::format("  {:<8}  {}\n", i == 0 ? std::string(name) : "", parts[i]);
+      }
+    }
+    out += "  speed-up  default us / winner us, both timed in the same run\n";
   }
   return out;
 }

@@ -67,6 +67,7 @@ struct Entry {
   bool deterministic = false;         // tuned in deterministic mode
   int candidates = 0;                 // configurations timed
   std::vector<std::string> rejected;  // "block=1024 vec=4 unroll=4: 255 registers, spills"
+  std::vector<std::string> pruned;    // checked, timing stopped early: "CONFIG: why"
   std::string tuned_at;               // ISO 8601 UTC
   friend bool operator==(const Entry&, const Entry&) = default;
 };
@@ -130,14 +131,21 @@ const Entry* lookup(const Cache& c, Key key, std::string* why = nullptr);
 size_t prune(Cache& c, const std::vector<std::string>& live_hashes,
              const std::vector<GpuKey>& live_gpus);
 
-/// Human-readable differences between two caches (added, removed, changed winners); empty
-/// when they hold the same entries.
+/// Human-readable differences between two caches (added, removed, changed winners, each
+/// change of time with its percentage: "10.00 us -> 9.00 us, -10.0%"); empty when they hold
+/// the same entries.
 std::string diff(const Cache& a, const Cache& b);
 
-/// A table for people, one row per entry: kernel, step, shape ("M=4096,N=1024" or
-/// "bucket M<=32768,N<=1024"), GPU, winner config, time (us), speed-up over the default
-/// (default / winner, "1.23x"), how it was found.
-std::string format_table(const Cache& c);
+/// How format_table lays out its table.
+struct TableOptions {
+  bool buckets = false;  // list the bucket entries too (else only counted)
+  int width = 100;       // columns of the terminal; no line is wider (>= 60)
+};
+/// A table for people: a header line with the counts, then one group per kernel step, GPU,
+/// driver and Kiln version (sorted by kernel), its shapes sorted, each with the default's and
+/// the winner's time (us), the speed-up (default / winner, "1.23x") and the winner's config;
+/// then a legend of the configs' knobs. No line is wider than opts.width (long configs wrap).
+std::string format_table(const Cache& c, const TableOptions& opts = {});
 
 /// The entries for machines: a JSON array of entries in the file's format, each with an added
 /// "speedup" (default / winner median; null when the winner's time is 0).

@@ -10,6 +10,7 @@
 #include "runtime/driver.h"
 #include "runtime/launch.h"
 #include "runtime/runtime.h"
+#include "runtime/shape_recorder.h"
 
 namespace kiln {
 
@@ -86,6 +87,7 @@ Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> v
 Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
                       std::span<const int64_t> symbols) const {
   if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols); !s.ok()) return s;
+  record_launch_shape(*info_, symbols);  // KILN_RECORD_SHAPES (runtime/shape_recorder.h)
   std::array<int, launch::kMaxSteps> buf;
   std::span<int> variants(buf.data(), steps_.size());
   const Source src = choose(symbols, variants);

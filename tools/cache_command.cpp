@@ -21,8 +21,8 @@ struct CacheArgs {
   CLI::App* merge = nullptr;
   CLI::App* prune = nullptr;
   std::string file, a, b, out;
-  bool json = false;
-  std::vector<std::string> bundles, gpus;
+  bool json = false, buckets = false;
+  std::vector<std::string> bundles, gpus, inputs;
 };
 
 CacheArgs& args() {
@@ -43,30 +43,40 @@ int show(const CacheArgs& a) {
   } else if (c->entries.empty()) {
     fmt::print("{}: no entries\n", a.file);
   } else {
-    fmt::print("{}", cache::format_table(*c));
+    cache::TableOptions t;
+    t.buckets = a.buckets;
+    fmt::print("{}", cache::format_table(*c, t));
   }
   return 0;
 }
 
+// As diff(1): 0 when the caches hold the same entries, 1 when they differ, 2 on errors.
 int diff(const CacheArgs& a) {
   Result<cache::Cache> x = cache::load_existing(a.a);
-  if (!x.ok()) return fail(x.message());
+  if (!x.ok()) return fail(x.message()) + 1;
   Result<cache::Cache> y = cache::load_existing(a.b);
-  if (!y.ok()) return fail(y.message());
+  if (!y.ok()) return fail(y.message()) + 1;
   std::string d = cache::diff(*x, *y);
   fmt::print("{}", d.empty() ? "no differences\n" : d);
-  return 0;
+  return d.empty() ? 0 : 1;
 }
 
+// Two or more caches (the shards of a tune), merged in order: the newer entry per key wins,
+// and on a tie the later file.
 int merge(const CacheArgs& a) {
-  Result<cache::Cache> x = cache::load_existing(a.a);
-  if (!x.ok()) return fail(x.message());
-  Result<cache::Cache> y = cache::load_existing(a.b);
-  if (!y.ok()) return fail(y.message());
-  Result<cache::Cache> written = cache::save(a.out, cache::merge(*x, *y));
+  if (a.inputs.size() < 2) return fail("cache merge: give two or more cache files to merge");
+  cache::Cache merged;
+  std::vector<std::string> counts;
+  for (const std::string& file : a.inputs) {
+    Result<cache::Cache> c = cache::load_existing(file);
+    if (!c.ok()) return fail(c.message());
+    merged = cache::merge(merged, *c);
+    counts.push_back(fmt::format("{} from {}", c->entries.size(), file));
+  }
+  Result<cache::Cache> written = cache::save(a.out, merged);
   if (!written.ok()) return fail(written.message());
-  fmt::print("wrote {}: {} entries ({} from {}, {} from {})\n", a.out, written->entries.size(),
-             x->entries.size(), a.a, y->entries.size(), a.b);
+  fmt::print("wrote {}: {} entries ({})\n", a.out, written->entries.size(),
+             fmt::join(counts, ", "));
   return 0;
 }
 
@@ -155,14 +165,16 @@ void add_cache_commands(CLI::App& app) {
   a.show = a.cache->add_subcommand("show", "print a cache's entries as a table");
   a.show->add_option("file", a.file, "cache file (JSON)")->required();
   a.show->add_flag("--json", a.json, "print the entries as JSON instead");
+  a.show->add_flag("--buckets", a.buckets, "list the bucket entries too (else only counted)");
 
-  a.diff = a.cache->add_subcommand("diff", "entries added, removed and retuned from A to B");
+  a.diff = a.cache->add_subcommand(
+      "diff", "entries added, removed and retuned from A to B (exit 1 when they differ)");
   a.diff->add_option("a", a.a, "the old cache file")->required();
   a.diff->add_option("b", a.b, "the new cache file")->required();
 
-  a.merge = a.cache->add_subcommand("merge", "merge two caches; the newer entry wins per key");
-  a.merge->add_option("a", a.a, "a cache file")->required();
-  a.merge->add_option("b", a.b, "another cache file (wins ties)")->required();
+  a.merge = a.cache->add_subcommand(
+      "merge", "merge two or more caches (e.g. shards); the newer entry wins per key");
+  a.merge->add_option("files", a.inputs, "cache files (a later one wins ties)")->required();
   a.merge->add_option("-o,--output", a.out, "the cache file to write")->required();
 
   a.prune = a.cache->add_subcommand(

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -21,6 +22,7 @@
 #include "bundle/atomic_file.h"
 #include "bundle/cache.h"
 #include "bundle/manifest.h"
+#include "bundle/shape_record.h"
 #include "compiler/compile.h"
 #include "compiler/schedule.h"
 #include "compiler/toolkit.h"
@@ -503,14 +505,18 @@ int main(int argc, char** argv) {
       "tune", "benchmark a bundle's variants on the GPU and record the winners in a cache");
   TuneOptions to;
   std::vector<std::string> tune_shapes;
+  std::string tune_kernel, shapes_from, shard_text;
   bool no_descent = false, quiet = false;
   tune_cmd->add_option("bundle", to.bundle, "bundle directory")->required();
-  tune_cmd
-      ->add_option("--shape", tune_shapes, "a shape to tune for, e.g. M=32768,N=1024 (repeatable)")
-      ->required();
+  tune_cmd->add_option("--shape", tune_shapes,
+                       "a shape to tune for, e.g. M=32768,N=1024 (repeatable)");
+  tune_cmd->add_option("--shapes-from", shapes_from,
+                       "tune the shapes recorded in this file (KILN_RECORD_SHAPES)");
+  tune_cmd->add_option("--shard", shard_text,
+                       "tune only shard I of N of the (kernel, shape) list, e.g. 0/4");
   tune_cmd->add_option("-c,--cache", to.cache_path, "the autotune cache file (created if missing)")
       ->required();
-  tune_cmd->add_option("--kernel", to.kernel, "tune only this kernel");
+  tune_cmd->add_option("--kernel", tune_kernel, "tune only this kernel");
   tune_cmd->add_flag("--deterministic", to.deterministic,
                      "only accept configs whose results are bitwise those of the default");
   tune_cmd->add_flag("--force", to.force, "re-tune shapes the cache already has");
@@ -562,8 +568,22 @@ int main(int argc, char** argv) {
     if (*explain) return explain_command(explain_spec, explain_kernel, explain_shapes, explain_sms);
     if (*tune_cmd) {
       std::optional<std::vector<KernelSymbols>> kernels =
-          bundle_kernels("tune", to.bundle, to.kernel);
+          bundle_kernels("tune", to.bundle, tune_kernel);
       if (!kernels) return 1;
+      if (tune_shapes.empty() && shapes_from.empty()) {
+        fmt::print(stderr, "kiln tune: give --shape M=..,N=.. or --shapes-from FILE\n");
+        return 1;
+      }
+      std::optional<std::pair<int, int>> shard_of;
+      if (!shard_text.empty()) {
+        std::string why;
+        shard_of = parse_shard(shard_text, &why);
+        if (!shard_of) {
+          fmt::print(stderr, "kiln tune: {}\n", why);
+          return 1;
+        }
+      }
+      std::vector<SymbolValues> given;
       for (const std::string& sh : tune_shapes) {
         std::optional<SymbolValues> s = parse_shape({sh});
         if (!s) return 1;
@@ -585,13 +605,44 @@ int main(int argc, char** argv) {
           fmt::print(stderr, "kiln tune: {}\n", why);
           return 1;
         }
-        to.shapes.push_back(*s);
+        given.push_back(*s);
+      }
+      Result<bundle::Manifest> manifest = bundle::read_manifest(to.bundle);
+      if (!manifest.ok()) {
+        fmt::print(stderr, "kiln tune: {}\n", manifest.message());
+        return 1;
+      }
+      JobList jobs = jobs_from_shapes(*manifest, tune_kernel, given);
+      if (!shapes_from.empty()) {
+        Result<std::vector<shapes::Recorded>> recorded = shapes::read(shapes_from);
+        if (!recorded.ok()) {
+          fmt::print(stderr, "kiln tune: {}\n", recorded.message());
+          return 1;
+        }
+        JobList more = jobs_from_recorded(*manifest, tune_kernel, *recorded, shapes_from);
+        jobs.skipped.insert(jobs.skipped.end(), more.skipped.begin(), more.skipped.end());
+        jobs.jobs.insert(jobs.jobs.end(), more.jobs.begin(), more.jobs.end());
+        std::sort(jobs.jobs.begin(), jobs.jobs.end());
+        jobs.jobs.erase(std::unique(jobs.jobs.begin(), jobs.jobs.end()), jobs.jobs.end());
+        fmt::print("{}: {} lines, {} distinct (kernel, shape) pairs to tune\n", shapes_from,
+                   recorded->size(), more.jobs.size());
+      }
+      for (const std::string& line : jobs.skipped) fmt::print("{}\n", line);
+      to.jobs = jobs.jobs;
+      if (shard_of) {
+        to.jobs = shard(jobs.jobs, shard_of->first, shard_of->second);
+        fmt::print("shard {}/{}: {} of {} (kernel, shape) pairs\n", shard_of->first,
+                   shard_of->second, to.jobs.size(), jobs.jobs.size());
       }
       // The cache is read before the GPU is opened: a corrupt or foreign file is refused
       // the same way with or without one (a missing file is created).
       if (Result<cache::Cache> c = cache::load(to.cache_path); !c.ok()) {
         fmt::print(stderr, "kiln tune: {}\n", c.message());
         return 1;
+      }
+      if (to.jobs.empty()) {  // e.g. a shard of fewer jobs than shards
+        fmt::print("nothing to tune\n");
+        return 0;
       }
       to.descent = !no_descent;
       to.progress = !quiet && isatty(2);

@@ -130,7 +130,7 @@ t0=$(date +%s)
 run_tuners "$cache" different "${sets[@]}"
 echo "round 1: $tuners tuners, different shapes: $(($(date +%s) - t0)) s"
 check_cache "$cache" 24 "${shapes[@]}" || fail "round 1: cache contents"
-rows=$("$kiln" cache show "$cache" | tail -n +2 | grep -c '^add ') || true
+rows=$("$kiln" cache show "$cache" --buckets | grep -cE '^  (N=|bucket N<=)') || true
 [[ $rows == 24 ]] || fail "round 1: kiln cache show lists $rows entries, expected 24"
 no_leftovers "$cache"
 

@@ -7,6 +7,9 @@
 #  4. compute-sanitizer (memcheck, racecheck, initcheck, one tool per shard at once) on the
 #     default variant of the smaller cases and on the runtime tests, and initcheck on every
 #     variant of the split and buffered kernels (outputs, buffers and workspaces poisoned).
+#  5. (phase "tune", only when PHASES names it) tests/gpu/tune_shapes.sh: shapes recorded by a
+#     real run (KILN_RECORD_SHAPES), kiln tune --shapes-from, two shards merged with the keys
+#     of one unsharded run.
 # KILN_REQUIRE_GPU=1 is exported: a missing driver fails instead of skipping. The script exits
 # 1 when any phase failed (the summary says which), 0 when everything passed.
 # PHASES picks some of them (default "bench e2e runtime sanitizers"): the whole set takes
@@ -101,6 +104,14 @@ if wants runtime && [[ -x "$hostile" ]]; then
   rc=$?
   note "concurrent tuners:     $(tail -1 "$out/concurrent_tune.txt")"
   check "concurrent tuners" $rc
+fi
+
+if wants tune; then
+  t0=$(date +%s)
+  tests/gpu/tune_shapes.sh "$kiln" "$rt_tests" "$out/tune_shapes" > "$out/tune_shapes.txt" 2>&1
+  rc=$?
+  note "recorded shapes, --shapes-from, shards + merge: $(tail -1 "$out/tune_shapes.txt") ($(seconds "$t0") s)"
+  check "tune_shapes.sh" $rc
 fi
 
 # initcheck on every variant (kiln run --variant all) of the kernels whose launches allocate

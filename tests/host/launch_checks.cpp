@@ -7,25 +7,55 @@
 // open failures that are not "no driver".
 //
 //   kiln_host_launch_tests FAKE_DRIVER BUNDLE_DIR... [-- catch options]
+//   kiln_host_launch_tests --record-shapes-child FAKE_DRIVER THREADS BUNDLE_DIR...
+//     (a child process of the KILN_RECORD_SHAPES test: launches from THREADS threads)
 #define CATCH_CONFIG_RUNNER
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bundle/shape_record.h"
 #include "runtime/c_api.h"
 #include "runtime/driver.h"
 #include "runtime/launch.h"
 #include "runtime/runtime.h"
+#include "runtime/shape_recorder.h"
 
 using namespace kiln;
+
+// Counts the process's operator new calls (the shape recorder's hot path must make none).
+// GCC pairs the malloc below with the delete of inlined library code and warns; they match.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+static std::atomic<long> g_allocations{0};
+void* operator new(size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+  std::free(p);
+}
 
 namespace {
 
@@ -547,7 +577,217 @@ TEST_CASE("the heuristic is a pure function that never fails on any sizes", "[la
   }
 }
 
+// ---- KILN_RECORD_SHAPES (runtime/shape_recorder.h) -------------------------------------------
+
+namespace {
+
+// The shapes every child launches for each kernel: 10 per kernel, the same in every process.
+std::vector<std::vector<int64_t>> recorded_test_shapes(const bundle::KernelInfo& k) {
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t v : {1, 5, 33, 100, 1000}) {
+    out.emplace_back(k.symbols.size(), v);
+    std::vector<int64_t> other(k.symbols.size(), v + 2);
+    if (!other.empty()) other[0] = v;
+    out.push_back(other);
+  }
+  return out;
+}
+
+// The child: every kernel of every bundle at every test shape, from `threads` threads at once,
+// each thread three times over in its own order. Returns the exit code.
+int record_shapes_child(const std::string& fake, int threads,
+                        const std::vector<std::string>& dirs) {
+  setenv("KILN_CUDA_DRIVER", fake.c_str(), 1);
+  auto rt = Runtime::open();
+  if (!rt.ok()) {
+    std::fprintf(stderr, "child: %s\n", rt.message().c_str());
+    return 3;
+  }
+  std::vector<std::unique_ptr<Bundle>> bundles;
+  struct Job {
+    const Kernel* kernel;
+    std::vector<int64_t> values;
+    std::vector<CUdeviceptr> ptrs;
+  };
+  std::vector<Job> jobs;
+  for (const std::string& dir : dirs) {
+    auto b = Bundle::load(**rt, dir);
+    if (!b.ok()) return 4;
+    bundles.push_back(std::move(b).value());
+    for (const bundle::KernelInfo& info : bundles.back()->manifest().kernels) {
+      for (const std::vector<int64_t>& v : recorded_test_shapes(info)) {
+        std::vector<CUdeviceptr> ptrs;
+        for (const bundle::ParamInfo& p : info.params) {
+          int64_t n = 1;
+          for (const Dim& d : p.shape) {
+            if (d.is_fixed()) {
+              n *= d.value();
+            } else {
+              auto at = std::find(info.symbols.begin(), info.symbols.end(), d.name());
+              n *= v[static_cast<size_t>(at - info.symbols.begin())];
+            }
+          }
+          CUdeviceptr ptr = 0;
+          if ((*rt)->driver().cuMemAlloc(&ptr, static_cast<size_t>(n) * size_of(p.dtype)) !=
+              CUDA_SUCCESS) {
+            return 5;
+          }
+          ptrs.push_back(ptr);
+        }
+        jobs.push_back({bundles.back()->find(info.name), v, ptrs});
+      }
+    }
+  }
+  std::atomic<int> failures{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        for (size_t i = 0; i < jobs.size(); ++i) {
+          const Job& j = jobs[(i * 7 + static_cast<size_t>(t) * 13) % jobs.size()];
+          if (!j.kernel->launch(nullptr, j.ptrs, j.values).ok()) ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  if (failures > 0) {
+    std::fprintf(stderr, "child: %d launches failed\n", failures.load());
+    return 6;
+  }
+  // Every shape was seen: recording them again allocates nothing.
+  if (ShapeRecorder* r = ShapeRecorder::from_environment()) {
+    const long before = g_allocations.load();
+    for (const Job& j : jobs) r->record(j.kernel->info(), j.values);
+    if (g_allocations.load() != before) {
+      std::fprintf(stderr, "child: recording seen shapes allocated %ld times\n",
+                   g_allocations.load() - before);
+      return 7;
+    }
+  }
+  return 0;
+}
+
+// Runs `n` children at once (this binary, --record-shapes-child) with KILN_RECORD_SHAPES=file,
+// each child's stderr in file.stderr.I; returns their exit codes.
+std::vector<int> run_record_children(int n, int threads, const std::string& file) {
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      setenv("KILN_RECORD_SHAPES", file.c_str(), 1);
+      std::string err = fmt::format("{}.stderr.{}", file, i);
+      int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) dup2(fd, 2);
+      std::vector<std::string> args = {"kiln_host_launch_tests", "--record-shapes-child", g_fake,
+                                       std::to_string(threads)};
+      args.insert(args.end(), g_bundles.begin(), g_bundles.end());
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv("/proc/self/exe", argv.data());
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  return codes;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("KILN_RECORD_SHAPES: 4 processes of 4 threads each record every shape once",
+          "[launch][record]") {
+  if (real_driver()) return;
+  const std::string file = fmt::format("/tmp/kiln_record_shapes_{}.jsonl", getpid());
+  std::remove(file.c_str());
+  const int processes = 4;
+  std::vector<int> codes = run_record_children(processes, 4, file);
+  for (int i = 0; i < processes; ++i) {
+    INFO("child " << i << " stderr: " << read_text(fmt::format("{}.stderr.{}", file, i)));
+    CHECK(codes[static_cast<size_t>(i)] == 0);
+    CHECK(read_text(fmt::format("{}.stderr.{}", file, i)).empty());
+  }
+  // What the children launched, as the file must say it.
+  auto rt = open_fake();
+  std::map<std::string, int> want;
+  for (const std::string& dir : g_bundles) {
+    auto b = Bundle::load(*rt, dir);
+    REQUIRE(b.ok());
+    for (const bundle::KernelInfo& info : (*b)->manifest().kernels) {
+      for (const std::vector<int64_t>& v : recorded_test_shapes(info)) {
+        want[shapes::record_line(info.name, info.hash, info.symbols, v)] = processes;
+      }
+    }
+  }
+  const std::string text = read_text(file);
+  Result<std::vector<shapes::Recorded>> parsed = shapes::parse(text, file);
+  INFO(parsed.message());
+  REQUIRE(parsed.ok());  // every line parses
+  std::map<std::string, int> got;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) ++got[line + "\n"];
+  CHECK(parsed->size() == want.size() * processes);
+  CHECK(got == want);  // each pair exactly once per process, no torn or foreign line
+  for (int i = 0; i < processes; ++i) std::remove(fmt::format("{}.stderr.{}", file, i).c_str());
+  std::remove(file.c_str());
+}
+
+TEST_CASE("KILN_RECORD_SHAPES: a file that cannot be written is said once, launches go on",
+          "[launch][record]") {
+  if (real_driver()) return;
+  const std::string file = "/nonexistent-kiln-dir/shapes.jsonl";
+  const std::string err_base = fmt::format("/tmp/kiln_record_bad_{}", getpid());
+  // The children's stderr goes next to FILE, which cannot be made: use a writable base.
+  std::vector<int> codes;
+  {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      setenv("KILN_RECORD_SHAPES", file.c_str(), 1);
+      int fd = ::open((err_base + ".stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) dup2(fd, 2);
+      std::vector<std::string> args = {"kiln_host_launch_tests", "--record-shapes-child", g_fake,
+                                       "4"};
+      args.insert(args.end(), g_bundles.begin(), g_bundles.end());
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv("/proc/self/exe", argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    codes.push_back(WEXITSTATUS(status));
+  }
+  const std::string err = read_text(err_base + ".stderr");
+  INFO(err);
+  CHECK(codes[0] == 0);  // every launch succeeded
+  CHECK(err ==
+        "kiln: KILN_RECORD_SHAPES: cannot open /nonexistent-kiln-dir/shapes.jsonl: No "
+        "such file or directory; shapes are not recorded\n");
+  std::remove((err_base + ".stderr").c_str());
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 4 && std::string(argv[1]) == "--record-shapes-child") {
+    return record_shapes_child(argv[2], std::atoi(argv[3]),
+                               std::vector<std::string>(argv + 4, argv + argc));
+  }
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s FAKE_DRIVER BUNDLE_DIR... [-- catch options]\n", argv[0]);
     return 1;

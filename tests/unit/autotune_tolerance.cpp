@@ -225,3 +225,29 @@ TEST_CASE("an output the kernel also reads keeps its type in the wide reference"
     CHECK(ref.stored[3].get(i) == bf16_to_f32(f32_to_bf16(float(ref.wide[3].get(i)))));
   }
 }
+
+TEST_CASE("a large output is compared in parallel chunks with the serial verdict", "[autotune]") {
+  // 3M elements: several chunks of 2^18 (as many threads as the machine has, up to 16). The
+  // verdict must be the serial loop's: every bad element counted, and the worst the first
+  // element of the largest ratio, wherever the chunk boundaries fall.
+  const int64_t n = 3'000'000;
+  HostTensor ref(DType::f32, {n}), got(DType::f32, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    ref.set(i, 1.0 + static_cast<double>(i % 7));
+    got.set(i, ref.get(i));
+  }
+  got.set(10, ref.get(10) * 1.5);
+  got.set(2, ref.get(2) + 8);                  // the largest error, in the first chunk
+  got.set(2'999'999, ref.get(2'999'999) + 8);  // and its equal, in the last
+  got.set(2'999'998, std::numeric_limits<double>::quiet_NaN());
+  const Tolerance tol = Tolerance::of(DType::f32, 1);
+  Comparison c = compare(got, ref, ref, tol);
+  CHECK(c.bad == 4);
+  CHECK(c.worst == 2'999'998);  // a NaN where the reference has a number: infinitely wrong
+  got.set(2'999'998, ref.get(2'999'998));
+  c = compare(got, ref, ref, tol);
+  CHECK(c.bad == 3);
+  CHECK(c.worst == 2);  // the same error on the same value (3) twice: the first
+  CHECK(c.worst_got == Approx(ref.get(2) + 8));
+  CHECK(c.max_scaled_err > 0);
+}

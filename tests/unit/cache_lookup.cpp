@@ -2,6 +2,7 @@
 // (bundle/cache.h); no files, no GPU.
 #include <catch2/catch.hpp>
 #include <limits>
+#include <sstream>
 
 #include "tests/unit/cache_fixtures.h"
 
@@ -175,27 +176,93 @@ TEST_CASE("diff lists added, removed and retuned entries", "[cache]") {
                ": block=256 unroll=2 vec=8 (10.50 us)\n") != std::string::npos);
   CHECK(d.find("- bias_gelu step 0 M=4096,N=1024" + where) != std::string::npos);
   CHECK(d.find(": winner block=256 unroll=2 vec=8 (10.50 us) -> block=512 unroll=2 vec=8 "
-               "(9.50 us)\n") != std::string::npos);
-  CHECK(d.find(": same winner block=256 unroll=2 vec=8, retuned: 10.50 us -> 10.00 us "
+               "(9.50 us, -9.5%)\n") != std::string::npos);
+  CHECK(d.find(": same winner block=256 unroll=2 vec=8, retuned: 10.50 us -> 10.00 us, -4.8% "
                "(2025-06-01T12:00:00Z -> 2025-07-01T00:00:00Z)\n") != std::string::npos);
   CHECK(std::count(d.begin(), d.end(), '\n') == 4);
 }
 
-TEST_CASE("the table shows shape, GPU, winner, time, speed-up and how", "[cache]") {
+TEST_CASE("the table groups by kernel, sorts shapes, shows both times and a legend", "[cache]") {
   Key bucket_key = sample_key("b", 32768, 1024);
   bucket_key.bucket = true;
   Entry b = sample_entry(bucket_key);
   b.kernel = "rmsnorm";
-  b.winner.median_us = 0;  // no speed-up to show
-  std::string t = format_table(cache_of({sample_entry(), b}));
+  Entry small = sample_entry(sample_key("fnv1a:0123456789abcdef", 64, 1024));
+  small.winner = small.default_config;  // the default won
+  Entry zero = sample_entry(sample_key("b", 4096, 1024));
+  zero.kernel = "rmsnorm";
+  zero.winner.median_us = 0;  // no speed-up to show
+  std::string t = format_table(cache_of({sample_entry(), b, small, zero}));
   INFO(t);
-  CHECK(t ==
-        "kernel     step  shape                    GPU                            "
-        "winner                    time us  speed-up  how\n"
-        "bias_gelu     0  M=4096,N=1024            NVIDIA H200 (cc 9.0, 132 SMs)  "
-        "block=256 unroll=2 vec=8    10.50     1.02x  grid 18\n"
-        "rmsnorm       0  bucket M<=32768,N<=1024  NVIDIA H200 (cc 9.0, 132 SMs)  "
-        "block=256 unroll=2 vec=8     0.00         -  grid 18\n");
+  CHECK(
+      t ==
+      "4 entries: 3 exact shapes, 1 bucket (--buckets lists them); 2 kernels, 1 GPU\n"
+      "\n"
+      "bias_gelu step 0 (fnv1a:0123456789abcdef)\n"
+      "  on NVIDIA H200 (cc 9.0, 132 SMs), driver 13000, kiln 0.1.0\n"
+      "  shape          default us   winner us  speed-up  winner config\n"
+      "  M=64,N=1024         10.75       10.75     1.00x  block=128 unroll=2 vec=8 (the default)\n"
+      "  M=4096,N=1024       10.75       10.50     1.02x  block=256 unroll=2 vec=8\n"
+      "\n"
+      "rmsnorm step 0 (b)\n"
+      "  on NVIDIA H200 (cc 9.0, 132 SMs), driver 13000, kiln 0.1.0\n"
+      "  shape          default us   winner us  speed-up  winner config\n"
+      "  M=4096,N=1024       10.75        0.00         -  block=256 unroll=2 vec=8\n"
+      "\n"
+      "knobs:\n"
+      "  block     threads per block\n"
+      "  vec       elements per thread per memory access (1: scalar code, any alignment)\n"
+      "  unroll    vectors in flight per thread (pointwise)\n"
+      "  speed-up  default us / winner us, both timed in the same run\n");
+  TableOptions with_buckets;
+  with_buckets.buckets = true;
+  CHECK_THAT(format_table(cache_of({sample_entry(), b}), with_buckets),
+             Catch::Contains("  bucket M<=32768,N<=1024       10.75       10.50     1.02x  "));
+}
+
+TEST_CASE("the table fits 100 columns on a realistic cache", "[cache]") {
+  // Every example kernel's kind of config at two shapes, exact and bucket, on two GPUs.
+  std::vector<Entry> entries;
+  const std::vector<std::pair<std::string, Timing>> kernels{
+      {"bias_gelu", {{{"block", 256}, {"unroll", 2}, {"vec", 8}}, 10.5, 0.02}},
+      {"softmax_online_bf16_looong_name",
+       {{{"block", 1024}, {"group", 1024}, {"items", 4}, {"vec", 8}, {"fuse", 1}, {"stage", 1}},
+        30.25,
+        0.01}},
+      {"colsum_split",
+       {{{"block", 256}, {"group", 4}, {"items", 8}, {"vec", 4}, {"split", 1}}, 1234.5, 0.01}},
+  };
+  for (const GpuKey& gpu : {h200(), a100()}) {
+    for (const auto& [name, winner] : kernels) {
+      for (auto [m, n] : {std::pair<int64_t, int64_t>{4097, 33}, {1, 9223372036854775807}}) {
+        Key k = sample_key("fnv1a:" + name, m, n);
+        k.gpu = gpu;
+        k.shape["BATCH_SIZE_WITH_A_LONG_NAME"] = 123456789;
+        Entry e = sample_entry(k);
+        e.kernel = name;
+        e.winner = winner;
+        e.how = std::string(300, 'h');  // long texts stay out of the table
+        entries.push_back(e);
+        e.key.bucket = true;
+        e.key.shape = bucket_of(e.key.shape);
+        entries.push_back(e);
+      }
+    }
+  }
+  for (bool buckets : {false, true}) {
+    TableOptions o;
+    o.buckets = buckets;
+    std::string t = format_table(cache_of(entries), o);
+    INFO(t);
+    std::istringstream in(t);
+    size_t widest = 0, count = 0;
+    for (std::string line; std::getline(in, line); ++count) widest = std::max(widest, line.size());
+    CHECK(widest <= 100);
+    CHECK(count > 20);
+    CHECK_THAT(t, Catch::Contains("split     1: each row or column tile spread over several"));
+    CHECK_THAT(t, Catch::Contains("group "));
+    CHECK_THAT(t, Catch::Contains("items "));
+  }
 }
 
 TEST_CASE("entries_json adds the speed-up", "[cache]") {

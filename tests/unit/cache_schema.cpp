@@ -47,6 +47,21 @@ TEST_CASE("cache JSON round-trips", "[cache]") {
   CHECK(parse(to_json(Cache{}), kOrigin).value() == Cache{});
 }
 
+TEST_CASE("what was pruned round-trips, and is written only when something was", "[cache]") {
+  Cache c = sample_cache();
+  c.entries[0].pruned = {
+      "block=1024 unroll=8 vec=8: pruned after 5 repetitions: its fastest, "
+      "31.00 us, > 1.5 x the best so far, 10.50 us"};
+  Json j = Json::parse(to_json(c));
+  CHECK(j["entries"][0]["pruned"].size() == 1);
+  CHECK(!j["entries"][1].contains("pruned"));  // files without it read as before
+  kiln::Result<Cache> back = parse(to_json(c), kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == c);
+  CHECK(parse_edited([](Json& j) { j["entries"][1]["pruned"] = Json::array({2}); }) ==
+        "cache.json: entries[1].pruned[0]: expected a string, got an integer");
+}
+
 TEST_CASE("cache JSON has the documented layout", "[cache]") {
   Json j = Json::parse(to_json(sample_cache()));
   CHECK(j["format"] == "kiln-autotune-cache");

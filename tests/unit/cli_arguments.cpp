@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <random>
 
+#include "bundle/manifest.h"
 #include "tests/unit/cache_fixtures.h"
 
 namespace kiln {
@@ -299,6 +300,99 @@ TEST_CASE("kiln cache prune --gpu naming no GPU of the file is refused and write
   CHECK_THAT(o.out, Catch::Contains("dropped 1 of 2 entries, 1 left"));
 }
 
+TEST_CASE("kiln cache diff exits like diff: 0 equal, 1 different, 2 on errors", "[cli]") {
+  Files f;
+  Outcome o = run_kiln({"cache", "diff", f.cache, f.cache}, f.dir.path());
+  CHECK(o.code == 0);
+  CHECK(o.out == "no differences\n");
+  o = run_kiln({"cache", "prune", f.cache, "--gpu", "NVIDIA H200", "-o", f.dir.file("one.json")},
+               f.dir.path());
+  REQUIRE(o.code == 0);
+  o = run_kiln({"cache", "diff", f.cache, f.dir.file("one.json")}, f.dir.path());
+  INFO(o.err);
+  CHECK(o.code == 1);
+  CHECK(o.err.empty());
+  CHECK_THAT(o.out, Catch::StartsWith("- add step 0 N=1000003 on NVIDIA A100-SXM4-80GB"));
+  o = run_kiln({"cache", "diff", f.cache, f.dir.file("nope.json")}, f.dir.path());
+  check_error(o, 2);
+  CHECK_THAT(o.err, Catch::Contains("nope.json: no such cache file"));
+}
+
+TEST_CASE("kiln cache merge joins any number of shard caches", "[cli][shard]") {
+  Files f;
+  Outcome o =
+      run_kiln({"cache", "prune", f.cache, "--gpu", "NVIDIA H200", "-o", f.dir.file("h.json")},
+               f.dir.path());
+  REQUIRE(o.code == 0);
+  o = run_kiln(
+      {"cache", "prune", f.cache, "--gpu", "NVIDIA A100-SXM4-80GB", "-o", f.dir.file("a.json")},
+      f.dir.path());
+  REQUIRE(o.code == 0);
+  o = run_kiln({"cache", "merge", f.dir.file("h.json"), f.dir.file("a.json"), f.dir.file("h.json"),
+                "-o", f.dir.file("all.json")},
+               f.dir.path());
+  INFO(o.err);
+  CHECK(o.code == 0);
+  CHECK_THAT(o.out, Catch::Contains(": 2 entries (1 from ") && Catch::Contains("h.json, 1 from "));
+  o = run_kiln({"cache", "diff", f.cache, f.dir.file("all.json")}, f.dir.path());
+  CHECK(o.code == 0);  // the two GPUs' entries, split and merged back
+  o = run_kiln({"cache", "merge", f.cache, "-o", f.dir.file("one.json")}, f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err, Catch::Contains("cache merge: give two or more cache files to merge"));
+}
+
+TEST_CASE("kiln tune --shapes-from reads the recorded shapes before the GPU", "[cli][shapes]") {
+  Files f;
+  f.make_bundle();
+  Result<bundle::Manifest> m = bundle::read_manifest(f.bundle);
+  REQUIRE(m.ok());
+  const std::string hash = m->kernels.at(0).hash;
+  const std::string rec = f.dir.file("shapes.jsonl");
+  auto line = [&](const std::string& kernel, const std::string& h, int64_t n) {
+    return fmt::format("{{\"kernel\":\"{}\",\"hash\":\"{}\",\"shape\":{{\"N\":{}}}}}\n", kernel, h,
+                       n);
+  };
+  // A malformed line: an error naming FILE:LINE, before the GPU (no 77).
+  write_text(rec, line("add", hash, 5) + line("add", hash, 6) + "{\"kernel\":\"add\"\n");
+  Outcome o =
+      run_kiln({"tune", f.bundle, "--shapes-from", rec, "-c", f.dir.file("c.json")}, f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err, Catch::StartsWith("kiln tune: " + rec + ":3: invalid JSON"));
+  // Good lines, repeated by three processes, and lines the bundle cannot tune: reported and
+  // skipped, the rest deduplicated; without a driver it then skips (77).
+  std::string text;
+  for (int p = 0; p < 3; ++p) text += line("add", hash, 5) + line("add", hash, 4096);
+  text += line("gone", hash, 5) + line("add", "fnv1a:ffffffffffffffff", 5);
+  write_text(rec, text);
+  o = run_kiln({"tune", f.bundle, "--shapes-from", rec, "-c", f.dir.file("c.json")}, f.dir.path());
+  INFO(o.out << o.err);
+  CHECK(o.code == 77);
+  CHECK_THAT(o.out, Catch::Contains(rec + ": 8 lines, 2 distinct (kernel, shape) pairs to tune"));
+  CHECK_THAT(o.out,
+             Catch::Contains(rec + ":7: skipped: kernel gone is not in the bundle (1 line)"));
+  CHECK_THAT(o.out, Catch::Contains(rec + ":8: skipped: kernel add was recorded with hash "
+                                          "fnv1a:ffffffffffffffff"));
+  // A shard: 1/2 of the 2 pairs is one.
+  o = run_kiln(
+      {"tune", f.bundle, "--shapes-from", rec, "--shard", "1/2", "-c", f.dir.file("c.json")},
+      f.dir.path());
+  CHECK(o.code == 77);
+  CHECK_THAT(o.out, Catch::Contains("shard 1/2: 1 of 2 (kernel, shape) pairs"));
+  o = run_kiln(
+      {"tune", f.bundle, "--shapes-from", rec, "--shard", "2/2", "-c", f.dir.file("c.json")},
+      f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err, Catch::Contains("--shard 2/2: expected I/N with 0 <= I < N"));
+  o = run_kiln(
+      {"tune", f.bundle, "--shapes-from", f.dir.file("none.jsonl"), "-c", f.dir.file("c.json")},
+      f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err, Catch::Contains("none.jsonl: cannot open the recorded shapes"));
+  o = run_kiln({"tune", f.bundle, "-c", f.dir.file("c.json")}, f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err, Catch::Contains("kiln tune: give --shape M=..,N=.. or --shapes-from FILE"));
+}
+
 TEST_CASE("kiln compile --emit -o: errno reasons, and the file is replaced atomically", "[cli]") {
   Files f;
   const std::string out = f.dir.file("ir.txt");
@@ -453,8 +547,11 @@ TEST_CASE("kiln never crashes and explains every refusal in one line, whatever t
       INFO(fmt::format("kiln {}\nexit {} signal {}\nstderr: {}", fmt::join(a, " "), o.code,
                        o.signal, o.err));
       REQUIRE(o.signal == 0);
-      CHECK((o.code == 0 || o.code == 1 || o.code == 77));
-      if (o.code == 1) {
+      CHECK((o.code == 0 || o.code == 1 || o.code == 2 || o.code == 77));
+      // `cache diff` exits 1, saying nothing on stderr, when the caches differ (2: errors).
+      const bool differ =
+          o.code == 1 && o.err.empty() && std::find(a.begin(), a.end(), "diff") != a.end();
+      if ((o.code == 1 && !differ) || o.code == 2) {
         REQUIRE(!o.err.empty());
         bool diagnostic = o.err.find(": error: ") != std::string::npos;
         CHECK((lines(o.err) == 1 || diagnostic));

@@ -1,0 +1,106 @@
+// The harness's check of a candidate (autotune/harness.h) without a GPU: the runtime runs on
+// the fake CUDA driver (tests/fake_driver, whose device memory is host memory), and the
+// "kernel" is a lambda that writes the outputs as a kernel would. What is tested is what the
+// tuner relies on: a right result passes, an element never written or out of tolerance fails,
+// in the first run or only in the second (the two runs are compared once only when their
+// bytes are the same).
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "autotune/harness.h"
+#include "ir/text.h"
+#include "runtime/driver.h"
+
+using namespace kiln;
+
+namespace {
+
+// KILN_CUDA_DRIVER names the fake driver while it lives.
+struct FakeDriver {
+  FakeDriver() { ::setenv("KILN_CUDA_DRIVER", KILN_FAKE_DRIVER, 1); }
+  ~FakeDriver() { ::unsetenv("KILN_CUDA_DRIVER"); }
+};
+
+}  // namespace
+
+TEST_CASE("a candidate's check catches wrong and unwritten elements in either run",
+          "[autotune][harness]") {
+  FakeDriver fake;
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  INFO(rt.message());
+  REQUIRE(rt.ok());
+  Program p =
+      parse_program("kernel add(x: f32[N], y: f32[N]) -> (z: f32[N]) {\n  z[i] = x[i] + y[i]\n}\n");
+  const KernelDef& def = p.kernels.at(0);
+  bundle::KernelInfo info;
+  info.name = "add";
+  info.symbols = {"N"};
+  const int64_t n = 1000;
+  KernelHarness h(**rt, def, info, {{"N", n}}, /*seed=*/1);
+  const Reference ref = h.reference();
+  const DriverApi& api = (*rt)->driver();
+  const CUdeviceptr z = h.ptrs()[2];
+
+  // Writes `values` to z as a kernel would (the fake driver's memory is the host's).
+  auto write = [&](const HostTensor& values, int64_t count) {
+    REQUIRE(api.cuMemcpyHtoD(z, values.data(), static_cast<size_t>(count) * 4) == CUDA_SUCCESS);
+  };
+  HostTensor wrong = ref.stored[2];
+  wrong.set(17, wrong.get(17) + 1);
+
+  SECTION("right in both runs") {
+    double err = -1;
+    CHECK(h.check([&] { write(ref.stored[2], n); }, ref, -1, &err).empty());
+    CHECK(err == 0);
+  }
+  SECTION("the last elements never written") {
+    std::vector<std::string> p = h.check([&] { write(ref.stored[2], n - 3); }, ref, -1, nullptr);
+    REQUIRE_FALSE(p.empty());
+    CHECK(p[0] == "z: 3 elements never written");
+  }
+  SECTION("one element wrong in both runs") {
+    std::vector<std::string> p = h.check([&] { write(wrong, n); }, ref, -1, nullptr);
+    REQUIRE(p.size() == 1);
+    CHECK_THAT(p[0], Catch::StartsWith("z: 1 of 1000 elements out of tolerance (outputs and "
+                                       "scratch poisoned with 0xff); worst element 17 [17]"));
+  }
+  SECTION("wrong only in the second run, which then is compared in full") {
+    int calls = 0;
+    std::vector<std::string> p =
+        h.check([&] { write(++calls == 1 ? ref.stored[2] : wrong, n); }, ref, -1, nullptr);
+    REQUIRE(p.size() == 1);
+    CHECK_THAT(p[0], Catch::Contains("poisoned with 0x7f); worst element 17 [17]"));
+  }
+  SECTION("bitwise: the same bytes, or named") {
+    CHECK(h.check_bitwise([&] { write(ref.stored[2], n); }, ref.stored).empty());
+    std::vector<std::string> p = h.check_bitwise([&] { write(wrong, n); }, ref.stored);
+    REQUIRE(p.size() == 1);
+    CHECK(p[0] == "z: not bitwise identical to the reference");
+  }
+}
+
+TEST_CASE("timing stops after 5 repetitions only for a clearly slower candidate",
+          "[autotune][harness]") {
+  FakeDriver fake;  // its events measure 1 us per launch
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  REQUIRE(rt.ok());
+  Program p =
+      parse_program("kernel add(x: f32[N], y: f32[N]) -> (z: f32[N]) {\n  z[i] = x[i] + y[i]\n}\n");
+  bundle::KernelInfo info;
+  info.symbols = {"N"};
+  KernelHarness h(**rt, p.kernels.at(0), info, {{"N", 10}}, /*seed=*/1);
+  int launches = 0;
+  auto fn = [&] { ++launches; };
+  Measurement pruned = h.time(fn, 0, /*flush_l2=*/false, /*budget_ms=*/1, /*prune_above_us=*/0.5);
+  CHECK(pruned.pruned);
+  CHECK(pruned.reps == KernelHarness::kPruneReps);
+  CHECK(pruned.fastest_us == Approx(1.0));
+  Measurement full = h.time(fn, 0, false, 1, /*prune_above_us=*/1.0);  // 1 us < 1.5 x 1 us
+  CHECK_FALSE(full.pruned);
+  CHECK(full.reps >= 999);  // about 1 ms of 1 us repetitions (the fake says 0.001f ms)
+  Measurement unpruned = h.time(fn, 0, false, 1);  // no best yet
+  CHECK_FALSE(unpruned.pruned);
+  CHECK(launches > 2000);
+}
