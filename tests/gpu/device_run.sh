@@ -115,9 +115,10 @@ if wants tune; then
 fi
 
 # initcheck on every variant (kiln run --variant all) of the kernels whose launches allocate
-# scratch memory: split rows and columns (workspaces) and buffers between steps. kiln run
-# poisons that memory before each checked launch, so a read of what no launch wrote is both an
-# initcheck report and a wrong result.
+# scratch memory: split rows and columns (workspaces) and buffers between steps; and of
+# contractions (their tiles' edges, copies zero-filled past them, and the epilogue's bounds).
+# kiln run poisons that memory before each checked launch, so a read of what no launch wrote
+# is both an initcheck report and a wrong result.
 initcheck_all() {
   local dir=$out/san_initcheck_all pass=0 fail=0
   mkdir -p "$dir"
@@ -138,6 +139,9 @@ rowsum_colsum    rowsum_colsum        M=3,N=100003
 rowsum_colsum    rowsum_colsum        M=100003,N=3
 global_max_norm  global_max_norm      M=1000003,N=3
 reduction_suite  global_max_norm_bf16 M=1000,N=33
+matmul           linear_gelu          M=333,N=257,K=100
+matmul           scores               B=3,M=17,N=130,D=64
+matmul           matmul_tn            M=65,N=300,K=37
 CASES
   echo "$pass passed, $fail failed, 0 skipped"
   (( fail == 0 ))

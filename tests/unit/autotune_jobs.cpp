@@ -138,7 +138,7 @@ TEST_CASE("recorded shapes become sorted, deduplicated jobs; foreign lines are s
   CHECK(adds.skipped.size() == 2);
 }
 
-TEST_CASE("--shape jobs: each kernel whose symbols a shape binds", "[autotune][shapes]") {
+TEST_CASE("jobs from --shape: each kernel whose symbols a shape binds", "[autotune][shapes]") {
   JobList j = jobs_from_shapes(manifest(), "", {{{"M", 4}, {"N", 8}}, {{"N", 3}}});
   std::vector<std::string> got;
   for (const TuneJob& t : j.jobs) got.push_back(job_text(t));
