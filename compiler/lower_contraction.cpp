@@ -71,8 +71,8 @@ class ContractionLowering {
     Value* bid = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
     Value* nb = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
     nblocks_ = nb;
-    // The first tile's first steps are copied before the loop; each later tile's while the
-    // tile before it stores (tile() below).
+    // The first tile's first steps are copied before the loop; each later tile's at the end
+    // of the tile before it (tile() below).
     if_then(b_.CreateICmpSLT(bid, tiles_), [&] {
       place(bid);
       prologue();
@@ -301,20 +301,17 @@ class ContractionLowering {
     } else {
       mma_mainloop();
     }
-    // Every warp's reads of shared memory are done: the next tile's first steps may refill
-    // the stages while this one's results are stored from registers.
+    epilogue();
+    // Every warp's reads of shared memory are done before the next tile's first steps refill
+    // the stages. (Issuing them before this tile's epilogue instead was measured 2-4% slower
+    // on an H200 at 4096^3 and 8192^3: bench/results/2026-11-24-h200-contractions/README.md.)
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
     barrier();
     Value* next = b_.CreateAdd(t, nblocks_);
-    Value* saved[] = {m0_, n0_, a_batch_, b_batch_};
-    std::vector<Value*> saved_coords = batch_coords_;
     if_then(b_.CreateICmpSLT(next, tiles_), [&] {
       place(next);
       prologue();
     });
-    m0_ = saved[0], n0_ = saved[1], a_batch_ = saved[2], b_batch_ = saved[3];
-    batch_coords_ = saved_coords;
-    epilogue();
   }
 
   // mma.sync: step kt + stages - 1 is copied while step kt's math runs.
