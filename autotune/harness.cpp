@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -435,11 +436,18 @@ Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool 
   };
   // Warm up for 20 ms of kernel time, in at most 50 launches: a tiny kernel would otherwise
   // need thousands, each with its own L2 flush and synchronization.
+  // What one repetition costs in wall time (the flush, the launch, the synchronization: for
+  // a kernel of a few microseconds mostly the flush) sizes the budget, not the kernel's time.
   double warm = 0;
-  for (int i = 0; i < 3 || (warm < 20000 && i < 50); ++i) warm += once(i);
-  double est = once(0);
+  int warm_launches = 0;
+  const auto w0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3 || (warm < 20000 && i < 50); ++i, ++warm_launches) warm += once(i);
+  const double per_rep_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - w0).count() /
+      warm_launches;
   if (reps <= 0) {
-    reps = static_cast<int>(std::clamp(budget_ms * 1000.0 / std::max(est, 1.0), 10.0, 2000.0));
+    reps =
+        static_cast<int>(std::clamp(budget_ms * 1000.0 / std::max(per_rep_us, 1.0), 10.0, 2000.0));
   }
   std::vector<double> t;
   bool pruned = false;

@@ -140,8 +140,9 @@ class KernelHarness {
                                          const std::vector<HostTensor>& want);
 
   /// Times `fn` (which enqueues work on stream()): >= 3 launches and >= 20 ms of warm-up,
-  /// then `reps` timed launches (0: about `budget_ms` worth, 10..2000), each preceded by a
-  /// write over a 256 MB buffer when `flush_l2`.
+  /// then `reps` timed launches (0: about `budget_ms` of wall time worth, each repetition's
+  /// cost taken from the warm-up, 10..2000), each preceded by a write over a 256 MB buffer
+  /// when `flush_l2`.
   /// Pruning: with `prune_above_us` > 0 (the best median so far), timing stops after
   /// kPruneReps repetitions when the fastest of them took more than kPruneFactor times that:
   /// even the candidate's best run is far beyond any spread of the best's. The result then

@@ -41,6 +41,12 @@
 namespace kiln {
 namespace {
 
+// Wall time per timed candidate (KernelHarness::time): 20 ms is 200+ repetitions of a kernel of
+// a few microseconds (each after its L2 flush) and 10+ of one of 2 ms. It was 60 ms of kernel
+// time, which for a 5 us kernel meant 2000 flushes: most of a tune's time (bench/results/
+// 2026-11-24-h200-tune/README.md).
+constexpr double kTuneBudgetMs = 20;
+
 struct TuneFailure {
   std::string message;
 };
@@ -297,7 +303,7 @@ class Tuner {
       if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0], ""};
       // Checked in full, then timed; a candidate clearly slower than the best so far stops
       // after a few repetitions (harness.h), and the entry says so.
-      Measurement m = h.time(fn, 0, /*flush_l2=*/true, /*budget_ms=*/60, best_us);
+      Measurement m = h.time(fn, 0, /*flush_l2=*/true, kTuneBudgetMs, best_us);
       if (m.pruned) {
         return {m, "",
                 fmt::format("pruned after {} repetitions: its fastest, {:.2f} us, > {} x the "
@@ -327,7 +333,7 @@ class Tuner {
     cache::Entry e;
     e.kernel = name;
     const bundle::Variant& dv = kernel(name).info().steps[step].variants[defaults[step]];
-    Measurement dm = h.time([&] { launch(defaults); }, 0, true, 60);
+    Measurement dm = h.time([&] { launch(defaults); }, 0, true, kTuneBudgetMs);
     e.default_config = {dv.config, dm.median_us, dm.spread};
     // Never a winner slower than the default timed just now (autotune/search.h).
     std::string kept = keep_default_unless_faster(r, dv.config, dm);
