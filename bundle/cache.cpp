@@ -179,24 +179,8 @@ Entry read_entry(const Obj& o) {
   e.how = o.str("how");
   e.deterministic = o.boolean("deterministic");
   e.candidates = static_cast<int>(o.integer("candidates", 0, kIntMax));
-  const Json& rejected = o.array("rejected");
-  for (size_t i = 0; i < rejected.size(); ++i) {
-    if (!rejected[i].is_string()) {
-      fail(index_path(o.at("rejected"), i),
-           fmt::format("expected a string, got {}", type_name(rejected[i])));
-    }
-    e.rejected.push_back(rejected[i].get<std::string>());
-  }
-  if (o.find("pruned") != nullptr) {
-    const Json& pruned = o.array("pruned");
-    for (size_t i = 0; i < pruned.size(); ++i) {
-      if (!pruned[i].is_string()) {
-        fail(index_path(o.at("pruned"), i),
-             fmt::format("expected a string, got {}", type_name(pruned[i])));
-      }
-      e.pruned.push_back(pruned[i].get<std::string>());
-    }
-  }
+  e.rejected = o.strings("rejected");
+  if (o.find("pruned") != nullptr) e.pruned = o.strings("pruned");
   e.tuned_at = o.str("tuned_at");
   if (!is_timestamp(e.tuned_at)) {
     fail(o.at("tuned_at"),

@@ -108,4 +108,16 @@ const Json& Obj::array(std::string_view key) const {
   return v;
 }
 
+std::vector<std::string> Obj::strings(std::string_view key) const {
+  const Json& a = array(key);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_string()) {
+      fail(index_path(at(key), i), fmt::format("expected a string, got {}", type_name(a[i])));
+    }
+    out.push_back(a[i].get<std::string>());
+  }
+  return out;
+}
+
 }  // namespace kiln::json

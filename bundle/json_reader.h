@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bundle/status.h"
 
@@ -47,6 +48,7 @@ class Obj {
   int64_t integer(std::string_view key, int64_t lo, int64_t hi) const;
   double nonnegative(std::string_view key) const;  // a finite number >= 0
   const Json& array(std::string_view key) const;
+  std::vector<std::string> strings(std::string_view key) const;  // an array of strings
 
  private:
   const Json& j_;

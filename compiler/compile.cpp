@@ -104,10 +104,6 @@ BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const st
   llvm::LLVMContext ctx;
   llvm::Module m(entry, ctx);
   lower_step(m, step, cfg, arch, entry, &out.layout);
-  // A contraction's persistent grid counts on its blocks per SM fitting (registers).
-  if (const auto* cc = std::get_if<ContractionConfig>(&cfg); cc && blocks_per_sm == 0) {
-    blocks_per_sm = cc->ctas_per_sm;
-  }
   if (blocks_per_sm > 0) require_blocks_per_sm(m, entry, blocks_per_sm);
   out.ptx = emit_ptx(m, arch);
   if (assemble) out.cubin = assemble_cubin(out.ptx, arch);
@@ -149,6 +145,10 @@ bool wants_occupancy_hint(const StepPlan& step, const AnyConfig& cfg) {
 
 BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
                        const std::string& arch, bool assemble, int threads) {
+  // A contraction's persistent grid counts on its blocks per SM fitting (registers).
+  if (const auto* cc = std::get_if<ContractionConfig>(&cfg)) {
+    return build_image_once(step, cfg, entry, arch, assemble, cc->ctas_per_sm);
+  }
   BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, 0);
   if (!out.cubin.ok() || !wants_occupancy_hint(step, cfg)) return out;
   int target = kTargetThreads / threads;

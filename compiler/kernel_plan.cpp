@@ -257,12 +257,14 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   std::string out;
   auto line = [&](const std::string& s) { out += indent + s + "\n"; };
   const PlannedVariant& def = step.variants[static_cast<size_t>(step.default_variant)];
+  // The runtime's own rule (bundle/rule.h) on the manifest step this plan writes; the SM count
+  // only matters when it is evaluated for a launch.
+  const bundle::Step written = manifest_step(plan, si, {});
+  const bundle::StepRule rule = bundle::step_rule(
+      written, std::vector<bool>(written.variants.size(), true), {1, /*memory_pools=*/true});
   if (step.kind == bundle::StepKind::pointwise) {
     line(fmt::format("every size: variant {} ({})", step.default_variant, config_text(def.config)));
   } else if (step.kind == bundle::StepKind::contraction) {
-    const bundle::Step written = manifest_step(plan, si, {});
-    const bundle::StepRule rule = bundle::step_rule(
-        written, std::vector<bool>(written.variants.size(), true), {1, /*memory_pools=*/true});
     const PlannedVariant& small = step.variants[static_cast<size_t>(rule.small)];
     if (rule.small != step.default_variant) {
       line(fmt::format("2 ceil(elements / {}) < the GPU's SMs: variant {} ({}), tiles of {} x {}",
@@ -281,11 +283,6 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     return out;
   } else {
     const std::string R = step.reduced->to_string();
-    // The runtime's own rule (bundle/rule.h) on the manifest step this plan writes; the SM
-    // count only matters when it is evaluated for a launch.
-    const bundle::Step written = manifest_step(plan, si, {});
-    const bundle::StepRule rule = bundle::step_rule(
-        written, std::vector<bool>(written.variants.size(), true), {1, /*memory_pools=*/true});
     const int sv = rule.split;
     if (sv >= 0) {
       const PlannedVariant& v = step.variants[static_cast<size_t>(sv)];

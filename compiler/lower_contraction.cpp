@@ -33,7 +33,6 @@ struct Operand {
   std::vector<std::pair<Value*, int>> batch;  // (stride, output dimension)
   Value* extent_mn = nullptr;                 // M or N
   Value* vector_ok = nullptr;  // i1: 16-byte copies are aligned (see lower_contraction.h)
-  int tile_mn = 0;             // tile_m or tile_n
   int smem_offset = 0;         // bytes from a stage's start
   // The tile in shared memory: `rows` rows of `chunks` 16-byte chunks; a row is an M/N index
   // (K-major operands) or a reduced index (the others).
@@ -105,14 +104,7 @@ class ContractionLowering {
   }
 
   void if_then(Value* cond, llvm::function_ref<void()> then) {
-    llvm::LLVMContext& ctx = m_.getContext();
-    BasicBlock* yes = BasicBlock::Create(ctx, "then", fn_);
-    BasicBlock* done = BasicBlock::Create(ctx, "endif", fn_);
-    b_.CreateCondBr(cond, yes, done);
-    b_.SetInsertPoint(yes);
-    then();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    if_else(cond, then, [] {});
   }
 
   void if_else(Value* cond, llvm::function_ref<void()> then, llvm::function_ref<void()> other) {
@@ -194,8 +186,11 @@ class ContractionLowering {
     }
     return s;
   }
+  // The strides of parameter `p`, computed once in the entry block (set_up).
+  const std::vector<Value*>& strides_of(int p) const { return strides_[static_cast<size_t>(p)]; }
 
   void set_up() {
+    for (const TensorDecl* t : params_) strides_.push_back(strides(*t));
     const size_t rank = sk_.space.size();
     for (size_t d = 0; d + 2 < rank; ++d) batch_dims_.push_back(dim(sk_.space[d]));
     m_extent_ = dim(sk_.space[rank - 2]);
@@ -223,15 +218,15 @@ class ContractionLowering {
 
   void set_operand(Operand& o, const ContractionOperand& info, Value* extent_mn, int tile_mn,
                    int smem_offset) {
-    const TensorDecl& t = *params_[param_index(info.tensor)];
-    std::vector<Value*> st = strides(t);
+    const int p = param_index(info.tensor);
+    const TensorDecl& t = *params_[static_cast<size_t>(p)];
+    const std::vector<Value*>& st = strides_of(p);
     o.info = &info;
     o.base = param(info.tensor);
     o.stride_mn = st[info.mn_dim];
     o.stride_k = st[info.k_dim];
     for (auto [d, out] : info.batch) o.batch.emplace_back(st[d], out);
     o.extent_mn = extent_mn;
-    o.tile_mn = tile_mn;
     o.smem_offset = smem_offset;
     const int per_row = info.k_major() ? cfg_.tile_k : tile_mn;
     o.rows = info.k_major() ? tile_mn : cfg_.tile_k;
@@ -296,11 +291,7 @@ class ContractionLowering {
       b_.CreateStore(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), acc_[i]);
     }
 
-    if (wgmma_) {
-      wgmma_mainloop();
-    } else {
-      mma_mainloop();
-    }
+    mainloop();
     epilogue();
     // Every warp's reads of shared memory are done before the next tile's first steps refill
     // the stages. (Issuing them before this tile's epilogue instead was measured 2-4% slower
@@ -314,40 +305,32 @@ class ContractionLowering {
     });
   }
 
-  // mma.sync: step kt + stages - 1 is copied while step kt's math runs.
-  void mma_mainloop() {
-    loop(i64(0), k_tiles_, i64(1), "kstep", [&](Value* kt) {
-      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {i32(cfg_.stages - 2)});
-      barrier();
-      Value* next = b_.CreateAdd(kt, i64(cfg_.stages - 1));
-      if_then(b_.CreateICmpSLT(next, k_tiles_), [&] {
-        load_step(b_.CreateTrunc(b_.CreateURem(next, i64(cfg_.stages)), b_.getInt32Ty()), next);
-      });
-      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
-      math(b_.CreateTrunc(b_.CreateURem(kt, i64(cfg_.stages)), b_.getInt32Ty()));
-    });
-  }
-
-  // wgmma: step kt + stages - 2 is copied while step kt's MMAs are issued and step kt - 1's
-  // may still run (one group in flight): the stage it refills, (kt - 2) % stages, was read by
-  // step kt - 2, which is complete.
-  void wgmma_mainloop() {
+  // Step kt + ahead() is copied while step kt's math runs. With mma.sync, ahead() = stages - 1:
+  // the stage it refills was read by step kt - 1, which every warp finished before the
+  // barrier. With wgmma, ahead() = stages - 2 and step kt - 1's MMAs may still run (one group
+  // in flight): the stage it refills, (kt - 2) % stages, was read by step kt - 2, complete.
+  void mainloop() {
     const int ahead = this->ahead();
     loop(i64(0), k_tiles_, i64(1), "kstep", [&](Value* kt) {
-      // Step kt's copies have landed (at most ahead - 1 younger groups pending), and are
+      // Step kt's copies have landed (at most ahead - 1 younger groups pending); for wgmma,
       // visible to the tensor cores' (async) reads of shared memory.
       b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {i32(ahead - 1)});
-      asm_void("fence.proxy.async.shared::cta;");
+      if (wgmma_) asm_void("fence.proxy.async.shared::cta;");
       barrier();
       Value* next = b_.CreateAdd(kt, i64(ahead));
       if_then(b_.CreateICmpSLT(next, k_tiles_), [&] {
         load_step(b_.CreateTrunc(b_.CreateURem(next, i64(cfg_.stages)), b_.getInt32Ty()), next);
       });
       b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
-      wgmma_math(b_.CreateTrunc(b_.CreateURem(kt, i64(cfg_.stages)), b_.getInt32Ty()));
-      asm_void("wgmma.wait_group.sync.aligned 1;");
+      Value* stage = b_.CreateTrunc(b_.CreateURem(kt, i64(cfg_.stages)), b_.getInt32Ty());
+      if (wgmma_) {
+        wgmma_math(stage);
+        asm_void("wgmma.wait_group.sync.aligned 1;");
+      } else {
+        math(stage);
+      }
     });
-    asm_void("wgmma.wait_group.sync.aligned 0;");
+    if (wgmma_) asm_void("wgmma.wait_group.sync.aligned 0;");
   }
 
   void asm_void(const char* text) {
@@ -385,18 +368,21 @@ class ContractionLowering {
   void wgmma_math(Value* stage) {
     const int regs = cfg_.tile_n / 2;  // f32 accumulators per thread
     const char* types = dtype_ == DType::f16 ? "f32.f16.f16" : "f32.bf16.bf16";
-    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(regs + 2) +
-                       ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(cfg_.tile_n) +
-                       "k16." + types + " {";
-    std::string cons;
+    // {$0, ..., $regs-1} the accumulators (outputs, tied to the inputs after the descriptors
+    // and the scale-d flag).
+    std::vector<std::string> dregs, outs_c, tied;
     for (int i = 0; i < regs; ++i) {
-      text += (i ? ", $" : "$") + std::to_string(i);
-      cons += "=f,";
+      dregs.push_back(fmt::format("${}", i));
+      outs_c.push_back("=f");
+      tied.push_back(std::to_string(i));
     }
-    text += fmt::format("}}, ${}, ${}, p, 1, 1, {}, {};\n}}", regs, regs + 1,
-                        a_.info->k_major() ? 0 : 1, b_op_.info->k_major() ? 0 : 1);
-    cons += "l,l,r";
-    for (int i = 0; i < regs; ++i) cons += "," + std::to_string(i);
+    const std::string text = fmt::format(
+        "{{\n.reg .pred p;\nsetp.ne.b32 p, ${}, 0;\nwgmma.mma_async.sync.aligned.m64n{}k16.{} "
+        "{{{}}}, ${}, ${}, p, 1, 1, {}, {};\n}}",
+        regs + 2, cfg_.tile_n, types, fmt::join(dregs, ", "), regs, regs + 1,
+        a_.info->k_major() ? 0 : 1, b_op_.info->k_major() ? 0 : 1);
+    const std::string cons =
+        fmt::format("{},l,l,r,{}", fmt::join(outs_c, ","), fmt::join(tied, ","));
     std::vector<llvm::Type*> outs(static_cast<size_t>(regs), b_.getFloatTy());
     std::vector<llvm::Type*> ins{b_.getInt64Ty(), b_.getInt64Ty(), b_.getInt32Ty()};
     ins.insert(ins.end(), outs.begin(), outs.end());
@@ -674,9 +660,9 @@ class ContractionLowering {
     return point[static_cast<size_t>(std::stoi(var.substr(1)))];
   }
 
-  Value* offset_in(const TensorDecl& t, const std::vector<std::string>& idx,
-                   const std::vector<Value*>& point) {
-    std::vector<Value*> st = strides(t);
+  // Offset (elements) in parameter `p` of the element at indices `idx` (s<d> names) of `point`.
+  Value* offset_in(int p, const std::vector<std::string>& idx, const std::vector<Value*>& point) {
+    const std::vector<Value*>& st = strides_of(p);
     Value* off = i64(0);
     for (size_t d = 0; d < idx.size(); ++d) {
       off = b_.CreateAdd(off, b_.CreateMul(coord_of(idx[d], point), st[d]));
@@ -734,9 +720,11 @@ class ContractionLowering {
           }
           return result;
         }
-        const TensorDecl& t = *params_[param_index(l->tensor)];
-        return em_.load(em_.element_ptr(param(l->tensor), t.dtype, offset_in(t, l->indices, point)),
-                        t.dtype);
+        const int p = param_index(l->tensor);
+        const DType dt = params_[static_cast<size_t>(p)]->dtype;
+        return em_.load(em_.element_ptr(fn_->getArg(static_cast<unsigned>(p)), dt,
+                                        offset_in(p, l->indices, point)),
+                        dt);
       }
       if (const IndexRef* r = e.as<IndexRef>())
         return em_.int_as(coord_of(r->name, point), e.type(), true);
@@ -745,14 +733,14 @@ class ContractionLowering {
       internal_check(false, "contraction: an epilogue leaf it cannot evaluate");
       return nullptr;
     };
+    std::vector<std::string> all;  // an output is indexed by every dimension, in order
+    for (size_t d = 0; d < point.size(); ++d) all.push_back(fmt::format("s{}", d));
     for (const Store& st : outs) {
-      const TensorDecl& t = *params_[static_cast<size_t>(st.param)];
+      const DType dt = params_[static_cast<size_t>(st.param)]->dtype;
       Value* v = em_.eval(st.value, memo, leaf);
-      std::vector<std::string> all;
-      for (size_t d = 0; d < point.size(); ++d) all.push_back(fmt::format("s{}", d));
-      em_.store(em_.element_ptr(fn_->getArg(static_cast<unsigned>(st.param)), t.dtype,
-                                offset_in(t, all, point)),
-                t.dtype, {v});
+      em_.store(em_.element_ptr(fn_->getArg(static_cast<unsigned>(st.param)), dt,
+                                offset_in(st.param, all, point)),
+                dt, {v});
     }
   }
 
@@ -782,6 +770,7 @@ class ContractionLowering {
   Operand a_, b_op_;
   int stage_bytes_ = 0;
   std::vector<llvm::AllocaInst*> acc_;
+  std::vector<std::vector<Value*>> strides_;  // by parameter
 };
 
 }  // namespace

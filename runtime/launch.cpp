@@ -223,8 +223,7 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
     if (step.kind == bundle::StepKind::contraction) {
       // A persistent kernel over tiles of the last two dimensions (manifest.h).
       const std::vector<int64_t>& sp = enc.spaces[s];
-      auto extent = [&](int64_t e) { return e > 0 ? e : symbols[static_cast<size_t>(-e - 1)]; };
-      const int64_t m = extent(sp[sp.size() - 2]), cols = extent(sp.back());
+      const int64_t m = extent(sp[sp.size() - 2], symbols), cols = extent(sp.back(), symbols);
       const int64_t batch = n / (m * cols);  // n = batch * m * cols, checked
       const int64_t tiles_per_matrix = ceil_div(m, var->tile.m) * ceil_div(cols, var->tile.n);
       const int64_t persistent = int64_t{device.sm_count} * var->tile.ctas_per_sm;
