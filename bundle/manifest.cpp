@@ -88,6 +88,13 @@ OrderedJson variant_json(const Variant& v) {
                    {"n", v.tile.n},
                    {"ctas_per_sm", v.tile.ctas_per_sm},
                    {"smem_bytes", v.tile.smem_bytes}};
+    if (!v.tile.tensor_maps.empty()) {
+      OrderedJson maps = OrderedJson::array();
+      for (const TensorMapInfo& t : v.tile.tensor_maps) {
+        maps.push_back({{"param", t.param}, {"box", t.box}});
+      }
+      out["tile"]["tensor_maps"] = maps;
+    }
   }
   return out;
 }
@@ -200,7 +207,38 @@ ArchImage read_image(const Obj& o) {
   return im;
 }
 
-Variant read_variant(const Obj& o, size_t index, size_t num_params) {
+// A tensor map of a contraction variant: its parameter exists and has bf16 or f16 elements
+// (the tensor cores' 2-byte inputs), one box entry per dimension of it, each 1..256 (TMA's limit),
+// the innermost one 128 bytes (the swizzle the kernels use).
+TensorMapInfo read_tensor_map(const Obj& o, const KernelInfo& k) {
+  TensorMapInfo t;
+  const size_t np = k.params.size(), nb = k.buffers.size();
+  t.param = static_cast<int>(o.integer("param", 0, static_cast<int64_t>(np + nb) - 1));
+  const ParamInfo& p = static_cast<size_t>(t.param) < np
+                           ? k.params[static_cast<size_t>(t.param)]
+                           : k.buffers[static_cast<size_t>(t.param) - np];
+  if (p.dtype != DType::bf16 && p.dtype != DType::f16) {
+    fail(o.at("param"), fmt::format("{} is {}: tensor maps read bf16 or f16 elements", p.name,
+                                    to_string(p.dtype)));
+  }
+  const Json& box = o.array("box");
+  if (box.size() != p.shape.size() || box.size() > kMaxTensorMapRank) {
+    fail(o.at("box"), fmt::format("expected one entry per dimension of {} ({}, at most {})", p.name,
+                                  p.shape.size(), kMaxTensorMapRank));
+  }
+  for (size_t i = 0; i < box.size(); ++i) {
+    t.box.push_back(read_integer(box[i], index_path(o.at("box"), i), 1, 256));
+  }
+  if (t.box[0] * 2 != kTensorMapSwizzleBytes) {
+    fail(index_path(o.at("box"), 0),
+         fmt::format("expected {} (the {}-byte swizzle), got {}", kTensorMapSwizzleBytes / 2,
+                     kTensorMapSwizzleBytes, t.box[0]));
+  }
+  return t;
+}
+
+Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
+  const size_t num_params = k.params.size() + k.buffers.size();
   Variant v;
   v.id = static_cast<int>(o.integer("id", 0, kIntMax));
   if (static_cast<size_t>(v.id) != index) {
@@ -248,6 +286,16 @@ Variant read_variant(const Obj& o, size_t index, size_t num_params) {
     v.tile.n = to.integer("n", 1, 1024);
     v.tile.ctas_per_sm = static_cast<int>(to.integer("ctas_per_sm", 1, 32));
     v.tile.smem_bytes = to.integer("smem_bytes", 0, int64_t{1} << 20);
+    if (to.find("tensor_maps")) {
+      const Json& maps = to.array("tensor_maps");
+      if (maps.size() > kMaxTensorMaps) {
+        fail(to.at("tensor_maps"), fmt::format("expected at most {} maps", kMaxTensorMaps));
+      }
+      for (size_t i = 0; i < maps.size(); ++i) {
+        v.tile.tensor_maps.push_back(
+            read_tensor_map(Obj(maps[i], index_path(to.at("tensor_maps"), i)), k));
+      }
+    }
     if (v.elements_per_block != v.tile.m * v.tile.n) {
       fail(o.at("elements_per_block"),
            fmt::format("expected tile.m * tile.n = {} for a contraction variant, got {}",
@@ -282,8 +330,7 @@ Step read_step(const Obj& o, const KernelInfo& k) {
   if (variants.empty()) fail(o.at("variants"), "expected at least one variant");
   int defaults = 0;
   for (size_t i = 0; i < variants.size(); ++i) {
-    s.variants.push_back(read_variant(Obj(variants[i], index_path(o.at("variants"), i)), i,
-                                      k.params.size() + k.buffers.size()));
+    s.variants.push_back(read_variant(Obj(variants[i], index_path(o.at("variants"), i)), i, k));
     defaults += s.variants.back().is_default;
     const Variant& v = s.variants.back();
     if (v.stage.bytes_per_element > 0 && v.split.phases > 0) {

@@ -44,6 +44,16 @@
 //   block = (block_threads, 1, 1), grid = (min(tiles, sm_count * tile.ctas_per_sm), 1, 1)
 // with tile.smem_bytes of dynamic shared memory (the variant cannot load on a device that
 // cannot give a block that much), tiles = batch * ceil(M / tile.m) * ceil(N / tile.n).
+// A contraction variant with tile.tensor_maps (format 6) reads operands through TMA: its entry
+// takes, after the symbols, one CUtensorMap per entry of tensor_maps (128 bytes, by value,
+// 64-byte aligned), then an i64 that is 1 when the runtime encoded every map and 0 when it
+// did not (the kernel then copies the operands without them: correct, only slower). Map i
+// describes parameter (or buffer) `param` as the row-major tensor it is: rank = the
+// parameter's rank, dimension d (innermost first) of extent shape[rank - 1 - d] and byte
+// stride the product of the extents inside it, boxDim = box, element strides 1, no
+// interleave, the 128-byte swizzle (box[0] * element bytes = 128), zero fill out of bounds.
+// The runtime encodes the maps when TMA's rules allow (cuTensorMapEncodeTiled succeeds: a
+// 16-byte aligned pointer, byte strides multiples of 16, ranks up to 5).
 #pragma once
 
 #include <cstdint>
@@ -60,11 +70,12 @@
 namespace kiln::bundle {
 
 // Version 2 added the images' content hashes, version 3 split variants, version 4 buffers,
-// version 5 contraction steps. Bundles before version 3 are refused (recompile them): a
-// version 2 reader would launch a split variant as a plain one. A version 3 or 4 bundle reads
-// as a version 5 one without what came later; an older reader refuses a newer version (a
-// version 4 reader would launch a contraction's persistent kernel without its shared memory).
-inline constexpr int kFormatVersion = 5;
+// version 5 contraction steps, version 6 tensor maps. Bundles before version 3 are refused
+// (recompile them): a version 2 reader would launch a split variant as a plain one. A version 3 or
+// 4 bundle reads as a version 6 one without what came later; an older reader refuses a newer
+// version (a version 4 reader would launch a contraction's persistent kernel without its shared
+// memory, a version 5 one without its tensor maps).
+inline constexpr int kFormatVersion = 6;
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kBufferAlign = 256;  // bytes; every buffer starts at a multiple
@@ -114,12 +125,23 @@ struct StageInfo {
 /// `available` (the most the device lets the variant have).
 int64_t stage_bytes(const StageInfo& s, int64_t reduced, int64_t available);
 
+/// A TMA tensor map a contraction variant's entry takes (see the contract above).
+struct TensorMapInfo {
+  int param = 0;             // index into KernelInfo::params, then ::buffers
+  std::vector<int64_t> box;  // the box, innermost dimension first: one entry per dimension
+  friend bool operator==(const TensorMapInfo&, const TensorMapInfo&) = default;
+};
+inline constexpr size_t kMaxTensorMaps = 4;
+inline constexpr size_t kMaxTensorMapRank = 5;
+inline constexpr int64_t kTensorMapSwizzleBytes = 128;
+
 /// How a contraction variant tiles its output (see the contract above); all 0 for every other
 /// variant.
 struct TileInfo {
-  int64_t m = 0, n = 0;    // a tile's rows and columns, 1..1024
-  int ctas_per_sm = 0;     // the persistent grid: blocks per SM, 1..32
-  int64_t smem_bytes = 0;  // dynamic shared memory per block, 0..1 MiB
+  int64_t m = 0, n = 0;                    // a tile's rows and columns, 1..1024
+  int ctas_per_sm = 0;                     // the persistent grid: blocks per SM, 1..32
+  int64_t smem_bytes = 0;                  // dynamic shared memory per block, 0..1 MiB
+  std::vector<TensorMapInfo> tensor_maps;  // at most kMaxTensorMaps
   friend bool operator==(const TileInfo&, const TileInfo&) = default;
 };
 

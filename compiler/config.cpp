@@ -190,6 +190,7 @@ std::map<std::string, int64_t> ContractionConfig::as_map() const {
       {"warps_m", warps_m}, {"warps_n", warps_n}, {"stages", stages},
       {"group", group},     {"raster", raster},   {"ctas", ctas_per_sm}};
   if (wgmma) m["wgmma"] = 1;
+  if (tma) m["tma"] = 1;
   return m;
 }
 
@@ -203,20 +204,26 @@ std::vector<ContractionConfig> contraction_config_space() {
       // 64 x 64 for problems of few tiles (the rule runs the smallest tiles when the default
       // would leave SMs idle: bundle/rule.h).
       {64, 64, 32, 2, 2, 4, 8, 0, 4},
-      // wgmma (sm_90a; mma.sync elsewhere): 128 x 128, and 128 x 256 (the default); the
-      // copies run stages - 2 steps ahead.
+      // wgmma (sm_90a; mma.sync elsewhere): 128 x 128 and 128 x 256, the copies issued by
+      // the MMA warps stages - 2 steps ahead.
       {128, 128, 64, 8, 1, 4, 8, 0, 1, 1},
-      default_contraction_config(),
+      {128, 256, 64, 8, 1, 4, 8, 0, 1, 1},
       // Two blocks per SM of 128 x 128 (3 stages, 96 KiB each): one's epilogue overlaps the
       // other's MMAs.
       {128, 128, 64, 8, 1, 3, 8, 0, 2, 1},
+      // Warp-specialized, TMA-fed: 128 x 256 in 4 stages (192 KiB, the default), 128 x 128
+      // in 6.
+      default_contraction_config(),
+      {128, 128, 64, 8, 1, 6, 8, 0, 1, 1, 1},
   };
 }
 
-// Measured on an H200 (bench/results/2026-11-24-h200-contractions): 128 x 256 beat 128 x 128
-// at 4096^3 and 8192^3; problems with fewer tiles than SMs run the 64 x 64 mma.sync tiles.
+// Measured on an H200 (bench/results/2026-11-24-h200-tma): the TMA-fed 128 x 256 tiles took
+// 257 us at 4096^3 and 1930 us at 8192^3, against 375 and 2879 for the same tiles copied by
+// the MMA warps (cp.async) and more for every other variant; problems with fewer tiles than
+// SMs run the 64 x 64 mma.sync tiles (bundle/rule.h).
 ContractionConfig default_contraction_config() {
-  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1};
+  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1};
 }
 
 }  // namespace kiln

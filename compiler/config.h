@@ -116,11 +116,23 @@ struct ContractionConfig {
   // rows of the tile, warps_m = tile_m / 16, warps_n = 1, tile_k = 64); the images for other
   // architectures run the same tiles on mma.sync.
   int wgmma = 0;
+  // With wgmma, warp-specialized: a producer warpgroup (one more, after the MMA warps) feeds
+  // the stages through TMA (cp.async.bulk.tensor, tensor maps the runtime builds) and
+  // mbarriers, while the MMA warpgroups only compute; the images for other architectures run
+  // mma.sync on the MMA warps and leave the producer's warps idle.
+  int tma = 0;
 
-  int threads() const { return 32 * warps_m * warps_n; }
-  /// Dynamic shared memory: the pipeline's operand tiles of `element_bytes` each.
+  /// The warps that compute (and, without `tma`, copy).
+  int math_threads() const { return 32 * warps_m * warps_n; }
+  int threads() const { return math_threads() + (tma ? kProducerThreads : 0); }
+  static constexpr int kProducerThreads = 128;
+  /// Bytes of one pipeline stage: both operands' tiles of `element_bytes` elements.
+  int64_t stage_bytes(int element_bytes) const {
+    return int64_t{tile_m + tile_n} * tile_k * element_bytes;
+  }
+  /// Dynamic shared memory: the stages, and with `tma` their two mbarriers each (full, empty).
   int64_t smem_bytes(int element_bytes) const {
-    return int64_t{stages} * (tile_m + tile_n) * tile_k * element_bytes;
+    return stages * stage_bytes(element_bytes) + (tma ? int64_t{16} * stages : 0);
   }
   std::map<std::string, int64_t> as_map() const;
   friend bool operator==(const ContractionConfig&, const ContractionConfig&) = default;
@@ -129,7 +141,8 @@ struct ContractionConfig {
 /// The precompiled contraction variants: mma.sync tiles (128 x 128, larger ones for large
 /// problems, 64 x 64 for problems with few tiles), then the wgmma tiles.
 std::vector<ContractionConfig> contraction_config_space();
-/// wgmma, 128 x 256 x 64, two warpgroups, 4 stages, bands of 8 tile rows, 1 block per SM.
+/// wgmma fed by TMA, 128 x 256 x 64, two MMA warpgroups and a producer, 4 stages, bands of 8
+/// tile rows, 1 block per SM.
 ContractionConfig default_contraction_config();
 
 }  // namespace kiln

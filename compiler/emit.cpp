@@ -162,12 +162,17 @@ void Emitter::annotate_kernel(llvm::Function* fn, int max_threads) {
 }
 
 llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string& entry,
-                                        int max_threads, bool workspace) {
+                                        int max_threads, bool workspace, int tensor_maps) {
   std::vector<const TensorDecl*> params = abi.params();
   std::vector<std::string> symbols = abi.symbols();
   std::vector<Type*> arg_types(params.size(), b_.getPtrTy(1));
   arg_types.insert(arg_types.end(), symbols.size(), b_.getInt64Ty());
   if (workspace) arg_types.insert(arg_types.end(), {b_.getPtrTy(1), b_.getInt64Ty()});
+  const size_t first_map = arg_types.size();
+  if (tensor_maps > 0) {
+    arg_types.insert(arg_types.end(), static_cast<size_t>(tensor_maps), b_.getPtrTy());
+    arg_types.push_back(b_.getInt64Ty());
+  }
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), arg_types, false);
   auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, entry, &m_);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -187,6 +192,26 @@ llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string&
     fn->getArg(params.size() + symbols.size() + 1)->setName("phase");
   }
   annotate_kernel(fn, max_threads);
+  if (tensor_maps > 0) {
+    // Each map is passed by value and read in place: its address (cvta.param) is what TMA
+    // takes, so it is a grid constant (not copied to local memory).
+    llvm::LLVMContext& ctx = m_.getContext();
+    auto* map_ty = llvm::ArrayType::get(b_.getInt8Ty(), 128);
+    std::vector<llvm::Metadata*> indices;
+    for (int i = 0; i < tensor_maps; ++i) {
+      llvm::Argument* arg = fn->getArg(static_cast<unsigned>(first_map) + i);
+      arg->setName(fmt::format("tensor_map{}", i));
+      arg->addAttr(llvm::Attribute::getWithByValType(ctx, map_ty));
+      arg->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
+      indices.push_back(llvm::ValueAsMetadata::get(
+          b_.getInt32(static_cast<uint32_t>(first_map) + static_cast<uint32_t>(i) + 1)));
+    }
+    fn->getArg(static_cast<unsigned>(first_map) + tensor_maps)->setName("maps_ok");
+    llvm::Metadata* ops[] = {llvm::ValueAsMetadata::get(fn),
+                             llvm::MDString::get(ctx, "grid_constant"),
+                             llvm::MDNode::get(ctx, indices)};
+    m_.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, ops));
+  }
   return fn;
 }
 

@@ -64,9 +64,10 @@ class Emitter {
   llvm::Value* fast_exp(llvm::Value* x);
   /// A kernel taking one global pointer per parameter of `abi` (noalias; readonly for inputs,
   /// writeonly for outputs) then one i64 per symbol; with `workspace`, then a global pointer
-  /// (noalias) and an i64 phase (split reductions, bundle/manifest.h).
+  /// (noalias) and an i64 phase (split reductions, bundle/manifest.h); with `tensor_maps` > 0,
+  /// then that many 128-byte tensor maps (byval, grid constants) and an i64 (contractions).
   llvm::Function* declare_kernel(const KernelDef& abi, const std::string& entry, int max_threads,
-                                 bool workspace = false);
+                                 bool workspace = false, int tensor_maps = 0);
 
   /// e at the current point: memoized in `memo`, leaves from `leaf`.
   llvm::Value* eval(const Expr& e, ValueMemo& memo, const LeafFn& leaf);

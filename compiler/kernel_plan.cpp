@@ -7,6 +7,7 @@
 
 #include "bundle/rule.h"
 #include "compiler/codegen.h"
+#include "compiler/lower_contraction.h"
 #include "ir/text.h"
 
 namespace kiln {
@@ -85,10 +86,20 @@ void plan_variants(StepPlan& step) {
       for (const ReductionConfig& c : outer_reduction_space(step.max_vec)) space.push_back(c);
       def = default_outer_config(step.max_vec);
       break;
-    case bundle::StepKind::contraction:
-      for (const ContractionConfig& c : contraction_config_space()) space.push_back(c);
-      def = default_contraction_config();
+    case bundle::StepKind::contraction: {
+      // TMA reads tensors of up to 5 dimensions: operands of more run the copies of the MMA
+      // warps.
+      const ContractionShape& cs = *step.sk->contraction;
+      const auto most = static_cast<int>(bundle::kMaxTensorMapRank);
+      const bool tma = cs.a.rank <= most && cs.b.rank <= most;
+      for (const ContractionConfig& c : contraction_config_space()) {
+        if (tma || !c.tma) space.push_back(c);
+      }
+      ContractionConfig d = default_contraction_config();
+      d.tma = d.tma && tma;
+      def = d;
       break;
+    }
   }
   for (const AnyConfig& c : space) {
     PlannedVariant v = plan_variant(step, c);
@@ -131,7 +142,8 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     v.block_threads = t->threads();
     v.elements_per_block = int64_t{t->tile_m} * t->tile_n;
     v.tile = {t->tile_m, t->tile_n, t->ctas_per_sm,
-              t->smem_bytes(static_cast<int>(size_of(step.sk->contraction->a.dtype)))};
+              t->smem_bytes(static_cast<int>(size_of(step.sk->contraction->a.dtype))),
+              contraction_tensor_maps(*step.abi, *step.sk->contraction, *t)};
     return v;
   }
   const auto& c = std::get<ReductionConfig>(config);
@@ -277,6 +289,12 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                     "them",
                     rule.small != step.default_variant ? "  " : "", step.default_variant,
                     config_text(def.config), def.tile.m, def.tile.n, def.tile.ctas_per_sm));
+    if (!def.tile.tensor_maps.empty()) {
+      line(
+          "its operands are copied by TMA through tensor maps the runtime encodes at launch; "
+          "when one cannot be (a pointer not 16-byte aligned, rows not a multiple of 16 bytes), "
+          "by its producer warps");
+    }
     line(
         "operands whose contiguous extent is not a multiple of 8 or whose pointer is not "
         "16-byte aligned load element by element (the kernel checks at launch)");
@@ -381,6 +399,11 @@ std::string print_plan(const KernelPlan& plan) {
       if (v.tile.m > 0) {
         out += fmt::format(" tile({}x{} ctas={} smem={})", v.tile.m, v.tile.n, v.tile.ctas_per_sm,
                            v.tile.smem_bytes);
+        const std::vector<const TensorDecl*> params = st.abi->params();
+        for (const bundle::TensorMapInfo& t : v.tile.tensor_maps) {
+          out += fmt::format(" map({} box={})", params[static_cast<size_t>(t.param)]->name,
+                             fmt::join(t.box, "x"));
+        }
       }
       out += "\n";
     }

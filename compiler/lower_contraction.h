@@ -23,15 +23,31 @@
 // 128-byte swizzle expects (K-major rows of 128 bytes; M/N-major operands as blocks of 64
 // elements, read with the descriptor's transpose bit), with one group of MMAs in flight
 // while the next stage's copies land. mma.sync runs on sm_80 and later.
+// A config with `tma` is warp-specialized on sm_90a: a producer warpgroup copies the stages
+// with TMA (cp.async.bulk.tensor, the hardware's 128-byte swizzle writing the layout above)
+// and signals them full on mbarriers; two MMA warpgroups wait on those, issue the wgmmas and
+// signal each stage empty once its MMAs are complete; no block-wide barrier in the mainloop,
+// and the producer fills the next tile's stages during the epilogue. Without encoded tensor
+// maps (a misaligned operand: the runtime's flag) the producer warpgroup copies as above.
 #pragma once
 
 #include <string>
 
+#include "bundle/manifest.h"
 #include "compiler/codegen.h"
 #include "compiler/config.h"
 #include "compiler/schedule.h"
 
 namespace kiln {
+
+/// The tensor maps the entry of a `cfg.tma` config takes (bundle/manifest.h), A's then B's:
+/// each operand's whole tensor (`abi` parameter), its box 64 elements (128 bytes, the swizzle)
+/// along the contiguous index, the tile's extent along the other contracted index (tile_m or
+/// tile_n rows of a K-major operand, tile_k rows of the others, whose tile is then copied as
+/// tile / 64 boxes) and 1 along batch indices. Empty for other configs.
+std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
+                                                           const ContractionShape& c,
+                                                           const ContractionConfig& cfg);
 
 /// Adds to `m` the kernel `entry` computing `sk` (a contraction kernel of a schedule of `abi`)
 /// with `cfg`. Its parameters are `abi`'s (bundle/manifest.h); it needs cfg.smem_bytes() of

@@ -73,7 +73,8 @@ namespace kiln {
   X(cuMemPoolDestroy)                     \
   X(cuMemPoolSetAttribute)                \
   X(cuMemAllocFromPoolAsync)              \
-  X(cuMemFreeAsync)
+  X(cuMemFreeAsync)                       \
+  X(cuTensorMapEncodeTiled) /* CUDA 12.0 */
 
 /// Function pointers into libcuda, one per entry point of KILN_DRIVER_FUNCTIONS and
 /// KILN_DRIVER_OPTIONAL_FUNCTIONS.

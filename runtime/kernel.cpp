@@ -197,10 +197,43 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
   for (size_t j = 0; j < ns; ++j) args[na + j] = const_cast<int64_t*>(&symbols[j]);
   CUdeviceptr workspace = 0;
   int64_t phase = 0;
-  args[na + ns] = &workspace;
-  args[na + ns + 1] = &phase;
+  std::array<CUtensorMap, bundle::kMaxTensorMaps> maps;
+  int64_t maps_ok = 0;
   for (size_t s = 0; s < info.steps.size(); ++s) {
     const launch::StepLaunch& l = layout.steps[s];
+    const bundle::Variant& var = info.steps[s].variants[static_cast<size_t>(l.variant)];
+    args[na + ns] = &workspace;
+    args[na + ns + 1] = &phase;
+    if (!var.tile.tensor_maps.empty()) {
+      // The maps, or 0 in the flag when one cannot be encoded: the kernel then copies
+      // without them (manifest.h).
+      maps_ok = api.cuTensorMapEncodeTiled != nullptr;
+      for (size_t i = 0; i < var.tile.tensor_maps.size(); ++i) {
+        const bundle::TensorMapInfo& t = var.tile.tensor_maps[i];
+        const auto p = static_cast<size_t>(t.param);
+        const CUdeviceptr address = p < np ? ptrs[p] : buffer_ptrs[p - np];
+        const launch::TensorMapRequest r =
+            launch::tensor_map_request(info, enc_, t, address, symbols);
+        maps[i] = CUtensorMap{};
+        if (maps_ok && r.encodable) {
+          const DType dt = p < np ? info.params[p].dtype : info.buffers[p - np].dtype;
+          const cuuint32_t unit[bundle::kMaxTensorMapRank] = {1, 1, 1, 1, 1};
+          maps_ok =
+              api.cuTensorMapEncodeTiled(
+                  &maps[i],
+                  dt == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                   : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                  static_cast<cuuint32_t>(r.rank), reinterpret_cast<void*>(address), r.dims.data(),
+                  r.strides.data(), r.box.data(), unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+        } else {
+          maps_ok = 0;
+        }
+        args[na + ns + i] = &maps[i];
+      }
+      args[na + ns + var.tile.tensor_maps.size()] = &maps_ok;
+    }
     auto fail = [&](std::string_view what, CUresult r) {
       return Status::error(fmt::format(
           "{}: step {} ({}), variant {}: {} failed: {}{}", info.name, s, info.steps[s].name,

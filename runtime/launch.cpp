@@ -83,10 +83,10 @@ int heuristic_for(const KernelInfo& info, const EncodedKernel& enc, size_t step,
 Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
                        std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols) {
   const size_t np = info.params.size(), nb = info.buffers.size(), ns = info.symbols.size();
-  if (np + nb + ns + 2 > kMaxArgs) {
+  if (np + nb + ns + kMaxTrailingArgs > kMaxArgs) {
     return Status::error(fmt::format(
         "{}: {} arguments (pointers, buffers and symbols); the runtime supports at most {}",
-        info.name, np + nb + ns, kMaxArgs - 2));
+        info.name, np + nb + ns, kMaxArgs - kMaxTrailingArgs));
   }
   if (info.steps.size() > kMaxSteps) {
     return Status::error(fmt::format("{}: {} steps; the runtime supports at most {}", info.name,
@@ -174,6 +174,30 @@ Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
     }
   }
   return Status::ok_status();
+}
+
+TensorMapRequest tensor_map_request(const KernelInfo& info, const EncodedKernel& enc,
+                                    const bundle::TensorMapInfo& t, CUdeviceptr address,
+                                    std::span<const int64_t> symbols) {
+  const size_t np = info.params.size(), p = static_cast<size_t>(t.param);
+  const std::vector<int64_t>& shape = p < np ? enc.params[p] : enc.buffers[p - np];
+  const DType dtype = p < np ? info.params[p].dtype : info.buffers[p - np].dtype;
+  TensorMapRequest r;
+  r.rank = static_cast<int>(shape.size());
+  bool ok = address % 16 == 0 && shape.size() == t.box.size() &&
+            shape.size() <= bundle::kMaxTensorMapRank;
+  cuuint64_t stride = size_of(dtype);
+  for (size_t d = 0; ok && d < shape.size(); ++d) {
+    const auto n = static_cast<cuuint64_t>(extent(shape[shape.size() - 1 - d], symbols));
+    r.dims[d] = n;
+    r.box[d] = static_cast<cuuint32_t>(t.box[d]);
+    if (d > 0) r.strides[d - 1] = stride;
+    ok = n <= (cuuint64_t{1} << 32) &&
+         (d == 0 || (stride % 16 == 0 && stride < (cuuint64_t{1} << 40)));
+    if (__builtin_mul_overflow(stride, n, &stride)) stride = ~cuuint64_t{0};  // past every limit
+  }
+  r.encodable = ok;
+  return r;
 }
 
 Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const StepRule> rules,

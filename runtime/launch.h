@@ -28,10 +28,13 @@
 
 namespace kiln::launch {
 
-/// Most arguments (pointers, buffers and symbols, plus a split step's workspace and phase)
-/// and steps a launch supports: its arrays live on the stack.
+/// Most arguments (pointers, buffers and symbols, plus a split step's workspace and phase or
+/// a contraction's tensor maps and their flag) and steps a launch supports: its arrays live
+/// on the stack.
 inline constexpr size_t kMaxArgs = 64;
 inline constexpr size_t kMaxSteps = 32;
+/// The arguments after the symbols a step may take (manifest.h).
+inline constexpr size_t kMaxTrailingArgs = bundle::kMaxTensorMaps + 1;
 
 /// A kernel's shapes encoded for evaluation without lookups: an entry > 0 is a fixed extent,
 /// an entry v < 0 is symbol number -v - 1 (KernelInfo::symbols order).
@@ -72,6 +75,24 @@ struct StepLaunch {
   int64_t workspace_bytes = 0;  // split variants
   int phases = 0;               // split variants: launches of the step, else 0
 };
+
+/// What cuTensorMapEncodeTiled takes for one of a variant's tensor maps (manifest.h): the
+/// tensor at `address` as the row-major array it is, innermost dimension first.
+struct TensorMapRequest {
+  int rank = 0;
+  std::array<cuuint64_t, bundle::kMaxTensorMapRank> dims{};
+  std::array<cuuint64_t, bundle::kMaxTensorMapRank> strides{};  // bytes, of dimensions 1 ..
+  std::array<cuuint32_t, bundle::kMaxTensorMapRank> box{};
+  /// TMA's rules hold (a 16-byte aligned address, strides multiples of 16 bytes below 2^40,
+  /// extents up to 2^32): the runtime asks the driver to encode it, else the kernel copies
+  /// without maps.
+  bool encodable = false;
+};
+/// The request for map `t` of a variant of `info` whose tensor is at `address`, on checked
+/// symbols.
+TensorMapRequest tensor_map_request(const bundle::KernelInfo& info, const EncodedKernel& enc,
+                                    const bundle::TensorMapInfo& t, CUdeviceptr address,
+                                    std::span<const int64_t> symbols);
 
 struct Layout {
   std::array<StepLaunch, kMaxSteps> steps{};

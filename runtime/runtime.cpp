@@ -148,13 +148,34 @@ std::string join_names(const std::vector<std::string>& names) {
 
 // The names of the arguments a variant's entry takes (manifest.h): parameters, buffers,
 // symbols, and for a split variant its workspace and phase.
+// The entry's parameters by the manifest (manifest.h): names and bytes (8, or a tensor map's
+// 128 at a multiple of 64).
+struct AbiParam {
+  std::string name;
+  int64_t bytes = 8;
+};
+std::vector<AbiParam> abi_params(const KernelInfo& k, const Variant& v) {
+  std::vector<AbiParam> out;
+  for (const bundle::ParamInfo& p : k.params) out.push_back({p.name});
+  for (const bundle::ParamInfo& b : k.buffers) out.push_back({b.name});
+  for (const std::string& s : k.symbols) out.push_back({s});
+  if (v.split.phases > 0) out.insert(out.end(), {{"workspace"}, {"phase"}});
+  for (size_t i = 0; i < v.tile.tensor_maps.size(); ++i) {
+    out.push_back({fmt::format("tensor_map{}", i), sizeof(CUtensorMap)});
+  }
+  if (!v.tile.tensor_maps.empty()) out.push_back({"maps_ok"});
+  return out;
+}
 std::vector<std::string> abi_names(const KernelInfo& k, const Variant& v) {
   std::vector<std::string> names;
-  for (const bundle::ParamInfo& p : k.params) names.push_back(p.name);
-  for (const bundle::ParamInfo& b : k.buffers) names.push_back(b.name);
-  names.insert(names.end(), k.symbols.begin(), k.symbols.end());
-  if (v.split.phases > 0) names.insert(names.end(), {"workspace", "phase"});
+  for (const AbiParam& p : abi_params(k, v)) names.push_back(p.name);
   return names;
+}
+// The bytes of the parameters, packed.
+int64_t abi_bytes(const std::vector<AbiParam>& params) {
+  int64_t sum = 0;
+  for (const AbiParam& p : params) sum += p.bytes;
+  return sum;
 }
 
 // The entry's parameter bytes, read from its cubin (bundle::cubin_param_bytes), against the
@@ -165,12 +186,23 @@ Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, cons
   auto it = param_bytes.find(v.entry);
   if (it == param_bytes.end()) return Status::ok_status();
   const std::vector<std::string> names = abi_names(k, v);
-  const auto expected = static_cast<int64_t>(8 * names.size());
+  const int64_t expected = abi_bytes(abi_params(k, v));
   if (it->second == expected) return Status::ok_status();
+  // A tensor map sits at a multiple of 64 bytes of the constant bank, whose parameters start
+  // at an offset of the architecture's: up to 56 bytes of padding before each.
+  const auto padding = static_cast<int64_t>(56 * v.tile.tensor_maps.size());
+  if (it->second > expected && it->second <= expected + padding) return Status::ok_status();
+  if (v.tile.tensor_maps.empty()) {
+    return Status::error(fmt::format(
+        "entry {} in {} takes {} bytes of parameters, but the manifest's kernel {} passes {} "
+        "({} x 8: {})",
+        v.entry, file, it->second, k.name, expected, expected / 8, join_names(names)));
+  }
   return Status::error(fmt::format(
-      "entry {} in {} takes {} bytes of parameters, but the manifest's kernel {} passes {} ({} "
-      "x 8: {})",
-      v.entry, file, it->second, k.name, expected, expected / 8, join_names(names)));
+      "entry {} in {} takes {} bytes of parameters, but the manifest's kernel {} passes {} to "
+      "{} ({} with {} tensor map(s): {})",
+      v.entry, file, it->second, k.name, expected, expected + padding, names.size(),
+      v.tile.tensor_maps.size(), join_names(names)));
 }
 
 // The entry's parameters against the manifest's kernel ABI (manifest.h), asked of the driver
@@ -183,6 +215,7 @@ Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k, co
                     const std::string& file) {
   if (api.cuFuncGetParamInfo == nullptr) return Status::ok_status();
   const std::string& entry = v.entry;
+  const std::vector<AbiParam> params = abi_params(k, v);
   const std::vector<std::string> names = abi_names(k, v);
   const size_t expected = names.size();
   for (size_t i = 0; i < expected; ++i) {
@@ -194,11 +227,11 @@ Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k, co
           file, i, k.name, expected, join_names(names)));
     }
     if (r != CUDA_SUCCESS) return Status::ok_status();
-    if (size != 8) {
-      return Status::error(
-          fmt::format("entry {} in {}: parameter {} is {} bytes, but the manifest's kernel {} "
-                      "passes 8 (a pointer or an i64 symbol)",
-                      entry, file, i + 1, size, k.name));
+    if (static_cast<int64_t>(size) != params[i].bytes) {
+      return Status::error(fmt::format(
+          "entry {} in {}: parameter {} is {} bytes, but the manifest's kernel {} passes {} ({})",
+          entry, file, i + 1, size, k.name, params[i].bytes,
+          params[i].bytes == 8 ? "a pointer or an i64" : "a tensor map"));
     }
   }
   return Status::ok_status();

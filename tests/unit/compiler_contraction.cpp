@@ -239,3 +239,96 @@ TEST_CASE("contraction: the persistent grid", "[contraction]") {
     }
   }
 }
+
+TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
+  // A read as [M, B, K] (a batch index between M and K), B as [B, N, K].
+  KernelDef k = kernel_of(
+      "kernel f(a: bf16[M, B, K], w: bf16[B, N, K]) -> (c: f32[B, M, N]) {\n"
+      "  c[b, i, j] = sum(a[i, b, k] * w[b, j, k], k)\n}\n");
+  std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+  bundle::KernelInfo info;
+  info.name = "f";
+  info.params = {{"a", DType::bf16, k.inputs[0].shape, false},
+                 {"w", DType::bf16, k.inputs[1].shape, false},
+                 {"c", DType::f32, k.outputs[0].shape, true}};
+  info.symbols = k.symbols();
+  info.steps = {manifest_step(*plan, 0, {"sm_90"})};
+  const bundle::Step& bs = info.steps[0];
+  int with_maps = 0;
+  for (const bundle::Variant& v : bs.variants) {
+    if (v.config.count("tma") == 0) {
+      CHECK(v.tile.tensor_maps.empty());
+      continue;
+    }
+    ++with_maps;
+    CHECK(v.block_threads == 384);
+    // Innermost first: 64 elements (128 bytes) of K, 1 batch, the tile's rows of M (or N).
+    REQUIRE(v.tile.tensor_maps.size() == 2);
+    CHECK(v.tile.tensor_maps[0] == bundle::TensorMapInfo{0, {64, 1, v.tile.m}});
+    CHECK(v.tile.tensor_maps[1] == bundle::TensorMapInfo{1, {64, v.tile.n, 1}});
+  }
+  CHECK(with_maps == 2);
+  CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].config.count("tma") == 1);
+
+  // What the runtime asks the driver for: a's dims innermost first, byte strides of the outer
+  // ones; not encodable when a row is not a multiple of 16 bytes or the pointer misaligned.
+  const launch::EncodedKernel enc = launch::encode(info);
+  auto symbols = [&](int64_t M, int64_t B, int64_t K, int64_t N) {
+    std::vector<int64_t> v;
+    for (const std::string& s : info.symbols) {
+      v.push_back(s == "M" ? M : s == "B" ? B : s == "K" ? K : N);
+    }
+    return v;
+  };
+  const bundle::TensorMapInfo a_map{0, {64, 1, 128}};
+  launch::TensorMapRequest r = launch::tensor_map_request(info, enc, a_map, CUdeviceptr{1} << 40,
+                                                          symbols(1000, 3, 4096, 17));
+  CHECK(r.encodable);
+  CHECK(r.rank == 3);
+  CHECK(r.dims[0] == 4096);
+  CHECK(r.dims[1] == 3);
+  CHECK(r.dims[2] == 1000);
+  CHECK(r.strides[0] == 4096 * 2);
+  CHECK(r.strides[1] == 3 * 4096 * 2);
+  CHECK(r.box[0] == 64);
+  CHECK(r.box[2] == 128);
+  CHECK_FALSE(
+      launch::tensor_map_request(info, enc, a_map, CUdeviceptr{1} << 40, symbols(1000, 3, 4095, 17))
+          .encodable);
+  CHECK_FALSE(launch::tensor_map_request(info, enc, a_map, (CUdeviceptr{1} << 40) + 8,
+                                         symbols(1000, 3, 4096, 17))
+                  .encodable);
+  // Extents past TMA's 2^32.
+  CHECK_FALSE(launch::tensor_map_request(info, enc, a_map, CUdeviceptr{1} << 40,
+                                         symbols(int64_t{1} << 33, 1, 8, 17))
+                  .encodable);
+
+  // The manifest refuses maps the kernels cannot have been built with.
+  bundle::Manifest m;
+  for (bundle::Variant& v : info.steps[0].variants) {
+    for (bundle::ArchImage& im : v.images) im.ptx_hash = "0123456789abcdef";
+  }
+  const size_t vi = static_cast<size_t>(plan->steps[0].default_variant);
+  auto refused = [&](auto&& change) {
+    bundle::KernelInfo bad = info;
+    change(bad.steps[0].variants[vi].tile.tensor_maps);
+    m.kernels = {bad};
+    Result<bundle::Manifest> r = bundle::parse_manifest(bundle::to_json(m), "m.json");
+    return r.ok() ? std::string("(accepted)") : r.message();
+  };
+  const std::string at =
+      fmt::format("m.json: kernels[0].steps[0].variants[{}].tile.tensor_maps", vi);
+  CHECK(refused([](auto&) {}) == "(accepted)");
+  CHECK(refused([](auto& t) { t[0].box[0] = 32; }) ==
+        at + "[0].box[0]: expected 64 (the 128-byte swizzle), got 32");
+  CHECK(refused([](auto& t) { t[1].param = 2; }) ==
+        at + "[1].param: c is f32: tensor maps read bf16 or f16 elements");
+  CHECK(refused([](auto& t) { t[1].box.pop_back(); }) ==
+        at + "[1].box: expected one entry per dimension of w (3, at most 5)");
+  CHECK(refused([](auto& t) { t[1].box[1] = 257; }).find("box[1]") != std::string::npos);
+  CHECK(refused([](auto& t) {
+          t.push_back(t[0]);
+          t.push_back(t[0]);
+          t.push_back(t[0]);
+        }) == at + ": expected at most 4 maps");
+}
