@@ -6,6 +6,7 @@
 #include <set>
 
 #include "bundle/manifest.h"
+#include "bundle/rule.h"
 #include "compiler/codegen.h"
 #include "compiler/compile.h"
 #include "compiler/config.h"
@@ -225,6 +226,46 @@ TEST_CASE("the tiled config space", "[compiler]") {
   // A flat config keeps its keys.
   CHECK(PointwiseConfig{128, 4, 2}.as_map() ==
         std::map<std::string, int64_t>{{"block", 128}, {"vec", 4}, {"unroll", 2}});
+}
+
+TEST_CASE("a tiled step's manifest: tiles by default, a tiled scalar fallback", "[compiler]") {
+  Program p = parse_program(R"(
+kernel t(x: f32[N, M], z: f32[M, N], v: f32[M]) -> (y: f32[M, N]) {
+  y[i, j] = x[j, i] + z[i, j] * v[i]
+})");
+  CompileOptions opts;
+  opts.assemble = false;
+  opts.jobs = 2;
+  opts.archs = {"sm_90"};
+  CompiledBundle b = compile_program(p, opts);
+  REQUIRE(b.manifest.kernels.size() == 1);
+  REQUIRE(b.manifest.kernels[0].steps.size() == 1);
+  const bundle::Step& step = b.manifest.kernels[0].steps[0];
+  const bundle::StepRule rule =
+      bundle::step_rule(step, std::vector<bool>(step.variants.size(), true), {132, true});
+  const bundle::Variant& def = step.variants[static_cast<size_t>(rule.chosen)];
+  CHECK(def.is_default);
+  CHECK(def.config == std::map<std::string, int64_t>{
+                          {"block", 256}, {"vec", 4}, {"tile_in", 64}, {"tile_out", 64}});
+  CHECK(def.block_threads == 256);
+  CHECK(def.elements_per_block == 64 * 64);
+  // x (tiled), z (contiguous) and y (stored) move 16-byte vectors; v (one per row) does not.
+  CHECK(def.align_bytes == 16);
+  CHECK(def.aligned_params == std::vector<int>{0, 1, 3});
+  // Misaligned pointers run the tiles element by element, not the flat kernel's gathers.
+  REQUIRE(rule.scalar_fallback >= 0);
+  const bundle::Variant& fb = step.variants[static_cast<size_t>(rule.scalar_fallback)];
+  CHECK(fb.align_bytes == 1);
+  CHECK(fb.config.at("vec") == 1);
+  CHECK(fb.config.count("tile_in") == 1);
+  // The PTX of every tiled variant has its tile in shared memory and its barriers.
+  for (const bundle::Variant& v : step.variants) {
+    INFO(v.entry);
+    const std::string& ptx = b.files.at(v.images[0].ptx);
+    const bool tiled = v.config.count("tile_in") == 1;
+    CHECK((ptx.find(".shared") != std::string::npos) == tiled);
+    CHECK((ptx.find("bar.sync") != std::string::npos) == tiled);
+  }
 }
 
 TEST_CASE("a compiled bundle's manifest is valid and complete", "[compiler]") {
