@@ -16,7 +16,8 @@ std::string config_text(const std::map<std::string, int64_t>& config) {
 }
 
 std::map<std::string, int64_t> PointwiseConfig::as_map() const {
-  if (tiled()) return {{"block", block}, {"vec", vec}, {"tile_in", tile_in}, {"tile_out", tile_out}};
+  if (tiled())
+    return {{"block", block}, {"vec", vec}, {"tile_in", tile_in}, {"tile_out", tile_out}};
   return {{"block", block}, {"vec", vec}, {"unroll", unroll}};
 }
 

@@ -71,8 +71,8 @@ void plan_variants(StepPlan& step) {
       if (const Tiling& t = step.pointwise.tiling; t.tiled()) {
         // The tiles, their scalar fallback first among the variants without vectors, then the
         // flat kernel's vector variants for the tuner (shapes whose tiles are mostly empty).
-        for (const PointwiseConfig& c : tiled_config_space(step.max_vec,
-                                                           t.smem_bytes_per_element())) {
+        for (const PointwiseConfig& c :
+             tiled_config_space(step.max_vec, t.smem_bytes_per_element())) {
           space.push_back(c);
         }
         for (const PointwiseConfig& c : pointwise_config_space(step.max_vec)) {

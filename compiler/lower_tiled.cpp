@@ -30,7 +30,6 @@
 // check, and the tile loop and the path depend only on the block and the extents: every
 // thread of a block reaches every barrier. Index arithmetic is 32-bit when the space has at
 // most INT32_MAX elements (no offset of any tensor exceeds its elements), else 64-bit.
-#include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -96,9 +95,8 @@ class TiledLowering {
     internal_check(step_.tiling.tiled() && cfg_.tiled() && across_ < inner_,
                    "lower_tiled: not a tiled step and config");
     auto pow2 = [](int x) { return x > 0 && (x & (x - 1)) == 0; };
-    internal_check(pow2(V) && pow2(cfg_.tile_in) && pow2(cfg_.tile_out) &&
-                       cfg_.tile_in % V == 0 && cfg_.tile_out % V == 0 &&
-                       blocks_per_tile() % cfg_.block == 0,
+    internal_check(pow2(V) && pow2(cfg_.tile_in) && pow2(cfg_.tile_out) && cfg_.tile_in % V == 0 &&
+                       cfg_.tile_out % V == 0 && blocks_per_tile() % cfg_.block == 0,
                    "lower_tiled: invalid tile (compiler/config.h)");
     collect_accesses();
     build_function(entry);
@@ -277,8 +275,9 @@ class TiledLowering {
     }
     BasicBlock* vec = BasicBlock::Create(ctx_, "tiles.vec", fn_);
     BasicBlock* scalar = BasicBlock::Create(ctx_, "tiles.scalar", fn_);
-    Value* ok = b_.CreateAnd(b_.CreateICmpEQ(b_.CreateURem(ext_[across_], idx_of(cfg_.vec)), idx_of(0)),
-                             b_.CreateICmpEQ(b_.CreateURem(ext_[inner_], idx_of(cfg_.vec)), idx_of(0)));
+    Value* ok =
+        b_.CreateAnd(b_.CreateICmpEQ(b_.CreateURem(ext_[across_], idx_of(cfg_.vec)), idx_of(0)),
+                     b_.CreateICmpEQ(b_.CreateURem(ext_[inner_], idx_of(cfg_.vec)), idx_of(0)));
     b_.CreateCondBr(ok, vec, scalar);
     b_.SetInsertPoint(vec);
     emit_tile_loop(true);
@@ -373,12 +372,10 @@ class TiledLowering {
           Value* in_i = b_.CreateICmpULT(i, ext_[inner_]);
           // The tiled load's stride along A is 1: A is its last index.
           Value* row = b_.CreateAdd(base[ai], b_.CreateMul(i, acc.step[inner_]));
-          std::vector<Value*> lanes;
-          if (vec) {
+          if (vec) {  // the vector is wholly inside or outside the space
             Value* ok = b_.CreateAnd(in_i, b_.CreateICmpULT(a, ext_[across_]));
             Value* off = b_.CreateSelect(ok, b_.CreateAdd(row, a), idx_of(0));
-            lanes = load_raw(acc, off, V);
-            blk.raw[ai].push_back(std::move(lanes));
+            blk.raw[ai].push_back(load_raw(acc, off, V));
             continue;
           }
           // Scalar: each element goes to its place in shared memory as soon as it is loaded
@@ -431,9 +428,9 @@ class TiledLowering {
         lane.coords[across_] = c.a;
         lane.coords[inner_] = l == 0 ? c.i : b_.CreateAdd(c.i, idx_of(l));
         lane.loaded.assign(accesses_.size(), nullptr);
-        c.oks.push_back(l == 0 ? c.ok
-                               : b_.CreateAnd(in_a, b_.CreateICmpULT(lane.coords[inner_],
-                                                                     ext_[inner_])));
+        c.oks.push_back(
+            l == 0 ? c.ok
+                   : b_.CreateAnd(in_a, b_.CreateICmpULT(lane.coords[inner_], ext_[inner_])));
       }
       c.out = offset(out_strides_, c.lanes[0].coords, {across_, inner_}, out_base);
       for (size_t ai = 0; ai < accesses_.size(); ++ai) {
@@ -444,7 +441,8 @@ class TiledLowering {
             // Row da = q V + v: the chunk tile_chunk wrote for v, with the row's own q.
             Value* chunk = b_.CreateXor(
                 rr, b_.CreateAnd(b_.CreateUDiv(da, idx_of(V)), idx_of(swizzle(acc) - 1)));
-            Value* elem = b_.CreateAdd(b_.CreateMul(da, idx_of(To)), b_.CreateMul(chunk, idx_of(V)));
+            Value* elem =
+                b_.CreateAdd(b_.CreateMul(da, idx_of(To)), b_.CreateMul(chunk, idx_of(V)));
             vals = load_shared(acc, elem);
             break;
           }
@@ -537,7 +535,8 @@ class TiledLowering {
   std::vector<Value*> load_raw(const Access& a, Value* off, int n) {
     Value* ptr = em_.element_ptr(ptr_args_[a.param], a.stored, off);
     if (n == 1) {
-      return {b_.CreateAlignedLoad(em_.storage_type(a.stored), ptr, llvm::Align(size_of(a.stored)))};
+      return {
+          b_.CreateAlignedLoad(em_.storage_type(a.stored), ptr, llvm::Align(size_of(a.stored)))};
     }
     Value* v = em_.load_vector(ptr, a.stored, n);
     std::vector<Value*> out;

@@ -57,7 +57,7 @@ struct PointwiseStep {
   std::vector<std::string> vars;  // "s0", "s1", ...
   std::vector<Dim> space;         // extent of each var
   std::vector<StepStore> stores;
-  Tiling tiling;                  // plan_tiling
+  Tiling tiling;  // plan_tiling
 };
 
 using Rename = std::map<std::string, std::string>;

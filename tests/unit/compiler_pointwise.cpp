@@ -130,8 +130,7 @@ Tiling tiling_of(const char* spec) {
 
 }  // namespace
 
-TEST_CASE("loads that disagree with the output on the contiguous index are tiled",
-          "[compiler]") {
+TEST_CASE("loads that disagree with the output on the contiguous index are tiled", "[compiler]") {
   // A 2-D transpose: x's last index is s0, not the innermost s1.
   Tiling t = tiling_of(
       "kernel k(x: f32[N, M], z: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[j, i] + z[i, j] }");
@@ -157,9 +156,8 @@ TEST_CASE("loads that disagree with the output on the contiguous index are tiled
           .tiled());
   CHECK_FALSE(tiling_of("kernel k(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] }").tiled());
   // A repeated index is a gather.
-  CHECK_FALSE(
-      tiling_of("kernel k(x: f32[N, N]) -> (y: f32[N, N]) { y[i, j] = x[j, j] + x[i, i] }")
-          .tiled());
+  CHECK_FALSE(tiling_of("kernel k(x: f32[N, N]) -> (y: f32[N, N]) { y[i, j] = x[j, j] + x[i, i] }")
+                  .tiled());
 }
 
 TEST_CASE("the tiled variable is the one whose transposed loads carry the most bytes",
