@@ -27,6 +27,35 @@ def main():
               torch.randn(8192, 8192, device=dev, dtype=bf16)),
              lambda a, b: torch.nn.functional.silu(a) * b, 3 * 8192 * 8192 * 2),
     ]
+    # Transposes and permutations (examples/transpose.kiln, examples/permute.kiln); the
+    # outputs are materialized contiguous, as Kiln writes them.
+    t = 8192 * 8192
+    f32 = torch.float32
+    cases += [
+        case("transpose_scale f32 8192x8192", (torch.randn(8192, 8192, device=dev),),
+             lambda x: (2.0 * x.t()).contiguous(), 2 * t * 4),
+        case("transpose_add f32 8192x8192",
+             (torch.randn(8192, 8192, device=dev), torch.randn(8192, 8192, device=dev)),
+             lambda x, z: (z + x.t()).contiguous(), 3 * t * 4),
+        case("transpose_add f32 8191x8193",
+             (torch.randn(8193, 8191, device=dev), torch.randn(8191, 8193, device=dev)),
+             lambda x, z: (z + x.t()).contiguous(), 3 * 8191 * 8193 * 4),
+        case("transpose_bf16 8192x8192", (torch.randn(8192, 8192, device=dev, dtype=bf16),),
+             lambda x: x.t().contiguous(), 2 * t * 2),
+        case("transpose_cast f32->bf16 8192x8192", (torch.randn(8192, 8192, device=dev, dtype=f32),),
+             # (the float64 reference, bench/torch_common.py, stays float64)
+             lambda x: (x.t() * 0.5).to(bf16 if x.dtype == f32 else x.dtype).contiguous(),
+             t * 4 + t * 2),
+    ]
+    b, s, h, d = 8, 2048, 16, 128
+    cases += [
+        case("heads_first bf16 [8,2048,16,128]",
+             (torch.randn(b, s, h, d, device=dev, dtype=bf16),),
+             lambda x: x.permute(0, 2, 1, 3).contiguous(), 2 * b * s * h * d * 2),
+        case("heads_keys bf16 [8,2048,16,128]",
+             (torch.randn(b, s, h, d, device=dev, dtype=bf16),),
+             lambda x: x.permute(0, 2, 3, 1).contiguous(), 2 * b * s * h * d * 2),
+    ]
     report(sys.argv[1], copy, cases)
 
 

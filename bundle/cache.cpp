@@ -499,6 +499,8 @@ constexpr std::pair<std::string_view, std::string_view> kKnobs[] = {
      "through a workspace in a later phase (few, long rows)"},
     {"fuse", "1: online max+sum or Welford, one walk fewer over looped rows"},
     {"stage", "1: a long row's re-read inputs kept in shared memory"},
+    {"tile_in", "tiled pointwise: the tile's extent along the transposed inputs' rows"},
+    {"tile_out", "tiled pointwise: the tile's extent along the output's rows"},
 };
 
 // Words of `text` on lines of at most `width` columns (a word longer than that stays whole).

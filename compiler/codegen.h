@@ -26,10 +26,16 @@ struct VariantLayout {
 /// it reads or writes contiguously.
 int max_vector_width(const KernelDef& k, const PointwiseStep& step);
 
-/// Adds to `m` a kernel, `entry`, that runs `step` with `cfg` (ABI in bundle/manifest.h).
-/// The module needs no target yet; emit_ptx sets it.
+/// Adds to `m` a kernel, `entry`, that runs `step` with `cfg` (ABI in bundle/manifest.h):
+/// lower_tiled for a tiled config, else the flat kernel. The module needs no target yet;
+/// emit_ptx sets it.
 void lower_pointwise(llvm::Module& m, const KernelDef& k, const PointwiseStep& step,
                      const PointwiseConfig& cfg, const std::string& entry, VariantLayout* layout);
+
+/// The tiled pointwise kernel (compiler/lower_tiled.cpp) of a step with a tiling
+/// (PointwiseStep::tiling) and a tiled config.
+void lower_tiled(llvm::Module& m, const KernelDef& k, const PointwiseStep& step,
+                 const PointwiseConfig& cfg, const std::string& entry, VariantLayout* layout);
 
 /// Sets the NVPTX target for `arch` ("sm_90"), links the libdevice functions the module
 /// calls, runs the O3 pipeline and returns the PTX. `optimized_ir`, when given, receives the

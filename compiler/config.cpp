@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace kiln {
 
@@ -15,6 +16,8 @@ std::string config_text(const std::map<std::string, int64_t>& config) {
 }
 
 std::map<std::string, int64_t> PointwiseConfig::as_map() const {
+  if (tiled())
+    return {{"block", block}, {"vec", vec}, {"tile_in", tile_in}, {"tile_out", tile_out}};
   return {{"block", block}, {"vec", vec}, {"unroll", unroll}};
 }
 
@@ -33,6 +36,48 @@ std::vector<PointwiseConfig> pointwise_config_space(int max_vec) {
 // vectors in flight was the best or within 3% of the best config for add, swiglu and bias_gelu.
 PointwiseConfig default_pointwise_config(int max_vec) {
   return {128, max_vec, 2};
+}
+
+namespace {
+
+constexpr int64_t kStaticSmemBytes = 48 * 1024;
+
+// A tiled config if its tile is valid (config.h) and fits the static shared memory: vec x vec
+// blocks a multiple of the block, at most 16 vectors loaded per thread.
+std::optional<PointwiseConfig> tiled_config(int block, int vec, int tile_in, int tile_out,
+                                            int smem_bytes_per_element) {
+  if (tile_in % vec != 0 || tile_out % vec != 0) return std::nullopt;
+  const int64_t blocks = int64_t{tile_in / vec} * (tile_out / vec);
+  if (blocks % block != 0 || blocks / block * vec > 16) return std::nullopt;
+  if (int64_t{tile_in} * tile_out * smem_bytes_per_element > kStaticSmemBytes) return std::nullopt;
+  return PointwiseConfig{block, vec, 1, tile_in, tile_out};
+}
+
+}  // namespace
+
+std::vector<PointwiseConfig> tiled_config_space(int max_vec, int smem_bytes_per_element) {
+  std::vector<PointwiseConfig> space;
+  auto add = [&](std::optional<PointwiseConfig> c) {
+    if (c && std::find(space.begin(), space.end(), *c) == space.end()) space.push_back(*c);
+  };
+  add(default_tiled_config(max_vec));
+  for (auto [in, out] :
+       {std::pair{64, 64}, {32, 32}, {32, 64}, {64, 32}, {128, 64}, {64, 128}, {128, 128}}) {
+    for (int block : {64, 128, 256, 512}) {
+      add(tiled_config(block, max_vec, in, out, smem_bytes_per_element));
+    }
+  }
+  // Scalar: 16 and 4 elements per thread.
+  add(tiled_config(256, 1, 64, 64, smem_bytes_per_element));
+  add(tiled_config(256, 1, 32, 32, smem_bytes_per_element));
+  return space;
+}
+
+// Expected, not yet measured: one vec x vec block per thread keeps vec 16-byte loads in flight
+// per thread (16 KiB of f32 per 256-thread block) with one barrier pair per 64 x 64 tile.
+PointwiseConfig default_tiled_config(int max_vec) {
+  const int blocks = (64 / max_vec) * (64 / max_vec);
+  return {std::min(256, blocks), max_vec, 1, 64, 64};
 }
 
 std::map<std::string, int64_t> ReductionConfig::as_map() const {

@@ -15,12 +15,26 @@ std::string config_text(const std::map<std::string, int64_t>& config);
 /// A pointwise step: each thread handles `unroll` vectors of `vec` consecutive elements per
 /// grid-stride iteration, the vectors of one block interleaved so that a warp's accesses are
 /// contiguous; a block covers block * vec * unroll elements.
+///
+/// A tiled pointwise step (one whose loads disagree with its output on the contiguous index:
+/// PointwiseStep::tiling, compiler/plan.h) walks tiles of tile_in x tile_out elements of the
+/// plane of two variables: the one the tiled loads hold contiguous (tile_in elements of it)
+/// and the output's innermost one (tile_out elements). Each thread loads vec x vec blocks of
+/// the tile, `vec` vectors of `vec` elements along the input's contiguous index, into shared
+/// memory, and after a barrier stores vectors of `vec` elements along the output's; `unroll`
+/// is 1 and not a knob. tile_in and tile_out are powers of two, multiples of vec, and the
+/// tile's (tile_in / vec) x (tile_out / vec) blocks are a multiple of `block`.
 struct PointwiseConfig {
-  int block = 256;  // threads per block
-  int vec = 1;      // elements per thread per access (1 = scalar code, no alignment needed)
-  int unroll = 1;   // independent vectors in flight per thread
+  int block = 256;   // threads per block
+  int vec = 1;       // elements per thread per access (1 = scalar code, no alignment needed)
+  int unroll = 1;    // independent vectors in flight per thread
+  int tile_in = 0;   // tiled: the tile's extent along the tiled loads' contiguous index; 0: flat
+  int tile_out = 0;  // tiled: the tile's extent along the output's contiguous index
 
-  int64_t elements_per_block() const { return int64_t{block} * vec * unroll; }
+  bool tiled() const { return tile_in > 0; }
+  int64_t elements_per_block() const {
+    return tiled() ? int64_t{tile_in} * tile_out : int64_t{block} * vec * unroll;
+  }
   std::map<std::string, int64_t> as_map() const;
   friend bool operator==(const PointwiseConfig&, const PointwiseConfig&) = default;
 };
@@ -32,6 +46,17 @@ std::vector<PointwiseConfig> pointwise_config_space(int max_vec);
 
 /// The heuristic default: 128 threads, full vectors, two vectors in flight.
 PointwiseConfig default_pointwise_config(int max_vec);
+
+/// The tiled configurations of a step whose widest vector is `max_vec` elements and whose
+/// tiled loads take `smem_bytes_per_element` bytes of shared memory per tile element (the sum
+/// of their element sizes): full vectors first, then scalar ones (the fallback for pointers
+/// that are not 16-byte aligned); none uses more than 48 KiB of shared memory (the 64 x 64
+/// default fits when smem_bytes_per_element <= 12: compiler/plan.h tiles no more).
+std::vector<PointwiseConfig> tiled_config_space(int max_vec, int smem_bytes_per_element);
+
+/// The heuristic default of a tiled step: 64 x 64 tiles, full vectors, one vec x vec block
+/// per thread (256 threads for 4-byte vectors, 64 for 16-byte ones of halves).
+PointwiseConfig default_tiled_config(int max_vec);
 
 /// A reduction kernel (compiler/lower_reduction.h).
 /// Row reduction: `group` threads share a row (a power of two, 1..1024; several rows per warp

@@ -69,6 +69,19 @@ void plan_variants(StepPlan& step) {
   AnyConfig def;
   switch (step.kind) {
     case bundle::StepKind::pointwise:
+      if (const Tiling& t = step.pointwise.tiling; t.tiled()) {
+        // The tiles, their scalar fallback first among the variants without vectors, then the
+        // flat kernel's vector variants for the tuner (shapes whose tiles are mostly empty).
+        for (const PointwiseConfig& c :
+             tiled_config_space(step.max_vec, t.smem_bytes_per_element())) {
+          space.push_back(c);
+        }
+        for (const PointwiseConfig& c : pointwise_config_space(step.max_vec)) {
+          if (c.vec == step.max_vec) space.push_back(c);
+        }
+        def = default_tiled_config(step.max_vec);
+        break;  // no tune ranges: a tile's knobs constrain one another (config.h)
+      }
       for (const PointwiseConfig& c : pointwise_config_space(step.max_vec)) space.push_back(c);
       def = default_pointwise_config(step.max_vec);
       // Pointwise variants compile on the fly: the tuner may move these knobs past the grid.
@@ -276,6 +289,17 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
       written, std::vector<bool>(written.variants.size(), true), {1, /*memory_pools=*/true});
   if (step.kind == bundle::StepKind::pointwise) {
     line(fmt::format("every size: variant {} ({})", step.default_variant, config_text(def.config)));
+    if (const Tiling& t = step.pointwise.tiling; t.tiled()) {
+      const auto& c = std::get<PointwiseConfig>(def.config);
+      const std::string& across = step.pointwise.vars[static_cast<size_t>(t.across)];
+      const std::string& inner = step.pointwise.vars.back();
+      line(fmt::format(
+          "  tiles of {} {} x {} {} through shared memory, {} x {} blocks per thread: loads "
+          "along {}, stores along {}, {}-element vectors when the extents of {} and {} are "
+          "multiples of {}, else element by element",
+          c.tile_in, across, c.tile_out, inner, c.vec, c.vec, across, inner, c.vec, across, inner,
+          c.vec));
+    }
   } else if (step.kind == bundle::StepKind::contraction) {
     const PlannedVariant& small = step.variants[static_cast<size_t>(rule.small)];
     if (rule.small != step.default_variant) {
@@ -374,6 +398,18 @@ std::string print_plan(const KernelPlan& plan) {
     }
     if (st.reduced) {
       out += fmt::format("  split: phases={} slots={}\n", st.split.phases, st.split.slots);
+    }
+    if (st.kind == bundle::StepKind::pointwise && st.pointwise.tiling.tiled()) {
+      const Tiling& t = st.pointwise.tiling;
+      std::vector<std::string> loads;
+      for (const TiledLoad& l : t.loads) {
+        std::vector<std::string> idx;
+        for (int v : l.vars) idx.push_back(st.pointwise.vars[static_cast<size_t>(v)]);
+        loads.push_back(fmt::format("{}[{}]", l.tensor, fmt::join(idx, ", ")));
+      }
+      out += fmt::format("  tiled: across={} inner={} smem={} byte(s) per element: {}\n",
+                         st.pointwise.vars[static_cast<size_t>(t.across)], st.pointwise.vars.back(),
+                         t.smem_bytes_per_element(), fmt::join(loads, ", "));
     }
     if (st.stage_bytes_per_element > 0) {
       out += fmt::format("  stage: {} byte(s) per element\n", st.stage_bytes_per_element);

@@ -454,11 +454,17 @@ int max_vector_width(const KernelDef& k, const PointwiseStep& step) {
     for_each_child(e, [&](const Expr& c) { self(self, c); });
   };
   for (const StepStore& s : step.stores) visit(visit, s.value);
+  // A tiled load moves vectors along its own contiguous index (lower_tiled.cpp).
+  for (const TiledLoad& t : step.tiling.loads) narrow = std::min(narrow, size_of(t.stored));
   return static_cast<int>(16 / narrow);
 }
 
 void lower_pointwise(llvm::Module& m, const KernelDef& k, const PointwiseStep& step,
                      const PointwiseConfig& cfg, const std::string& entry, VariantLayout* layout) {
+  if (cfg.tiled()) {
+    lower_tiled(m, k, step, cfg, entry, layout);
+    return;
+  }
   PointwiseLowering(m, k, step, cfg).run(entry, layout);
 }
 

@@ -86,12 +86,63 @@ std::vector<PointwiseStep> plan_pointwise(const KernelDef& k) {
     auto same_space = [&](const PointwiseStep& st) { return st.space == target->shape; };
     auto it = std::find_if(steps.begin(), steps.end(), same_space);
     if (it == steps.end()) {
-      steps.push_back(PointwiseStep{vars, target->shape, {}});
+      steps.push_back(PointwiseStep{vars, target->shape, {}, {}});
       it = steps.end() - 1;
     }
     it->stores.push_back(StepStore{param, value});
   }
+  for (PointwiseStep& st : steps) st.tiling = plan_tiling(st);
   return steps;
+}
+
+int Tiling::smem_bytes_per_element() const {
+  int bytes = 0;
+  for (const TiledLoad& l : loads) bytes += static_cast<int>(size_of(l.stored));
+  return bytes;
+}
+
+Tiling plan_tiling(const PointwiseStep& step) {
+  const int rank = static_cast<int>(step.vars.size());
+  if (rank < 2) return {};
+  const int inner = rank - 1;
+  // The distinct transposed loads, in order of first use (stores in order, operands first).
+  std::vector<TiledLoad> transposed;
+  std::unordered_map<const ExprNode*, bool> seen;
+  auto visit = [&](auto&& self, const Expr& e) -> void {
+    if (!seen.emplace(e.ptr().get(), true).second) return;
+    for_each_child(e, [&](const Expr& c) { self(self, c); });
+    const Load* ld = e.as<Load>();
+    if (!ld || ld->indices.empty()) return;
+    TiledLoad t{ld->tensor, {}, ld->stored};
+    for (const std::string& v : ld->indices) {
+      auto pos = std::find(step.vars.begin(), step.vars.end(), v);
+      internal_check(pos != step.vars.end(), "plan_tiling: unknown index variable");
+      const int p = static_cast<int>(pos - step.vars.begin());
+      if (std::find(t.vars.begin(), t.vars.end(), p) != t.vars.end()) return;  // repeated
+      t.vars.push_back(p);
+    }
+    const bool uses_inner = std::find(t.vars.begin(), t.vars.end(), inner) != t.vars.end();
+    if (!uses_inner || t.vars.back() == inner) return;
+    if (std::find(transposed.begin(), transposed.end(), t) == transposed.end()) {
+      transposed.push_back(t);
+    }
+  };
+  for (const StepStore& s : step.stores) visit(visit, s.value);
+  if (transposed.empty()) return {};
+  // The variable whose transposed loads carry the most bytes per element (the first on ties).
+  std::map<int, int> bytes;
+  for (const TiledLoad& t : transposed) bytes[t.vars.back()] += size_of(t.stored);
+  Tiling tiling;
+  int best = 0;
+  for (const TiledLoad& t : transposed) {
+    const int b = bytes[t.vars.back()];
+    if (b > best) best = b, tiling.across = t.vars.back();
+  }
+  for (const TiledLoad& t : transposed) {
+    if (t.vars.back() == tiling.across) tiling.loads.push_back(t);
+  }
+  if (tiling.smem_bytes_per_element() > 12) return {};
+  return tiling;
 }
 
 }  // namespace kiln

@@ -8,6 +8,14 @@
 //     fusion: each input element they share is loaded once); each distinct space is a step.
 // Each step names its space's index variables s0, s1, ... so that stores from statements
 // that spelled their indices differently share them.
+//  3. A step whose loads disagree with its output on the contiguous index is tiled
+//     (plan_tiling): a load is transposed when it uses the step's innermost variable but its
+//     own last index is another variable. The transposed loads whose last index is the one
+//     variable that carries the most bytes of them ("across") are read through shared-memory
+//     tiles of the (across, innermost) plane; every other load is read as the flat kernel
+//     reads it. A load that repeats a variable (`x[i, i]`) is never tiled, and neither is a
+//     step whose tiled loads would need more than 12 bytes of shared memory per tile
+//     element (a 64 x 64 tile of each must fit 48 KiB).
 #pragma once
 
 #include <functional>
@@ -27,10 +35,29 @@ struct StepStore {
   Expr value;
 };
 
+/// A transposed load read through shared memory: tensor `tensor` indexed by the step
+/// variables at positions `vars` (distinct; the last is Tiling::across).
+struct TiledLoad {
+  std::string tensor;
+  std::vector<int> vars;
+  DType stored = DType::f32;
+  friend bool operator==(const TiledLoad&, const TiledLoad&) = default;
+};
+
+/// How a step's transposed loads are read: through tiles of the plane of step variables
+/// `across` and the innermost one (compiler/config.h: PointwiseConfig::tile_in, tile_out).
+struct Tiling {
+  int across = -1;               // a step variable's position; -1: not tiled (flat)
+  std::vector<TiledLoad> loads;  // the loads read through tiles, in order of first use
+  bool tiled() const { return across >= 0; }
+  int smem_bytes_per_element() const;  // the loads' element sizes, summed
+};
+
 struct PointwiseStep {
   std::vector<std::string> vars;  // "s0", "s1", ...
   std::vector<Dim> space;         // extent of each var
   std::vector<StepStore> stores;
+  Tiling tiling;  // plan_tiling
 };
 
 using Rename = std::map<std::string, std::string>;
@@ -61,5 +88,8 @@ class Inliner {
 /// whose schedule is all pointwise) into pointwise steps. Reductions are planned by the kernel
 /// plan (compiler/kernel_plan.h); one left here throws UserError at its location.
 std::vector<PointwiseStep> plan_pointwise(const KernelDef& k);
+
+/// The tiling of `step`'s transposed loads (step 3 above); plan_pointwise sets it.
+Tiling plan_tiling(const PointwiseStep& step);
 
 }  // namespace kiln

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "bundle/manifest.h"
+#include "bundle/rule.h"
 #include "compiler/codegen.h"
 #include "compiler/compile.h"
 #include "compiler/config.h"
@@ -111,8 +112,158 @@ TEST_CASE("vector width is 16 bytes of the narrowest contiguous tensor", "[compi
   CHECK(width("kernel k(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] }") == 4);
   CHECK(width("kernel k(x: bf16[N]) -> (y: bf16[N]) { y[i] = x[i] }") == 8);
   CHECK(width("kernel k(x: f32[N]) -> (y: f16[N]) { y[i] = x[i] }") == 8);
-  // A transposed f16 read is gathered, so it does not narrow the vectors.
-  CHECK(width("kernel k(x: f16[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }") == 4);
+  // A transposed f16 read goes through tiles in vectors along its own rows: it narrows them.
+  CHECK(width("kernel k(x: f16[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }") == 8);
+  // A broadcast f16 read without the innermost index is one scalar: it does not.
+  CHECK(width("kernel k(x: f16[M], z: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[i] + z[i, j] }") ==
+        4);
+}
+
+namespace {
+
+Tiling tiling_of(const char* spec) {
+  Program p = parse_program(spec);
+  std::vector<PointwiseStep> steps = plan_pointwise(p.kernels[0]);
+  REQUIRE(steps.size() == 1);
+  return steps[0].tiling;
+}
+
+}  // namespace
+
+TEST_CASE("loads that disagree with the output on the contiguous index are tiled", "[compiler]") {
+  // A 2-D transpose: x's last index is s0, not the innermost s1.
+  Tiling t = tiling_of(
+      "kernel k(x: f32[N, M], z: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[j, i] + z[i, j] }");
+  CHECK(t.across == 0);
+  REQUIRE(t.loads.size() == 1);
+  CHECK(t.loads[0] == TiledLoad{"x", {1, 0}, DType::f32});
+  CHECK(t.smem_bytes_per_element() == 4);
+
+  // [B, S, H, D] -> [B, H, D, S]: x's last index d (s2) is not the innermost s (s3).
+  t = tiling_of(
+      "kernel k(x: bf16[B, S, H, D]) -> (y: bf16[B, H, D, S]) { y[b, h, d, s] = x[b, s, h, d] }");
+  CHECK(t.across == 2);
+  REQUIRE(t.loads.size() == 1);
+  CHECK(t.loads[0] == TiledLoad{"x", {0, 3, 1, 2}, DType::bf16});
+
+  // [B, S, H, D] -> [B, H, S, D] keeps the contiguous index: rows, no tiles.
+  CHECK_FALSE(tiling_of("kernel k(x: bf16[B, S, H, D]) -> (y: bf16[B, H, S, D]) {\n"
+                        "  y[b, h, s, d] = x[b, s, h, d]\n}")
+                  .tiled());
+  // Broadcasts (no innermost index, or the innermost last) and 1-D steps are flat.
+  CHECK_FALSE(
+      tiling_of("kernel k(x: f32[M], v: f32[N]) -> (y: f32[M, N]) { y[i, j] = x[i] * v[j] }")
+          .tiled());
+  CHECK_FALSE(tiling_of("kernel k(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] }").tiled());
+  // A repeated index is a gather.
+  CHECK_FALSE(tiling_of("kernel k(x: f32[N, N]) -> (y: f32[N, N]) { y[i, j] = x[j, j] + x[i, i] }")
+                  .tiled());
+}
+
+TEST_CASE("the tiled variable is the one whose transposed loads carry the most bytes",
+          "[compiler]") {
+  // a (f32) is contiguous along s0 and b, c (bf16) along s1: 4 bytes against 2 + 2, a wins
+  // on the tie by coming first; with a third bf16 load along s1, s1 wins.
+  const char* two = R"(
+kernel k(a: f32[N, P, M], b: bf16[M, N, P], c: bf16[N, M, P]) -> (y: f32[M, P, N]) {
+  y[i, j, l] = a[l, j, i] + f32(b[i, l, j]) + f32(c[l, i, j])
+})";
+  Tiling t = tiling_of(two);
+  CHECK(t.across == 0);
+  REQUIRE(t.loads.size() == 1);
+  CHECK(t.loads[0].tensor == "a");
+  t = tiling_of(R"(
+kernel k(a: f32[N, P, M], b: bf16[M, N, P], c: bf16[N, M, P], d: bf16[N, M, P]) -> (y: f32[M, P, N]) {
+  y[i, j, l] = a[l, j, i] + f32(b[i, l, j]) + f32(c[l, i, j]) * f32(d[l, i, j])
+})");
+  CHECK(t.across == 1);
+  REQUIRE(t.loads.size() == 3);
+  CHECK(t.loads[0].tensor == "b");
+  CHECK(t.smem_bytes_per_element() == 6);
+  // More than 12 bytes per tile element would not fit 64 x 64 tiles in 48 KiB: flat.
+  CHECK_FALSE(tiling_of(R"(
+kernel k(a: f32[N, M], b: f32[N, M], c: f32[N, M], d: f32[N, M]) -> (y: f32[M, N]) {
+  y[i, j] = a[j, i] + b[j, i] + c[j, i] + d[j, i]
+})")
+                  .tiled());
+}
+
+TEST_CASE("the tiled config space", "[compiler]") {
+  for (int vec : {4, 8}) {
+    for (int bytes : {2, 4, 12}) {
+      std::vector<PointwiseConfig> space = tiled_config_space(vec, bytes);
+      PointwiseConfig def = default_tiled_config(vec);
+      REQUIRE(!space.empty());
+      CHECK(space[0] == def);
+      CHECK(def.tile_in == 64);
+      CHECK(def.tile_out == 64);
+      CHECK(def.vec == vec);
+      CHECK(def.block == (vec == 4 ? 256 : 64));
+      CHECK(def.elements_per_block() == 64 * 64);
+      bool scalar = false;
+      for (const PointwiseConfig& c : space) {
+        INFO(config_text(c.as_map()));
+        CHECK(c.tiled());
+        CHECK((c.vec == vec || c.vec == 1));
+        // Once a scalar config appears, every later one is scalar (the fallback comes first
+        // among the configs without vectors).
+        if (scalar) CHECK(c.vec == 1);
+        scalar = scalar || c.vec == 1;
+        CHECK(c.tile_in % c.vec == 0);
+        CHECK(c.tile_out % c.vec == 0);
+        const int64_t blocks = int64_t{c.tile_in / c.vec} * (c.tile_out / c.vec);
+        CHECK(blocks % c.block == 0);
+        CHECK(int64_t{c.tile_in} * c.tile_out * bytes <= 48 * 1024);
+        CHECK(c.as_map().count("tile_in") == 1);
+        CHECK(c.as_map().count("unroll") == 0);
+        CHECK(std::count(space.begin(), space.end(), c) == 1);
+      }
+      CHECK(scalar);
+    }
+  }
+  // A flat config keeps its keys.
+  CHECK(PointwiseConfig{128, 4, 2}.as_map() ==
+        std::map<std::string, int64_t>{{"block", 128}, {"vec", 4}, {"unroll", 2}});
+}
+
+TEST_CASE("a tiled step's manifest: tiles by default, a tiled scalar fallback", "[compiler]") {
+  Program p = parse_program(R"(
+kernel t(x: f32[N, M], z: f32[M, N], v: f32[M]) -> (y: f32[M, N]) {
+  y[i, j] = x[j, i] + z[i, j] * v[i]
+})");
+  CompileOptions opts;
+  opts.assemble = false;
+  opts.jobs = 2;
+  opts.archs = {"sm_90"};
+  CompiledBundle b = compile_program(p, opts);
+  REQUIRE(b.manifest.kernels.size() == 1);
+  REQUIRE(b.manifest.kernels[0].steps.size() == 1);
+  const bundle::Step& step = b.manifest.kernels[0].steps[0];
+  const bundle::StepRule rule =
+      bundle::step_rule(step, std::vector<bool>(step.variants.size(), true), {132, true});
+  const bundle::Variant& def = step.variants[static_cast<size_t>(rule.chosen)];
+  CHECK(def.is_default);
+  CHECK(def.config == std::map<std::string, int64_t>{
+                          {"block", 256}, {"vec", 4}, {"tile_in", 64}, {"tile_out", 64}});
+  CHECK(def.block_threads == 256);
+  CHECK(def.elements_per_block == 64 * 64);
+  // x (tiled), z (contiguous) and y (stored) move 16-byte vectors; v (one per row) does not.
+  CHECK(def.align_bytes == 16);
+  CHECK(def.aligned_params == std::vector<int>{0, 1, 3});
+  // Misaligned pointers run the tiles element by element, not the flat kernel's gathers.
+  REQUIRE(rule.scalar_fallback >= 0);
+  const bundle::Variant& fb = step.variants[static_cast<size_t>(rule.scalar_fallback)];
+  CHECK(fb.align_bytes == 1);
+  CHECK(fb.config.at("vec") == 1);
+  CHECK(fb.config.count("tile_in") == 1);
+  // The PTX of every tiled variant has its tile in shared memory and its barriers.
+  for (const bundle::Variant& v : step.variants) {
+    INFO(v.entry);
+    const std::string& ptx = b.files.at(v.images[0].ptx);
+    const bool tiled = v.config.count("tile_in") == 1;
+    CHECK((ptx.find(".shared") != std::string::npos) == tiled);
+    CHECK((ptx.find("bar.sync") != std::string::npos) == tiled);
+  }
 }
 
 TEST_CASE("a compiled bundle's manifest is valid and complete", "[compiler]") {

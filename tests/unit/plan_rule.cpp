@@ -105,6 +105,15 @@ TEST_CASE("explain names the variant the runtime's heuristic runs, for every exa
                 sizes[s] = s == reduced_symbol ? R : rows;
                 values.push_back(sizes[s]);
               }
+              // A space of more than INT64_MAX elements (a 4-D step at rows = 65537) is no
+              // launch: check_arguments refuses it before any variant is chosen.
+              int64_t elements = 1;
+              bool overflows = false;
+              for (const Dim& d : step.space) {
+                const int64_t e = d.is_fixed() ? d.value() : sizes.at(d.name());
+                overflows = overflows || __builtin_mul_overflow(elements, e, &elements);
+              }
+              if (overflows) continue;
               const int runtime = launch::heuristic_for(info, enc, si, rule, values, device);
               const ExplainedStep said = explain_step(*plan, si, sizes, device);
               if (said.variant != runtime) {

@@ -1,0 +1,151 @@
+// Runs a kernel of examples/permute.kiln, lowered to the host (to_host.py), the way a GPU
+// would: each block's threads are host threads meeting at a std::barrier for bar.sync, blocks
+// run one after another over a grid of at most MAXGRID blocks (so that blocks loop over
+// tiles), and the output is compared bit for bit with a host reference. Inputs are random;
+// outputs start poisoned, so an element never written fails. Exits 1 on any mismatch.
+//   driver BLOCK ELEMENTS_PER_BLOCK MAXGRID EXTENTS...      (compiled with -DK=1..5)
+#include <barrier>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+static thread_local int g_tid, g_ctaid;
+static int g_nctaid;
+static thread_local std::barrier<>* g_bar;
+extern "C" int sim_tid() {
+  return g_tid;
+}
+extern "C" int sim_ctaid() {
+  return g_ctaid;
+}
+extern "C" int sim_nctaid() {
+  return g_nctaid;
+}
+extern "C" void sim_barrier() {
+  g_bar->arrive_and_wait();
+}
+template <class F>
+void launch(int grid, int block, F f) {
+  g_nctaid = grid;
+  for (int b = 0; b < grid; ++b) {
+    std::barrier<> bar(block);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < block; ++t)
+      ts.emplace_back([&, t] {
+        g_tid = t;
+        g_ctaid = b;
+        g_bar = &bar;
+        f();
+      });
+    for (auto& t : ts) t.join();
+  }
+}
+static uint16_t bf16_bits(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  return uint16_t((b + 32767 + ((b >> 16) & 1)) >> 16);
+}
+static float bf16_f(uint16_t h) {
+  uint32_t b = uint32_t(h) << 16;
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+std::mt19937 rng(7);
+float rnd() {
+  return std::uniform_real_distribution<float>(-2, 2)(rng);
+}
+int main(int argc, char** argv) {
+  if (argc < 5) return 2;
+  int block = atoi(argv[1]);
+  long epb = atol(argv[2]);
+  int maxgrid = atoi(argv[3]);
+  std::vector<long> d;
+  for (int i = 4; i < argc; ++i) d.push_back(atol(argv[i]));
+  long bad = 0, n = 0;
+#if K == 1  // transpose_add(x: f32[N, M], z: f32[M, N]) -> y[M, N]; args N M
+  extern void kern(float*, float*, float*, long, long) asm("kern");
+  long N = d[0], M = d[1];
+  n = N * M;
+  std::vector<float> x(n), z(n), y(n, -1e30f);
+  for (auto& v : x) v = rnd();
+  for (auto& v : z) v = rnd();
+  long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
+  launch(grid, block, [&] { kern(x.data(), z.data(), y.data(), N, M); });
+  for (long i = 0; i < M; ++i)
+    for (long j = 0; j < N; ++j) {
+      float w = x[j * M + i] + z[i * N + j];
+      if (memcmp(&w, &y[i * N + j], 4)) {
+        if (bad++ < 5) printf("bad y[%ld,%ld] %g want %g\n", i, j, y[i * N + j], w);
+      }
+    }
+#elif K == 2  // transpose_bf16(x: bf16[N, M]) -> y[M, N]
+  extern void kern(uint16_t*, uint16_t*, long, long) asm("kern");
+  long N = d[0], M = d[1];
+  n = N * M;
+  std::vector<uint16_t> x(n), y(n, 0xFFFF);
+  for (auto& v : x) v = bf16_bits(rnd());
+  long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
+  launch(grid, block, [&] { kern(x.data(), y.data(), N, M); });
+  for (long i = 0; i < M; ++i)
+    for (long j = 0; j < N; ++j) {
+      if (x[j * M + i] != y[i * N + j]) {
+        if (bad++ < 5) printf("bad y[%ld,%ld]\n", i, j);
+      }
+    }
+#elif K == 3  // heads_keys_f32(x: f32[B,S,H,D], bias: f32[H,S]) -> y[B,H,D,S] = x + bias[h,s] + d
+  extern void kern(float*, float*, float*, long, long, long, long) asm("kern");
+  long B = d[0], S = d[1], H = d[2], D = d[3];
+  n = B * S * H * D;
+  std::vector<float> x(n), bias(H * S), y(n, -1e30f);
+  for (auto& v : x) v = rnd();
+  for (auto& v : bias) v = rnd();
+  long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
+  launch(grid, block, [&] { kern(x.data(), bias.data(), y.data(), B, S, H, D); });
+  for (long b = 0; b < B; ++b)
+    for (long h = 0; h < H; ++h)
+      for (long dd = 0; dd < D; ++dd)
+        for (long s = 0; s < S; ++s) {
+          float w = (x[((b * S + s) * H + h) * D + dd] + bias[h * S + s]) + float(dd);
+          float g = y[((b * H + h) * D + dd) * S + s];
+          if (memcmp(&w, &g, 4)) {
+            if (bad++ < 5) printf("bad y[%ld,%ld,%ld,%ld] %g want %g\n", b, h, dd, s, g, w);
+          }
+        }
+#elif K == 4  // transpose_cast(x: f32[N, M]) -> y: bf16[M, N] = bf16(x[j,i]*0.5)
+  extern void kern(float*, uint16_t*, long, long) asm("kern");
+  long N = d[0], M = d[1];
+  n = N * M;
+  std::vector<float> x(n);
+  std::vector<uint16_t> y(n, 0xFFFF);
+  for (auto& v : x) v = rnd();
+  long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
+  launch(grid, block, [&] { kern(x.data(), y.data(), N, M); });
+  for (long i = 0; i < M; ++i)
+    for (long j = 0; j < N; ++j) {
+      if (bf16_bits(x[j * M + i] * 0.5f) != y[i * N + j]) {
+        if (bad++ < 5) printf("bad y[%ld,%ld]\n", i, j);
+      }
+    }
+#elif K == 5  // heads_keys(x: bf16[B,S,H,D]) -> y[B,H,D,S]
+  extern void kern(uint16_t*, uint16_t*, long, long, long, long) asm("kern");
+  long B = d[0], S = d[1], H = d[2], D = d[3];
+  n = B * S * H * D;
+  std::vector<uint16_t> x(n), y(n, 0xFFFF);
+  for (auto& v : x) v = bf16_bits(rnd());
+  long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
+  launch(grid, block, [&] { kern(x.data(), y.data(), B, S, H, D); });
+  for (long b = 0; b < B; ++b)
+    for (long h = 0; h < H; ++h)
+      for (long dd = 0; dd < D; ++dd)
+        for (long s = 0; s < S; ++s)
+          if (x[((b * S + s) * H + h) * D + dd] != y[((b * H + h) * D + dd) * S + s]) {
+            if (bad++ < 5) printf("bad\n");
+          }
+#endif
+  printf("%s n=%ld bad=%ld\n", bad ? "FAIL" : "ok", n, bad);
+  return bad != 0;
+}

@@ -1,0 +1,54 @@
+"""Rewrites a pointwise kernel's LLVM IR (tests/cpu_sim/dump.cpp) to run on the host: the
+thread and block registers and the barrier become calls into driver.cpp, the bf16 pair
+conversion an IR function rounding to nearest even, and the shared-memory tile an ordinary
+global (blocks run one after another).
+    python3 to_host.py IN.ll OUT.ll [--force64]
+--force64 makes the kernel take its 64-bit index path at any size."""
+import sys
+
+src, dst = sys.argv[1], sys.argv[2]
+s = "\n".join(l for l in open(src).read().splitlines()
+              if not (l.startswith("declare") and "llvm.nvvm" in l))
+for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
+                 ("@llvm.nvvm.read.ptx.sreg.ctaid.x()", "@sim_ctaid()"),
+                 ("@llvm.nvvm.read.ptx.sreg.nctaid.x()", "@sim_nctaid()"),
+                 ("@llvm.nvvm.barrier0()", "@sim_barrier()"),
+                 ("@llvm.nvvm.ff2bf16x2.rn(", "@sim_bf16x2(")]:
+    s = s.replace(old, new)
+if "llvm.nvvm" in s:
+    sys.exit("to_host.py: an NVVM intrinsic it does not know: " +
+             next(l for l in s.splitlines() if "llvm.nvvm" in l))
+if "--force64" in sys.argv:
+    if s.count(", 2147483647") != 1:
+        sys.exit("to_host.py: expected one comparison with INT32_MAX")
+    s = s.replace(", 2147483647", ", 0")
+s += """
+declare i32 @sim_tid()
+declare i32 @sim_ctaid()
+declare i32 @sim_nctaid()
+declare void @sim_barrier()
+define internal i16 @sim_rne(float %f) {
+  %b = bitcast float %f to i32
+  %h = lshr i32 %b, 16
+  %odd = and i32 %h, 1
+  %bias = add i32 %odd, 32767
+  %r = add i32 %b, %bias
+  %s = lshr i32 %r, 16
+  %t = trunc i32 %s to i16
+  ret i16 %t
+}
+define bfloat @__truncsfbf2(float %f) {
+  %h = call i16 @sim_rne(float %f)
+  %r = bitcast i16 %h to bfloat
+  ret bfloat %r
+}
+define internal <2 x bfloat> @sim_bf16x2(float %a, float %b) {
+  %lo = call i16 @sim_rne(float %b)
+  %hi = call i16 @sim_rne(float %a)
+  %v0 = insertelement <2 x i16> poison, i16 %lo, i32 0
+  %v1 = insertelement <2 x i16> %v0, i16 %hi, i32 1
+  %r = bitcast <2 x i16> %v1 to <2 x bfloat>
+  ret <2 x bfloat> %r
+}
+"""
+open(dst, "w").write(s)
