@@ -243,8 +243,9 @@ struct IndexNode : Node {
   DType type;
   IndexNode(int v, DType t) : var(v), type(t) {}
   void eval(Ctx& c, double* out, int n) override {
+    // As the GPU does: the index as its type (wrapped to 32 bits for i32 and u32).
     auto value = [&](int64_t i) {
-      return type == DType::i64 ? from_i64(i) : static_cast<double>(i);
+      return type == DType::f32 ? static_cast<double>(i) : int_encode(type, i);
     };
     if (c.vec == var) {
       for (int k = 0; k < n; ++k) out[k] = value(c.vec_start + k);
