@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -228,8 +229,13 @@ Comparison compare_range(const HostTensor& out, const HostTensor& stored, const 
     const double o = out.get(i), s = stored.get(i), w = exact ? s : wide.get(i);
     double ratio = 0;
     if (exact || !std::isfinite(s) || !std::isfinite(o)) {
-      // Integers exactly; NaN where the reference is NaN, an infinity of the same sign.
-      bool same = std::isnan(s) ? std::isnan(o) : o == s;
+      // Integers bit for bit (an i64 past 2^53 is not exact as a double); NaN where the
+      // reference is NaN, an infinity of the same sign.
+      const size_t size = size_of(stored.dtype);
+      bool same = exact ? std::memcmp(out.bytes.data() + i * size, stored.bytes.data() + i * size,
+                                      size) == 0
+                  : std::isnan(s) ? std::isnan(o)
+                                  : o == s;
       ratio = same ? 0 : kInf;
     } else {
       const double err = std::abs(o - w);

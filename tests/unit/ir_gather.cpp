@@ -391,3 +391,58 @@ TEST_CASE("scheduler: gathers inside reductions are refused with a location",
   REQUIRE(s.kernels.size() == 1);
   CHECK(s.kernels[0].kind == StepKind::row_reduction);
 }
+
+TEST_CASE("scheduler: the gather suite's kernels compute what the spec does",
+          "[ir][gather][schedule]") {
+  Program p = parse_program(read_example("gather_suite"));
+  for (const KernelDef& k : p.kernels) {
+    INFO(k.name);
+    Schedule s = schedule_kernel(k);
+    REQUIRE(s.kernels.size() == 1);
+    const bool colsum = k.name == "colsum_gather";
+    CHECK(s.kernels[0].kind == (colsum ? StepKind::outer_reduction : StepKind::pointwise));
+    SymbolValues sym = colsum ? SymbolValues{{"M", 9}, {"N", 5}, {"V", 4}}
+                              : SymbolValues{{"R", 6}, {"C", 5}, {"K", 23}};
+    std::map<std::string, HostTensor, std::less<>> a;
+    int64_t seed = 1;
+    for (const TensorDecl* t : k.params()) {
+      HostTensor h(t->dtype, resolve_shape(t->shape, sym));
+      for (int64_t i = 0; i < h.numel(); ++i) {
+        seed = seed * 6364136223846793005LL + 1442695040888963407LL;
+        int64_t r = (seed >> 33) % 9 - 1;  // -1 .. 7: some positions out of range
+        if (t->dtype == DType::u32 && r < 0) r = 4294967295LL;
+        h.set(i, is_float(t->dtype) ? std::sin(double(seed % 1000)) : double(r));
+      }
+      a[t->name] = h;
+    }
+    std::map<std::string, HostTensor, std::less<>> b = a;
+    std::map<std::string, HostTensor*, std::less<>> pa, pb;
+    for (auto& [n, t] : a) pa[n] = &t;
+    for (auto& [n, t] : b) pb[n] = &t;
+    interpret(k, sym, pa);
+    run_schedule(s, sym, pb);
+    for (const TensorDecl& o : k.outputs) CHECK(a[o.name].bytes == b[o.name].bytes);
+  }
+  // The i64 product wraps: (n + 9) * (2^31 - 1)^2 * 8 - h, computed in uint64_t.
+  SymbolValues sym{{"R", 1}, {"C", 1}, {"K", 1}};
+  std::map<std::string, HostTensor, std::less<>> t;
+  t["x"] = HostTensor(DType::bf16, {1, 1});
+  t["h"] = HostTensor(DType::u32, {1});
+  t["n"] = HostTensor(DType::i32, {1});
+  t["y"] = HostTensor(DType::f32, {1});
+  t["z"] = HostTensor(DType::u32, {1});
+  t["p"] = HostTensor(DType::i64, {1});
+  t["h"].set(0, 4294967295.0);
+  t["n"].set(0, 5);
+  std::map<std::string, HostTensor*, std::less<>> pt;
+  for (auto& [n, h] : t) pt[n] = &h;
+  interpret(p.kernels[1], sym, pt);
+  uint64_t m = 2147483647ULL;
+  uint64_t want = 14ULL * m * m * 8ULL - 4294967295ULL;
+  int64_t got;
+  std::memcpy(&got, t["p"].data(), 8);
+  CHECK(static_cast<uint64_t>(got) == want);
+  // h * 2 < h holds for h = 2^32 - 1 (it wraps), n != 2: y = x[clamped] + 1.
+  CHECK(t["y"].get(0) == 1.0);
+  CHECK(t["z"].get(0) == double(uint32_t(4294967295u * 2654435761u + 5u / 3u)));
+}
