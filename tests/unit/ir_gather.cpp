@@ -404,12 +404,12 @@ TEST_CASE("scheduler: the gather suite's kernels compute what the spec does",
     SymbolValues sym = colsum ? SymbolValues{{"M", 9}, {"N", 5}, {"V", 4}}
                               : SymbolValues{{"R", 6}, {"C", 5}, {"K", 23}};
     std::map<std::string, HostTensor, std::less<>> a;
-    int64_t seed = 1;
+    uint64_t seed = 1;
     for (const TensorDecl* t : k.params()) {
       HostTensor h(t->dtype, resolve_shape(t->shape, sym));
       for (int64_t i = 0; i < h.numel(); ++i) {
-        seed = seed * 6364136223846793005LL + 1442695040888963407LL;
-        int64_t r = (seed >> 33) % 9 - 1;  // -1 .. 7: some positions out of range
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        int64_t r = static_cast<int64_t>((seed >> 33) % 9) - 1;  // -1 .. 7: some out of range
         if (t->dtype == DType::u32 && r < 0) r = 4294967295LL;
         h.set(i, is_float(t->dtype) ? std::sin(double(seed % 1000)) : double(r));
       }
