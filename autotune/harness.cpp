@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -20,8 +23,51 @@ void check_cu(const Runtime& rt, CUresult r, const char* what) {
   if (r != CUDA_SUCCESS) throw HarnessError{fmt::format("{}: {}", what, rt.describe(r))};
 }
 
+// Inputs read in a gather's computed positions (index tensors), each with the smallest extent
+// of a dimension it indexes: their values are drawn mostly in [0, extent), so that a check
+// of an embedding lookup or a cross-entropy compares real rows, not the clamped edges.
+std::map<std::string, int64_t> index_ranges(const KernelDef& def, const SymbolValues& shape) {
+  std::map<std::string, int64_t> out;
+  std::function<void(const Expr&, int64_t)> reads = [&](const Expr& e, int64_t extent) {
+    std::string t;
+    if (const Load* l = e.as<Load>()) t = l->tensor;
+    if (const Gather* g = e.as<Gather>()) t = g->tensor;
+    if (const TensorDecl* d = t.empty() ? nullptr : def.find_tensor(t);
+        d && d->role == TensorRole::input && is_integer(d->dtype)) {
+      auto [it, fresh] = out.emplace(t, extent);
+      if (!fresh) it->second = std::min(it->second, extent);
+    }
+    for_each_child(e, [&](const Expr& c) { reads(c, extent); });
+  };
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (const Gather* g = e.as<Gather>()) {
+      std::vector<int64_t> extents = resolve_shape(g->shape, shape);
+      for (size_t d = 0; d < g->indices.size(); ++d) reads(wrap(g->indices[d]), extents[d]);
+    }
+    for_each_child(e, walk);
+  };
+  for (const Stmt& s : def.body) walk(s.value);
+  return out;
+}
+
+// Values of an index tensor: uniform in [0, range), and one element in 64 out of range (-1,
+// range, or far above), which the gather clamps (docs/language.md).
+void fill_index(HostTensor& t, int64_t range, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int64_t> d(0, std::max<int64_t>(range, 1) - 1);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    uint64_t r = rng() % 64;
+    int64_t v = r == 0 ? -1 : r == 1 ? range : r == 2 ? range + 1000 : d(rng);
+    if (t.dtype == DType::u32 && v < 0) v = UINT32_MAX;
+    if (t.dtype == DType::i32) v = std::min<int64_t>(v, INT32_MAX);
+    t.set(i, static_cast<double>(v));
+  }
+}
+
 void fill_random(HostTensor& t, std::mt19937_64& rng) {
-  if (t.dtype == DType::i32) {
+  if (t.dtype == DType::u32) {
+    std::uniform_int_distribution<uint32_t> d(1, 2000);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, d(rng));
+  } else if (t.dtype == DType::i32 || t.dtype == DType::i64) {
     // [-1000, -1] and [1, 1000], uniformly: a kernel may divide by an input.
     std::uniform_int_distribution<int32_t> d(-1000, 999);
     for (int64_t i = 0; i < t.numel(); ++i) {
@@ -183,8 +229,13 @@ Comparison compare_range(const HostTensor& out, const HostTensor& stored, const 
     const double o = out.get(i), s = stored.get(i), w = exact ? s : wide.get(i);
     double ratio = 0;
     if (exact || !std::isfinite(s) || !std::isfinite(o)) {
-      // Integers exactly; NaN where the reference is NaN, an infinity of the same sign.
-      bool same = std::isnan(s) ? std::isnan(o) : o == s;
+      // Integers bit for bit (an i64 past 2^53 is not exact as a double); NaN where the
+      // reference is NaN, an infinity of the same sign.
+      const size_t size = size_of(stored.dtype);
+      bool same = exact ? std::memcmp(out.bytes.data() + i * size, stored.bytes.data() + i * size,
+                                      size) == 0
+                  : std::isnan(s) ? std::isnan(o)
+                                  : o == s;
       ratio = same ? 0 : kInf;
     } else {
       const double err = std::abs(o - w);
@@ -251,6 +302,7 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
   const DriverApi& api = rt.driver();
   check_cu(rt, api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   std::mt19937_64 rng(seed);
+  const std::map<std::string, int64_t> ranges = index_ranges(def, shape);
   for (const TensorDecl* t : def.params()) {
     host_.emplace_back(t->dtype, resolve_shape(t->shape, shape));
     HostTensor& h = host_.back();
@@ -258,7 +310,11 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
     dev_.push_back(std::make_unique<DeviceBuffer>(rt, h.bytes.size()));
     ptrs_.push_back(dev_.back()->get());
     if (t->role == TensorRole::input) {
-      fill_random(h, rng);
+      if (auto r = ranges.find(t->name); r != ranges.end()) {
+        fill_index(h, r->second, rng);
+      } else {
+        fill_random(h, rng);
+      }
       if (mode == InputMode::specials && is_float(h.dtype)) fill_specials(h, rng);
       if (mode == InputMode::neginf_rows && is_float(h.dtype)) fill_neginf_rows(h, rng);
       check_cu(rt, api.cuMemcpyHtoD(ptrs_.back(), h.data(), h.bytes.size()), "cuMemcpyHtoD");

@@ -399,7 +399,8 @@ KernelInfo read_kernel(const Obj& o) {
     std::string dtype = po.str("dtype");
     std::optional<DType> t = parse_dtype(dtype);
     if (!t || *t == DType::boolean) {
-      fail(po.at("dtype"), fmt::format("expected f32, f16, bf16 or i32, got \"{}\"", dtype));
+      fail(po.at("dtype"),
+           fmt::format("expected f32, f16, bf16, i32, i64 or u32, got \"{}\"", dtype));
     }
     p.dtype = *t;
     p.shape = read_dims(po, "shape", k.symbols);

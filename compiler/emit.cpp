@@ -20,7 +20,10 @@ Type* Emitter::storage_type(DType t) {
     case DType::f32:
       return b_.getFloatTy();
     case DType::i32:
+    case DType::u32:
       return b_.getInt32Ty();
+    case DType::i64:
+      return b_.getInt64Ty();
     case DType::f16:
     case DType::bf16:
       return b_.getInt16Ty();
@@ -35,7 +38,10 @@ Type* Emitter::compute_llvm_type(DType t) {
     case DType::f32:
       return b_.getFloatTy();
     case DType::i32:
+    case DType::u32:
       return b_.getInt32Ty();
+    case DType::i64:
+      return b_.getInt64Ty();
     case DType::boolean:
       return b_.getInt1Ty();
     default:
@@ -241,7 +247,63 @@ Value* Emitter::int_as(Value* v, DType t, bool is_signed) {
   if (t == DType::f32) {
     return is_signed ? b_.CreateSIToFP(v, b_.getFloatTy()) : b_.CreateUIToFP(v, b_.getFloatTy());
   }
-  return b_.CreateTrunc(v, b_.getInt32Ty());  // no-op for i32
+  return b_.CreateIntCast(v, compute_llvm_type(t), is_signed);  // truncates or extends
+}
+
+Value* Emitter::dim_value(const Dim& d) {
+  if (d.is_fixed()) return b_.getInt64(d.value());
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  for (llvm::Argument& a : fn->args()) {
+    if (a.getName() == d.name() && a.getType()->isIntegerTy(64)) return &a;
+  }
+  throw InternalError(fmt::format("emit: symbol '{}' is not a parameter of the kernel", d.name()));
+}
+
+// A gather (ir/expr.h): each position as i64 (u32 zero-extends, i32 sign-extends), clamped
+// into [0, extent - 1], the row-major offset in i64, one scalar load. The tensor is the kernel
+// parameter of that name (declare_kernel names them). A tensor with an empty dimension reads
+// from a zero constant instead, as the interpreter reads 0.
+Value* Emitter::gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
+  const Gather& g = *e.as<Gather>();
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  Value* base = nullptr;
+  for (llvm::Argument& a : fn->args()) {
+    if (a.getName() == g.tensor && a.getType()->isPointerTy()) base = &a;
+  }
+  if (!base) throw InternalError(fmt::format("emit: gathered '{}' is not a parameter", g.tensor));
+  Value* off = b_.getInt64(0);
+  Value* stride = nullptr;
+  Value* nonempty = nullptr;
+  for (size_t d = g.indices.size(); d-- > 0;) {
+    Expr i = wrap(g.indices[d]);
+    Value* pos = eval(i, memo, leaf);
+    pos = b_.CreateIntCast(pos, b_.getInt64Ty(), i.type() != DType::u32);
+    Value* ext = dim_value(g.shape[d]);
+    if (!i.as<IndexRef>()) {  // a plain index variable is in range already
+      pos = b_.CreateIntrinsic(llvm::Intrinsic::smax, {b_.getInt64Ty()}, {pos, b_.getInt64(0)});
+      pos = b_.CreateIntrinsic(llvm::Intrinsic::smin, {b_.getInt64Ty()},
+                               {pos, b_.CreateSub(ext, b_.getInt64(1))});
+    }
+    off = b_.CreateAdd(off, stride ? b_.CreateMul(pos, stride) : pos);
+    stride = stride ? b_.CreateMul(stride, ext) : ext;
+    if (!g.shape[d].is_fixed()) {
+      Value* ne = b_.CreateICmpSGT(ext, b_.getInt64(0));
+      nonempty = nonempty ? b_.CreateAnd(nonempty, ne) : ne;
+    }
+  }
+  Value* ptr = element_ptr(base, g.stored, off);
+  if (nonempty) {
+    auto* zero = m_.getGlobalVariable("kiln_gather_zero", /*AllowInternal=*/true);
+    if (!zero) {
+      zero = new llvm::GlobalVariable(m_, b_.getInt64Ty(), /*isConstant=*/true,
+                                      llvm::GlobalValue::InternalLinkage, b_.getInt64(0),
+                                      "kiln_gather_zero", nullptr,
+                                      llvm::GlobalValue::NotThreadLocal, /*AddressSpace=*/1);
+      zero->setAlignment(llvm::Align(8));
+    }
+    ptr = b_.CreateSelect(nonempty, ptr, zero);
+  }
+  return load(ptr, g.stored);
 }
 
 Value* Emitter::identity(ReduceOp op, DType t) {
@@ -285,13 +347,19 @@ Value* Emitter::eval(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
   return v;
 }
 
-// Truncating i32 division with x / 0 = 0 and INT32_MIN / -1 = INT32_MIN (ir/expr.h).
-Value* Emitter::int_div(Value* a, Value* b) {
-  Value* zero = b_.CreateICmpEQ(b, b_.getInt32(0));
-  Value* ovf =
-      b_.CreateAnd(b_.CreateICmpEQ(a, b_.getInt32(INT32_MIN)), b_.CreateICmpEQ(b, b_.getInt32(-1)));
-  Value* safe_b = b_.CreateSelect(b_.CreateOr(zero, ovf), b_.getInt32(1), b);
-  return b_.CreateSelect(zero, b_.getInt32(0), b_.CreateSDiv(a, safe_b));
+// Truncating division with x / 0 = 0 and MIN / -1 = MIN (ir/expr.h), signed (i32, i64) or
+// unsigned (u32).
+Value* Emitter::int_div(Value* a, Value* b, bool is_signed) {
+  auto* ty = llvm::cast<llvm::IntegerType>(a->getType());
+  auto c = [&](int64_t v) { return llvm::ConstantInt::get(ty, v, /*IsSigned=*/true); };
+  Value* zero = b_.CreateICmpEQ(b, c(0));
+  if (!is_signed) {
+    return b_.CreateSelect(zero, c(0), b_.CreateUDiv(a, b_.CreateSelect(zero, c(1), b)));
+  }
+  Value* min = llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(ty->getBitWidth()));
+  Value* ovf = b_.CreateAnd(b_.CreateICmpEQ(a, min), b_.CreateICmpEQ(b, c(-1)));
+  Value* safe_b = b_.CreateSelect(b_.CreateOr(zero, ovf), c(1), b);
+  return b_.CreateSelect(zero, c(0), b_.CreateSDiv(a, safe_b));
 }
 
 Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
@@ -302,17 +370,25 @@ Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
         return llvm::ConstantFP::get(b_.getFloatTy(), c->value);
       case DType::i32:
         return b_.getInt32(static_cast<int32_t>(c->value));
+      case DType::u32:
+        return b_.getInt32(static_cast<uint32_t>(c->value));
+      case DType::i64:
+        return b_.getInt64(static_cast<int64_t>(c->value));
       default:
         return b_.getInt1(c->value != 0);
     }
   }
+  if (e.as<Gather>()) return gather(e, memo, leaf);
   if (const Unary* n = e.as<Unary>()) {
     Value* a = sub(n->a);
     bool f = e.type() == DType::f32;
     switch (n->op) {
+      case UnaryOp::lnot:
+        return b_.CreateNot(a);
       case UnaryOp::neg:
         return f ? b_.CreateFNeg(a) : b_.CreateNeg(a);
       case UnaryOp::abs:
+        if (e.type() == DType::u32) return a;
         return f ? intrinsic(llvm::Intrinsic::fabs, {a})
                  : b_.CreateIntrinsic(llvm::Intrinsic::abs, {a->getType()}, {a, b_.getFalse()});
       case UnaryOp::exp:
@@ -339,6 +415,7 @@ Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
     Value* a = sub(n->a);
     Value* b = sub(n->b);
     bool f = a->getType()->isFloatTy();
+    bool u = wrap(n->a).type() == DType::u32;  // unsigned division, comparisons, max, min
     switch (n->op) {
       case BinaryOp::add:
         return f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
@@ -347,25 +424,29 @@ Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
       case BinaryOp::mul:
         return f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
       case BinaryOp::div:
-        return f ? b_.CreateFDiv(a, b) : int_div(a, b);
+        return f ? b_.CreateFDiv(a, b) : int_div(a, b, !u);
       case BinaryOp::max:
-        return combine(ReduceOp::max, a, b);
+        return u ? intrinsic(llvm::Intrinsic::umax, {a, b}) : combine(ReduceOp::max, a, b);
       case BinaryOp::min:
-        return combine(ReduceOp::min, a, b);
+        return u ? intrinsic(llvm::Intrinsic::umin, {a, b}) : combine(ReduceOp::min, a, b);
       case BinaryOp::pow:
         return b_.CreateCall(libdevice("__nv_powf", 2), {a, b});
       case BinaryOp::lt:
-        return f ? b_.CreateFCmpOLT(a, b) : b_.CreateICmpSLT(a, b);
+        return f ? b_.CreateFCmpOLT(a, b) : u ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b);
       case BinaryOp::le:
-        return f ? b_.CreateFCmpOLE(a, b) : b_.CreateICmpSLE(a, b);
+        return f ? b_.CreateFCmpOLE(a, b) : u ? b_.CreateICmpULE(a, b) : b_.CreateICmpSLE(a, b);
       case BinaryOp::gt:
-        return f ? b_.CreateFCmpOGT(a, b) : b_.CreateICmpSGT(a, b);
+        return f ? b_.CreateFCmpOGT(a, b) : u ? b_.CreateICmpUGT(a, b) : b_.CreateICmpSGT(a, b);
       case BinaryOp::ge:
-        return f ? b_.CreateFCmpOGE(a, b) : b_.CreateICmpSGE(a, b);
+        return f ? b_.CreateFCmpOGE(a, b) : u ? b_.CreateICmpUGE(a, b) : b_.CreateICmpSGE(a, b);
       case BinaryOp::eq:
         return f ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
       case BinaryOp::ne:
         return f ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+      case BinaryOp::land:
+        return b_.CreateAnd(a, b);
+      case BinaryOp::lor:
+        return b_.CreateOr(a, b);
     }
     throw InternalError("eval: binary op");
   }
@@ -375,17 +456,19 @@ Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
   if (const Cast* n = e.as<Cast>()) {
     Value* a = sub(n->a);
     Type* from = a->getType();
-    if (n->to == DType::i32) {
-      if (from->isFloatTy()) {
-        return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b_.getInt32Ty(), from}, {a});
+    const DType from_t = wrap(n->a).type();
+    const bool from_signed = from_t == DType::i32 || from_t == DType::i64;
+    if (is_integer(n->to)) {
+      Type* to = compute_llvm_type(n->to);
+      if (from->isFloatTy()) {  // truncates; NaN gives 0; saturates
+        auto id = n->to == DType::u32 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+        return b_.CreateIntrinsic(id, {to, from}, {a});
       }
-      return b_.CreateZExt(a, b_.getInt32Ty());  // i1 -> 0/1; no-op for i32
+      return b_.CreateIntCast(a, to, from_signed);  // bool and u32 zero-extend; wraps
     }
     Value* f = a;
-    if (from->isIntegerTy(1))
-      f = b_.CreateUIToFP(a, b_.getFloatTy());
-    else if (from->isIntegerTy())
-      f = b_.CreateSIToFP(a, b_.getFloatTy());
+    if (from->isIntegerTy())
+      f = from_signed ? b_.CreateSIToFP(a, b_.getFloatTy()) : b_.CreateUIToFP(a, b_.getFloatTy());
     if (n->to == DType::bf16)
       return b_.CreateFPExt(b_.CreateFPTrunc(f, b_.getBFloatTy()), b_.getFloatTy());
     if (n->to == DType::f16)

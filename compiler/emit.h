@@ -24,7 +24,9 @@ namespace kiln {
 /// Memoized values of one point (element or row) being computed, keyed by expression node.
 using ValueMemo = std::unordered_map<const ExprNode*, llvm::Value*>;
 
-/// The value of a leaf node (Load, IndexRef, SymRef, Reduce) at the current point.
+/// The value of a leaf node (Load, IndexRef, SymRef, Reduce) at the current point. Gathers are
+/// evaluated by the Emitter itself: their positions through `eval`, their tensor and extents
+/// from the kernel's arguments by name.
 using LeafFn = std::function<llvm::Value*(const Expr&)>;
 
 class Emitter {
@@ -77,13 +79,17 @@ class Emitter {
   /// a (op) b for a reduction's accumulator (max and min propagate NaN like the interpreter).
   llvm::Value* combine(ReduceOp op, llvm::Value* a, llvm::Value* b);
 
-  /// An i64 value as the node's type (i32 or f32), for index variables and symbols.
+  /// An integer value (i64 or i32) as the node's type (f32 or an integer type), for index
+  /// variables and symbols.
   llvm::Value* int_as(llvm::Value* v, DType t, bool is_signed);
+  /// A dimension's extent as i64: a constant, or the kernel's symbol argument of that name.
+  llvm::Value* dim_value(const Dim& d);
 
  private:
   llvm::Function* libdevice(const char* name, int arity);
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
-  llvm::Value* int_div(llvm::Value* a, llvm::Value* b);
+  llvm::Value* int_div(llvm::Value* a, llvm::Value* b, bool is_signed);
+  llvm::Value* gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
   llvm::Value* eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
 
   llvm::Module& m_;

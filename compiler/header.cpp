@@ -19,6 +19,10 @@ std::string element_type(DType t) {
       return "float";
     case DType::i32:
       return "int32_t";
+    case DType::i64:
+      return "int64_t";
+    case DType::u32:
+      return "uint32_t";
     case DType::f16:
       return "kiln::f16";
     case DType::bf16:

@@ -32,10 +32,20 @@ bool same_multiset(std::vector<Dim> a, std::vector<Dim> b) {
   return a == b;
 }
 
-// Every load in an expression (reduction bodies included), in evaluation order.
+// Every load in an expression (reduction bodies and gather positions included), in
+// evaluation order.
 void collect_loads(const Expr& e, std::vector<const Load*>& out) {
   if (const Load* l = e.as<Load>()) out.push_back(l);
   for_each_child(e, [&](const Expr& c) { collect_loads(c, out); });
+}
+
+// Every gather in an expression. A gather reads an input at positions no analysis here can
+// know: the scheduler counts it as a read of the whole tensor, which ties no index roles (an
+// input is produced by no kernel), and keeps it out of reduction bodies and contraction
+// epilogues, whose code generators place loads by their index pattern.
+void collect_gathers(const Expr& e, std::vector<Expr>& out) {
+  if (e.as<Gather>()) out.push_back(e);
+  for_each_child(e, [&](const Expr& c) { collect_gathers(c, out); });
 }
 
 // The inputs of k that it loads, by name.
@@ -131,10 +141,17 @@ class Normalizer {
       // index used only as a value has none (the text form cannot declare one).
       std::vector<const Load*> loads;
       collect_loads(red, loads);
+      std::vector<Expr> gathers;
+      collect_gathers(red, gathers);
       for (const std::string& v : free) {
         bool indexes = std::any_of(loads.begin(), loads.end(), [&](const Load* l) {
           return std::find(l->indices.begin(), l->indices.end(), v) != l->indices.end();
         });
+        for (const Expr& g : gathers) {
+          for (const auto& i : g.as<Gather>()->indices) {
+            if (const IndexRef* r = wrap(i).as<IndexRef>(); r && r->name == v) indexes = true;
+          }
+        }
         if (!indexes) {
           throw UserError(e.loc(),
                           fmt::format("this reduction uses index '{}' only as a value; the "
@@ -165,17 +182,19 @@ class Normalizer {
 // ---- 2. nodes and fusion ------------------------------------------------------------------
 
 // A load as the node effectively performs it: through inlined temporaries, with their indices
-// renamed into the node's.
+// renamed into the node's. A gather's read has no indices (its positions are values).
 struct EffLoad {
   std::string tensor;
   std::vector<std::string> indices;
   DType stored;
+  std::optional<SourceLoc> gather;  // where the gather is, for a gather's read
 };
 
 struct NodeInfo {
   const Stmt* stmt = nullptr;
   std::map<std::string, Dim> extents;
   std::vector<const Load*> loads;  // as written
+  std::vector<Expr> gathers;       // as written
   std::vector<EffLoad> eff;        // through inlined temporaries
   std::vector<int> eff_deps;       // placed nodes whose results it reads (through inlining)
   std::vector<int> inlined;        // inlined temporaries it reads (transitively)
@@ -330,6 +349,7 @@ class Scheduler {
       n.stmt = &k.body[i];
       n.extents = index_extents(k, k.body[i]);
       collect_loads(k.body[i].value, n.loads);
+      collect_gathers(k.body[i].value, n.gathers);
       n.reduce = k.body[i].value.as<Reduce>();
       ScheduleNode sn;
       sn.id = static_cast<int>(i);
@@ -359,6 +379,15 @@ class Scheduler {
       expand(static_cast<int>(i), identity, infos_[i].eff, inl, deps);
       infos_[i].inlined.assign(inl.begin(), inl.end());
       infos_[i].eff_deps.assign(deps.begin(), deps.end());
+      for (const EffLoad& l : infos_[i].eff) {
+        if (l.gather && infos_[i].reduce) {
+          throw UserError(*l.gather,
+                          fmt::format("a gather of '{}' inside a reduction is not compiled yet "
+                                      "(the interpreter runs it); gather in a statement outside "
+                                      "the reduction",
+                                      l.tensor));
+        }
+      }
     }
     for (size_t i = 0; i < infos_.size(); ++i) {
       NodeInfo& n = infos_[i];
@@ -396,7 +425,10 @@ class Scheduler {
         continue;
       }
       if (p != producer_.end() && p->second < n) deps.insert(p->second);
-      out.push_back({l->tensor, idx, l->stored});
+      out.push_back({l->tensor, idx, l->stored, std::nullopt});
+    }
+    for (const Expr& g : infos_[n].gathers) {
+      out.push_back({g.as<Gather>()->tensor, {}, g.as<Gather>()->stored, g.loc()});
     }
   }
 
@@ -425,6 +457,11 @@ class Scheduler {
     if (infos_[n].contraction) return "a contraction starts a kernel of its own (tensor cores)";
     const bool contraction_group =
         std::any_of(g.nodes.begin(), g.nodes.end(), [&](int m) { return infos_[m].contraction; });
+    const bool gathers = std::any_of(infos_[n].eff.begin(), infos_[n].eff.end(),
+                                     [](const EffLoad& l) { return l.gather.has_value(); });
+    if (contraction_group && gathers) {
+      return fmt::format("k{} is a contraction: a gather does not join its epilogue yet", gi);
+    }
     if (contraction_group && (sn.reduced || !(sn.space == g.space))) {
       return fmt::format(
           "k{} is a contraction: only statements over its output space {} join "
@@ -571,6 +608,7 @@ class Scheduler {
     std::set<std::string> read;
     for (int n : stmts) {
       for (const Load* l : infos_[n].loads) read.insert(l->tensor);
+      for (const Expr& g : infos_[n].gathers) read.insert(g.as<Gather>()->tensor);
     }
     auto decl = [&](const std::string& name, TensorRole role) {
       TensorDecl t = *k.find_tensor(name);

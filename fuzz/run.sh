@@ -25,7 +25,8 @@ for t in $targets; do
   case $t in
     spec)
       "$cxx" "${flags[@]}" "$root/fuzz/fuzz_spec.cpp" "${ir[@]}" "$root/compiler/schedule.cpp" \
-        -o "$out/fuzz_spec"
+        "$root/compiler/contraction.cpp" "$root/compiler/plan.cpp" "$root/bundle/manifest.cpp" \
+        "$root/bundle/json_reader.cpp" "$root/bundle/atomic_file.cpp" -o "$out/fuzz_spec"
       # Seeds: every example and golden spec.
       cp "$root"/examples/*.kiln "$root"/tests/golden/diagnostics/*.kiln "$out/corpus_spec/"
       ;;

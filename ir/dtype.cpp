@@ -15,12 +15,17 @@ std::string_view to_string(DType t) {
       return "i32";
     case DType::boolean:
       return "bool";
+    case DType::i64:
+      return "i64";
+    case DType::u32:
+      return "u32";
   }
   return "?";
 }
 
 std::optional<DType> parse_dtype(std::string_view s) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::boolean}) {
+  for (DType t :
+       {DType::f32, DType::f16, DType::bf16, DType::i32, DType::boolean, DType::i64, DType::u32}) {
     if (to_string(t) == s) return t;
   }
   return std::nullopt;
@@ -30,7 +35,10 @@ size_t size_of(DType t) {
   switch (t) {
     case DType::f32:
     case DType::i32:
+    case DType::u32:
       return 4;
+    case DType::i64:
+      return 8;
     case DType::f16:
     case DType::bf16:
       return 2;
@@ -42,6 +50,10 @@ size_t size_of(DType t) {
 
 bool is_float(DType t) {
   return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
+
+bool is_integer(DType t) {
+  return t == DType::i32 || t == DType::i64 || t == DType::u32;
 }
 
 bool is_storage_type(DType t) {

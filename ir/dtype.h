@@ -1,9 +1,9 @@
 // Element types of tensors and expressions.
 //
-// Storage types are what tensors hold in memory: f32, f16, bf16, i32. Expressions compute
-// in a narrower set, the compute types: f32, i32 and bool. A load of an f16 or bf16 tensor
-// widens to f32 exactly; a store to one rounds to nearest even. bool only arises from
-// comparisons and is never stored.
+// Storage types are what tensors hold in memory: f32, f16, bf16, i32, i64, u32. Expressions
+// compute in a narrower set, the compute types: f32, i32, i64, u32 and bool. A load of an f16
+// or bf16 tensor widens to f32 exactly; a store to one rounds to nearest even. bool only
+// arises from comparisons and logical operators and is never stored.
 #pragma once
 
 #include <cstddef>
@@ -13,15 +13,18 @@
 
 namespace kiln {
 
-enum class DType : uint8_t { f32, f16, bf16, i32, boolean };
+// New types go last: the numeric values are not part of any file format, but keeping them
+// stable keeps tables indexed by them simple.
+enum class DType : uint8_t { f32, f16, bf16, i32, boolean, i64, u32 };
 
-/// The spelling in the spec language: "f32", "f16", "bf16", "i32", "bool".
+/// The spelling in the spec language: "f32", "f16", "bf16", "i32", "bool", "i64", "u32".
 std::string_view to_string(DType t);
 /// Inverse of to_string; nullopt for anything else.
 std::optional<DType> parse_dtype(std::string_view s);
 /// Bytes per element in memory (bool: 1, never stored by kernels).
 size_t size_of(DType t);
-bool is_float(DType t);  // f32, f16, bf16
+bool is_float(DType t);    // f32, f16, bf16
+bool is_integer(DType t);  // i32, i64, u32
 /// True for the types a tensor may have (all but bool).
 bool is_storage_type(DType t);
 /// The type an element is computed in once loaded: f16 and bf16 widen to f32.

@@ -24,15 +24,18 @@ Expr make_node(DType type, SourceLoc loc, T v) {
 }
 
 bool is_number_type(DType t) {
-  return t == DType::f32 || t == DType::i32;
+  return t == DType::f32 || is_integer(t);
 }
 
-/// e converted to `to` when it already has that type or is a weak i32 and `to` is f32;
-/// otherwise an undefined Expr.
+/// e converted to `to` when it already has that type or is a weak i32 and `to` is f32, i64 or
+/// u32 (a negative literal becomes u32 modulo 2^32, as in C); otherwise an undefined Expr.
 Expr convert_weak(const Expr& e, DType to) {
   if (e.type() == to) return e;
-  if (!is_weak(e) || e.type() != DType::i32 || to != DType::f32) return Expr();
-  if (const auto* c = e.as<Const>()) return make_const(c->value, to, e.loc());
+  if (!is_weak(e) || e.type() != DType::i32 || !is_number_type(to)) return Expr();
+  if (const auto* c = e.as<Const>()) {
+    double v = to == DType::u32 && c->value < 0 ? c->value + 4294967296.0 : c->value;
+    return make_const(v, to, e.loc());
+  }
   if (const auto* s = e.as<SymRef>()) return make_sym(s->name, to, e.loc());
   return make_index(e.as<IndexRef>()->name, to, e.loc());
 }
@@ -40,10 +43,10 @@ Expr convert_weak(const Expr& e, DType to) {
 /// The f32 operand of a math function (or pow, mean): f32 itself or a converted weak i32.
 Expr require_f32(const Expr& a, std::string_view what, SourceLoc loc) {
   if (Expr c = convert_weak(a, DType::f32); c.defined()) return c;
-  if (a.type() == DType::i32) {
-    throw UserError(loc, fmt::format("{} needs an f32 operand but got i32; convert it with "
+  if (is_integer(a.type())) {
+    throw UserError(loc, fmt::format("{} needs an f32 operand but got {}; convert it with "
                                      "f32(...)",
-                                     what));
+                                     what, to_string(a.type())));
   }
   throw UserError(loc,
                   fmt::format("{} needs an f32 operand but got {}", what, to_string(a.type())));
@@ -93,6 +96,15 @@ bool nodes_equal(const ExprNode& x, const ExprNode& y) {
           return a.name == b.name;
         } else if constexpr (std::is_same_v<T, Load>) {
           return a.tensor == b.tensor && a.indices == b.indices && a.stored == b.stored;
+        } else if constexpr (std::is_same_v<T, Gather>) {
+          if (a.tensor != b.tensor || a.stored != b.stored || !(a.shape == b.shape) ||
+              a.indices.size() != b.indices.size()) {
+            return false;
+          }
+          for (size_t i = 0; i < a.indices.size(); ++i) {
+            if (!ptr_equal(a.indices[i], b.indices[i])) return false;
+          }
+          return true;
         } else if constexpr (std::is_same_v<T, Unary>) {
           return a.op == b.op && ptr_equal(a.a, b.a);
         } else if constexpr (std::is_same_v<T, Binary>) {
@@ -129,6 +141,9 @@ size_t Expr::hash() const {
           h = hash_combine(h, hs(n.tensor));
           for (const auto& i : n.indices) h = hash_combine(h, hs(i));
           h = hash_combine(h, static_cast<size_t>(n.stored));
+        } else if constexpr (std::is_same_v<T, Gather>) {
+          h = hash_combine(h, hs(n.tensor));
+          h = hash_combine(h, static_cast<size_t>(n.stored));
         } else if constexpr (std::is_same_v<T, Unary> || std::is_same_v<T, Binary>) {
           h = hash_combine(h, static_cast<size_t>(n.op));
         } else if constexpr (std::is_same_v<T, Cast>) {
@@ -158,6 +173,16 @@ Expr make_const(double value, DType type, SourceLoc loc) {
         throw UserError(loc, fmt::format("{} is not an i32 value", value));
       }
       break;
+    case DType::i64:  // literals are i32 values converted; 2^53 keeps them exact in a double
+      if (value != std::trunc(value) || std::fabs(value) > 9007199254740992.0) {
+        throw UserError(loc, fmt::format("{} is not an i64 literal", value));
+      }
+      break;
+    case DType::u32:
+      if (value != std::trunc(value) || value < 0 || value > UINT32_MAX) {
+        throw UserError(loc, fmt::format("{} is not a u32 value", value));
+      }
+      break;
     case DType::boolean:
       internal_check(value == 0 || value == 1, "a bool constant must be 0 or 1");
       break;
@@ -168,12 +193,12 @@ Expr make_const(double value, DType type, SourceLoc loc) {
 }
 
 Expr make_sym(std::string name, DType type, SourceLoc loc) {
-  internal_check(is_number_type(type), "a symbol is i32 or f32");
+  internal_check(is_number_type(type), "a symbol is a number");
   return make_node(type, loc, SymRef{std::move(name)});
 }
 
 Expr make_index(std::string name, DType type, SourceLoc loc) {
-  internal_check(is_number_type(type), "an index variable is i32 or f32");
+  internal_check(is_number_type(type), "an index variable is a number");
   return make_node(type, loc, IndexRef{std::move(name)});
 }
 
@@ -182,17 +207,43 @@ Expr make_load(std::string tensor, std::vector<std::string> indices, DType store
   return make_node(compute_type(stored), loc, Load{std::move(tensor), std::move(indices), stored});
 }
 
+Expr make_gather(std::string tensor, std::vector<Expr> indices, std::vector<Dim> shape,
+                 DType stored, SourceLoc loc) {
+  if (!is_storage_type(stored)) throw UserError(loc, "a tensor cannot hold bool");
+  internal_check(indices.size() == shape.size(), "make_gather: one position per dimension");
+  std::vector<std::shared_ptr<const ExprNode>> ptrs;
+  for (const Expr& i : indices) {
+    internal_check(i.defined(), "make_gather: undefined position");
+    if (!is_integer(i.type())) {
+      throw UserError(i.loc(), fmt::format("a subscript must be an integer (i32, i64 or u32) but "
+                                           "got {}",
+                                           to_string(i.type())));
+    }
+    ptrs.push_back(i.ptr());
+  }
+  return make_node(compute_type(stored), loc,
+                   Gather{std::move(tensor), std::move(ptrs), std::move(shape), stored});
+}
+
 Expr make_unary(UnaryOp op, Expr a, SourceLoc loc) {
   internal_check(a.defined(), "make_unary: undefined operand");
+  if (op == UnaryOp::lnot) {
+    if (a.type() != DType::boolean) {
+      throw UserError(loc, fmt::format("'!' needs a bool operand (a comparison) but got {}",
+                                       to_string(a.type())));
+    }
+    return make_node(DType::boolean, loc, Unary{op, a.ptr()});
+  }
   if (op == UnaryOp::neg || op == UnaryOp::abs) {
     if (!is_number_type(a.type())) {
       throw UserError(loc,
-                      fmt::format("{} needs an f32 or i32 operand but got {}",
+                      fmt::format("{} needs a number operand (f32, i32, i64 or u32) but got {}",
                                   op == UnaryOp::neg ? "unary '-'" : "abs", to_string(a.type())));
     }
     if (const auto* c = a.as<Const>(); c && op == UnaryOp::neg) {
       double v = -c->value;
       if (a.type() == DType::i32 && v > INT32_MAX) v = INT32_MIN;  // -INT32_MIN wraps
+      if (a.type() == DType::u32 && v < 0) v += 4294967296.0;      // modulo 2^32
       return make_const(v, a.type(), loc);
     }
     return make_node(a.type(), loc, Unary{op, a.ptr()});
@@ -209,14 +260,23 @@ Expr make_binary(BinaryOp op, Expr a, Expr b, SourceLoc loc) {
   }
   bool call = op == BinaryOp::max || op == BinaryOp::min;
   std::string what = call ? std::string(to_string(op)) : fmt::format("'{}'", quoted_op(op));
+  if (is_logical(op)) {
+    for (const Expr* x : {&a, &b}) {
+      if (x->type() != DType::boolean) {
+        throw UserError(loc, fmt::format("{} needs bool operands (comparisons) but got {}", what,
+                                         to_string(x->type())));
+      }
+    }
+    return make_node(DType::boolean, loc, Binary{op, a.ptr(), b.ptr()});
+  }
   if (!unify(a, b)) {
     throw UserError(loc, fmt::format("type mismatch: {} {} {}; convert one side with f32(...) "
                                      "or i32(...)",
                                      to_string(a.type()), quoted_op(op), to_string(b.type())));
   }
   if (!is_number_type(a.type())) {
-    throw UserError(
-        loc, fmt::format("{} needs f32 or i32 operands but got {}", what, to_string(a.type())));
+    throw UserError(loc, fmt::format("{} needs number operands (f32, i32, i64 or u32) but got {}",
+                                     what, to_string(a.type())));
   }
   DType result = is_comparison(op) ? DType::boolean : a.type();
   return make_node(result, loc, Binary{op, a.ptr(), b.ptr()});
@@ -246,22 +306,25 @@ Expr make_reduce(ReduceOp op, std::string index, Expr body, SourceLoc loc) {
   internal_check(!index.empty(), "make_reduce: empty index name");
   if (op == ReduceOp::mean) {
     body = require_f32(body, "mean", loc);
-  } else if (!is_number_type(body.type())) {
-    throw UserError(loc, fmt::format("{} needs an f32 or i32 body but got {}", to_string(op),
-                                     to_string(body.type())));
+  } else if (body.type() != DType::f32 && body.type() != DType::i32) {
+    throw UserError(loc, fmt::format("{} needs an f32 or i32 body but got {}{}", to_string(op),
+                                     to_string(body.type()),
+                                     is_integer(body.type()) ? " (reductions over i64 and u32 are "
+                                                               "not supported yet)"
+                                                             : ""));
   }
   return make_node(body.type(), loc, Reduce{op, std::move(index), body.ptr()});
 }
 
 std::string_view to_string(UnaryOp op) {
   static constexpr std::string_view names[] = {"neg",   "abs",  "exp",     "log", "sqrt",
-                                               "rsqrt", "tanh", "sigmoid", "erf"};
+                                               "rsqrt", "tanh", "sigmoid", "erf", "!"};
   return names[static_cast<int>(op)];
 }
 
 std::string_view to_string(BinaryOp op) {
-  static constexpr std::string_view names[] = {"+", "-",  "*", "/",  "max", "min", "pow",
-                                               "<", "<=", ">", ">=", "==",  "!="};
+  static constexpr std::string_view names[] = {"+",  "-", "*",  "/",  "max", "min", "pow", "<",
+                                               "<=", ">", ">=", "==", "!=",  "&&",  "||"};
   return names[static_cast<int>(op)];
 }
 
@@ -271,7 +334,11 @@ std::string_view to_string(ReduceOp op) {
 }
 
 bool is_comparison(BinaryOp op) {
-  return op >= BinaryOp::lt;
+  return op >= BinaryOp::lt && op <= BinaryOp::ne;
+}
+
+bool is_logical(BinaryOp op) {
+  return op == BinaryOp::land || op == BinaryOp::lor;
 }
 
 Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f) {
@@ -288,6 +355,10 @@ Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f) {
           return make_cast(n.to, f(wrap(n.a)), e.loc());
         } else if constexpr (std::is_same_v<T, Reduce>) {
           return make_reduce(n.op, n.index, f(wrap(n.body)), e.loc());
+        } else if constexpr (std::is_same_v<T, Gather>) {
+          std::vector<Expr> idx;
+          for (const auto& i : n.indices) idx.push_back(f(wrap(i)));
+          return make_gather(n.tensor, std::move(idx), n.shape, n.stored, e.loc());
         } else {
           return e;  // Const, SymRef, IndexRef, Load
         }

@@ -7,12 +7,21 @@
 //  - f32 arithmetic is IEEE single precision (the interpreter computes in f64 and rounds only
 //    where a value is stored or cast; the comparison tolerance absorbs the difference). The
 //    code generator may fuse a * b + c into one fma with a single rounding, as nvcc does.
-//  - i32 arithmetic wraps (two's complement). i32 division truncates toward zero; x / 0 is 0
-//    and INT32_MIN / -1 is INT32_MIN, so no input traps.
+//  - Integer arithmetic (i32, i64, u32) wraps: two's complement for i32 and i64, modulo 2^32
+//    for u32. Division truncates toward zero; x / 0 is 0 and INT32_MIN / -1 is INT32_MIN
+//    (INT64_MIN / -1 is INT64_MIN), so no input traps. Comparisons, max and min of u32 are
+//    unsigned. Sums and other reductions take f32 or i32 bodies only.
 //  - max/min on f32 propagate NaN (like torch.maximum); on i32 they are the usual ones.
-//  - Comparisons yield bool; bool is only consumed by where() or a cast (false->0, true->1).
+//  - Comparisons yield bool; bool is consumed by where(), a cast (false->0, true->1) and the
+//    logical operators && || ! (bool operands, bool result; both operands are evaluated).
 //  - Cast to f16/bf16 rounds to nearest even and the result is computed on in f32; cast from
-//    f32 to i32 truncates toward zero (NaN -> 0, out of range saturates).
+//    f32 to an integer type truncates toward zero (NaN -> 0, out of range saturates); between
+//    integer types it wraps (i64 -> i32 and -> u32 keep the low 32 bits, i32 -> i64 sign-extends,
+//    u32 -> i64 zero-extends, i32 <-> u32 reinterpret the bits); integer -> f32 rounds to
+//    nearest even.
+//  - A gather (Gather) reads a tensor at positions computed from tensor values. Each computed
+//    position is clamped into [0, extent - 1] of its dimension, so no gather reads out of
+//    bounds; addresses are computed in 64 bits.
 //  - Math functions (exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow) take and return f32;
 //    abs and neg take f32 or i32.
 //  - A reduction folds its body over one index variable (not bound by the statement's
@@ -32,13 +41,30 @@
 
 #include "ir/diag.h"
 #include "ir/dtype.h"
+#include "ir/shape.h"
 
 namespace kiln {
 
 class Expr;
 
-enum class UnaryOp : uint8_t { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, erf };
-enum class BinaryOp : uint8_t { add, sub, mul, div, max, min, pow, lt, le, gt, ge, eq, ne };
+enum class UnaryOp : uint8_t { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, erf, lnot };
+enum class BinaryOp : uint8_t {
+  add,
+  sub,
+  mul,
+  div,
+  max,
+  min,
+  pow,
+  lt,
+  le,
+  gt,
+  ge,
+  eq,
+  ne,
+  land,
+  lor
+};
 enum class ReduceOp : uint8_t { sum, max, min, prod, mean };
 
 /// A literal. For f32 the value is already rounded to float; for i32 it is integral; for
@@ -60,6 +86,17 @@ struct IndexRef {
 struct Load {
   std::string tensor;
   std::vector<std::string> indices;
+  DType stored;
+};
+/// Element of an input tensor at computed positions: `indices` holds one integer expression
+/// (i32, i64 or u32) per dimension; a position that is a plain index variable is an IndexRef of
+/// type i64. At least one position is computed (otherwise it is a Load). Computed positions
+/// are clamped into [0, extent - 1]. `shape` is the tensor's declared shape; the node's type
+/// is compute_type(stored).
+struct Gather {
+  std::string tensor;
+  std::vector<std::shared_ptr<const struct ExprNode>> indices;
+  std::vector<Dim> shape;
   DType stored;
 };
 struct Unary {
@@ -89,7 +126,7 @@ struct Reduce {
 struct ExprNode {
   DType type;
   SourceLoc loc;
-  std::variant<Const, SymRef, IndexRef, Load, Unary, Binary, Select, Cast, Reduce> v;
+  std::variant<Const, SymRef, IndexRef, Load, Gather, Unary, Binary, Select, Cast, Reduce> v;
 };
 
 /// Value handle to an immutable node; copy, compare and hash by structure.
@@ -129,6 +166,9 @@ Expr make_sym(std::string name, DType type = DType::i32, SourceLoc loc = {});
 Expr make_index(std::string name, DType type = DType::i32, SourceLoc loc = {});
 Expr make_load(std::string tensor, std::vector<std::string> indices, DType stored,
                SourceLoc loc = {});
+/// A gather; throws UserError when a position is not an integer expression.
+Expr make_gather(std::string tensor, std::vector<Expr> indices, std::vector<Dim> shape,
+                 DType stored, SourceLoc loc = {});
 Expr make_unary(UnaryOp op, Expr a, SourceLoc loc = {});
 Expr make_binary(BinaryOp op, Expr a, Expr b, SourceLoc loc = {});
 Expr make_select(Expr cond, Expr a, Expr b, SourceLoc loc = {});
@@ -141,7 +181,8 @@ bool is_weak(const Expr& e);
 std::string_view to_string(UnaryOp op);   // "neg", "exp", ...
 std::string_view to_string(BinaryOp op);  // "+", "-", "max", "<", ...
 std::string_view to_string(ReduceOp op);  // "sum", ...
-bool is_comparison(BinaryOp op);
+bool is_comparison(BinaryOp op);          // < <= > >= == !=
+bool is_logical(BinaryOp op);             // && ||
 
 /// Calls f(child) for each direct operand of e.
 template <class F>
@@ -151,6 +192,8 @@ void for_each_child(const Expr& e, F&& f) {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, Unary>) {
           f(wrap(n.a));
+        } else if constexpr (std::is_same_v<T, Gather>) {
+          for (const auto& i : n.indices) f(wrap(i));
         } else if constexpr (std::is_same_v<T, Binary>) {
           f(wrap(n.a));
           f(wrap(n.b));

@@ -7,9 +7,12 @@
 // block rather than once per element. Other index variables are held fixed in the context.
 //
 // Values are doubles throughout: f32 values are computed in f64 and rounded only where
-// stored or cast; i32 values are exact integers kept wrapped to 32 bits by every i32
-// operation; bools are 0 or 1. Temporaries are kept as doubles (not rounded to f32), so that
-// the interpreter stays an upper bound on accuracy; comparisons with the GPU use a tolerance.
+// stored or cast; i32 and u32 values are exact integers kept wrapped to 32 bits by every
+// operation; i64 values are held bit for bit (the double's 64 bits are the i64's: from_i64,
+// as_i64), since a double cannot hold every i64; bools are 0 or 1. Each node knows the type of
+// its values. A gather clamps each computed position into [0, extent - 1]. Temporaries are kept as
+// doubles (not rounded to f32), so that the interpreter stays an upper bound on accuracy;
+// comparisons with the GPU use a tolerance.
 //
 // A reduction either loops over its index and accumulates a whole block at once (when the
 // block is long), or, for short blocks (e.g. one output row), makes its own index the vector
@@ -19,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -62,6 +66,16 @@ double HostTensor::get(int64_t i) const {
     }
     case DType::boolean:
       return static_cast<double>(static_cast<uint8_t>(*p));
+    case DType::i64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case DType::u32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
   }
   return 0;
 }
@@ -92,6 +106,22 @@ void HostTensor::set(int64_t i, double v) {
     case DType::boolean:
       *p = std::byte{v != 0};
       break;
+    case DType::i64: {
+      if (!(v == std::trunc(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0)) {
+        throw UserError({}, fmt::format("{} is not an i64 value", v));
+      }
+      int64_t x = static_cast<int64_t>(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case DType::u32: {
+      if (!(v == std::trunc(v) && v >= 0 && v <= UINT32_MAX)) {
+        throw UserError({}, fmt::format("{} is not a u32 value", v));
+      }
+      uint32_t x = static_cast<uint32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
   }
 }
 
@@ -122,6 +152,48 @@ double wrap_i32(int64_t v) {
 int64_t as_int(double v) {
   return static_cast<int64_t>(v);
 }
+/// An i64 value held in a double's bits, and back.
+double from_i64(int64_t v) {
+  return std::bit_cast<double>(v);
+}
+int64_t as_i64(double v) {
+  return std::bit_cast<int64_t>(v);
+}
+double wrap_u32(uint64_t v) {
+  return static_cast<uint32_t>(v);
+}
+/// The integer value of a value of integer or bool type t.
+int64_t int_value(DType t, double v) {
+  return t == DType::i64 ? as_i64(v) : static_cast<int64_t>(v);
+}
+/// The integer v as a value of type t (wrapped to t; f32: converted).
+double int_encode(DType t, int64_t v) {
+  switch (t) {
+    case DType::i64:
+      return from_i64(v);
+    case DType::u32:
+      return wrap_u32(static_cast<uint64_t>(v));
+    case DType::i32:
+      return wrap_i32(v);
+    default:
+      return static_cast<double>(v);
+  }
+}
+/// f32 (held as a double) to an integer type: truncates, NaN gives 0, saturates.
+double float_to_int(DType to, double v) {
+  if (std::isnan(v)) return to == DType::i64 ? from_i64(0) : 0;
+  v = std::trunc(v);
+  switch (to) {
+    case DType::i64:
+      if (v >= 9223372036854775807.0) return from_i64(INT64_MAX);
+      if (v <= -9223372036854775808.0) return from_i64(INT64_MIN);
+      return from_i64(static_cast<int64_t>(v));
+    case DType::u32:
+      return std::clamp(v, 0.0, 4294967295.0);
+    default:
+      return std::clamp(v, -2147483648.0, 2147483647.0);
+  }
+}
 
 double to_i32(double v) {
   if (std::isnan(v)) return 0;
@@ -140,6 +212,9 @@ double round_to(DType to, double v) {
       return bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
     case DType::i32:
       return to_i32(v);
+    case DType::i64:
+    case DType::u32:
+      return float_to_int(to, v);
     case DType::boolean:
       return v != 0;
   }
@@ -165,19 +240,67 @@ struct ConstNode : Node {
 
 struct IndexNode : Node {
   int var;
-  explicit IndexNode(int v) : var(v) {}
+  DType type;
+  IndexNode(int v, DType t) : var(v), type(t) {}
   void eval(Ctx& c, double* out, int n) override {
+    // As the GPU does: the index as its type (wrapped to 32 bits for i32 and u32).
+    auto value = [&](int64_t i) {
+      return type == DType::f32 ? static_cast<double>(i) : int_encode(type, i);
+    };
     if (c.vec == var) {
-      for (int k = 0; k < n; ++k) out[k] = static_cast<double>(c.vec_start + k);
+      for (int k = 0; k < n; ++k) out[k] = value(c.vec_start + k);
     } else {
-      std::fill(out, out + n, static_cast<double>(c.idx[var]));
+      std::fill(out, out + n, value(c.idx[var]));
     }
   }
 };
 
-/// A tensor element: `src` is f32/f16/bf16/i32 memory, or doubles for a temporary.
+enum class Src { f32, f16, bf16, i32, i64, u32, f64 };
+
+Src source_of(DType stored, bool is_temp) {
+  switch (stored) {
+    case DType::f32:
+      return is_temp ? Src::f64 : Src::f32;
+    case DType::f16:
+      return Src::f16;
+    case DType::bf16:
+      return Src::bf16;
+    case DType::i32:
+      return is_temp ? Src::f64 : Src::i32;
+    case DType::i64:
+      return is_temp ? Src::f64 : Src::i64;
+    case DType::u32:
+      return is_temp ? Src::f64 : Src::u32;
+    case DType::boolean:
+      break;
+  }
+  internal_check(false, "interpreter: a bool tensor");
+  return Src::f64;
+}
+
+/// Element `off` of memory of kind `src`, as a value (halves through `table`).
+double read_element(Src src, const void* data, const float* table, int64_t off) {
+  switch (src) {
+    case Src::f32:
+      return static_cast<const float*>(data)[off];
+    case Src::i32:
+      return static_cast<const int32_t*>(data)[off];
+    case Src::u32:
+      return static_cast<const uint32_t*>(data)[off];
+    case Src::i64:
+      return from_i64(static_cast<const int64_t*>(data)[off]);
+    case Src::f64:
+      return static_cast<const double*>(data)[off];
+    case Src::f16:
+    case Src::bf16:
+      return table[static_cast<const uint16_t*>(data)[off]];
+  }
+  return 0;
+}
+
+/// A tensor element: `src` is typed memory, or doubles for a temporary.
 struct LoadNode : Node {
-  enum class Src { f32, f16, bf16, i32, f64 } src;
+  Src src;
   const void* data;
   std::vector<std::pair<int, int64_t>> strides;  // (variable, element stride), one per variable
   const float* table = nullptr;
@@ -198,6 +321,13 @@ struct LoadNode : Node {
         break;
       case Src::i32:
         gather(static_cast<const int32_t*>(data), base, step, out, n);
+        break;
+      case Src::u32:
+        gather(static_cast<const uint32_t*>(data), base, step, out, n);
+        break;
+      case Src::i64:
+        for (int k = 0; k < n; ++k)
+          out[k] = from_i64(static_cast<const int64_t*>(data)[base + k * step]);
         break;
       case Src::f64:
         gather(static_cast<const double*>(data), base, step, out, n);
@@ -220,6 +350,36 @@ struct LoadNode : Node {
       std::fill(out, out + n, static_cast<double>(p[0]));
     } else {
       for (int k = 0; k < n; ++k) out[k] = static_cast<double>(p[k * step]);
+    }
+  }
+};
+
+/// A gather: each position is evaluated for the block, clamped into its dimension, and the
+/// element read; a tensor with an empty dimension reads as 0.
+struct GatherNode : Node {
+  Src src;
+  const void* data;
+  const float* table = nullptr;
+  std::vector<int64_t> extents, strides;
+  std::vector<NodePtr> pos;
+  std::vector<DType> pos_type;
+  std::vector<std::vector<double>> tmp;
+  DType type;
+
+  void eval(Ctx& c, double* out, int n) override {
+    const size_t rank = pos.size();
+    for (size_t d = 0; d < rank; ++d) pos[d]->eval(c, tmp[d].data(), n);
+    if (std::any_of(extents.begin(), extents.end(), [](int64_t e) { return e == 0; })) {
+      std::fill(out, out + n, 0.0);  // 0.0's bits are i64 0 as well
+      return;
+    }
+    for (int k = 0; k < n; ++k) {
+      int64_t off = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t i = std::clamp<int64_t>(int_value(pos_type[d], tmp[d][k]), 0, extents[d] - 1);
+        off += i * strides[d];
+      }
+      out[k] = read_element(src, data, table, off);
     }
   }
 };
@@ -249,15 +409,33 @@ double div_i32(double a, double b) {
 
 struct UnaryNode : Node {
   UnaryOp op;
-  bool is_int;
+  DType type;  // of the operand and the result
   NodePtr a;
   void eval(Ctx& c, double* out, int n) override {
     a->eval(c, out, n);
+    const bool is_int = type == DType::i32;
     switch (op) {
+      case UnaryOp::lnot:
+        return map1(out, n, [](double x) { return double(x == 0); });
       case UnaryOp::neg:
+        if (type == DType::i64) {
+          return map1(out, n, [](double x) {
+            return from_i64(static_cast<int64_t>(0 - static_cast<uint64_t>(as_i64(x))));
+          });
+        }
+        if (type == DType::u32) {
+          return map1(out, n, [](double x) { return wrap_u32(0 - static_cast<uint64_t>(x)); });
+        }
         if (is_int) return map1(out, n, [](double x) { return wrap_i32(-as_int(x)); });
         return map1(out, n, [](double x) { return -x; });
       case UnaryOp::abs:
+        if (type == DType::i64) {
+          return map1(out, n, [](double x) {
+            uint64_t v = static_cast<uint64_t>(as_i64(x));
+            return from_i64(static_cast<int64_t>(as_i64(x) < 0 ? 0 - v : v));
+          });
+        }
+        if (type == DType::u32) return;
         if (is_int) return map1(out, n, [](double x) { return wrap_i32(std::abs(as_int(x))); });
         return map1(out, n, [](double x) { return std::fabs(x); });
       case UnaryOp::exp:
@@ -278,16 +456,86 @@ struct UnaryNode : Node {
   }
 };
 
+double div_i64(double a, double b) {
+  int64_t x = as_i64(a), y = as_i64(b);
+  if (y == 0) return from_i64(0);
+  if (x == INT64_MIN && y == -1) return from_i64(INT64_MIN);
+  return from_i64(x / y);
+}
+
+/// i64 operations on values held in doubles' bits (wrapping through uint64_t).
+double binary_i64(BinaryOp op, double p, double q) {
+  int64_t x = as_i64(p), y = as_i64(q);
+  uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+  switch (op) {
+    case BinaryOp::add:
+      return from_i64(static_cast<int64_t>(ux + uy));
+    case BinaryOp::sub:
+      return from_i64(static_cast<int64_t>(ux - uy));
+    case BinaryOp::mul:
+      return from_i64(static_cast<int64_t>(ux * uy));
+    case BinaryOp::div:
+      return div_i64(p, q);
+    case BinaryOp::max:
+      return from_i64(std::max(x, y));
+    case BinaryOp::min:
+      return from_i64(std::min(x, y));
+    case BinaryOp::lt:
+      return x < y;
+    case BinaryOp::le:
+      return x <= y;
+    case BinaryOp::gt:
+      return x > y;
+    case BinaryOp::ge:
+      return x >= y;
+    case BinaryOp::eq:
+      return x == y;
+    case BinaryOp::ne:
+      return x != y;
+    default:
+      internal_check(false, "interpreter: i64 operator");
+      return 0;
+  }
+}
+
 struct BinaryNode : Node {
   BinaryOp op;
-  bool is_int;  // the operands' type is i32
+  DType type;  // of the operands
   NodePtr a, b;
   std::vector<double> tmp = std::vector<double>(kBlock);
   void eval(Ctx& c, double* out, int n) override {
     a->eval(c, out, n);
     b->eval(c, tmp.data(), n);
     const double* y = tmp.data();
-    if (is_int) {
+    if (type == DType::i64) {
+      const BinaryOp o = op;
+      return map2(out, y, n, [o](double p, double q) { return binary_i64(o, p, q); });
+    }
+    if (op == BinaryOp::land)
+      return map2(out, y, n, [](double p, double q) { return double(p != 0 && q != 0); });
+    if (op == BinaryOp::lor)
+      return map2(out, y, n, [](double p, double q) { return double(p != 0 || q != 0); });
+    if (type == DType::u32) {  // exact in doubles; comparisons, max and min below are unsigned
+      auto u = [](double v) { return static_cast<uint64_t>(v); };
+      switch (op) {
+        case BinaryOp::add:
+          return map2(out, y, n, [&](double p, double q) { return wrap_u32(u(p) + u(q)); });
+        case BinaryOp::sub:
+          return map2(out, y, n, [&](double p, double q) { return wrap_u32(u(p) - u(q)); });
+        case BinaryOp::mul:
+          return map2(out, y, n, [&](double p, double q) { return wrap_u32(u(p) * u(q)); });
+        case BinaryOp::div:
+          return map2(out, y, n,
+                      [&](double p, double q) { return q == 0 ? 0.0 : double(u(p) / u(q)); });
+        case BinaryOp::max:
+          return map2(out, y, n, [](double p, double q) { return std::max(p, q); });
+        case BinaryOp::min:
+          return map2(out, y, n, [](double p, double q) { return std::min(p, q); });
+        default:
+          break;
+      }
+    }
+    if (type == DType::i32) {
       switch (op) {
         case BinaryOp::add:
           return map2(out, y, n,
@@ -335,6 +583,9 @@ struct BinaryNode : Node {
         return map2(out, y, n, [](double p, double q) { return double(p == q); });
       case BinaryOp::ne:
         return map2(out, y, n, [](double p, double q) { return double(p != q); });
+      case BinaryOp::land:
+      case BinaryOp::lor:
+        break;  // above
     }
   }
 };
@@ -352,14 +603,28 @@ struct SelectNode : Node {
 
 struct CastNode : Node {
   DType to;
+  DType from;  // the operand's compute type
   NodePtr a;
   void eval(Ctx& c, double* out, int n) override {
     a->eval(c, out, n);
+    if (from == DType::i64) {  // to a float type: rounded to f32 once, as the GPU does
+      if (is_float(to)) {
+        map1(out, n, [](double x) { return double(static_cast<float>(as_i64(x))); });
+        if (to != DType::f32) map1(out, n, [this](double x) { return round_to(to, x); });
+        return;
+      }
+      return map1(out, n, [this](double x) { return int_encode(to, as_i64(x)); });
+    }
+    if (is_integer(to) && from != DType::f32) {  // from i32, u32 or bool: wraps
+      return map1(out, n, [this](double x) { return int_encode(to, static_cast<int64_t>(x)); });
+    }
     switch (to) {
       case DType::f32:
         return map1(out, n, [](double x) { return double(float(x)); });
       case DType::i32:
-        return map1(out, n, to_i32);
+      case DType::i64:
+      case DType::u32:
+        return map1(out, n, [this](double x) { return float_to_int(to, x); });
       default:
         return map1(out, n, [this](double x) { return round_to(to, x); });
     }
@@ -465,24 +730,42 @@ struct StmtCompiler {
         [&](const auto& n) -> NodePtr {
           using T = std::decay_t<decltype(n)>;
           if constexpr (std::is_same_v<T, Const>) {
+            if (e.type() == DType::i64) {
+              return std::make_unique<ConstNode>(from_i64(static_cast<int64_t>(n.value)));
+            }
             return std::make_unique<ConstNode>(n.value);
           } else if constexpr (std::is_same_v<T, SymRef>) {
             auto it = symbols.find(n.name);
             if (it == symbols.end())
               throw UserError({}, fmt::format("symbol '{}' is not bound", n.name));
-            return std::make_unique<ConstNode>(static_cast<double>(it->second));
+            return std::make_unique<ConstNode>(e.type() == DType::f32
+                                                   ? static_cast<double>(it->second)
+                                                   : int_encode(e.type(), it->second));
           } else if constexpr (std::is_same_v<T, IndexRef>) {
-            return std::make_unique<IndexNode>(slot(n.name));
+            return std::make_unique<IndexNode>(slot(n.name), e.type());
+          } else if constexpr (std::is_same_v<T, Gather>) {
+            const Buffer& b = buffers.at(n.tensor);
+            auto node = std::make_unique<GatherNode>();
+            node->data = b.data;
+            node->src = source_of(b.dtype, b.is_temp);
+            if (node->src == Src::f16 || node->src == Src::bf16) node->table = half_table(b.dtype);
+            node->extents = b.shape;
+            node->strides.assign(b.shape.size(), 1);
+            for (size_t d = b.shape.size(); d-- > 1;) {
+              node->strides[d - 1] = node->strides[d] * b.shape[d];
+            }
+            for (const auto& p : n.indices) {
+              node->pos.push_back(compile(wrap(p)));
+              node->pos_type.push_back(wrap(p).type());
+              node->tmp.emplace_back(kBlock);
+            }
+            node->type = e.type();
+            return node;
           } else if constexpr (std::is_same_v<T, Load>) {
             const Buffer& b = buffers.at(n.tensor);
             auto node = std::make_unique<LoadNode>();
             node->data = b.data;
-            using Src = LoadNode::Src;
-            node->src = b.is_temp               ? Src::f64
-                        : b.dtype == DType::f32 ? Src::f32
-                        : b.dtype == DType::i32 ? Src::i32
-                        : b.dtype == DType::f16 ? Src::f16
-                                                : Src::bf16;
+            node->src = source_of(b.dtype, b.is_temp);
             if (node->src == Src::f16 || node->src == Src::bf16) node->table = half_table(b.dtype);
             int64_t stride = 1;
             for (size_t d = n.indices.size(); d-- > 0;) {
@@ -500,13 +783,13 @@ struct StmtCompiler {
           } else if constexpr (std::is_same_v<T, Unary>) {
             auto node = std::make_unique<UnaryNode>();
             node->op = n.op;
-            node->is_int = e.type() == DType::i32;
+            node->type = e.type();
             node->a = compile(wrap(n.a));
             return node;
           } else if constexpr (std::is_same_v<T, Binary>) {
             auto node = std::make_unique<BinaryNode>();
             node->op = n.op;
-            node->is_int = wrap(n.a).type() == DType::i32;
+            node->type = wrap(n.a).type();
             node->a = compile(wrap(n.a));
             node->b = compile(wrap(n.b));
             return node;
@@ -519,6 +802,7 @@ struct StmtCompiler {
           } else if constexpr (std::is_same_v<T, Cast>) {
             auto node = std::make_unique<CastNode>();
             node->to = n.to;
+            node->from = wrap(n.a).type();
             node->a = compile(wrap(n.a));
             return node;
           } else {
@@ -558,6 +842,16 @@ void store(const Buffer& t, int64_t base, int64_t step, const double* v, int n) 
     case DType::i32: {
       auto* p = static_cast<int32_t*>(t.data) + base;
       for (int k = 0; k < n; ++k) p[k * step] = static_cast<int32_t>(to_i32(v[k]));
+      break;
+    }
+    case DType::i64: {
+      auto* p = static_cast<int64_t*>(t.data) + base;
+      for (int k = 0; k < n; ++k) p[k * step] = as_i64(v[k]);
+      break;
+    }
+    case DType::u32: {
+      auto* p = static_cast<uint32_t*>(t.data) + base;
+      for (int k = 0; k < n; ++k) p[k * step] = static_cast<uint32_t>(v[k]);
       break;
     }
     case DType::f16:

@@ -94,12 +94,12 @@ std::vector<Token> lex(std::string_view src) {
         }
       }
     } else {
-      static constexpr std::string_view two[] = {"->", "<=", ">=", "==", "!="};
+      static constexpr std::string_view two[] = {"->", "<=", ">=", "==", "!=", "&&", "||"};
       std::string_view rest = src.substr(i);
       if (std::any_of(std::begin(two), std::end(two),
                       [&](std::string_view p) { return rest.starts_with(p); })) {
         i += 2;
-      } else if (std::string_view("()[]{},:;+-*/<>=").find(c) != std::string_view::npos) {
+      } else if (std::string_view("()[]{},:;+-*/<>=!").find(c) != std::string_view::npos) {
         i += 1;
       } else {
         std::string shown = std::isprint(static_cast<unsigned char>(c))
@@ -119,11 +119,15 @@ std::string describe(const Token& t) {
   return t.kind == Tok::eof ? std::string("end of input") : fmt::format("'{}'", t.text);
 }
 
-/// A weak i32 operand (literal, symbol, index) retyped as f32, for a store into a float tensor.
-Expr weak_to_f32(const Expr& e) {
-  if (const auto* c = e.as<Const>()) return make_const(c->value, DType::f32, e.loc());
-  if (const auto* s = e.as<SymRef>()) return make_sym(s->name, DType::f32, e.loc());
-  return make_index(e.as<IndexRef>()->name, DType::f32, e.loc());
+/// A weak i32 operand (literal, symbol, index) retyped as `to`, for a store into a tensor of
+/// another number type (a negative literal becomes u32 modulo 2^32).
+Expr weak_to(const Expr& e, DType to) {
+  if (const auto* c = e.as<Const>()) {
+    double v = to == DType::u32 && c->value < 0 ? c->value + 4294967296.0 : c->value;
+    return make_const(v, to, e.loc());
+  }
+  if (const auto* s = e.as<SymRef>()) return make_sym(s->name, to, e.loc());
+  return make_index(e.as<IndexRef>()->name, to, e.loc());
 }
 
 bool uses_index(const Expr& e, const std::string& index) {
@@ -307,8 +311,8 @@ class Parser {
       const Token& type = expect_ident("a dtype");
       std::optional<DType> dtype = parse_dtype(type.text);
       if (!dtype || !is_storage_type(*dtype)) {
-        fail(type.loc,
-             fmt::format("unknown dtype '{}'; expected f32, f16, bf16 or i32", type.text));
+        fail(type.loc, fmt::format("unknown dtype '{}'; expected f32, f16, bf16, i32, i64 or u32",
+                                   type.text));
       }
       expect("[");
       std::vector<Dim> shape;
@@ -408,8 +412,9 @@ class Parser {
     if (value.type() == DType::boolean) {
       fail(value.loc(), "cannot store a bool; use f32(...) or i32(...)");
     }
-    if (decl && is_float(decl->dtype) && value.type() == DType::i32 && is_weak(value)) {
-      value = weak_to_f32(value);
+    if (decl && compute_type(decl->dtype) != DType::i32 && value.type() == DType::i32 &&
+        is_weak(value)) {
+      value = weak_to(value, compute_type(decl->dtype));
     }
     Stmt s{name, std::move(indices), value, target.loc};
     std::map<std::string, Dim> extents = index_extents(k_, s);
@@ -423,8 +428,28 @@ class Parser {
     defined_.emplace(name, target.loc);
   }
 
-  // expr := additive [cmpop additive]
+  // expr := and ('||' and)*
   Expr parse_expr() {
+    Expr a = parse_and();
+    while (is("||")) {
+      SourceLoc loc = next().loc;
+      a = make_binary(BinaryOp::lor, a, parse_and(), loc);
+    }
+    return a;
+  }
+
+  // and := compare ('&&' compare)*
+  Expr parse_and() {
+    Expr a = parse_compare();
+    while (is("&&")) {
+      SourceLoc loc = next().loc;
+      a = make_binary(BinaryOp::land, a, parse_compare(), loc);
+    }
+    return a;
+  }
+
+  // compare := additive [cmpop additive]
+  Expr parse_compare() {
     Expr a = parse_additive();
     static constexpr std::pair<std::string_view, BinaryOp> cmps[] = {
         {"<", BinaryOp::lt},  {"<=", BinaryOp::le}, {">", BinaryOp::gt},
@@ -461,7 +486,7 @@ class Parser {
     return a;
   }
 
-  // unary := '-' unary | primary
+  // unary := '-' unary | '!' unary | primary
   // Every level of nesting (a sign, parentheses, a call's arguments) passes through here, so
   // the guard below bounds the parser's recursion on hostile input.
   Expr parse_unary() {
@@ -473,6 +498,10 @@ class Parser {
     if (nesting_ > kMaxNesting) {
       fail(peek().loc,
            fmt::format("expression nested too deeply (more than {} levels)", kMaxNesting));
+    }
+    if (is("!")) {
+      SourceLoc loc = next().loc;
+      return make_unary(UnaryOp::lnot, parse_unary(), loc);
     }
     if (!is("-")) return parse_primary();
     SourceLoc loc = next().loc;
@@ -531,26 +560,27 @@ class Parser {
     fail(t.loc, fmt::format("unknown name '{}'", name));
   }
 
-  // IDENT '[' [IDENT (',' IDENT)*] ']'
+  // IDENT '[' [subscript (',' subscript)*] ']'. A subscript is an expression: when every one is
+  // an index variable the read is a Load, otherwise a Gather of an input (its plain index
+  // variables become i64 positions; the verifier checks what a computed position may read).
   Expr parse_load() {
     const Token& t = next();
     std::string name(t.text);
     next();  // '['
-    std::vector<std::string> indices;
+    std::vector<Expr> subscripts;
     if (!is("]")) {
       do {
-        check_subscript();
-        const Token& i = expect_ident("an index variable");
-        if (!in_scope(i.text)) {
+        const Token& i = peek();
+        // A lone unknown name is an index the statement does not bind (the usual mistake).
+        if (i.kind == Tok::ident && (is(",", 1) || is("]", 1)) && !in_scope(i.text) &&
+            !is_symbol(i.text) && !is_tensor(i.text)) {
           fail(i.loc, fmt::format("index '{}' is not bound by the left-hand side", i.text));
         }
-        indices.emplace_back(i.text);
+        subscripts.push_back(parse_expr());
       } while (accept(","));
     }
-    if (!is("]") && !is(",")) {
-      fail(peek().loc, fmt::format("expected ',' or ']' but found {}; a subscript is one index "
-                                   "variable (no arithmetic on indices yet)",
-                                   describe(peek())));
+    if (!is("]")) {
+      fail(peek().loc, fmt::format("expected ',' or ']' but found {}", describe(peek())));
     }
     expect("]");
     const TensorDecl* decl = k_.find_tensor(name);
@@ -562,22 +592,22 @@ class Parser {
       if (in_scope(name) || is_symbol(name)) fail(t.loc, fmt::format("'{}' is not a tensor", name));
       fail(t.loc, fmt::format("unknown tensor '{}'", name));
     }
-    return make_load(name, std::move(indices), decl->dtype, t.loc);
-  }
-
-  /// A subscript that reads a tensor (`x[i, t[i]]`) or calls a function is a gather, which
-  /// the language does not have yet: say so at the subscript rather than "not bound".
-  void check_subscript() const {
-    const Token& t = peek();
-    if (t.kind != Tok::ident || in_scope(t.text)) return;
-    if (is("[", 1) || is_tensor(t.text)) {
-      fail(t.loc, fmt::format("indexing by a tensor's values ('{}') is not supported yet "
-                              "(gathers are planned); a subscript is an index variable",
-                              t.text));
+    bool plain = std::all_of(subscripts.begin(), subscripts.end(),
+                             [](const Expr& e) { return e.as<IndexRef>() != nullptr; });
+    if (plain) {
+      std::vector<std::string> indices;
+      for (const Expr& e : subscripts) indices.push_back(e.as<IndexRef>()->name);
+      return make_load(name, std::move(indices), decl->dtype, t.loc);
     }
-    if (is("(", 1)) {
-      fail(t.loc, fmt::format("a subscript is an index variable, not a call to '{}'", t.text));
+    if (decl->shape.size() != subscripts.size()) {
+      fail(t.loc,
+           fmt::format("tensor '{}' has rank {} but is indexed with {} subscript{}", name,
+                       decl->shape.size(), subscripts.size(), subscripts.size() == 1 ? "" : "s"));
     }
+    for (Expr& e : subscripts) {
+      if (const auto* r = e.as<IndexRef>()) e = make_index(r->name, DType::i64, e.loc());
+    }
+    return make_gather(name, std::move(subscripts), decl->shape, decl->dtype, t.loc);
   }
 
   /// Token ranges [begin, end) of the arguments of the call whose '(' was just consumed.

@@ -17,7 +17,7 @@ namespace kiln {
 namespace {
 
 // Precedence levels: the grammar's rules from loosest to tightest.
-constexpr int kCompare = 1, kAdditive = 2, kTerm = 3, kUnary = 4, kPrimary = 5;
+constexpr int kOr = 1, kAnd = 2, kCompare = 3, kAdditive = 4, kTerm = 5, kUnary = 6, kPrimary = 7;
 
 int precedence(const Expr& e) {
   if (const auto* b = e.as<Binary>()) {
@@ -32,16 +32,29 @@ int precedence(const Expr& e) {
       case BinaryOp::min:
       case BinaryOp::pow:
         return kPrimary;
+      case BinaryOp::land:
+        return kAnd;
+      case BinaryOp::lor:
+        return kOr;
       default:
         return kCompare;
     }
   }
-  if (const auto* u = e.as<Unary>(); u && u->op == UnaryOp::neg) return kUnary;
-  if (const auto* c = e.as<Const>(); c && std::signbit(c->value)) return kUnary;
+  if (const auto* u = e.as<Unary>(); u && (u->op == UnaryOp::neg || u->op == UnaryOp::lnot)) {
+    return kUnary;
+  }
+  if (const auto* c = e.as<Const>();
+      c && (std::signbit(c->value) || (e.type() == DType::u32 && c->value > INT32_MAX))) {
+    return kUnary;  // printed with a '-'
+  }
   return kPrimary;
 }
 
 std::string print_const(const Expr& e, double v) {
+  if (e.type() == DType::u32 && v > INT32_MAX) {
+    // Literals are i32 values: a u32 above INT32_MAX came from a negative one (modulo 2^32).
+    return fmt::format("{}", static_cast<int64_t>(v) - 4294967296LL);
+  }
   if (e.type() != DType::f32) return fmt::format("{}", static_cast<int64_t>(v));
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
@@ -87,8 +100,14 @@ std::string print(const Expr& e) {
           return n.name;
         } else if constexpr (std::is_same_v<T, Load>) {
           return fmt::format("{}[{}]", n.tensor, join(n.indices));
+        } else if constexpr (std::is_same_v<T, Gather>) {
+          std::vector<std::string> idx;
+          for (const auto& i : n.indices) idx.push_back(print(wrap(i)));
+          return fmt::format("{}[{}]", n.tensor, join(idx));
         } else if constexpr (std::is_same_v<T, Unary>) {
           Expr a = wrap(n.a);
+          if (n.op == UnaryOp::lnot)
+            return fmt::format("!{}", paren(print(a), precedence(a) <= kUnary));
           if (n.op == UnaryOp::neg)
             return fmt::format("-{}", paren(print(a), precedence(a) <= kUnary));
           return fmt::format("{}({})", to_string(n.op), print(a));

@@ -98,6 +98,19 @@ struct ExtentFinder {
                                     t->shape.size(), count_indices(l->indices.size())));
       }
       for (size_t d = 0; d < l->indices.size(); ++d) record(l->indices[d], t->shape[d], e.loc());
+    } else if (const auto* g = e.as<Gather>()) {
+      const TensorDecl* t = k.find_tensor(g->tensor);
+      if (!t) throw UserError(e.loc(), fmt::format("unknown tensor '{}'", g->tensor));
+      if (t->shape.size() != g->indices.size()) {
+        throw UserError(e.loc(),
+                        fmt::format("tensor '{}' has rank {} but is indexed with {}", g->tensor,
+                                    t->shape.size(), count_indices(g->indices.size())));
+      }
+      // Plain index variables among the positions index the dimension as a Load's do.
+      for (size_t d = 0; d < g->indices.size(); ++d) {
+        if (const auto* r = wrap(g->indices[d]).as<IndexRef>())
+          record(r->name, t->shape[d], e.loc());
+      }
     } else if (const auto* r = e.as<Reduce>()) {
       reductions.emplace_back(r->index, e.loc());
     }
@@ -143,6 +156,7 @@ namespace {
 
 bool loads(const Expr& e, std::string_view name) {
   if (const Load* l = e.as<Load>(); l != nullptr && l->tensor == name) return true;
+  if (const Gather* g = e.as<Gather>(); g != nullptr && g->tensor == name) return true;
   bool found = false;
   for_each_child(e, [&](const Expr& c) { found = found || loads(c, name); });
   return found;

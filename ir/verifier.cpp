@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "ir/text.h"
@@ -124,11 +125,11 @@ class KernelVerifier {
     DType type = s.value.type();
     if (type == DType::boolean) fail(vloc, "cannot store a bool; use f32(...) or i32(...)");
     if (is_output) {
-      if (is_float(decl->dtype) != (type == DType::f32)) {
-        fail(vloc, fmt::format("cannot store an {} value into {} output '{}'; convert it with "
+      if (compute_type(decl->dtype) != type) {
+        fail(vloc, fmt::format("cannot store {} {} value into {} output '{}'; convert it with "
                                "{}(...)",
-                               to_string(type), to_string(decl->dtype), s.target,
-                               to_string(decl->dtype)));
+                               type == DType::u32 ? "a" : "an", to_string(type),
+                               to_string(decl->dtype), s.target, to_string(decl->dtype)));
       }
     } else {
       std::vector<Dim> shape;
@@ -162,6 +163,8 @@ class KernelVerifier {
         if (!in_scope(i))
           fail(e.loc(), fmt::format("index '{}' is not bound by the left-hand side", i));
       }
+    } else if (const auto* g = e.as<Gather>()) {
+      check_gather(e, *g);
     } else if (const auto* r = e.as<IndexRef>()) {
       if (!in_scope(r->name)) {
         fail(e.loc(), fmt::format("index '{}' is not bound by the left-hand side", r->name));
@@ -182,6 +185,45 @@ class KernelVerifier {
       return;
     }
     for_each_child(e, [&](const Expr& c) { check_expr(c); });
+  }
+
+  // A gather reads an input (temporaries and outputs may be computed in the same kernel, at
+  // positions a gather cannot know). Its computed positions read inputs only and hold no
+  // reduction: the scheduler and the code generators evaluate them where they stand.
+  void check_gather(const Expr& e, const Gather& g) {
+    const TensorDecl* t = k_.find_tensor(g.tensor);
+    if (!t) fail(e.loc(), fmt::format("unknown tensor '{}'", g.tensor));
+    if (t->role != TensorRole::input) {
+      fail(e.loc(),
+           fmt::format("a gather (a subscript computed from values) reads an input; '{}' "
+                       "is {} (not supported yet)",
+                       g.tensor, t->role == TensorRole::output ? "an output" : "a temporary"));
+    }
+    if (g.stored != t->dtype || !(g.shape == t->shape)) {
+      fail(e.loc(), fmt::format("gather of '{}' as {} but it holds {}", g.tensor,
+                                to_string(g.stored), to_string(t->dtype)));
+    }
+    for (const auto& p : g.indices) {
+      Expr i = wrap(p);
+      if (i.as<IndexRef>()) continue;
+      std::function<void(const Expr&)> walk = [&](const Expr& x) {
+        if (x.as<Reduce>()) {
+          fail(x.loc(), "a subscript cannot hold a reduction (not supported yet)");
+        }
+        std::string read;
+        if (const auto* l = x.as<Load>()) read = l->tensor;
+        if (const auto* h = x.as<Gather>()) read = h->tensor;
+        if (const TensorDecl* d = read.empty() ? nullptr : k_.find_tensor(read);
+            !read.empty() && (!d || d->role != TensorRole::input)) {
+          fail(x.loc(),
+               fmt::format("a subscript may read inputs only; '{}' is {} (not supported "
+                           "yet)",
+                           read, d && d->role == TensorRole::output ? "an output" : "a temporary"));
+        }
+        for_each_child(x, walk);
+      };
+      walk(i);
+    }
   }
 
   static bool uses(const Expr& e, const std::string& index) {

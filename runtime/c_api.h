@@ -93,8 +93,8 @@ int kiln_bundle_kernel_at(const kiln_bundle* bundle, size_t index, const kiln_ke
 int kiln_kernel_name(const kiln_kernel* kernel, const char** name);
 /** The number of parameters (inputs then outputs) and of symbols. */
 int kiln_kernel_counts(const kiln_kernel* kernel, size_t* nparams, size_t* nsymbols);
-/** Parameter `index`: its name, its dtype as text ("f32", "f16", "bf16" or "i32"), its rank
- *  and whether it is an output (1) or an input (0). Any out-pointer may be NULL. */
+/** Parameter `index`: its name, its dtype as text ("f32", "f16", "bf16", "i32", "i64" or "u32"),
+ * its rank and whether it is an output (1) or an input (0). Any out-pointer may be NULL. */
 int kiln_kernel_param(const kiln_kernel* kernel, size_t index, const char** name,
                       const char** dtype, size_t* rank, int* is_output);
 /** Dimension `dim` of parameter `index`: a fixed extent (`*value` = the extent, `*symbol` = -1)

@@ -47,6 +47,8 @@ _DTYPES = {
     "f16": ("float16", ("<f2", "=f2", "f2"), 2),
     "bf16": ("bfloat16", ("<V2", "|V2", "V2", "<bf16", "bf16"), 2),
     "i32": ("int32", ("<i4", "=i4", "i4"), 4),
+    "i64": ("int64", ("<i8", "=i8", "i8"), 8),
+    "u32": ("uint32", ("<u4", "=u4", "u4"), 4),
 }
 
 
@@ -325,7 +327,8 @@ class Kernel:
     # ---- the launch ---------------------------------------------------------------------------
     def _ready_torch(self, torch) -> None:
         for p in self.params:
-            p.torch_dtype = getattr(torch, p.torch_dtype_name)
+            # torch.uint32 exists from torch 2.3; before, a u32 parameter takes no torch tensor.
+            p.torch_dtype = getattr(torch, p.torch_dtype_name, None)
         self._torch_dtypes = tuple(p.torch_dtype for p in self.params)
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         if raw is None:  # older torch: the public (slower) way

@@ -168,7 +168,7 @@ def test_every_example_loads_with_signatures(cache):
             sig = inspect.signature(b[name])
             assert [p for p in sig.parameters][:len(k.params)] == [p.name for p in k.params]
             for p in k.params:
-                assert p.dtype in ("f32", "f16", "bf16", "i32")
+                assert p.dtype in ("f32", "f16", "bf16", "i32", "i64", "u32")
                 assert f"{p.name}: {p.type_text()}" in text.replace("  ", " "), (name, p)
     assert kernels >= 30
 

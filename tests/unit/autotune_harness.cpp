@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <set>
 
 #include "autotune/harness.h"
 #include "ir/text.h"
@@ -103,4 +104,37 @@ TEST_CASE("timing stops after 5 repetitions only for a clearly slower candidate"
   Measurement unpruned = h.time(fn, 0, false, 1);  // no best yet
   CHECK_FALSE(unpruned.pruned);
   CHECK(launches > 2000);
+}
+
+TEST_CASE("an index input of a gather is filled within its dimension, a few out of range",
+          "[autotune][harness][gather]") {
+  FakeDriver fake;
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  INFO(rt.message());
+  REQUIRE(rt.ok());
+  Program p = parse_program(
+      "kernel embedding(ids: i64[T], w: bf16[V, D]) -> (y: bf16[T, D]) {\n"
+      "  y[t, d] = w[ids[t], d]\n}\n");
+  bundle::KernelInfo info;
+  info.name = "embedding";
+  info.symbols = {"T", "V", "D"};
+  const int64_t T = 6400, V = 37;
+  KernelHarness h(**rt, p.kernels.at(0), info, {{"T", T}, {"V", V}, {"D", 2}}, /*seed=*/1);
+  std::vector<int64_t> ids(T);
+  REQUIRE((*rt)->driver().cuMemcpyDtoH(ids.data(), h.ptrs()[0], T * 8) == CUDA_SUCCESS);
+  std::set<int64_t> rows;
+  int64_t out = 0;
+  for (int64_t v : ids) {
+    if (v >= 0 && v < V) {
+      rows.insert(v);
+    } else {
+      ++out;
+    }
+  }
+  CHECK(rows.size() == static_cast<size_t>(V));  // every row of the table is looked up
+  CHECK(out > 0);                                // and the clamp is exercised
+  CHECK(out < T / 20);                           // by few elements (1 in 64 expected)
+  // The reference reads the rows the ids name (clamped).
+  const Reference ref = h.reference();
+  CHECK(ref.stored[2].numel() == T * 2);
 }

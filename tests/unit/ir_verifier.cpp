@@ -101,7 +101,7 @@ TEST_CASE("types: mismatches, math on i32, bools and stores", "[ir]") {
   check_error(in_kernel("  y[i, j] = x[i, j] > 0.0"),
               "cannot store a bool; use f32(...) or i32(...)", 2, 21);
   check_error(in_kernel("  y[i, j] = -(x[i, j] > 0.0)"),
-              "unary '-' needs an f32 or i32 operand but got bool", 2, 13);
+              "unary '-' needs a number operand (f32, i32, i64 or u32) but got bool", 2, 13);
   check_error(in_kernel("  y[i, j] = where(x[i, j], 1.0, 0.0)"),
               "where() needs a bool condition (a comparison) but got f32", 2, 13);
   check_error(in_kernel("  y[i, j] = where(x[i, j] > 0.0, x[i, j], n[j])"),
@@ -115,9 +115,9 @@ TEST_CASE("types: mismatches, math on i32, bools and stores", "[ir]") {
   check_error(in_kernel1("  y[i] = x[i] - -2147483649"),
               "integer literal 2147483649 does not fit in i32", 2, 18);
   check_error("kernel k(x: f64[N]) -> (y: f32[N]) {\n  y[i] = 1.0\n}",
-              "unknown dtype 'f64'; expected f32, f16, bf16 or i32", 1, 13);
+              "unknown dtype 'f64'; expected f32, f16, bf16, i32, i64 or u32", 1, 13);
   check_error("kernel k(x: bool[N]) -> (y: f32[N]) {\n  y[i] = 1.0\n}",
-              "unknown dtype 'bool'; expected f32, f16, bf16 or i32", 1, 13);
+              "unknown dtype 'bool'; expected f32, f16, bf16, i32, i64 or u32", 1, 13);
 }
 
 TEST_CASE("reductions: fresh index, used in the body", "[ir]") {

@@ -228,9 +228,9 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
           j["kernels"][0]["params"][1]["shape"][0] = 18446744073709551615ull;
         }) == k0 + "params[1].shape[0]: expected an integer >= 1");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["dtype"] = "f64"; }) ==
-        k0 + "params[1].dtype: expected f32, f16, bf16 or i32, got \"f64\"");
+        k0 + "params[1].dtype: expected f32, f16, bf16, i32, i64 or u32, got \"f64\"");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["dtype"] = "bool"; }) ==
-        k0 + "params[1].dtype: expected f32, f16, bf16 or i32, got \"bool\"");
+        k0 + "params[1].dtype: expected f32, f16, bf16, i32, i64 or u32, got \"bool\"");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][1]["name"] = "x"; }) ==
         k0 + "params[1].name: tensor \"x\" is declared twice");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][0]["output"] = true; }) ==
@@ -360,7 +360,7 @@ TEST_CASE("buffers round-trip, share the parameters' names and bound aligned_par
   CHECK(error_with([](Json& e) { e["kernels"][0]["buffers"][0]["shape"] = {"K"}; }) ==
         k0 + ".buffers[0].shape[0]: symbol \"K\" is not listed in the kernel's symbols");
   CHECK(error_with([](Json& e) { e["kernels"][0]["buffers"][0]["dtype"] = "bool"; }) ==
-        k0 + ".buffers[0].dtype: expected f32, f16, bf16 or i32, got \"bool\"");
+        k0 + ".buffers[0].dtype: expected f32, f16, bf16, i32, i64 or u32, got \"bool\"");
   CHECK(error_with([](Json& e) { e["kernels"][0]["buffers"] = 1; }) ==
         k0 + ".buffers: expected an array, got an integer");
   // Three parameters and two buffers: arguments 0..4 may be aligned.
