@@ -7,7 +7,9 @@
 #  4. compute-sanitizer (memcheck, racecheck, initcheck, one tool per shard at once) on the
 #     default variant of the smaller cases and on the runtime tests, and initcheck on every
 #     variant of the split and buffered kernels (outputs, buffers and workspaces poisoned).
-#  5. (phase "tune", only when PHASES names it) tests/gpu/tune_shapes.sh: shapes recorded by a
+#  5. (phase "big", only when PHASES names it) the default variant of a tiled transpose at two
+#     shapes of more than 2^31 elements;
+#  6. (phase "tune", only when PHASES names it) tests/gpu/tune_shapes.sh: shapes recorded by a
 #     real run (KILN_RECORD_SHAPES), kiln tune --shapes-from, two shards merged with the keys
 #     of one unsharded run.
 # KILN_REQUIRE_GPU=1 is exported: a missing driver fails instead of skipping. The script exits
@@ -104,6 +106,19 @@ if wants runtime && [[ -x "$hostile" ]]; then
   rc=$?
   note "concurrent tuners:     $(tail -1 "$out/concurrent_tune.txt")"
   check "concurrent tuners" $rc
+fi
+
+# Tiled transposes of more than 2^31 elements, default variant (tests/gpu/cases.txt says why
+# not every variant).
+if wants big; then
+  t0=$(date +%s)
+  "$kiln" compile examples/permute.kiln -o "$out/permute.bundle" > /dev/null
+  rc=0
+  for shape in M=46341,N=46341 M=32768,N=65544; do
+    "$kiln" run "$out/permute.bundle" transpose_bf16 --shape "$shape" --reps 2 >> "$out/big.txt" 2>&1 || rc=1
+  done
+  note "transposes of more than 2^31 elements: exit $rc ($(seconds "$t0") s)"
+  check "big transposes" $rc
 fi
 
 if wants tune; then
