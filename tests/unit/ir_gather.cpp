@@ -401,8 +401,9 @@ TEST_CASE("scheduler: the gather suite's kernels compute what the spec does",
     REQUIRE(s.kernels.size() == 1);
     const bool colsum = k.name == "colsum_gather";
     CHECK(s.kernels[0].kind == (colsum ? StepKind::outer_reduction : StepKind::pointwise));
-    SymbolValues sym = colsum ? SymbolValues{{"M", 9}, {"N", 5}, {"V", 4}}
-                              : SymbolValues{{"R", 6}, {"C", 5}, {"K", 23}};
+    SymbolValues sym = colsum                         ? SymbolValues{{"M", 9}, {"N", 5}, {"V", 4}}
+                       : k.name == "transpose_gather" ? SymbolValues{{"M", 7}, {"N", 9}}
+                                                      : SymbolValues{{"R", 6}, {"C", 5}, {"K", 23}};
     std::map<std::string, HostTensor, std::less<>> a;
     uint64_t seed = 1;
     for (const TensorDecl* t : k.params()) {
