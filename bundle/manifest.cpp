@@ -94,6 +94,7 @@ OrderedJson variant_json(const Variant& v) {
         maps.push_back({{"param", t.param}, {"box", t.box}});
       }
       out["tile"]["tensor_maps"] = maps;
+      out["tile"]["map_fallback"] = v.tile.map_fallback;
     }
   }
   return out;
@@ -295,6 +296,8 @@ Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
         v.tile.tensor_maps.push_back(
             read_tensor_map(Obj(maps[i], index_path(to.at("tensor_maps"), i)), k));
       }
+      if (to.find("map_fallback"))
+        v.tile.map_fallback = static_cast<int>(to.integer("map_fallback", -1, kIntMax));
     }
     if (v.elements_per_block != v.tile.m * v.tile.n) {
       fail(o.at("elements_per_block"),
@@ -367,6 +370,16 @@ Step read_step(const Obj& o, const KernelInfo& k) {
   if (defaults != 1) {
     fail(o.at("variants"),
          fmt::format("expected exactly one variant with is_default, found {}", defaults));
+  }
+  // A map fallback is another variant of the step, one without maps.
+  for (size_t i = 0; i < s.variants.size(); ++i) {
+    const int f = s.variants[i].tile.map_fallback;
+    if (f < 0) continue;
+    if (static_cast<size_t>(f) >= s.variants.size() || static_cast<size_t>(f) == i ||
+        !s.variants[static_cast<size_t>(f)].tile.tensor_maps.empty()) {
+      fail(key_path(key_path(index_path(o.at("variants"), i), "tile"), "map_fallback"),
+           fmt::format("expected another variant of the step without tensor maps, got {}", f));
+    }
   }
   return s;
 }

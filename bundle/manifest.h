@@ -53,7 +53,8 @@
 // stride the product of the extents inside it, boxDim = box, element strides 1, no
 // interleave, the 128-byte swizzle (box[0] * element bytes = 128), zero fill out of bounds.
 // The runtime encodes the maps when TMA's rules allow (cuTensorMapEncodeTiled succeeds: a
-// 16-byte aligned pointer, byte strides multiples of 16, ranks up to 5).
+// 16-byte aligned pointer, byte strides multiples of 16, ranks up to 5). When they do not, it
+// runs tile.map_fallback instead when the variant names one (a variant without maps).
 #pragma once
 
 #include <cstdint>
@@ -142,6 +143,9 @@ struct TileInfo {
   int ctas_per_sm = 0;                     // the persistent grid: blocks per SM, 1..32
   int64_t smem_bytes = 0;                  // dynamic shared memory per block, 0..1 MiB
   std::vector<TensorMapInfo> tensor_maps;  // at most kMaxTensorMaps
+  // With tensor maps: the variant of the same tiles that copies without them, which the
+  // runtime runs instead when a map cannot be encoded (-1: none; then this one copies itself).
+  int map_fallback = -1;
   friend bool operator==(const TileInfo&, const TileInfo&) = default;
 };
 

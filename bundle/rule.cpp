@@ -19,6 +19,13 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       r.small = id;
     }
   }
+  r.map_fallback.assign(step.variants.size(), -1);
+  for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+    const int f = step.variants[vi].tile.map_fallback;
+    if (f >= 0 && static_cast<size_t>(f) < loadable.size() && loadable[static_cast<size_t>(f)]) {
+      r.map_fallback[vi] = f;
+    }
+  }
   std::sort(r.tiers.begin(), r.tiers.end());
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
   const bool may_split = !r.tiers.empty() || step.kind == StepKind::outer_reduction;

@@ -40,6 +40,8 @@ struct StepRule {
   std::vector<std::pair<int64_t, int>> tiers;  // (max_reduced, variant), loadable, ascending
   int split = -1;  // the split variant for few, very long rows (or few column tiles), or -1
   int small = -1;  // contraction steps: the loadable variant with the smallest tiles, or -1
+  // [variant]: its tile.map_fallback when that loaded, else -1 (contraction steps).
+  std::vector<int> map_fallback;
 };
 /// `loadable[v]`: whether variant v of `step` loaded on this device. chosen is -1 when none did.
 StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const DeviceFacts& device);

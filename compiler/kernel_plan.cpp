@@ -123,6 +123,21 @@ void plan_variants(StepPlan& step) {
   internal_check(std::count_if(step.variants.begin(), step.variants.end(),
                                [](const PlannedVariant& v) { return v.is_default; }) == 1,
                  "plan: a step's space must hold its default exactly once");
+  // A TMA variant's fallback, for operands without tensor maps: the first variant of the
+  // same tiles, blocks per SM and MMA whose MMA warps copy (measured on an H200, 4096 x 4096
+  // x 4095: 1089 us against the producer warpgroup's 1948: bench/results/2026-11-24-h200-tma).
+  for (PlannedVariant& v : step.variants) {
+    const auto* c = std::get_if<ContractionConfig>(&v.config);
+    if (!c || !c->tma) continue;
+    for (size_t w = 0; w < step.variants.size(); ++w) {
+      const auto* o = std::get_if<ContractionConfig>(&step.variants[w].config);
+      if (o && !o->tma && o->wgmma == c->wgmma && o->tile_m == c->tile_m &&
+          o->tile_n == c->tile_n && o->ctas_per_sm == c->ctas_per_sm) {
+        v.tile.map_fallback = static_cast<int>(w);
+        break;
+      }
+    }
+  }
 }
 
 // "8 threads x 16 elements per row, 16 rows per block".
@@ -316,8 +331,10 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     if (!def.tile.tensor_maps.empty()) {
       line(
           "its operands are copied by TMA through tensor maps the runtime encodes at launch; "
-          "when one cannot be (a pointer not 16-byte aligned, rows not a multiple of 16 bytes), "
-          "by its producer warps");
+          "when one cannot be (a pointer not 16-byte aligned, rows not a multiple of 16 bytes), " +
+          (def.tile.map_fallback >= 0
+               ? fmt::format("variant {} runs instead", def.tile.map_fallback)
+               : std::string("by its producer warps")));
     }
     line(
         "operands whose contiguous extent is not a multiple of 8 or whose pointer is not "
@@ -440,6 +457,7 @@ std::string print_plan(const KernelPlan& plan) {
           out += fmt::format(" map({} box={})", params[static_cast<size_t>(t.param)]->name,
                              fmt::join(t.box, "x"));
         }
+        if (v.tile.map_fallback >= 0) out += fmt::format(" map_fallback={}", v.tile.map_fallback);
       }
       out += "\n";
     }

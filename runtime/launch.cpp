@@ -241,6 +241,23 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
         break;
       }
     }
+    // A contraction whose tensor maps cannot be encoded runs the variant of the same tiles
+    // that copies without them (manifest.h). Buffers are kBufferAlign-aligned: any such
+    // address stands for theirs.
+    if (fallback && !var->tile.tensor_maps.empty() &&
+        static_cast<size_t>(v) < rules[s].map_fallback.size() &&
+        rules[s].map_fallback[static_cast<size_t>(v)] >= 0) {
+      bool encodable = true;
+      for (const bundle::TensorMapInfo& t : var->tile.tensor_maps) {
+        const auto p = static_cast<size_t>(t.param);
+        const CUdeviceptr address = p < np ? ptrs[p] : CUdeviceptr{bundle::kBufferAlign};
+        encodable = encodable && tensor_map_request(info, enc, t, address, symbols).encodable;
+      }
+      if (!encodable) {
+        v = rules[s].map_fallback[static_cast<size_t>(v)];
+        var = &step.variants[static_cast<size_t>(v)];
+      }
+    }
     StepLaunch& l = out.steps[s];
     l = StepLaunch{};
     int64_t blocks = ceil_div(n, var->elements_per_block);

@@ -230,7 +230,8 @@ TEST_CASE("contraction: the persistent grid", "[contraction]") {
       const std::vector<int64_t> syms = symbols_for(B, M, N, 100);
       launch::Layout out;
       const int variants[] = {static_cast<int>(vi)};
-      REQUIRE(launch::lay_out(info, enc, rules, smem, ptrs, syms, variants, true, dev, out).ok());
+      // As asked (no fallback): N = 17 has no tensor maps, which would run another variant.
+      REQUIRE(launch::lay_out(info, enc, rules, smem, ptrs, syms, variants, false, dev, out).ok());
       const int64_t tiles =
           int64_t{B} * ((M + v.tile.m - 1) / v.tile.m) * ((N + v.tile.n - 1) / v.tile.n);
       CHECK(out.steps[0].grid == std::min<int64_t>(tiles, 132 * v.tile.ctas_per_sm));
@@ -331,4 +332,66 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
           t.push_back(t[0]);
           t.push_back(t[0]);
         }) == at + ": expected at most 4 maps");
+}
+
+TEST_CASE("contraction: operands without tensor maps run the variant that copies",
+          "[contraction]") {
+  KernelDef k = kernel_of(
+      "kernel f(a: bf16[M, K], w: bf16[K, N]) -> (c: bf16[M, N]) {\n"
+      "  c[i, j] = sum(a[i, k] * w[k, j], k)\n}\n");
+  std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+  bundle::KernelInfo info;
+  info.name = "f";
+  info.params = {{"a", DType::bf16, k.inputs[0].shape, false},
+                 {"w", DType::bf16, k.inputs[1].shape, false},
+                 {"c", DType::bf16, k.outputs[0].shape, true}};
+  info.symbols = k.symbols();
+  info.steps = {manifest_step(*plan, 0, {"sm_90"})};
+  const bundle::Step& bs = info.steps[0];
+  const int def = plan->steps[0].default_variant;
+  const bundle::Variant& d = bs.variants[static_cast<size_t>(def)];
+  REQUIRE_FALSE(d.tile.tensor_maps.empty());
+  // The same tiles, copied by the MMA warps.
+  REQUIRE(d.tile.map_fallback >= 0);
+  const bundle::Variant& f = bs.variants[static_cast<size_t>(d.tile.map_fallback)];
+  CHECK(f.tile.tensor_maps.empty());
+  CHECK(f.tile.m == d.tile.m);
+  CHECK(f.tile.n == d.tile.n);
+  CHECK(f.config.at("wgmma") == 1);
+
+  const launch::EncodedKernel enc = launch::encode(info);
+  const bundle::DeviceFacts dev{132, true};
+  std::vector<bool> loadable(bs.variants.size(), true);
+  std::vector<launch::StepRule> rules{bundle::step_rule(bs, loadable, dev)};
+  std::vector<std::vector<int64_t>> smem{std::vector<int64_t>(bs.variants.size(), 0)};
+  auto run = [&](int64_t K, CUdeviceptr a, bool fallback) {
+    std::vector<int64_t> syms;
+    for (const std::string& s : info.symbols) syms.push_back(s == "K" ? K : 4096);
+    const std::vector<CUdeviceptr> ptrs{a, CUdeviceptr{2} << 40, CUdeviceptr{3} << 40};
+    launch::Layout out;
+    const int variants[] = {def};
+    REQUIRE(launch::lay_out(info, enc, rules, smem, ptrs, syms, variants, fallback, dev, out).ok());
+    return out.steps[0].variant;
+  };
+  CHECK(run(4096, CUdeviceptr{1} << 40, true) == def);
+  CHECK(run(4095, CUdeviceptr{1} << 40, true) == d.tile.map_fallback);        // rows of 8190 bytes
+  CHECK(run(4096, (CUdeviceptr{1} << 40) + 2, true) == d.tile.map_fallback);  // misaligned
+  // An explicit variant (kiln run --variant, the tuner) runs as asked: it copies without maps.
+  CHECK(run(4095, CUdeviceptr{1} << 40, false) == def);
+  // A fallback that did not load is not run.
+  loadable[static_cast<size_t>(d.tile.map_fallback)] = false;
+  rules = {bundle::step_rule(bs, loadable, dev)};
+  CHECK(run(4095, CUdeviceptr{1} << 40, true) == def);
+
+  // The manifest refuses a fallback that is not another variant without maps.
+  bundle::Manifest m;
+  for (bundle::Variant& v : info.steps[0].variants) {
+    for (bundle::ArchImage& im : v.images) im.ptx_hash = "0123456789abcdef";
+  }
+  info.steps[0].variants[static_cast<size_t>(def)].tile.map_fallback = def;
+  m.kernels = {info};
+  Result<bundle::Manifest> bad = bundle::parse_manifest(bundle::to_json(m), "m.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.message().find("map_fallback: expected another variant of the step without tensor "
+                           "maps") != std::string::npos);
 }
