@@ -259,10 +259,18 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   bs.kind = step.kind;
   bs.space = step.space;
   if (step.reduced) bs.reduced = {*step.reduced};
-  for (const PlannedVariant& pv : step.variants) {
+  std::vector<int> written(step.variants.size(), -1);  // plan index -> manifest id
+  for (size_t pi = 0; pi < step.variants.size(); ++pi) {
+    const PlannedVariant& pv = step.variants[pi];
     if (default_only && !pv.is_default) continue;
     const int id = static_cast<int>(bs.variants.size());
+    written[pi] = id;
     bs.variants.push_back(manifest_variant(pv, id, entry_name(kernel, si, id), archs));
+  }
+  // A map fallback the bundle does not hold (--default-only) is none.
+  for (bundle::Variant& v : bs.variants) {
+    if (v.tile.map_fallback >= 0)
+      v.tile.map_fallback = written[static_cast<size_t>(v.tile.map_fallback)];
   }
   return bs;
 }

@@ -395,3 +395,16 @@ TEST_CASE("contraction: operands without tensor maps run the variant that copies
   CHECK(bad.message().find("map_fallback: expected another variant of the step without tensor "
                            "maps") != std::string::npos);
 }
+
+TEST_CASE("contraction: a default-only bundle names no map fallback it lacks", "[contraction]") {
+  KernelDef k = kernel_of(
+      "kernel f(a: bf16[M, K], w: bf16[K, N]) -> (c: bf16[M, N]) {\n"
+      "  c[i, j] = sum(a[i, k] * w[k, j], k)\n}\n");
+  std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+  const bundle::Step all = manifest_step(*plan, 0, {"sm_90"});
+  const bundle::Step one = manifest_step(*plan, 0, {"sm_90"}, /*default_only=*/true);
+  REQUIRE(one.variants.size() == 1);
+  CHECK_FALSE(one.variants[0].tile.tensor_maps.empty());
+  CHECK(one.variants[0].tile.map_fallback == -1);
+  CHECK(all.variants[static_cast<size_t>(plan->steps[0].default_variant)].tile.map_fallback >= 0);
+}
