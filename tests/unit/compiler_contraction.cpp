@@ -38,6 +38,18 @@ ContractionShape shape_of(const std::variant<ContractionShape, std::string>& r) 
   return std::get<ContractionShape>(r);
 }
 
+// The manifest's kernel of `k` (name "f"), without steps: its parameters as the compiler
+// writes them.
+bundle::KernelInfo info_of(const KernelDef& k) {
+  bundle::KernelInfo info;
+  info.name = "f";
+  for (const TensorDecl* t : k.params()) {
+    info.params.push_back({t->name, t->dtype, t->shape, t->role == TensorRole::output});
+  }
+  info.symbols = k.symbols();
+  return info;
+}
+
 std::string why_not(const std::string& src) {
   auto r = analyze(src);
   REQUIRE(std::holds_alternative<std::string>(r));
@@ -161,12 +173,7 @@ TEST_CASE("contraction: plan, manifest and the rule", "[contraction]") {
 
   // Through JSON: tiles survive, and a tile on a step of another kind is refused.
   bundle::Manifest m;
-  bundle::KernelInfo info;
-  info.name = "f";
-  info.params = {{"a", DType::bf16, k.inputs[0].shape, false},
-                 {"w", DType::bf16, k.inputs[1].shape, false},
-                 {"c", DType::bf16, k.outputs[0].shape, true}};
-  info.symbols = k.symbols();
+  bundle::KernelInfo info = info_of(k);
   for (bundle::Variant& v : bs.variants) {
     for (bundle::ArchImage& im : v.images) im.ptx_hash = "0123456789abcdef";
   }
@@ -201,12 +208,7 @@ TEST_CASE("contraction: the persistent grid", "[contraction]") {
       "kernel f(a: bf16[B, M, K], w: bf16[K, N]) -> (c: bf16[B, M, N]) {\n"
       "  c[b, i, j] = sum(a[b, i, k] * w[k, j], k)\n}\n");
   std::unique_ptr<KernelPlan> plan = plan_kernel(k);
-  bundle::KernelInfo info;
-  info.name = "f";
-  info.params = {{"a", DType::bf16, k.inputs[0].shape, false},
-                 {"w", DType::bf16, k.inputs[1].shape, false},
-                 {"c", DType::bf16, k.outputs[0].shape, true}};
-  info.symbols = k.symbols();
+  bundle::KernelInfo info = info_of(k);
   info.steps = {manifest_step(*plan, 0, {"sm_90"})};
   const bundle::Step& bs = info.steps[0];
   const launch::EncodedKernel enc = launch::encode(info);
@@ -247,12 +249,7 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
       "kernel f(a: bf16[M, B, K], w: bf16[B, N, K]) -> (c: f32[B, M, N]) {\n"
       "  c[b, i, j] = sum(a[i, b, k] * w[b, j, k], k)\n}\n");
   std::unique_ptr<KernelPlan> plan = plan_kernel(k);
-  bundle::KernelInfo info;
-  info.name = "f";
-  info.params = {{"a", DType::bf16, k.inputs[0].shape, false},
-                 {"w", DType::bf16, k.inputs[1].shape, false},
-                 {"c", DType::f32, k.outputs[0].shape, true}};
-  info.symbols = k.symbols();
+  bundle::KernelInfo info = info_of(k);
   info.steps = {manifest_step(*plan, 0, {"sm_90"})};
   const bundle::Step& bs = info.steps[0];
   int with_maps = 0;
@@ -340,12 +337,7 @@ TEST_CASE("contraction: operands without tensor maps run the variant that copies
       "kernel f(a: bf16[M, K], w: bf16[K, N]) -> (c: bf16[M, N]) {\n"
       "  c[i, j] = sum(a[i, k] * w[k, j], k)\n}\n");
   std::unique_ptr<KernelPlan> plan = plan_kernel(k);
-  bundle::KernelInfo info;
-  info.name = "f";
-  info.params = {{"a", DType::bf16, k.inputs[0].shape, false},
-                 {"w", DType::bf16, k.inputs[1].shape, false},
-                 {"c", DType::bf16, k.outputs[0].shape, true}};
-  info.symbols = k.symbols();
+  bundle::KernelInfo info = info_of(k);
   info.steps = {manifest_step(*plan, 0, {"sm_90"})};
   const bundle::Step& bs = info.steps[0];
   const int def = plan->steps[0].default_variant;
