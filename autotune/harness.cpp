@@ -181,7 +181,15 @@ double scale_of(const HostTensor& stored, const HostTensor& wide) {
   return scale;
 }
 
-constexpr size_t kFlushBytes = size_t{256} << 20;
+// The L2 flush before each timed repetition writes twice the device's L2 (at least 32 MB; 256
+// MB when the driver does not say): every line of the kernel's inputs is evicted, and the
+// write costs a third of a fixed 256 MB one on an H200 (50 MB of L2), which for a kernel of a
+// few microseconds is most of a repetition.
+size_t flush_bytes(const Runtime& rt) {
+  const int l2 = rt.device().l2_bytes;
+  if (l2 <= 0) return size_t{256} << 20;
+  return std::max(size_t{32} << 20, 2 * static_cast<size_t>(l2));
+}
 
 }  // namespace
 
@@ -445,6 +453,112 @@ std::vector<std::string> KernelHarness::check(const std::function<void()>& launc
   return problems;
 }
 
+std::vector<std::string> KernelHarness::check_fast(const GpuComparator& cmp,
+                                                   const std::function<void()>& launch,
+                                                   const Reference& ref) {
+  const DriverApi& api = rt_.driver();
+  std::vector<const TensorDecl*> params = def_.params();
+  auto kind_of = [](DType t) -> std::optional<GpuCheckKind> {
+    switch (t) {
+      case DType::f32:
+        return GpuCheckKind::f32;
+      case DType::f16:
+        return GpuCheckKind::f16;
+      case DType::bf16:
+        return GpuCheckKind::bf16;
+      case DType::i32:
+      case DType::u32:
+        return GpuCheckKind::int4;
+      case DType::i64:
+        return GpuCheckKind::int8;
+      default:
+        return std::nullopt;
+    }
+  };
+  bool usable = cmp.ok();
+  for (size_t i = 0; i < params.size() && usable; ++i) {
+    usable = params[i]->role != TensorRole::output || kind_of(params[i]->dtype).has_value();
+  }
+  if (!usable) return check(launch, ref, -1, nullptr);
+  if (dref_of_ != &ref) {  // the reference, uploaded once
+    dref_.clear();
+    dref_.resize(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->role != TensorRole::output) continue;
+      const HostTensor& stored = ref.stored[i];
+      DeviceReference& d = dref_[i];
+      d.stored = std::make_unique<DeviceBuffer>(rt_, stored.bytes.size());
+      d.run1 = std::make_unique<DeviceBuffer>(rt_, stored.bytes.size());
+      check_cu(rt_, api.cuMemcpyHtoD(d.stored->get(), stored.data(), stored.bytes.size()),
+               "cuMemcpyHtoD");
+      if (is_float(stored.dtype)) {
+        std::vector<float> wide(static_cast<size_t>(stored.numel()));
+        for (size_t e = 0; e < wide.size(); ++e) {
+          wide[e] = static_cast<float>(ref.wide[i].get(static_cast<int64_t>(e)));  // exact
+        }
+        d.wide = std::make_unique<DeviceBuffer>(rt_, wide.size() * sizeof(float));
+        check_cu(rt_, api.cuMemcpyHtoD(d.wide->get(), wide.data(), wide.size() * sizeof(float)),
+                 "cuMemcpyHtoD");
+      }
+    }
+    counters_ = std::make_unique<DeviceBuffer>(rt_, 3 * sizeof(uint64_t) * params.size());
+    dref_of_ = &ref;
+  }
+  // The two runs, as check() makes them; the first's outputs are kept on the device.
+  struct ScratchPoison {
+    Runtime& rt;
+    ~ScratchPoison() { rt.set_scratch_poison(-1); }
+  } scratch{rt_};
+  constexpr uint8_t kPoison[2] = {0xFF, 0x7F};
+  for (uint8_t poison : kPoison) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->role != TensorRole::output) continue;
+      check_cu(rt_, api.cuMemsetD8Async(ptrs_[i], poison, host_[i].bytes.size(), stream_),
+               "cuMemsetD8Async");
+    }
+    rt_.set_scratch_poison(poison);
+    launch();
+    if (poison != kPoison[0]) break;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->role != TensorRole::output) continue;
+      check_cu(
+          rt_,
+          api.cuMemcpyDtoDAsync(dref_[i].run1->get(), ptrs_[i], host_[i].bytes.size(), stream_),
+          "cuMemcpyDtoDAsync");
+    }
+  }
+  check_cu(rt_,
+           api.cuMemsetD8Async(counters_->get(), 0, 3 * sizeof(uint64_t) * params.size(), stream_),
+           "cuMemsetD8Async");
+  bool enqueued = true;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i]->role != TensorRole::output) continue;
+    const HostTensor& stored = ref.stored[i];
+    const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, -1);
+    // As compare_range computes them.
+    const GpuRule rule{tol.rel + tol.u_out, tol.rel, tol.gamma * ref.scale[i]};
+    const CUdeviceptr wide = dref_[i].wide ? dref_[i].wide->get() : dref_[i].stored->get();
+    enqueued =
+        enqueued && cmp.enqueue(stream_, *kind_of(stored.dtype), dref_[i].run1->get(), ptrs_[i],
+                                dref_[i].stored->get(), wide, static_cast<uint64_t>(stored.numel()),
+                                rule, counters_->get() + 3 * sizeof(uint64_t) * i);
+  }
+  check_cu(rt_, api.cuStreamSynchronize(stream_), "kernel execution");
+  std::vector<uint64_t> counts(3 * params.size());
+  check_cu(rt_, api.cuMemcpyDtoH(counts.data(), counters_->get(), counts.size() * sizeof(uint64_t)),
+           "cuMemcpyDtoH");
+  bool passed = enqueued;
+  for (size_t i = 0; i < params.size() && passed; ++i) {
+    if (params[i]->role != TensorRole::output) continue;
+    const GpuCounts c{counts[3 * i], counts[3 * i + 1], counts[3 * i + 2]};
+    passed =
+        c.bad == 0 && c.differ == 0 && c.visited == static_cast<uint64_t>(ref.stored[i].numel());
+  }
+  if (!passed) return check(launch, ref, -1, nullptr);
+  ++fast_verdicts_;
+  return {};
+}
+
 std::vector<std::string> KernelHarness::check_bitwise(const std::function<void()>& launch,
                                                       const std::vector<HostTensor>& want) {
   std::vector<HostTensor> a = run_poisoned(launch, 0xFF);
@@ -469,58 +583,97 @@ bool KernelHarness::clearly_slower(std::span<const double> reps_us, double best_
          *std::min_element(reps_us.begin(), reps_us.end()) > kPruneFactor * best_us;
 }
 
+bool KernelHarness::settled(std::span<const double> sorted_us, double settle) {
+  const size_t n = sorted_us.size();
+  if (settle <= 0 || n < static_cast<size_t>(kSettleMinReps)) return false;
+  // The ranks n/2 -+ 1.96 sqrt(n)/2 bound a ~95% confidence interval of the median
+  // (the binomial order-statistic interval, normal approximation).
+  const double half = 0.98 * std::sqrt(static_cast<double>(n));
+  const auto lo = static_cast<size_t>(std::max(0.0, std::floor(n / 2.0 - half)));
+  const auto hi = std::min(n - 1, static_cast<size_t>(std::ceil(n / 2.0 + half)));
+  const double median = sorted_us[(n - 1) / 2];
+  return median > 0 && (sorted_us[hi] - sorted_us[lo]) <= settle * median;
+}
+
 Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool flush_l2,
-                                double budget_ms, double prune_above_us) {
+                                double budget_ms, double prune_above_us, double settle) {
   const DriverApi& api = rt_.driver();
-  if (flush_l2 && !flush_) flush_ = std::make_unique<DeviceBuffer>(rt_, kFlushBytes);
-  CUevent e0, e1;
-  check_cu(rt_, api.cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate");
-  check_cu(rt_, api.cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate");
-  auto once = [&](int i) {
-    if (flush_l2) {
-      check_cu(rt_,
-               api.cuMemsetD8Async(flush_->get(), static_cast<uint8_t>(i), kFlushBytes, stream_),
-               "cuMemsetD8Async");
+  if (flush_l2 && !flush_) {
+    flush_bytes_ = flush_bytes(rt_);
+    flush_ = std::make_unique<DeviceBuffer>(rt_, flush_bytes_);
+  }
+  // Repetitions are enqueued in batches, each between its own pair of events, and the host
+  // waits once per batch: a synchronization per repetition costs more than a small kernel.
+  constexpr int kBatch = 16;
+  std::vector<CUevent> ev(2 * kBatch);
+  for (CUevent& e : ev) check_cu(rt_, api.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  struct Destroy {
+    const DriverApi& api;
+    std::vector<CUevent>& ev;
+    ~Destroy() {
+      for (CUevent e : ev) api.cuEventDestroy(e);
     }
-    api.cuEventRecord(e0, stream_);
-    fn();
-    api.cuEventRecord(e1, stream_);
-    check_cu(rt_, api.cuEventSynchronize(e1), "timed launch");
-    float ms = 0;
-    api.cuEventElapsedTime(&ms, e0, e1);
-    return ms * 1000.0;
+  } destroy{api, ev};
+  int flushes = 0;
+  // Enqueues `count` (<= kBatch) repetitions, waits for them, appends their times.
+  auto batch = [&](int count, std::vector<double>& out) {
+    for (int i = 0; i < count; ++i) {
+      if (flush_l2) {
+        check_cu(rt_,
+                 api.cuMemsetD8Async(flush_->get(), static_cast<uint8_t>(flushes++), flush_bytes_,
+                                     stream_),
+                 "cuMemsetD8Async");
+      }
+      api.cuEventRecord(ev[2 * i], stream_);
+      fn();
+      api.cuEventRecord(ev[2 * i + 1], stream_);
+    }
+    check_cu(rt_, api.cuEventSynchronize(ev[2 * count - 1]), "timed launch");
+    for (int i = 0; i < count; ++i) {
+      float ms = 0;
+      api.cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]);
+      out.push_back(ms * 1000.0);
+    }
   };
-  // Warm up for 20 ms of kernel time, in at most 50 launches: a tiny kernel would otherwise
-  // need thousands, each with its own L2 flush and synchronization.
-  // What one repetition costs in wall time (the flush, the launch, the synchronization: for
-  // a kernel of a few microseconds mostly the flush) sizes the budget, not the kernel's time.
-  double warm = 0;
-  int warm_launches = 0;
+  // Warm-up: module loading and the first launch's costs stay out of the numbers. 3 launches,
+  // then more until 2 ms of kernel time (at most 16): the GPU is already busy with the
+  // candidates before this one, so a long warm-up measures nothing new.
+  std::vector<double> warm;
   const auto w0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 3 || (warm < 20000 && i < 50); ++i, ++warm_launches) warm += once(i);
+  batch(3, warm);
+  double warm_us = warm[0] + warm[1] + warm[2];
+  if (warm_us < 2000) {
+    const int more = static_cast<int>(std::clamp(2000 / std::max(warm_us / 3, 1.0), 1.0, 13.0));
+    batch(more, warm);
+  }
+  // What one repetition costs in wall time (the flush, the launch, the wait: for a kernel of
+  // a few microseconds mostly the flush) sizes the budget, not the kernel's time.
   const double per_rep_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - w0).count() /
-      warm_launches;
+      static_cast<double>(warm.size());
   if (reps <= 0) {
     reps =
         static_cast<int>(std::clamp(budget_ms * 1000.0 / std::max(per_rep_us, 1.0), 10.0, 2000.0));
   }
-  std::vector<double> t;
+  std::vector<double> t, sorted;
   bool pruned = false;
-  for (int i = 0; i < reps && !pruned; ++i) {
-    t.push_back(once(i));
-    pruned = reps > kPruneReps && clearly_slower(t, prune_above_us);
+  // The first batch is kPruneReps long, so that a clearly slower candidate stops there.
+  while (static_cast<int>(t.size()) < reps && !pruned) {
+    const int left = reps - static_cast<int>(t.size());
+    batch(std::min(t.empty() && reps > kPruneReps ? kPruneReps : kBatch, left), t);
+    pruned = reps > kPruneReps && t.size() == static_cast<size_t>(kPruneReps) &&
+             clearly_slower(t, prune_above_us);
+    sorted = t;
+    std::sort(sorted.begin(), sorted.end());
+    if (settled(sorted, settle)) break;
   }
-  api.cuEventDestroy(e0);
-  api.cuEventDestroy(e1);
-  std::sort(t.begin(), t.end());
-  auto at = [&](double q) { return t[static_cast<size_t>(q * (t.size() - 1))]; };
+  auto at = [&](double q) { return sorted[static_cast<size_t>(q * (sorted.size() - 1))]; };
   Measurement m;
   m.median_us = at(0.5);
   m.spread = (at(0.9) - at(0.1)) / m.median_us;
-  m.reps = static_cast<int>(t.size());
+  m.reps = static_cast<int>(sorted.size());
   m.pruned = pruned;
-  m.fastest_us = t.front();
+  m.fastest_us = sorted.front();
   return m;
 }
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autotune/gpu_check.h"
 #include "autotune/search.h"
 #include "ir/interpreter.h"
 #include "runtime/runtime.h"
@@ -135,25 +136,41 @@ class KernelHarness {
   /// bytes it is compared once: the verdict of the second would be the first's.
   std::vector<std::string> check(const std::function<void()>& launch, const Reference& ref,
                                  double rtol, double* max_err);
+  /// check()'s verdict, decided on the GPU when the candidate passes (the tuner's checks,
+  /// docs/autotune.md): both runs stay on the device and `cmp` counts, per output, the
+  /// elements whose bytes differ between the runs and those of the second run outside the
+  /// tolerance, against the reference uploaded once per harness. When no element differs or
+  /// fails and every element was visited, the candidate passes with nothing copied to the
+  /// host; otherwise (a wrong element, a run-to-run difference, a comparator that did not
+  /// load or run, an output of a kind it does not compare) check() runs and decides.
+  std::vector<std::string> check_fast(const GpuComparator& cmp, const std::function<void()>& launch,
+                                      const Reference& ref);
+  /// How many check_fast calls the GPU decided (the rest ran check()).
+  int fast_verdicts() const { return fast_verdicts_; }
   /// As check, but every output must equal `want` bitwise (the tuner's deterministic mode).
   std::vector<std::string> check_bitwise(const std::function<void()>& launch,
                                          const std::vector<HostTensor>& want);
 
-  /// Times `fn` (which enqueues work on stream()): >= 3 launches and >= 20 ms of warm-up,
-  /// then `reps` timed launches (0: about `budget_ms` of wall time worth, each repetition's
-  /// cost taken from the warm-up, 10..2000), each preceded by a write over a 256 MB buffer
-  /// when `flush_l2`.
-  /// Pruning: with `prune_above_us` > 0 (the best median so far), timing stops after
-  /// kPruneReps repetitions when the fastest of them took more than kPruneFactor times that:
-  /// even the candidate's best run is far beyond any spread of the best's. The result then
-  /// has `pruned` set, its median and fastest of those repetitions.
+  /// Times `fn` (which enqueues work on stream()): >= 3 launches and >= 2 ms of warm-up (at
+  /// most 16), then `reps` timed launches, enqueued in batches of 16 with one wait each (0: about
+  /// `budget_ms` of wall time worth, each repetition's cost taken from the warm-up, 10..2000), each
+  /// preceded by a write over a 256 MB buffer when `flush_l2`. Pruning: with `prune_above_us` > 0
+  /// (the best median so far), timing stops after kPruneReps repetitions when the fastest of them
+  /// took more than kPruneFactor times that: even the candidate's best run is far beyond any spread
+  /// of the best's. The result then has `pruned` set, its median and fastest of those repetitions.
   static constexpr int kPruneReps = 5;
   static constexpr double kPruneFactor = 1.5;
   /// The pruning rule on the repetitions timed so far (microseconds): true when there are
   /// kPruneReps of them, `best_us` > 0, and the fastest is above kPruneFactor x best_us.
   static bool clearly_slower(std::span<const double> reps_us, double best_us);
+  /// Settling: with `settle` > 0, timing stops once there are kSettleMinReps repetitions or
+  /// more and a ~95% confidence interval of their median (order statistics) is within
+  /// `settle` x the median: more repetitions would not move it (the tuner: 1%).
+  static constexpr int kSettleMinReps = 10;
+  /// The settling rule on the repetitions so far, sorted.
+  static bool settled(std::span<const double> sorted_us, double settle);
   Measurement time(const std::function<void()>& fn, int reps, bool flush_l2, double budget_ms = 200,
-                   double prune_above_us = 0);
+                   double prune_above_us = 0, double settle = 0);
 
  private:
   Runtime& rt_;
@@ -162,11 +179,21 @@ class KernelHarness {
   std::vector<HostTensor> host_;
   std::vector<std::unique_ptr<DeviceBuffer>> dev_;
   std::unique_ptr<DeviceBuffer> flush_;
+  size_t flush_bytes_ = 0;
   std::vector<CUdeviceptr> ptrs_;
   std::vector<int64_t> syms_;
   SymbolValues shape_;
   double bytes_moved_ = 0;
   int64_t reduced_extent_ = 1;
+  // check_fast's device memory, made at its first call: per output, the reference in the
+  // output's type, its values before rounding as f32, and the first run's copy; counters.
+  struct DeviceReference {
+    std::unique_ptr<DeviceBuffer> stored, wide, run1;
+  };
+  std::vector<DeviceReference> dref_;
+  const Reference* dref_of_ = nullptr;
+  std::unique_ptr<DeviceBuffer> counters_;
+  int fast_verdicts_ = 0;
 };
 
 }  // namespace kiln

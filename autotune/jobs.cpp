@@ -29,27 +29,29 @@ std::string job_text(const TuneJob& j) {
   return fmt::format("{} {}", j.kernel, shape_text(j.shape));
 }
 
-JobList jobs_from_shapes(const bundle::Manifest& m, const std::string& kernel,
+JobList jobs_from_shapes(const std::vector<bundle::Manifest>& bundles, const std::string& kernel,
                          const std::vector<SymbolValues>& shapes) {
   JobList out;
-  for (const bundle::KernelInfo& info : m.kernels) {
-    if (!kernel.empty() && info.name != kernel) continue;
-    for (const SymbolValues& all : shapes) {
-      TuneJob job{info.name, {}};
-      std::string missing;
-      for (const std::string& s : info.symbols) {
-        auto it = all.find(s);
-        if (it == all.end()) {
-          missing = s;
-          break;
+  for (size_t b = 0; b < bundles.size(); ++b) {
+    for (const bundle::KernelInfo& info : bundles[b].kernels) {
+      if (!kernel.empty() && info.name != kernel) continue;
+      for (const SymbolValues& all : shapes) {
+        TuneJob job{static_cast<int>(b), info.name, {}};
+        std::string missing;
+        for (const std::string& s : info.symbols) {
+          auto it = all.find(s);
+          if (it == all.end()) {
+            missing = s;
+            break;
+          }
+          job.shape[s] = it->second;
         }
-        job.shape[s] = it->second;
-      }
-      if (!missing.empty()) {
-        out.skipped.push_back(
-            fmt::format("{} {}: skipped, no value for {}", info.name, shape_text(all), missing));
-      } else {
-        out.jobs.push_back(std::move(job));
+        if (!missing.empty()) {
+          out.skipped.push_back(
+              fmt::format("{} {}: skipped, no value for {}", info.name, shape_text(all), missing));
+        } else {
+          out.jobs.push_back(std::move(job));
+        }
       }
     }
   }
@@ -57,7 +59,7 @@ JobList jobs_from_shapes(const bundle::Manifest& m, const std::string& kernel,
   return out;
 }
 
-JobList jobs_from_recorded(const bundle::Manifest& m, const std::string& kernel,
+JobList jobs_from_recorded(const std::vector<bundle::Manifest>& bundles, const std::string& kernel,
                            const std::vector<shapes::Recorded>& recorded, std::string_view origin) {
   JobList out;
   struct Skip {
@@ -73,15 +75,24 @@ JobList jobs_from_recorded(const bundle::Manifest& m, const std::string& kernel,
   };
   for (const shapes::Recorded& r : recorded) {
     if (!kernel.empty() && r.kernel != kernel) continue;
-    const bundle::KernelInfo* info = m.find(r.kernel);
-    if (info == nullptr) {
-      skip(r, fmt::format("kernel {} is not in the bundle", r.kernel));
+    // The first bundle with the kernel at the recorded hash takes the line.
+    const bundle::KernelInfo* info = nullptr;
+    const bundle::KernelInfo* named = nullptr;  // the first of that name, for the message
+    int b = 0;
+    for (; b < static_cast<int>(bundles.size()) && info == nullptr; ++b) {
+      const bundle::KernelInfo* k = bundles[b].find(r.kernel);
+      if (named == nullptr) named = k;
+      if (k != nullptr && k->hash == r.hash) info = k;
+    }
+    if (named == nullptr) {
+      skip(r, fmt::format("kernel {} is not in the bundle{}", r.kernel,
+                          bundles.size() == 1 ? "" : "s"));
       continue;
     }
-    if (info->hash != r.hash) {
+    if (info == nullptr) {
       skip(r, fmt::format("kernel {} was recorded with hash {}, the bundle's is {} (another "
                           "version of the kernel)",
-                          r.kernel, r.hash, info->hash));
+                          r.kernel, r.hash, named->hash));
       continue;
     }
     std::set<std::string> want(info->symbols.begin(), info->symbols.end()), got;
@@ -91,7 +102,7 @@ JobList jobs_from_recorded(const bundle::Manifest& m, const std::string& kernel,
                           r.kernel, fmt::join(got, ","), fmt::join(info->symbols, ",")));
       continue;
     }
-    out.jobs.push_back({r.kernel, SymbolValues(r.shape.begin(), r.shape.end())});
+    out.jobs.push_back({b - 1, r.kernel, SymbolValues(r.shape.begin(), r.shape.end())});
   }
   for (const std::string& reason : order) {
     const Skip& s = skips.at(reason);

@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 
+#include "autotune/gpu_check.h"
 #include "autotune/harness.h"
 #include "autotune/open_gpu.h"
 #include "autotune/search.h"
@@ -41,14 +42,43 @@
 namespace kiln {
 namespace {
 
-// Wall time per timed candidate (KernelHarness::time): 20 ms is 200+ repetitions of a kernel of
-// a few microseconds (each after its L2 flush) and 10+ of one of 2 ms. It was 60 ms of kernel
-// time, which for a 5 us kernel meant 2000 flushes: most of a tune's time (bench/results/
-// 2026-11-24-h200-tune/README.md).
-constexpr double kTuneBudgetMs = 20;
+// Wall time per timed candidate (KernelHarness::time): 10 ms is 250 repetitions of a kernel of
+// a few microseconds (each after its L2 flush of twice the L2, about 30 us on an H200) and 10 of
+// one of 1 ms. It was 60 ms of kernel time, which for a 5 us kernel meant 2000 flushes, then
+// 20 ms with a 256 MB flush (bench/results/2026-11-24-h200-tune/README.md).
+constexpr double kTuneBudgetMs = 10;
+// ... and fewer when the median has settled within 1% (KernelHarness::settled): a stable
+// kernel is timed in 10 to 20 repetitions, about 1 ms for one of a few microseconds.
+constexpr double kTuneSettle = 0.01;
 
 struct TuneFailure {
   std::string message;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Where a tune's time went (the summary line): each phase's wall time, added up.
+struct Spent {
+  double reference = 0;  // the interpreter's outputs and the default's check, once per shape
+  double checks = 0;     // the candidates' checks
+  double timing = 0;     // candidates and defaults timed
+  double compiling = 0;  // waiting for configurations compiled on the fly (and reloading)
+  double loading = 0;    // loading a candidate's module
+};
+
+// Adds the scope's wall time to `into`.
+class Stopwatch {
+ public:
+  explicit Stopwatch(double& into) : into_(into) {}
+  ~Stopwatch() { into_ += seconds_since(t0_); }
+  Stopwatch(const Stopwatch&) = delete;
+  Stopwatch& operator=(const Stopwatch&) = delete;
+
+ private:
+  double& into_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
 std::string shape_text(const SymbolValues& s) {
@@ -65,30 +95,59 @@ class Tuner {
     // As `kiln run` does: a skip (77) only without a driver library (autotune/open_gpu.h).
     if (int rc = open_gpu("kiln tune", rt_); rc >= 0) return rc;
     rt_->driver().cuDriverGetVersion(&driver_version_);
-    reload();
+    comparator_ = std::make_unique<GpuComparator>(*rt_);
     Result<cache::Cache> c = cache::load(o_.cache_path);
     if (!c.ok()) throw TuneFailure{c.message()};
     cache_ = std::move(c.value());
-
+    // The manifests say which keys a job has: a job the cache already holds is skipped
+    // without loading its bundle (a warm re-tune loads nothing).
+    for (const std::string& dir : o_.bundles) {
+      Result<bundle::Manifest> m = bundle::read_manifest(dir);
+      if (!m.ok()) throw TuneFailure{m.message()};
+      manifests_.push_back(std::move(m.value()));
+    }
     for (const TuneJob& job : o_.jobs) {
-      if (bundle_->find(job.kernel) == nullptr) {
-        throw TuneFailure{fmt::format("bundle {} has no kernel '{}'", o_.bundle, job.kernel)};
+      if (job.bundle < 0 || job.bundle >= static_cast<int>(manifests_.size()) ||
+          manifests_[job.bundle].find(job.kernel) == nullptr) {
+        throw TuneFailure{fmt::format(
+            "bundle {} has no kernel '{}'",
+            job.bundle >= 0 && job.bundle < int(o_.bundles.size()) ? o_.bundles[job.bundle] : "?",
+            job.kernel)};
       }
     }
     // The job names are copies: tuning may add variants, which reloads the bundle.
     start_ = std::chrono::steady_clock::now();
     for (size_t i = 0; i < o_.jobs.size(); ++i) {
       job_ = i;
-      tune_kernel(o_.jobs[i].kernel, o_.jobs[i].shape);
+      tune_kernel(o_.jobs[i].bundle, o_.jobs[i].kernel, o_.jobs[i].shape);
     }
     progress("");
+    const double total = seconds_since(start_);
+    fmt::print(
+        "{} (kernel, shape) pairs, {} steps tuned in {:.1f} s: references and defaults' checks "
+        "{:.1f} s, candidates' checks {:.1f} s, timing {:.1f} s, compiling (waited for) {:.1f} "
+        "s, loading {:.1f} s, the rest {:.1f} s\n",
+        o_.jobs.size(), steps_tuned_, total, spent_.reference, spent_.checks, spent_.timing,
+        spent_.compiling, spent_.loading,
+        total - spent_.reference - spent_.checks - spent_.timing - spent_.compiling -
+            spent_.loading);
     return 0;
   }
 
  private:
+  const std::string& dir() const { return o_.bundles.at(current_); }
+
+  // Loads bundle `index` unless it is the one loaded.
+  void use_bundle(int index) {
+    if (index == current_ && bundle_) return;
+    current_ = index;
+    Stopwatch sw(spent_.loading);
+    reload();
+  }
+
   void reload() {
     bundle_.reset();
-    auto b = Bundle::load(*rt_, o_.bundle);
+    auto b = Bundle::load(*rt_, dir());
     if (!b.ok()) throw TuneFailure{b.message()};
     bundle_ = std::move(b.value());
   }
@@ -121,8 +180,16 @@ class Tuner {
     fmt::print(stderr, "\r\033[K{}", line);
   }
 
-  void tune_kernel(const std::string& name, const SymbolValues& all) {  // name outlives reloads
-    const bundle::KernelInfo info = kernel(name).info();  // a copy: reloads replace it
+  void tune_kernel(int bundle_index, const std::string& name,
+                   const SymbolValues& all) {  // name outlives reloads
+    const bundle::KernelInfo* listed = manifests_.at(bundle_index).find(name);
+    bool all_cached = !o_.force;
+    for (size_t step = 0; step < listed->steps.size() && all_cached; ++step) {
+      all_cached = cache::find(cache_, key_for(*listed, static_cast<int>(step), all)) != nullptr;
+    }
+    if (!all_cached) use_bundle(bundle_index);
+    // A copy: reloads replace the bundle's. Without a bundle loaded, the manifest's.
+    const bundle::KernelInfo info = all_cached ? *listed : kernel(name).info();
     SymbolValues shape;
     for (const std::string& s : info.symbols) {
       auto it = all.find(s);
@@ -144,8 +211,10 @@ class Tuner {
       if (!run) {
         progress(
             fmt::format("{} {}: the reference and the default's check", name, shape_text(shape)));
+        Stopwatch sw(spent_.reference);
         run = start_shape(def, name, shape);
       }
+      ++steps_tuned_;
       cache::Entry e = tune_step(*run, def, name, static_cast<int>(step), shape);
       e.key = key;
       double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -186,7 +255,7 @@ class Tuner {
       id = it->second.get();  // rethrows what compile_variant threw
       compiling.erase(it);
     } else {
-      id = add_variant(o_.bundle, def, step, pointwise_config(config));
+      id = add_variant(dir(), def, step, pointwise_config(config));
     }
     if (!id.ok()) throw TuneFailure{id.message()};
     reload();
@@ -214,10 +283,10 @@ class Tuner {
         present = present || v.config == c;
       }
       if (present) continue;
-      compiling.emplace(c, std::async(std::launch::async,
-                                      [dir = o_.bundle, &def, step, cfg = pointwise_config(c)] {
-                                        return add_variant(dir, def, step, cfg);
-                                      }));
+      compiling.emplace(
+          c, std::async(std::launch::async, [dir = dir(), &def, step, cfg = pointwise_config(c)] {
+            return add_variant(dir, def, step, cfg);
+          }));
     }
   }
 
@@ -279,7 +348,11 @@ class Tuner {
                            config_text(c), timed, grid.size()),
                step_fraction_.first +
                    step_fraction_.second * std::min(0.9, double(timed) / (grid.size() + 1)));
-      int v = variant_for(def, name, step, c, compiling);
+      int v = 0;
+      {
+        Stopwatch sw(spent_.compiling);
+        v = variant_for(def, name, step, c, compiling);
+      }
       Kernel& k = kernel(name);
       const bundle::Variant& var = k.info().steps[step].variants[v];
       for (const bundle::ArchImage& im : var.images) {
@@ -294,16 +367,25 @@ class Tuner {
       }
       std::vector<int> choice = defaults;
       choice[step] = v;
-      Status loadable = k.set_choice(step, v);
-      (void)k.set_choice(step, defaults[step]);
+      Status loadable = Status::ok_status();
+      {
+        Stopwatch sw(spent_.loading);
+        loadable = k.set_choice(step, v);
+        (void)k.set_choice(step, defaults[step]);
+      }
       if (!loadable.ok()) return {std::nullopt, loadable.message()};
       auto fn = [&] { launch(choice); };
-      std::vector<std::string> problems =
-          o_.deterministic ? h.check_bitwise(fn, ref) : h.check(fn, exact, -1, nullptr);
+      std::vector<std::string> problems;
+      {
+        Stopwatch sw(spent_.checks);
+        problems =
+            o_.deterministic ? h.check_bitwise(fn, ref) : h.check_fast(*comparator_, fn, exact);
+      }
       if (!problems.empty()) return {std::nullopt, "wrong result: " + problems[0], ""};
-      // Checked in full, then timed; a candidate clearly slower than the best so far stops
-      // after a few repetitions (harness.h), and the entry says so.
-      Measurement m = h.time(fn, 0, /*flush_l2=*/true, kTuneBudgetMs, best_us);
+      // Checked in full, then timed until its median settles; a candidate clearly slower
+      // than the best so far stops after a few repetitions (harness.h), and the entry says so.
+      Stopwatch sw(spent_.timing);
+      Measurement m = h.time(fn, 0, /*flush_l2=*/true, kTuneBudgetMs, best_us, kTuneSettle);
       if (m.pruned) {
         return {m, "",
                 fmt::format("pruned after {} repetitions: its fastest, {:.2f} us, > {} x the "
@@ -333,7 +415,11 @@ class Tuner {
     cache::Entry e;
     e.kernel = name;
     const bundle::Variant& dv = kernel(name).info().steps[step].variants[defaults[step]];
-    Measurement dm = h.time([&] { launch(defaults); }, 0, true, kTuneBudgetMs);
+    Measurement dm;
+    {
+      Stopwatch sw(spent_.timing);
+      dm = h.time([&] { launch(defaults); }, 0, true, kTuneBudgetMs, 0, kTuneSettle);
+    }
     e.default_config = {dv.config, dm.median_us, dm.spread};
     // Never a winner slower than the default timed just now (autotune/search.h).
     std::string kept = keep_default_unless_faster(r, dv.config, dm);
@@ -354,11 +440,16 @@ class Tuner {
   const TuneOptions& o_;
   std::unique_ptr<Runtime> rt_;
   std::unique_ptr<Bundle> bundle_;
+  std::unique_ptr<GpuComparator> comparator_;  // the candidates' checks (harness.h check_fast)
+  int current_ = -1;                           // the index of the loaded bundle
+  std::vector<bundle::Manifest> manifests_;    // one per bundle, as read before tuning
   cache::Cache cache_;
   int driver_version_ = 0;
   size_t job_ = 0;                                 // the job being tuned (progress)
   std::pair<double, double> step_fraction_{0, 1};  // its step's start and share of the job
   std::chrono::steady_clock::time_point start_;
+  Spent spent_;
+  int steps_tuned_ = 0;
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// `kiln tune`: benchmark a bundle's variants on the GPU for given shapes and record the
-// winners in the autotune cache (bundle/cache.h). docs/autotune.md describes the method.
+// `kiln tune`: benchmark the variants of one or more bundles on the GPU for given shapes and record
+// the winners in the autotune cache (bundle/cache.h). docs/autotune.md describes the method.
 #pragma once
 
 #include <string>
@@ -12,9 +12,9 @@
 namespace kiln {
 
 struct TuneOptions {
-  std::string bundle;
+  std::vector<std::string> bundles;  // bundle directories; TuneJob::bundle indexes them
   std::string cache_path;
-  std::vector<TuneJob> jobs;   // (kernel, shape) pairs, in order (autotune/jobs.h)
+  std::vector<TuneJob> jobs;   // (bundle, kernel, shape), in order (autotune/jobs.h)
   bool deterministic = false;  // only configs whose results are bitwise the default's
   bool force = false;          // re-tune keys the cache already has
   bool descent = true;         // coordinate descent beyond the precompiled grid

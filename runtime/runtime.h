@@ -41,6 +41,8 @@ struct DeviceInfo {
   int driver_version = 0;  // cuDriverGetVersion, e.g. 13000
   // The shared memory (bytes) one block may opt in to: 232448 on Hopper; 0 when unknown.
   int max_shared_optin = 0;
+  // The L2 cache (bytes): 52428800 on an H100 or H200; 0 when unknown.
+  int l2_bytes = 0;
   std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 

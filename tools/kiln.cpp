@@ -507,7 +507,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> tune_shapes;
   std::string tune_kernel, shapes_from, shard_text;
   bool no_descent = false, quiet = false;
-  tune_cmd->add_option("bundle", to.bundle, "bundle directory")->required();
+  tune_cmd->add_option("bundles", to.bundles, "bundle directories (one or more)")->required();
   tune_cmd->add_option("--shape", tune_shapes,
                        "a shape to tune for, e.g. M=32768,N=1024 (repeatable)");
   tune_cmd->add_option("--shapes-from", shapes_from,
@@ -567,9 +567,26 @@ int main(int argc, char** argv) {
     }
     if (*explain) return explain_command(explain_spec, explain_kernel, explain_shapes, explain_sms);
     if (*tune_cmd) {
-      std::optional<std::vector<KernelSymbols>> kernels =
-          bundle_kernels("tune", to.bundle, tune_kernel);
-      if (!kernels) return 1;
+      // The kernels of every bundle named (with --kernel, that one, which some bundle has).
+      std::optional<std::vector<KernelSymbols>> kernels;
+      if (to.bundles.size() == 1) {
+        kernels = bundle_kernels("tune", to.bundles[0], tune_kernel);
+        if (!kernels) return 1;
+      } else {
+        kernels.emplace();
+        for (const std::string& dir : to.bundles) {
+          std::optional<std::vector<KernelSymbols>> k = bundle_kernels("tune", dir, "");
+          if (!k) return 1;
+          for (KernelSymbols& ks : *k) {
+            if (tune_kernel.empty() || ks.name == tune_kernel) kernels->push_back(std::move(ks));
+          }
+        }
+        if (kernels->empty()) {
+          fmt::print(stderr, "kiln tune: none of the {} bundles has a kernel '{}'\n",
+                     to.bundles.size(), tune_kernel);
+          return 1;
+        }
+      }
       if (tune_shapes.empty() && shapes_from.empty()) {
         fmt::print(stderr, "kiln tune: give --shape M=..,N=.. or --shapes-from FILE\n");
         return 1;
@@ -607,19 +624,23 @@ int main(int argc, char** argv) {
         }
         given.push_back(*s);
       }
-      Result<bundle::Manifest> manifest = bundle::read_manifest(to.bundle);
-      if (!manifest.ok()) {
-        fmt::print(stderr, "kiln tune: {}\n", manifest.message());
-        return 1;
+      std::vector<bundle::Manifest> manifests;
+      for (const std::string& dir : to.bundles) {
+        Result<bundle::Manifest> manifest = bundle::read_manifest(dir);
+        if (!manifest.ok()) {
+          fmt::print(stderr, "kiln tune: {}\n", manifest.message());
+          return 1;
+        }
+        manifests.push_back(std::move(manifest.value()));
       }
-      JobList jobs = jobs_from_shapes(*manifest, tune_kernel, given);
+      JobList jobs = jobs_from_shapes(manifests, tune_kernel, given);
       if (!shapes_from.empty()) {
         Result<std::vector<shapes::Recorded>> recorded = shapes::read(shapes_from);
         if (!recorded.ok()) {
           fmt::print(stderr, "kiln tune: {}\n", recorded.message());
           return 1;
         }
-        JobList more = jobs_from_recorded(*manifest, tune_kernel, *recorded, shapes_from);
+        JobList more = jobs_from_recorded(manifests, tune_kernel, *recorded, shapes_from);
         jobs.skipped.insert(jobs.skipped.end(), more.skipped.begin(), more.skipped.end());
         jobs.jobs.insert(jobs.jobs.end(), more.jobs.begin(), more.jobs.end());
         std::sort(jobs.jobs.begin(), jobs.jobs.end());

@@ -3,13 +3,17 @@
 // "kernel" is a lambda that writes the outputs as a kernel would. What is tested is what the
 // tuner relies on: a right result passes, an element never written or out of tolerance fails,
 // in the first run or only in the second (the two runs are compared once only when their
-// bytes are the same).
+// bytes are the same). The tuner's check on the GPU (check_fast) must give check()'s verdict
+// for every dtype: on the fake driver its comparison kernel never runs, so check() decides;
+// on a real GPU (the "[gpu]" case, skipped with a warning where there is no driver) the
+// kernel decides every passing candidate.
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <set>
 
+#include "autotune/gpu_check.h"
 #include "autotune/harness.h"
 #include "ir/text.h"
 #include "runtime/driver.h"
@@ -106,6 +110,43 @@ TEST_CASE("timing stops after 5 repetitions only for a clearly slower candidate"
   CHECK(launches > 2000);
 }
 
+TEST_CASE("timing stops once the median has settled, not before 10 repetitions",
+          "[autotune][harness]") {
+  // The ~95% interval of the median of n sorted repetitions spans the ranks n/2 -+ 0.98 sqrt(n).
+  std::vector<double> flat(10, 5.0);
+  CHECK(KernelHarness::settled(flat, 0.01));
+  CHECK_FALSE(KernelHarness::settled(flat, 0));                            // no settling asked for
+  CHECK_FALSE(KernelHarness::settled(std::vector<double>(9, 5.0), 0.01));  // too few
+  // 10 repetitions 5.0 .. 5.9: ranks 1..8 span 5.1 .. 5.8, 14% of the median.
+  std::vector<double> spread;
+  for (int i = 0; i < 10; ++i) spread.push_back(5.0 + 0.1 * i);
+  CHECK_FALSE(KernelHarness::settled(spread, 0.01));
+  CHECK(KernelHarness::settled(spread, 0.15));
+  // An outlier at each end does not hold it back: the interval leaves the extremes out.
+  std::vector<double> outliers(20, 5.0);
+  outliers.front() = 1.0;
+  outliers.back() = 50.0;
+  CHECK(KernelHarness::settled(outliers, 0.01));
+
+  FakeDriver fake;  // its events measure 1 us per launch: settled at the first chance
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  REQUIRE(rt.ok());
+  Program p =
+      parse_program("kernel add(x: f32[N], y: f32[N]) -> (z: f32[N]) {\n  z[i] = x[i] + y[i]\n}\n");
+  bundle::KernelInfo info;
+  info.symbols = {"N"};
+  KernelHarness h(**rt, p.kernels.at(0), info, {{"N", 10}}, /*seed=*/1);
+  auto fn = [] {};
+  Measurement m = h.time(fn, 0, /*flush_l2=*/false, /*budget_ms=*/1000, 0, /*settle=*/0.01);
+  // Repetitions come in a first batch of 5 (the pruning check), then batches of 16.
+  CHECK(m.reps == 21);
+  CHECK(m.median_us == Approx(1.0));
+  Measurement fixed = h.time(fn, 40, false, 1000, 0, 0.01);  // a fixed count settles too
+  CHECK(fixed.reps == 21);
+  Measurement unsettled = h.time(fn, 40, false, 1000);
+  CHECK(unsettled.reps == 40);
+}
+
 TEST_CASE("an index input of a gather is filled within its dimension, a few out of range",
           "[autotune][harness][gather]") {
   FakeDriver fake;
@@ -137,4 +178,106 @@ TEST_CASE("an index input of a gather is filled within its dimension, a few out 
   // The reference reads the rows the ids name (clamped).
   const Reference ref = h.reference();
   CHECK(ref.stored[2].numel() == T * 2);
+}
+
+namespace {
+
+// check_fast against check() on outputs of every dtype the comparator knows, with `rt` a
+// fake or a real driver. `real`: the comparison kernel runs, and must decide every pass.
+void check_fast_agrees(Runtime& rt, bool real) {
+  Program p = parse_program(
+      "kernel k(x: f32[N]) -> (a: f32[N], b: bf16[N], c: f16[N], d: i32[N], e: i64[N], "
+      "u: u32[N]) {\n"
+      "  a[i] = x[i] * 3.0\n  b[i] = x[i] * 3.0\n  c[i] = x[i] * 3.0\n"
+      "  d[i] = i32(x[i] * 1000.0)\n  e[i] = i64(x[i] * 1000.0) * i64(1000003)\n"
+      "  u[i] = u32(x[i] * 1000.0 + 5000.0)\n}\n");
+  const KernelDef& def = p.kernels.at(0);
+  bundle::KernelInfo info;
+  info.name = "k";
+  info.symbols = {"N"};
+  const int64_t n = 4097;
+  KernelHarness h(rt, def, info, {{"N", n}}, /*seed=*/3);
+  const Reference ref = h.reference();
+  const DriverApi& api = rt.driver();
+  GpuComparator cmp(rt);
+  REQUIRE(cmp.ok());  // the fake loads it too (and never runs it)
+  const std::vector<HostTensor> right(ref.stored.begin(), ref.stored.end());
+  // Writes `outs` (one per parameter; the input is left alone) as a kernel would, in stream
+  // order after the poison.
+  auto write = [&](const std::vector<HostTensor>& outs) {
+    for (size_t i = 1; i < outs.size(); ++i) {
+      REQUIRE(api.cuMemcpyHtoDAsync(h.ptrs()[i], outs[i].data(), outs[i].bytes.size(),
+                                    h.stream()) == CUDA_SUCCESS);
+    }
+  };
+  // check_fast's verdict, which must be check()'s, and whether the GPU gave it.
+  auto both = [&](const std::function<void()>& launch) {
+    const int fast = h.fast_verdicts();
+    std::vector<std::string> got = h.check_fast(cmp, launch, ref);
+    CHECK(got == h.check(launch, ref, -1, nullptr));
+    return std::pair{got, h.fast_verdicts() - fast};
+  };
+
+  auto [ok, ok_fast] = both([&] { write(right); });
+  CHECK(ok.empty());
+  CHECK(ok_fast == (real ? 1 : 0));
+
+  // Within tolerance: the f32 output one ulp away (a half output's next value is a whole ulp
+  // of its type from the exact value, past the half ulp its rounding allows).
+  std::vector<HostTensor> near = right;
+  uint32_t bits = 0;
+  std::memcpy(&bits, near[1].bytes.data() + 4 * 8, 4);
+  ++bits;
+  std::memcpy(near[1].bytes.data() + 4 * 8, &bits, 4);
+  auto [close, close_fast] = both([&] { write(near); });
+  INFO((close.empty() ? "" : close[0]));
+  CHECK(close.empty());
+  CHECK(close_fast == (real ? 1 : 0));
+
+  // Out of tolerance, one output at a time.
+  for (int o = 1; o <= 6; ++o) {
+    INFO("output " << o);
+    std::vector<HostTensor> wrong = right;
+    wrong[o].set(4000, wrong[o].get(4000) + 2);
+    auto [bad, bad_fast] = both([&] { write(wrong); });
+    REQUIRE(bad.size() == 1);
+    CHECK_THAT(bad[0], Catch::Contains("1 of 4097 elements out of tolerance"));
+    CHECK(bad_fast == 0);
+  }
+  // NaN where the reference is finite.
+  std::vector<HostTensor> nan = right;
+  nan[2].set(5, std::numeric_limits<double>::quiet_NaN());
+  auto [nan_bad, nan_fast] = both([&] { write(nan); });
+  CHECK(nan_bad.size() == 1);
+  CHECK(nan_fast == 0);
+  // An element never written: it holds each run's poison.
+  int calls = 0;
+  auto [unwritten, unwritten_fast] = both([&] {
+    std::vector<HostTensor> w = right;
+    std::memset(w[5].bytes.data() + 8 * 4096, ++calls % 2 == 1 ? 0xFF : 0x7F, 8);
+    write(w);
+  });
+  REQUIRE_FALSE(unwritten.empty());
+  CHECK(unwritten[0] == "e: 1 elements never written");
+  CHECK(unwritten_fast == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the tuner's check on the GPU gives check()'s verdict (fake driver: check decides)",
+          "[autotune][harness]") {
+  FakeDriver fake;
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  REQUIRE(rt.ok());
+  check_fast_agrees(**rt, /*real=*/false);
+}
+
+TEST_CASE("the tuner's check on the GPU gives check()'s verdict (a real GPU decides)",
+          "[autotune][harness][gpu]") {
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  if (!rt.ok()) {
+    WARN("skipped: no GPU here (" << rt.message() << "); tests/gpu/device_run.sh runs it");
+    return;
+  }
+  check_fast_agrees(**rt, /*real=*/true);
 }

@@ -62,7 +62,7 @@ JobList jobs_of(const std::string& text) {
   Result<std::vector<shapes::Recorded>> r = shapes::parse(text, "shapes.jsonl");
   INFO(r.message());
   REQUIRE(r.ok());
-  return jobs_from_recorded(manifest(), "", *r, "shapes.jsonl");
+  return jobs_from_recorded({manifest()}, "", *r, "shapes.jsonl");
 }
 
 }  // namespace
@@ -133,17 +133,49 @@ TEST_CASE("recorded shapes become sorted, deduplicated jobs; foreign lines are s
   // --kernel: only that kernel's lines.
   Result<std::vector<shapes::Recorded>> r = shapes::parse(text, "shapes.jsonl");
   REQUIRE(r.ok());
-  JobList adds = jobs_from_recorded(manifest(), "add", *r, "shapes.jsonl");
+  JobList adds = jobs_from_recorded({manifest()}, "add", *r, "shapes.jsonl");
   CHECK(adds.jobs.size() == 5);
   CHECK(adds.skipped.size() == 2);
 }
 
 TEST_CASE("jobs from --shape: each kernel whose symbols a shape binds", "[autotune][shapes]") {
-  JobList j = jobs_from_shapes(manifest(), "", {{{"M", 4}, {"N", 8}}, {{"N", 3}}});
+  JobList j = jobs_from_shapes({manifest()}, "", {{{"M", 4}, {"N", 8}}, {{"N", 3}}});
   std::vector<std::string> got;
   for (const TuneJob& t : j.jobs) got.push_back(job_text(t));
   CHECK(got == std::vector<std::string>{"add N=3", "add N=8", "softmax M=4,N=8"});
   CHECK(j.skipped == std::vector<std::string>{"softmax N=3: skipped, no value for M"});
+}
+
+TEST_CASE(
+    "jobs over several bundles: each recorded line goes to the first bundle with its "
+    "kernel at that hash",
+    "[autotune][shapes]") {
+  bundle::Manifest other;  // another spec's bundle: a new add and a kernel of its own
+  other.kernels.push_back(kernel_info("add", "fnv1a:00000000000000ff", {"N"}));
+  other.kernels.push_back(kernel_info("scale", "fnv1a:00000000000000cc", {"N"}));
+  const std::string text = line("add", "fnv1a:00000000000000ff", {"N"}, {9}) +  // other's
+                           line("add", "fnv1a:00000000000000bb", {"N"}, {9}) +  // the first's
+                           line("scale", "fnv1a:00000000000000cc", {"N"}, {5}) +
+                           line("softmax", "fnv1a:00000000000000aa", {"M", "N"}, {2, 3}) +
+                           line("gone", "fnv1a:0000000000000001", {"N"}, {1}) +
+                           line("scale", "fnv1a:00000000000000dd", {"N"}, {5});
+  Result<std::vector<shapes::Recorded>> r = shapes::parse(text, "app.jsonl");
+  REQUIRE(r.ok());
+  JobList j = jobs_from_recorded({manifest(), other}, "", *r, "app.jsonl");
+  std::vector<std::pair<int, std::string>> got;
+  for (const TuneJob& t : j.jobs) got.emplace_back(t.bundle, job_text(t));
+  CHECK(got == std::vector<std::pair<int, std::string>>{
+                   {0, "add N=9"}, {0, "softmax M=2,N=3"}, {1, "add N=9"}, {1, "scale N=5"}});
+  CHECK(j.skipped ==
+        std::vector<std::string>{
+            "app.jsonl:5: skipped: kernel gone is not in the bundles (1 line)",
+            "app.jsonl:6: skipped: kernel scale was recorded with hash fnv1a:00000000000000dd, "
+            "the bundle's is fnv1a:00000000000000cc (another version of the kernel) (1 line)"});
+  // --shape: every bundle's kernels that the shape binds, in bundle order.
+  JobList s = jobs_from_shapes({manifest(), other}, "add", {{{"N", 4}}});
+  REQUIRE(s.jobs.size() == 2);
+  CHECK(s.jobs[0].bundle == 0);
+  CHECK(s.jobs[1].bundle == 1);
 }
 
 TEST_CASE("shards are disjoint, cover the list and do not depend on the input's order",

@@ -372,6 +372,18 @@ TEST_CASE("kiln tune --shapes-from reads the recorded shapes before the GPU", "[
              Catch::Contains(rec + ":7: skipped: kernel gone is not in the bundle (1 line)"));
   CHECK_THAT(o.out, Catch::Contains(rec + ":8: skipped: kernel add was recorded with hash "
                                           "fnv1a:ffffffffffffffff"));
+  // Several bundles in one tune: each line goes to the first with its kernel and hash.
+  o = run_kiln({"tune", f.bundle, f.bundle, "--shapes-from", rec, "-c", f.dir.file("c.json")},
+               f.dir.path());
+  CHECK(o.code == 77);
+  CHECK_THAT(o.out, Catch::Contains(rec + ": 8 lines, 2 distinct (kernel, shape) pairs to tune"));
+  CHECK_THAT(o.out,
+             Catch::Contains(rec + ":7: skipped: kernel gone is not in the bundles (1 line)"));
+  o = run_kiln({"tune", f.bundle, f.bundle, "--kernel", "nope", "--shape", "N=4", "-c",
+                f.dir.file("c.json")},
+               f.dir.path());
+  check_error(o, 1);
+  CHECK_THAT(o.err, Catch::Contains("kiln tune: none of the 2 bundles has a kernel 'nope'"));
   // A shard: 1/2 of the 2 pairs is one.
   o = run_kiln(
       {"tune", f.bundle, "--shapes-from", rec, "--shard", "1/2", "-c", f.dir.file("c.json")},
