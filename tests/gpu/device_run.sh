@@ -79,6 +79,16 @@ if wants runtime; then
   note "C API tests:           $(grep -E 'passed|failed|GPU' "$out/c_api_tests.txt" | tail -1)"
   check "C API tests" $rc
 fi
+# The unit tests that need a real GPU (tag [gpu]: the tuner's comparison kernel against the
+# host check), when the unit test binary was carried; they skip with a warning elsewhere.
+unit_tests=build/tests/kiln_unit_tests
+if wants runtime && [[ -x "$unit_tests" ]]; then
+  "$unit_tests" "[gpu]" > "$out/unit_gpu_tests.txt" 2>&1
+  rc=$?
+  grep -q "skipped: no GPU" "$out/unit_gpu_tests.txt" && rc=1
+  note "unit tests [gpu]:      $(grep -E 'passed|failed' "$out/unit_gpu_tests.txt" | tail -1)"
+  check "unit tests [gpu]" $rc
+fi
 # A launch with a symbol of 0, -1 or 2^62 on every kernel of every example returns an error
 # and the process lives (tests/host/launch_checks.cpp, tag [real], on this machine's driver).
 host_tests=build/tests/kiln_host_launch_tests
