@@ -183,8 +183,8 @@ void explain_scan_rule(const StepPlan& step, const bundle::StepRule& rule, Line&
     const PlannedVariant& def = step.variants[static_cast<size_t>(step.default_variant)];
     const auto& c = std::get<ScanConfig>(def.config);
     line(
-        fmt::format("{}variant {} ({}): {} column(s) per block, each thread walking {} down {}, "
-                    "{} step(s) loaded ahead",
+        fmt::format("{}variant {} ({}): {} column(s) per block, {} per thread (scalar, coalesced "
+                    "across the warp), walking down {} with {} step(s) loaded ahead",
                     ind, step.default_variant, config_text(def.config), def.elements_per_block,
                     c.vec, axis, c.items));
   }
@@ -469,8 +469,9 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                        config_text(v.config), row_shape_text(c), how));
     }
   }
-  if (step.max_vec > 1) {
-    line(step.kind == bundle::StepKind::row_reduction
+  const bool outer_scan = step.kind == bundle::StepKind::scan && !step.row_scan();
+  if (step.max_vec > 1 && !outer_scan) {
+    line(step.kind == bundle::StepKind::row_reduction || step.row_scan()
              ? fmt::format("rows whose length is not a multiple of {} load scalars; pointers not "
                            "aligned to a variant's vectors run the step's scalar variant",
                            step.max_vec)
@@ -490,7 +491,9 @@ std::string print_plan(const KernelPlan& plan) {
     const StepPlan& st = plan.steps[si];
     out += fmt::format("step {} {}_s{}: {}", si, k.name, si, to_string(st.kind));
     if (st.reduced) {
-      out += fmt::format(" rows={} reduce={}", dims_text(st.space), st.reduced->to_string());
+      out += fmt::format(" rows={} {}={}", dims_text(st.space),
+                         st.kind == bundle::StepKind::scan ? "scan" : "reduce",
+                         st.reduced->to_string());
     } else {
       out += fmt::format(" space={}", dims_text(st.space));
     }
@@ -508,7 +511,7 @@ std::string print_plan(const KernelPlan& plan) {
       out += fmt::format("  passes: held={} looped={}\n", st.passes.held, st.passes.looped);
       for (const std::string& f : st.passes.fused) out += fmt::format("  fusion: {}\n", f);
     }
-    if (st.reduced) {
+    if (st.reduced && st.kind != bundle::StepKind::scan) {
       out += fmt::format("  split: phases={} slots={}\n", st.split.phases, st.split.slots);
     }
     if (st.kind == bundle::StepKind::pointwise && st.pointwise.tiling.tiled()) {

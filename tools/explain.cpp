@@ -124,7 +124,8 @@ std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
   for (size_t si = 0; si < plan->steps.size(); ++si) {
     const StepPlan& st = plan->steps[si];
     out += fmt::format("  step {} {}_s{}: {}", si, k.name, si, to_string(st.kind));
-    out += st.reduced ? fmt::format(" over rows {}, reducing {}", dims_text(st.space),
+    out += st.reduced ? fmt::format(" over rows {}, {} {}", dims_text(st.space),
+                                    st.kind == bundle::StepKind::scan ? "scanning" : "reducing",
                                     st.reduced->to_string())
                       : fmt::format(" over {}", dims_text(st.space));
     out += fmt::format(", {} variant(s)\n", st.variants.size());
