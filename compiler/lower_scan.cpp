@@ -21,7 +21,9 @@
 //     chunks: one barrier per chunk).
 //  4. The value at an element is carry (op) warps before (op) lanes before (op) own elements
 //     up to it, where carry is the total of the earlier chunks; the chunk's total joins the
-//     carry for the next chunk. The epilogue is evaluated and stored at each element.
+//     carry for the next chunk (f32 sums compensated, as looped reductions are: the carry is
+//     a sequential sum over the chunks, and so is a split row's fold of its slices' totals).
+//     The epilogue is evaluated and stored at each element.
 // Split row scans (few, very long rows) spread a row over S blocks of whole chunks, launched
 // twice: phase 0 walks a block's slice without storing and writes its total to the
 // workspace; phase 1 folds the totals of the slices before its own, in slice order (every
@@ -45,6 +47,8 @@
 #include <unordered_map>
 
 #include "compiler/emit.h"
+#include "compiler/lower/reduction_lowering.h"
+#include "compiler/reduction_math.h"
 
 namespace kiln {
 namespace {
@@ -61,7 +65,7 @@ class ScanLowering {
  public:
   ScanLowering(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
                const ScanConfig& cfg)
-      : m_(m), b_(m.getContext()), em_(m, b_), abi_(abi), sk_(sk), cfg_(cfg) {}
+      : m_(m), b_(m.getContext()), em_(m, b_), math_{b_, em_}, abi_(abi), sk_(sk), cfg_(cfg) {}
 
   void run(const std::string& entry, VariantLayout* layout);
 
@@ -97,6 +101,20 @@ class ScanLowering {
   void when(Value* cond, const std::function<void()>& body);
   Value* var(Value* init, const char* name);
   Value* get(Value* slot) { return b_.CreateLoad(acc_type_, slot); }
+  /// f32 sums carry their running total compensated (Kahan, reduction_math.h): the carry
+  /// across chunks and slices is a sequential sum.
+  bool compensated() const { return op_ == ReduceOp::sum && acc_type_->isFloatTy(); }
+  /// *slot = *slot (op) v, compensated through *comp when compensated().
+  void add_to(Value* slot, Value* comp, Value* v) {
+    if (!comp) {
+      b_.CreateStore(em_.combine(op_, get(slot), v), slot);
+      return;
+    }
+    Value *s = get(slot), *c = get(comp);
+    reduction_math::kahan_add(math_, s, c, v);
+    b_.CreateStore(s, slot);
+    b_.CreateStore(c, comp);
+  }
   Value* shfl(llvm::Intrinsic::ID f, llvm::Intrinsic::ID i, Value* v, Value* arg, int c);
   void note_aligned(int param, DType t);
 
@@ -110,6 +128,7 @@ class ScanLowering {
   llvm::Module& m_;
   llvm::IRBuilder<> b_;
   Emitter em_;
+  reduction::IrMath math_;
   const KernelDef& abi_;
   const ScheduledKernel& sk_;
   const ScanConfig& cfg_;
@@ -428,11 +447,12 @@ void ScanLowering::emit_split(bool vector) {
     b_.CreateBr(done);
     b_.SetInsertPoint(phase1);
     Value* prefix = var(identity, "prefix");
+    Value* prefix_c = compensated() ? var(math_.num(0), "prefix.c") : nullptr;
     Value* record0 = b_.CreateMul(row, S);
     loop(i64(0), slice, i64(1), [&](Value* s) {
       Value* t = b_.CreateBitCast(b_.CreateLoad(b_.getInt32Ty(), word(b_.CreateAdd(record0, s))),
                                   acc_type_);
-      b_.CreateStore(em_.combine(op_, get(prefix), t), prefix);
+      add_to(prefix, prefix_c, t);
     });
     scan_row(coord, begin, end, get(prefix), vector, true);
     b_.CreateBr(done);
@@ -452,6 +472,7 @@ Value* ScanLowering::scan_row(const std::vector<Value*>& row, Value* j_begin, Va
   Value* lane = b_.CreateURem(tid_, i64(32));
   Value* warp = b_.CreateUDiv(gtid, i64(32));
   Value* carry = var(carry0, "carry");
+  Value* carry_c = compensated() ? var(math_.num(0), "carry.c") : nullptr;
   const int64_t chunk = int64_t{G} * V;
   loop(j_begin, j_end, i64(chunk), [&](Value* c0) {
     Value* j0 = b_.CreateAdd(c0, b_.CreateMul(gtid, i64(V)));
@@ -529,7 +550,7 @@ Value* ScanLowering::scan_row(const std::vector<Value*>& row, Value* j_begin, Va
       }
       prefix = em_.combine(op_, earlier, before);
     }
-    b_.CreateStore(em_.combine(op_, get(carry), total), carry);
+    add_to(carry, carry_c, total);
     if (!store) return;
     // 4. The stores, with the epilogue.
     for (int k = 0; k < V; ++k) pts[k].scan = em_.combine(op_, prefix, incl[k]);
