@@ -12,6 +12,7 @@
 #include "compiler/schedule.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
+#include "runtime/launch.h"
 #include "tests/unit/test_support.h"
 
 using namespace kiln;
@@ -269,4 +270,55 @@ TEST_CASE("plan: scan variants, tiers and the split for one long row", "[compile
   CHECK(orule.tiers.empty());
   CHECK(orule.split < 0);
   CHECK(bundle::heuristic_variant(ow, orule, 7, 100003, h100) == oc.default_variant);
+}
+
+TEST_CASE("runtime: the launch layout of row, split and outer scans", "[runtime][scan]") {
+  Program p = parse_program(read_example("scan"));
+  const bundle::DeviceFacts h100{132, true};
+  const std::vector<CUdeviceptr> ptrs{CUdeviceptr{1} << 40, CUdeviceptr{2} << 40};
+  for (const char* name : {"cumsum_rows", "cumsum_cols"}) {
+    const KernelDef& k = *p.find_kernel(name);
+    std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+    bundle::KernelInfo info;
+    info.name = name;
+    for (const TensorDecl* t : k.params()) {
+      info.params.push_back({t->name, t->dtype, t->shape, t->role == TensorRole::output});
+    }
+    info.symbols = k.symbols();
+    info.steps = {manifest_step(*plan, 0, {"sm_90"})};
+    const bundle::Step& bs = info.steps[0];
+    const launch::EncodedKernel enc = launch::encode(info);
+    std::vector<launch::StepRule> rules{
+        bundle::step_rule(bs, std::vector<bool>(bs.variants.size(), true), h100)};
+    std::vector<std::vector<int64_t>> smem{std::vector<int64_t>(bs.variants.size(), 0)};
+    const bool rows = std::string(name) == "cumsum_rows";
+    for (size_t vi = 0; vi < bs.variants.size(); ++vi) {
+      const bundle::Variant& v = bs.variants[vi];
+      for (auto [M, N] : {std::pair<int64_t, int64_t>{1, 1},
+                          {7, 1000},
+                          {4096, 32768},
+                          {1, 67108864},
+                          {100003, 3}}) {
+        INFO(name << " v" << vi << " M=" << M << " N=" << N);
+        const std::vector<int64_t> syms{M, N};  // both kernels' symbols are M, N
+        launch::Layout out;
+        const int variants[] = {static_cast<int>(vi)};
+        REQUIRE(
+            launch::lay_out(info, enc, rules, smem, ptrs, syms, variants, false, h100, out).ok());
+        const int64_t lines = rows ? M : N, len = rows ? N : M;
+        CHECK(out.steps[0].block == static_cast<unsigned>(v.block_threads));
+        if (v.split.phases > 0) {
+          // One row per tile, S blocks per row, a word per block in the workspace.
+          const int64_t S = bundle::split_blocks(lines, len, v.split.chunk, 132);
+          CHECK(out.steps[0].grid == lines * S);
+          CHECK(out.steps[0].phases == 2);
+          CHECK(out.steps[0].workspace_bytes == 4 * lines * S);
+        } else {
+          CHECK(out.steps[0].grid == (lines + v.elements_per_block - 1) / v.elements_per_block);
+          CHECK(out.steps[0].phases == 0);
+          CHECK(out.steps[0].workspace_bytes == 0);
+        }
+      }
+    }
+  }
 }
