@@ -238,15 +238,15 @@ std::map<std::string, int64_t> ScanConfig::as_map() const {
 
 std::vector<ScanConfig> row_scan_space(int max_vec) {
   std::vector<ScanConfig> space;
-  for (int vec : {max_vec, 1}) {
-    space.push_back({256, 32, vec, 1, false});  // a warp per row, 8 rows per block
-    space.push_back({512, 512, vec, 1, false});
-    if (vec > 1) {
-      space.push_back({256, 256, vec, 1, false});
-      space.push_back({1024, 1024, vec, 1, false});
-    }
-    if (max_vec == 1) break;
+  if (max_vec > 1) {
+    space.push_back({256, 32, max_vec, 1, false});  // a warp per row, 8 rows per block
+    space.push_back({512, 512, max_vec, 1, false});
+    space.push_back({256, 256, max_vec, 1, false});
+    space.push_back({1024, 1024, max_vec, 1, false});
   }
+  // The first scalar variant is the step's fallback for misaligned pointers: a block per row.
+  space.push_back({512, 512, 1, 1, false});
+  space.push_back({256, 32, 1, 1, false});
   space.push_back({512, 512, max_vec, 1, true});
   return space;
 }
