@@ -155,8 +155,10 @@ ScanConfig default_row_scan_config(int max_vec);
 /// for a vector block per row of 512 threads, 0 (not a tier) for the others.
 int64_t row_scan_tier_limit(const ScanConfig& c, int max_vec);
 inline constexpr int64_t kWarpScanLimit = 2048;
-/// Outer scans: 128 threads of one column each with 4 steps loaded ahead (the default), wider
-/// vectors and blocks for the tuner.
+/// Outer scans: 128 threads of one column each with 16 steps loaded ahead (the default),
+/// other blocks, depths and columns per thread for the tuner. For outer scans `vec` is the
+/// columns a thread owns (block apart, so each access is coalesced across the warp), not a
+/// vector width: their loads are scalar.
 std::vector<ScanConfig> outer_scan_space(int max_vec);
 ScanConfig default_outer_scan_config(int max_vec);
 
