@@ -320,7 +320,8 @@ Step read_step(const Obj& o, const KernelInfo& k) {
   const std::optional<StepKind> parsed = parse_step_kind(kind);
   if (!parsed) {
     fail(o.at("kind"), fmt::format("unknown step kind \"{}\" (expected \"pointwise\", "
-                                   "\"row_reduction\", \"outer_reduction\" or \"contraction\")",
+                                   "\"row_reduction\", \"outer_reduction\", \"contraction\" or "
+                                   "\"scan\")",
                                    kind));
   }
   s.kind = *parsed;
@@ -481,13 +482,15 @@ std::string_view to_string(StepKind k) {
       return "outer_reduction";
     case StepKind::contraction:
       return "contraction";
+    case StepKind::scan:
+      return "scan";
   }
   return "?";
 }
 
 std::optional<StepKind> parse_step_kind(std::string_view s) {
   for (StepKind k : {StepKind::pointwise, StepKind::row_reduction, StepKind::outer_reduction,
-                     StepKind::contraction}) {
+                     StepKind::contraction, StepKind::scan}) {
     if (s == to_string(k)) return k;
   }
   return std::nullopt;

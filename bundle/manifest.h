@@ -35,6 +35,14 @@
 // at least that much dynamic shared memory (sharedMemBytes); with less (0 included) it reads
 // the rows from global memory in every pass: correct with any launch, only slower. Its entry
 // takes the usual parameters. A reader that ignores `stage` launches it correctly.
+// A scan step (kind "scan": y[.., j, ..] = cumsum(body, j) and its epilogue) lists as `space`
+// the extents of its statement but the scanned one, and as `reduced` the scanned extent; its
+// launch is the flat one over those rows (elements_per_block: rows a block covers), the kernel
+// looping over the rows the grid does not cover. Its tiers (max_reduced) pick a variant by the
+// scanned length as a row reduction's do. A split scan variant (split.phases = 2, slots 1)
+// is launched as a split row reduction is: phase 0 writes the total of each block's slice of
+// its row to the workspace, phase 1 folds the totals of the slices before it, in order, and
+// scans its slice from there.
 // A contraction step (kind "contraction": c[b.., i, j] = sum(a[.., i, .., k, ..] * w[.., k, ..,
 // j, ..], k), on tensor cores) iterates over output tiles: the last two dimensions of its space
 // are cut into tiles of tile.m x tile.n elements (elements_per_block = tile.m * tile.n), every
@@ -170,11 +178,11 @@ struct Variant {
 };
 
 /// What a step computes: the one vocabulary of step kinds for the compiler, the runtime and
-/// the tuner. The manifest spells them "pointwise", "row_reduction", "outer_reduction" and
-/// "contraction".
-enum class StepKind : uint8_t { pointwise, row_reduction, outer_reduction, contraction };
+/// the tuner. The manifest spells them "pointwise", "row_reduction", "outer_reduction",
+/// "contraction" and "scan".
+enum class StepKind : uint8_t { pointwise, row_reduction, outer_reduction, contraction, scan };
 
-/// "pointwise", "row_reduction", "outer_reduction" or "contraction".
+/// "pointwise", "row_reduction", "outer_reduction", "contraction" or "scan".
 std::string_view to_string(StepKind k);
 /// The kind spelled `s`, or nullopt for any other text.
 std::optional<StepKind> parse_step_kind(std::string_view s);

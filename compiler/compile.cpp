@@ -23,6 +23,7 @@
 #include "compiler/kernel_plan.h"
 #include "compiler/lower_contraction.h"
 #include "compiler/lower_reduction.h"
+#include "compiler/lower_scan.h"
 #include "compiler/plan.h"
 #include "compiler/schedule.h"
 #include "compiler/target.h"
@@ -85,6 +86,8 @@ void lower_step(llvm::Module& m, const StepPlan& plan, const AnyConfig& cfg,
     lower_pointwise(m, *plan.abi, plan.pointwise, *pc, entry, layout);
   } else if (const auto* cc = std::get_if<ContractionConfig>(&cfg)) {
     lower_contraction(m, *plan.abi, *plan.sk, *cc, arch, entry, layout);
+  } else if (const auto* sc = std::get_if<ScanConfig>(&cfg)) {
+    lower_scan(m, *plan.abi, *plan.sk, *sc, entry, layout);
   } else {
     lower_reduction(m, *plan.abi, *plan.sk, std::get<ReductionConfig>(cfg), entry, layout);
   }

@@ -229,6 +229,55 @@ ReductionConfig default_outer_config(int max_vec) {
   return {256, 8, std::max(1, max_vec / 2), 4};
 }
 
+std::map<std::string, int64_t> ScanConfig::as_map() const {
+  std::map<std::string, int64_t> m = {{"block", block}, {"group", group}, {"vec", vec}};
+  if (items > 1) m["items"] = items;
+  if (split) m["split"] = 1;
+  return m;
+}
+
+std::vector<ScanConfig> row_scan_space(int max_vec) {
+  std::vector<ScanConfig> space;
+  if (max_vec > 1) {
+    space.push_back({256, 32, max_vec, 1, false});  // a warp per row, 8 rows per block
+    space.push_back({512, 512, max_vec, 1, false});
+    space.push_back({256, 256, max_vec, 1, false});
+    space.push_back({1024, 1024, max_vec, 1, false});
+  }
+  // The first scalar variant is the step's fallback for misaligned pointers: a block per row.
+  space.push_back({512, 512, 1, 1, false});
+  space.push_back({256, 32, 1, 1, false});
+  space.push_back({512, 512, max_vec, 1, true});
+  return space;
+}
+
+ScanConfig default_row_scan_config(int max_vec) {
+  return {512, 512, max_vec, 1, false};
+}
+
+int64_t row_scan_tier_limit(const ScanConfig& c, int max_vec) {
+  if (c.split || c.vec != max_vec) return 0;
+  if (c.group == 32 && c.block == 256) return kWarpScanLimit;
+  if (c.group == 512 && c.block == 512) return std::numeric_limits<int64_t>::max();
+  return 0;
+}
+
+// Outer scans are bound by the loads in flight (columns x items): 4K x 32K f32 has 32K
+// columns, so each thread loads 16 rows ahead by default.
+std::vector<ScanConfig> outer_scan_space(int max_vec) {
+  std::vector<ScanConfig> space = {
+      {128, 1, 1, 16, false}, {128, 1, 1, 4, false}, {256, 1, 1, 8, false}, {64, 1, 1, 16, false}};
+  if (max_vec > 1) {
+    space.push_back({128, 1, max_vec, 8, false});
+    space.push_back({64, 1, max_vec, 8, false});
+  }
+  return space;
+}
+
+ScanConfig default_outer_scan_config(int /*max_vec*/) {
+  return {128, 1, 1, 16, false};
+}
+
 std::map<std::string, int64_t> ContractionConfig::as_map() const {
   std::map<std::string, int64_t> m{
       {"tile_m", tile_m},   {"tile_n", tile_n},   {"tile_k", tile_k},

@@ -123,6 +123,45 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec);
 /// flight.
 ReductionConfig default_outer_config(int max_vec);
 
+/// A scan kernel (compiler/lower_scan.h).
+/// Along the contiguous index (a row scan): `group` threads share a row (32: a warp per row; a
+/// power of two up to 1024), a block holds block / group rows, and the row is walked in chunks
+/// of group * vec elements, each thread taking `vec` consecutive elements of a chunk (one
+/// vector load); a chunk is scanned in registers, across the warp with shuffles and across the
+/// warps through shared memory, and its total carries into the next chunk. A split row scan
+/// (`split`, group == block) spreads each row over several blocks in two phases (the totals
+/// of the slices, then the slices scanned from the sum of the totals before them).
+/// Along an outer index: each thread owns `vec` consecutive columns (block * vec per block)
+/// and walks down the scanned index, `items` steps of it loaded ahead of the scan.
+struct ScanConfig {
+  int block = 512;
+  int group = 512;
+  int vec = 1;
+  int items = 1;
+  bool split = false;
+
+  int64_t chunk() const { return int64_t{group} * vec; }
+  std::map<std::string, int64_t> as_map() const;
+  friend bool operator==(const ScanConfig&, const ScanConfig&) = default;
+};
+
+/// Row scans: a warp per row (the tier for rows of up to kWarpScanLimit elements), a block
+/// of 512 per row (the tier for longer rows, the default), other block sizes for the tuner,
+/// scalar copies (the fallback for pointers that are not aligned to the vectors), and the
+/// split variant, which the rule runs for few, very long rows.
+std::vector<ScanConfig> row_scan_space(int max_vec);
+ScanConfig default_row_scan_config(int max_vec);
+/// The tier limit of a row scan config: kWarpScanLimit for a vector warp per row, INT64_MAX
+/// for a vector block per row of 512 threads, 0 (not a tier) for the others.
+int64_t row_scan_tier_limit(const ScanConfig& c, int max_vec);
+inline constexpr int64_t kWarpScanLimit = 2048;
+/// Outer scans: 128 threads of one column each with 16 steps loaded ahead (the default),
+/// other blocks, depths and columns per thread for the tuner. For outer scans `vec` is the
+/// columns a thread owns (block apart, so each access is coalesced across the warp), not a
+/// vector width: their loads are scalar.
+std::vector<ScanConfig> outer_scan_space(int max_vec);
+ScanConfig default_outer_scan_config(int max_vec);
+
 /// A contraction (compiler/lower_contraction.h): a block of warps_m x warps_n warps computes
 /// output tiles of tile_m x tile_n elements, walking the reduced extent in steps of tile_k
 /// through a pipeline of `stages` shared-memory buffers (cp.async), on mma.sync m16n8k16 with

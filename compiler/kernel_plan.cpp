@@ -99,6 +99,15 @@ void plan_variants(StepPlan& step) {
       for (const ReductionConfig& c : outer_reduction_space(step.max_vec)) space.push_back(c);
       def = default_outer_config(step.max_vec);
       break;
+    case bundle::StepKind::scan:
+      if (step.row_scan()) {
+        for (const ScanConfig& c : row_scan_space(step.max_vec)) space.push_back(c);
+        def = default_row_scan_config(step.max_vec);
+      } else {
+        for (const ScanConfig& c : outer_scan_space(step.max_vec)) space.push_back(c);
+        def = default_outer_scan_config(step.max_vec);
+      }
+      break;
     case bundle::StepKind::contraction: {
       // TMA reads tensors of up to 5 dimensions: operands of more run the copies of the MMA
       // warps.
@@ -152,7 +161,52 @@ std::string limit_text(int64_t limit) {
   return limit == INT64_MAX ? "any" : std::to_string(limit);
 }
 
+// A scan step's rule in words: the split for few long rows, the tiers by row length (row
+// scans), or the one default (outer scans).
+template <class Line>
+void explain_scan_rule(const StepPlan& step, const bundle::StepRule& rule, Line&& line) {
+  const std::string L = step.reduced->to_string();
+  const std::string axis =
+      scan_statement(*step.sk).indices[static_cast<size_t>(*step.sk->scan_axis)];
+  const std::string ind = rule.split >= 0 ? "  " : "";
+  if (rule.split >= 0) {
+    const PlannedVariant& v = step.variants[static_cast<size_t>(rule.split)];
+    line(fmt::format(
+        "rows < the GPU's SMs and {} >= {}: variant {} ({}), each row spread over blocks: "
+        "their slices' totals, then each slice scanned from the totals before it (2 launches "
+        "through a workspace)",
+        L, int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk, rule.split,
+        config_text(v.config)));
+    line("else:");
+  }
+  if (rule.tiers.empty()) {
+    const PlannedVariant& def = step.variants[static_cast<size_t>(step.default_variant)];
+    const auto& c = std::get<ScanConfig>(def.config);
+    line(
+        fmt::format("{}variant {} ({}): {} column(s) per block, {} per thread (scalar, coalesced "
+                    "across the warp), walking down {} with {} step(s) loaded ahead",
+                    ind, step.default_variant, config_text(def.config), def.elements_per_block,
+                    c.vec, axis, c.items));
+  }
+  for (size_t t = 0; t < rule.tiers.size(); ++t) {
+    const auto [limit, vi] = rule.tiers[t];
+    const PlannedVariant& v = step.variants[static_cast<size_t>(vi)];
+    const auto& c = std::get<ScanConfig>(v.config);
+    std::string when = t + 1 < rule.tiers.size() ? fmt::format("{} <= {}", L, limit)
+                       : t == 0                  ? std::string("every length")
+                                : fmt::format("{} > {}", L, rule.tiers[t - 1].first);
+    line(fmt::format("{}{}: variant {} ({}), {} per row, chunks of {} carrying the prefix", ind,
+                     when, vi, config_text(v.config),
+                     c.group == 32 ? std::string("a warp") : fmt::format("{} threads", c.group),
+                     c.chunk()));
+  }
+}
+
 }  // namespace
+
+bool StepPlan::row_scan() const {
+  return sk && sk->scan_axis && *sk->scan_axis + 1 == static_cast<int>(sk->space.size());
+}
 
 bool StepPlan::fused_single_pass() const {
   return !passes.fused.empty() && passes.looped == 1;
@@ -172,6 +226,17 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     v.tile = {t->tile_m, t->tile_n, t->ctas_per_sm,
               t->smem_bytes(static_cast<int>(size_of(step.sk->contraction->a.dtype))),
               contraction_tensor_maps(*step.abi, *step.sk->contraction, *t)};
+    return v;
+  }
+  if (const auto* sc = std::get_if<ScanConfig>(&config)) {
+    v.block_threads = sc->block;
+    if (step.row_scan()) {
+      v.elements_per_block = sc->block / sc->group;
+      v.max_reduced = row_scan_tier_limit(*sc, step.max_vec);
+      if (sc->split) v.split = {2, 1, sc->chunk()};
+    } else {
+      v.elements_per_block = int64_t{sc->block} * sc->vec;
+    }
     return v;
   }
   const auto& c = std::get<ReductionConfig>(config);
@@ -229,6 +294,20 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
     p.sk = &sk;
     p.space = sk.space;
     p.reduced = sk.reduced;
+    if (p.kind == StepKind::scan) {
+      // The rows are the space but the scanned index; 16-byte vectors of the narrowest tensor.
+      const auto axis = static_cast<size_t>(*sk.scan_axis);
+      p.space.erase(p.space.begin() + static_cast<std::ptrdiff_t>(axis));
+      p.reduced = sk.space[axis];
+      size_t narrowest = 4;
+      for (const TensorDecl* t : sk.def.params()) {
+        if (t->role == TensorRole::output || loads_tensor(sk.def, t->name))
+          narrowest = std::min(narrowest, size_of(t->dtype));
+      }
+      p.max_vec = static_cast<int>(16 / narrowest);
+      plan_variants(p);
+      continue;
+    }
     if (p.kind == StepKind::contraction) {
       // 16-byte copies of the operands' tiles (cp.async) where their layout allows.
       p.max_vec = 16 / static_cast<int>(size_of(sk.contraction->a.dtype));
@@ -348,6 +427,8 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
         "operands whose contiguous extent is not a multiple of 8 or whose pointer is not "
         "16-byte aligned load element by element (the kernel checks at launch)");
     return out;
+  } else if (step.kind == bundle::StepKind::scan) {
+    explain_scan_rule(step, rule, line);
   } else {
     const std::string R = step.reduced->to_string();
     const int sv = rule.split;
@@ -388,8 +469,9 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                        config_text(v.config), row_shape_text(c), how));
     }
   }
-  if (step.max_vec > 1) {
-    line(step.kind == bundle::StepKind::row_reduction
+  const bool outer_scan = step.kind == bundle::StepKind::scan && !step.row_scan();
+  if (step.max_vec > 1 && !outer_scan) {
+    line(step.kind == bundle::StepKind::row_reduction || step.row_scan()
              ? fmt::format("rows whose length is not a multiple of {} load scalars; pointers not "
                            "aligned to a variant's vectors run the step's scalar variant",
                            step.max_vec)
@@ -409,7 +491,9 @@ std::string print_plan(const KernelPlan& plan) {
     const StepPlan& st = plan.steps[si];
     out += fmt::format("step {} {}_s{}: {}", si, k.name, si, to_string(st.kind));
     if (st.reduced) {
-      out += fmt::format(" rows={} reduce={}", dims_text(st.space), st.reduced->to_string());
+      out += fmt::format(" rows={} {}={}", dims_text(st.space),
+                         st.kind == bundle::StepKind::scan ? "scan" : "reduce",
+                         st.reduced->to_string());
     } else {
       out += fmt::format(" space={}", dims_text(st.space));
     }
@@ -417,11 +501,17 @@ std::string print_plan(const KernelPlan& plan) {
     if (st.kind == bundle::StepKind::contraction) {
       out += fmt::format("  operands: {}\n", describe_operands(*st.sk->contraction));
     }
+    if (st.kind == bundle::StepKind::scan) {
+      const Stmt& scan = scan_statement(*st.sk);
+      out += fmt::format("  scan: {} along {} ({})\n", scan_name(scan.value.as<Scan>()->op),
+                         scan.indices[static_cast<size_t>(*st.sk->scan_axis)],
+                         st.row_scan() ? "contiguous: rows" : "outer: columns");
+    }
     if (st.kind == bundle::StepKind::row_reduction) {
       out += fmt::format("  passes: held={} looped={}\n", st.passes.held, st.passes.looped);
       for (const std::string& f : st.passes.fused) out += fmt::format("  fusion: {}\n", f);
     }
-    if (st.reduced) {
+    if (st.reduced && st.kind != bundle::StepKind::scan) {
       out += fmt::format("  split: phases={} slots={}\n", st.split.phases, st.split.slots);
     }
     if (st.kind == bundle::StepKind::pointwise && st.pointwise.tiling.tiled()) {

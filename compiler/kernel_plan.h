@@ -38,7 +38,7 @@
 
 namespace kiln {
 
-using AnyConfig = std::variant<PointwiseConfig, ReductionConfig, ContractionConfig>;
+using AnyConfig = std::variant<PointwiseConfig, ReductionConfig, ContractionConfig, ScanConfig>;
 
 /// One variant of a step: a configuration and what the manifest records about it.
 struct PlannedVariant {
@@ -62,10 +62,10 @@ struct TuneRange {
 struct StepPlan {
   bundle::StepKind kind = bundle::StepKind::pointwise;
   const KernelDef* abi = nullptr;       // the parameters its entry takes (manifest.h's ABI)
-  std::vector<Dim> space;               // pointwise: its elements; reductions: the rows
-  std::optional<Dim> reduced;           // reductions: the reduced extent
+  std::vector<Dim> space;               // pointwise: its elements; reductions, scans: the rows
+  std::optional<Dim> reduced;           // reductions: the reduced extent; scans: the scanned
   PointwiseStep pointwise;              // pointwise: the stores, in the step's variables
-  const ScheduledKernel* sk = nullptr;  // reductions and contractions: the kernel it lowers
+  const ScheduledKernel* sk = nullptr;  // reductions, contractions, scans: the kernel it lowers
   int max_vec = 1;                      // widest useful vector, in elements (16 bytes)
 
   // Row reductions: the passes over a row (held on chip, looped) and the fusions of looped
@@ -81,6 +81,8 @@ struct StepPlan {
   int default_variant = 0;
   std::vector<TuneRange> tune_ranges;
 
+  /// Scans: whether the scanned index is the contiguous one (a row scan, else an outer scan).
+  bool row_scan() const;
   /// Whether fusing leaves a looped row one pass (then the fused copy of the largest tier is
   /// the tier for every longer row).
   bool fused_single_pass() const;

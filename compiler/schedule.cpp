@@ -199,6 +199,7 @@ struct NodeInfo {
   std::vector<int> eff_deps;       // placed nodes whose results it reads (through inlining)
   std::vector<int> inlined;        // inlined temporaries it reads (transitively)
   const Reduce* reduce = nullptr;  // top-level reduction, if any
+  const Scan* scan = nullptr;      // top-level scan, if any
   bool inline_me = false;          // a pointwise temporary: recomputed wherever it is read
   bool contraction = false;        // a reduction that runs on tensor cores (contraction.h)
   std::string not_contraction;     // a sum or mean over a 2-D space or more: why it is not
@@ -318,6 +319,7 @@ struct Group {
   std::vector<int> nodes;
   std::vector<Dim> space;  // pointwise space, or rows
   std::optional<Dim> reduced;
+  std::optional<int> scan_axis;  // a scan kernel: its scan's axis in `space`
   std::unique_ptr<RoleSolver> roles;
 };
 
@@ -351,11 +353,16 @@ class Scheduler {
       collect_loads(k.body[i].value, n.loads);
       collect_gathers(k.body[i].value, n.gathers);
       n.reduce = k.body[i].value.as<Reduce>();
+      n.scan = k.body[i].value.as<Scan>();
       ScheduleNode sn;
       sn.id = static_cast<int>(i);
       sn.target = k.body[i].target;
       sn.space = k.find_tensor(sn.target)->shape;
       if (n.reduce) sn.reduced = n.extents.at(n.reduce->index);
+      if (n.scan) {
+        const auto& lhs = k.body[i].indices;
+        sn.scan = static_cast<int>(std::find(lhs.begin(), lhs.end(), n.scan->index) - lhs.begin());
+      }
       for (const Load* l : n.loads) {
         auto p = producer_.find(l->tensor);
         if (p != producer_.end() &&
@@ -369,8 +376,8 @@ class Scheduler {
     // Pointwise temporaries are inlined into their readers (Inductor does the same): they are
     // never placed, and every placed node sees the loads they perform.
     for (size_t i = 0; i < infos_.size(); ++i) {
-      infos_[i].inline_me =
-          !infos_[i].reduce && k.find_tensor(s_.nodes[i].target)->role == TensorRole::temp;
+      infos_[i].inline_me = !infos_[i].reduce && !infos_[i].scan &&
+                            k.find_tensor(s_.nodes[i].target)->role == TensorRole::temp;
     }
     for (size_t i = 0; i < infos_.size(); ++i) {
       std::map<std::string, std::string> identity;
@@ -450,6 +457,8 @@ class Scheduler {
     std::string mismatch =
         fmt::format("different iteration spaces: {} vs {}", space_text(sn.space, sn.reduced),
                     space_text(g.space, g.reduced));
+    if (infos_[n].scan) return "a scan starts a kernel of its own";
+    if (g.scan_axis) return fits_scan(n, g, gi);
     if (!g.reduced && !sn.reduced) {
       return sn.space == g.space ? "" : mismatch;
     }
@@ -500,6 +509,29 @@ class Scheduler {
     return "";
   }
 
+  // Whether node n can join the scan kernel g as its epilogue: a pointwise statement over the
+  // scan's space that reads what the kernel computes at its own point only.
+  std::string fits_scan(int n, const Group& g, int gi) const {
+    const ScheduleNode& sn = s_.nodes[n];
+    if (sn.reduced || !(sn.space == g.space)) {
+      return fmt::format(
+          "k{} is a scan: only pointwise statements over its space {} join it (its "
+          "epilogue)",
+          gi, dims_text(g.space));
+    }
+    const NodeInfo& info = infos_[n];
+    for (const EffLoad& l : info.eff) {
+      auto p = producer_.find(l.tensor);
+      if (p == producer_.end() || group_of_[p->second] != gi) continue;
+      if (l.indices != info.stmt->indices) {
+        return fmt::format(
+            "k{} is a scan: its epilogue reads {} at its own point only, not at [{}]", gi, l.tensor,
+            fmt::join(l.indices, ", "));
+      }
+    }
+    return "";
+  }
+
   // Bytes node n would share with group g: tensors one writes and the other reads, inputs
   // both read (each counted by its element size, a proxy for its traffic).
   int64_t affinity(int n, const Group& g) const {
@@ -538,7 +570,10 @@ class Scheduler {
     }
     // Join a related kernel; an unrelated one only if it is pointwise work of the same space.
     const ScheduleNode& sn = s_.nodes[n];
-    if (best >= 0 && best_score == 0 && (sn.reduced || groups_[best].reduced)) best = -1;
+    if (best >= 0 && best_score == 0 &&
+        (sn.reduced || groups_[best].reduced || groups_[best].scan_axis)) {
+      best = -1;
+    }
     if (best >= 0) {
       std::string err = fits(n, groups_[best], /*dry_run=*/false);
       internal_check(err.empty(), "schedule: a fitting node failed to join");
@@ -547,6 +582,7 @@ class Scheduler {
       Group& g = groups_.emplace_back();
       g.space = sn.space;
       g.reduced = sn.reduced;
+      g.scan_axis = sn.scan;
       if (sn.reduced) {
         g.roles = std::make_unique<RoleSolver>(g.space, *g.reduced);
         std::string err = g.roles->add(n, infos_[n], false, producer_);
@@ -666,7 +702,11 @@ class Scheduler {
     }
     verify(def);
 
-    set_kind(sk, g.nodes, groups_[gi].roles.get());
+    if (g.scan_axis) {
+      set_scan_kind(sk, g);
+    } else {
+      set_kind(sk, g.nodes, groups_[gi].roles.get());
+    }
     if (g.roles) {
       for (int n : g.nodes) {
         const Stmt& st = *infos_[n].stmt;
@@ -684,6 +724,23 @@ class Scheduler {
     auto it = opts_.sizes.find(d.name());
     if (it == opts_.sizes.end()) return std::nullopt;
     return it->second;
+  }
+
+  void set_scan_kind(ScheduledKernel& sk, const Group& g) const {
+    const Stmt& st = *infos_[g.nodes.front()].stmt;
+    const int axis = *g.scan_axis;
+    sk.kind = StepKind::scan;
+    sk.scan_axis = axis;
+    const std::string along = fmt::format("{} along {} ({})", scan_name(st.value.as<Scan>()->op),
+                                          st.indices[axis], g.space[axis].to_string());
+    sk.kind_reason =
+        axis + 1 == static_cast<int>(g.space.size())
+            ? fmt::format(
+                  "{}, the contiguous index: a warp or a block per row, carrying the "
+                  "prefix across chunks of the row",
+                  along)
+            : fmt::format("{}, an outer index: each thread carries contiguous columns down it",
+                          along);
   }
 
   void set_kind(ScheduledKernel& sk, const std::vector<int>& members, RoleSolver* roles_or_null) {
@@ -825,6 +882,13 @@ std::string names(const std::vector<TensorDecl>& ts) {
 
 }  // namespace
 
+const Stmt& scan_statement(const ScheduledKernel& sk) {
+  for (const Stmt& st : sk.def.body) {
+    if (st.value.as<Scan>()) return st;
+  }
+  throw InternalError("scan_statement: not a scan kernel");
+}
+
 Schedule schedule_kernel(const KernelDef& k, const ScheduleOptions& opts) {
   return Scheduler(k, opts).run();
 }
@@ -841,6 +905,8 @@ std::string print_schedule(const Schedule& s) {
     if (k.reduced) {
       out += fmt::format(" rows={} reduce={} phases={}", dims_text(k.space), k.reduced->to_string(),
                          k.row_phases);
+    } else if (k.scan_axis) {
+      out += fmt::format(" space={} scan_axis={}", dims_text(k.space), *k.scan_axis);
     } else {
       out += fmt::format(" space={}", dims_text(k.space));
     }
@@ -868,6 +934,8 @@ std::string explain_schedule(const Schedule& s) {
     if (sk.reduced) {
       out += fmt::format(" over rows {}, reducing {}, {} phase(s) per row", dims_text(sk.space),
                          sk.reduced->to_string(), sk.row_phases);
+    } else if (sk.scan_axis) {
+      out += fmt::format(" over {}, scanning axis {}", dims_text(sk.space), *sk.scan_axis);
     } else {
       out += fmt::format(" over {}", dims_text(sk.space));
     }

@@ -25,6 +25,9 @@
 //     has one source of its size); a reduction's result used by a later kernel is
 //     materialized as a buffer with a known shape. Temporaries used inside one kernel never
 //     touch memory.
+//     A scan (`t[i, j] = cumsum(body, j)`) starts a kernel of its own (kind scan); its body
+//     is its prologue, and pointwise nodes over its space that read what it computes only at
+//     their own point join it as its epilogue.
 //  4. Each kernel becomes a verified KernelDef of its own (inputs: the parameters and buffers
 //     it reads; outputs: what it writes), a kind (pointwise, row or outer reduction: which
 //     index the threads run along) and a byte count.
@@ -56,6 +59,7 @@ struct ScheduleNode {
   std::string target;          // the tensor it defines
   std::vector<Dim> space;      // extents of its left-hand side
   std::optional<Dim> reduced;  // the reduced extent, for a reduction node
+  std::optional<int> scan;     // a scan node: the position of its index on the left-hand side
   std::vector<int> deps;       // nodes whose results it reads
 };
 
@@ -75,9 +79,16 @@ struct ScheduledKernel {
   // Contraction kernels: the contraction (its statement is the kernel's only reduction; the
   // others are its epilogue, over the same space), as analyze_contraction found it in `def`.
   std::optional<ContractionShape> contraction;
+  // Scan kernels: the position in `space` (the scan statement's left-hand side extents) of the
+  // index the scan runs along; the scan is the kernel's first placed statement, the others
+  // are its epilogue (over the same space, reading its result at the same point).
+  std::optional<int> scan_axis;
   std::string bytes;                  // bytes it must move, as a formula of the symbols
   std::optional<double> bytes_value;  // the same with the symbol values given, if all are
 };
+
+/// The scan statement of a scan kernel (kind scan) in its `def`.
+const Stmt& scan_statement(const ScheduledKernel& sk);
 
 /// Why two kernels that exchange data or read the same input were not fused.
 struct FusionRefusal {

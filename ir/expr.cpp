@@ -148,7 +148,7 @@ size_t Expr::hash() const {
           h = hash_combine(h, static_cast<size_t>(n.op));
         } else if constexpr (std::is_same_v<T, Cast>) {
           h = hash_combine(h, static_cast<size_t>(n.to));
-        } else if constexpr (std::is_same_v<T, Reduce>) {
+        } else if constexpr (std::is_same_v<T, Reduce> || std::is_same_v<T, Scan>) {
           h = hash_combine(h, static_cast<size_t>(n.op));
           h = hash_combine(h, hs(n.index));
         }
@@ -316,6 +316,20 @@ Expr make_reduce(ReduceOp op, std::string index, Expr body, SourceLoc loc) {
   return make_node(body.type(), loc, Reduce{op, std::move(index), body.ptr()});
 }
 
+Expr make_scan(ReduceOp op, std::string index, Expr body, SourceLoc loc) {
+  internal_check(body.defined(), "make_scan: undefined body");
+  internal_check(!index.empty(), "make_scan: empty index name");
+  internal_check(op != ReduceOp::mean, "make_scan: there is no cumulative mean");
+  if (body.type() != DType::f32 && body.type() != DType::i32) {
+    throw UserError(loc, fmt::format("{} needs an f32 or i32 body but got {}{}", scan_name(op),
+                                     to_string(body.type()),
+                                     is_integer(body.type()) ? " (scans over i64 and u32 are "
+                                                               "not supported yet)"
+                                                             : ""));
+  }
+  return make_node(body.type(), loc, Scan{op, std::move(index), body.ptr()});
+}
+
 std::string_view to_string(UnaryOp op) {
   static constexpr std::string_view names[] = {"neg",   "abs",  "exp",     "log", "sqrt",
                                                "rsqrt", "tanh", "sigmoid", "erf", "!"};
@@ -330,6 +344,11 @@ std::string_view to_string(BinaryOp op) {
 
 std::string_view to_string(ReduceOp op) {
   static constexpr std::string_view names[] = {"sum", "max", "min", "prod", "mean"};
+  return names[static_cast<int>(op)];
+}
+
+std::string_view scan_name(ReduceOp op) {
+  static constexpr std::string_view names[] = {"cumsum", "cummax", "cummin", "cumprod", "cummean"};
   return names[static_cast<int>(op)];
 }
 
@@ -355,6 +374,8 @@ Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f) {
           return make_cast(n.to, f(wrap(n.a)), e.loc());
         } else if constexpr (std::is_same_v<T, Reduce>) {
           return make_reduce(n.op, n.index, f(wrap(n.body)), e.loc());
+        } else if constexpr (std::is_same_v<T, Scan>) {
+          return make_scan(n.op, n.index, f(wrap(n.body)), e.loc());
         } else if constexpr (std::is_same_v<T, Gather>) {
           std::vector<Expr> idx;
           for (const auto& i : n.indices) idx.push_back(f(wrap(i)));

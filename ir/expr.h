@@ -26,6 +26,10 @@
 //    abs and neg take f32 or i32.
 //  - A reduction folds its body over one index variable (not bound by the statement's
 //    left-hand side) in f64 in the interpreter and f32 on the GPU; mean is sum / extent.
+//  - A scan (Scan: cumsum, cumprod, cummax, cummin) is inclusive along an index variable the
+//    statement's left-hand side binds: at index = j it folds the body over index = 0, 1, .., j.
+//    The interpreter folds in that order in f64; the GPU accumulates in f32 (i32 bodies wrap)
+//    in an order of its choosing (blocked prefix sums). max/min propagate NaN as reductions do.
 //
 // Weak operands: a literal, a dimension symbol (SymRef) or an index variable (IndexRef) has
 // no fixed type; make_binary and make_select convert such an operand to the other operand's
@@ -123,10 +127,18 @@ struct Reduce {
   std::shared_ptr<const struct ExprNode> body;
 };
 
+/// cumop(body, index): the inclusive scan of body along `index`, which the statement's
+/// left-hand side binds (not a new variable, unlike Reduce). op is sum, prod, max or min.
+struct Scan {
+  ReduceOp op;
+  std::string index;
+  std::shared_ptr<const struct ExprNode> body;
+};
+
 struct ExprNode {
   DType type;
   SourceLoc loc;
-  std::variant<Const, SymRef, IndexRef, Load, Gather, Unary, Binary, Select, Cast, Reduce> v;
+  std::variant<Const, SymRef, IndexRef, Load, Gather, Unary, Binary, Select, Cast, Reduce, Scan> v;
 };
 
 /// Value handle to an immutable node; copy, compare and hash by structure.
@@ -174,6 +186,8 @@ Expr make_binary(BinaryOp op, Expr a, Expr b, SourceLoc loc = {});
 Expr make_select(Expr cond, Expr a, Expr b, SourceLoc loc = {});
 Expr make_cast(DType to, Expr a, SourceLoc loc = {});
 Expr make_reduce(ReduceOp op, std::string index, Expr body, SourceLoc loc = {});
+/// A scan (op: sum, prod, max or min; f32 or i32 body).
+Expr make_scan(ReduceOp op, std::string index, Expr body, SourceLoc loc = {});
 
 /// True for Const, SymRef and IndexRef: operands that adopt the other side's type.
 bool is_weak(const Expr& e);
@@ -181,6 +195,7 @@ bool is_weak(const Expr& e);
 std::string_view to_string(UnaryOp op);   // "neg", "exp", ...
 std::string_view to_string(BinaryOp op);  // "+", "-", "max", "<", ...
 std::string_view to_string(ReduceOp op);  // "sum", ...
+std::string_view scan_name(ReduceOp op);  // "cumsum", "cumprod", "cummax", "cummin"
 bool is_comparison(BinaryOp op);          // < <= > >= == !=
 bool is_logical(BinaryOp op);             // && ||
 
@@ -203,7 +218,7 @@ void for_each_child(const Expr& e, F&& f) {
           f(wrap(n.b));
         } else if constexpr (std::is_same_v<T, Cast>) {
           f(wrap(n.a));
-        } else if constexpr (std::is_same_v<T, Reduce>) {
+        } else if constexpr (std::is_same_v<T, Reduce> || std::is_same_v<T, Scan>) {
           f(wrap(n.body));
         }
       },

@@ -805,6 +805,9 @@ struct StmtCompiler {
             node->from = wrap(n.a).type();
             node->a = compile(wrap(n.a));
             return node;
+          } else if constexpr (std::is_same_v<T, Scan>) {
+            internal_check(false, "interpreter: a scan inside an expression");
+            return NodePtr();
           } else {
             auto node = std::make_unique<ReduceNode>();
             node->op = n.op;
@@ -879,7 +882,8 @@ void run_stmt(const KernelDef& k, const Stmt& s, const SymbolValues& symbols,
     sc.vars.emplace(name, static_cast<int>(sc.extents.size()));
     sc.extents.push_back(resolve_shape({dims.at(name)}, symbols)[0]);
   }
-  NodePtr root = sc.compile(s.value);
+  const Scan* scan = s.value.as<Scan>();
+  NodePtr root = sc.compile(scan ? wrap(scan->body) : s.value);
   const Buffer& target = buffers.at(s.target);
 
   size_t rank = s.indices.size();
@@ -896,21 +900,37 @@ void run_stmt(const KernelDef& k, const Stmt& s, const SymbolValues& symbols,
   for (int64_t e : target.shape) {
     if (e == 0) return;
   }
-  // The vector variable: the innermost one, unless it is short and another is much longer.
+  // The vector variable: the innermost one, unless it is short and another is much longer;
+  // a scan's own index, along which each line is folded in increasing order.
   int vec = static_cast<int>(rank) - 1;
   for (int d = 0; d < static_cast<int>(rank); ++d) {
     if (target.shape[vec] < 64 && target.shape[d] > 4 * target.shape[vec]) vec = d;
+  }
+  ReduceNode folder;
+  folder.op = ReduceOp::sum;
+  folder.is_int = false;
+  if (scan) {
+    vec = sc.slot(scan->index);
+    folder.op = scan->op;
+    folder.is_int = s.value.type() == DType::i32;
   }
   c.vec = vec;
   int64_t vec_extent = target.shape[vec];
   while (true) {
     int64_t base = 0;
     for (size_t d = 0; d < rank; ++d) base += d == size_t(vec) ? 0 : c.idx[d] * strides[d];
+    double acc = folder.init();
     for (int64_t start = 0; start < vec_extent; start += kBlock) {
       int n = static_cast<int>(std::min<int64_t>(kBlock, vec_extent - start));
       c.vec = vec;
       c.vec_start = start;
       root->eval(c, out.data(), n);
+      if (scan) {
+        for (int k = 0; k < n; ++k) {
+          folder.fold(&acc, &out[k], 1);
+          out[k] = acc;
+        }
+      }
       store(target, base + start * strides[vec], strides[vec], out.data(), n);
     }
     // Advance the other left-hand side variables, last fastest.

@@ -163,6 +163,17 @@ std::optional<ReduceOp> reduce_function(std::string_view f) {
   return std::nullopt;
 }
 
+std::optional<ReduceOp> scan_function(std::string_view f) {
+  static constexpr std::pair<std::string_view, ReduceOp> table[] = {{"cumsum", ReduceOp::sum},
+                                                                    {"cumprod", ReduceOp::prod},
+                                                                    {"cummax", ReduceOp::max},
+                                                                    {"cummin", ReduceOp::min}};
+  for (const auto& [name, op] : table) {
+    if (name == f) return op;
+  }
+  return std::nullopt;
+}
+
 class Parser {
  public:
   explicit Parser(std::string_view src) : toks_(lex(src)) {}
@@ -641,6 +652,7 @@ class Parser {
     const Token& f = next();
     std::string_view name = f.text;
     next();  // '('
+    if (std::optional<ReduceOp> sop = scan_function(name)) return parse_scan(*sop, f);
     if (std::optional<ReduceOp> rop = reduce_function(name)) {
       bool elementwise_ok = *rop == ReduceOp::max || *rop == ReduceOp::min;
       auto args = scan_args();
@@ -712,6 +724,35 @@ class Parser {
       fail(index.loc, fmt::format("reduction index '{}' is not used in its body", name));
     }
     return make_reduce(op, name, body, f.loc);
+  }
+
+  /// cumop(body, index): `index` is one of the statement's own index variables.
+  Expr parse_scan(ReduceOp op, const Token& f) {
+    auto args = scan_args();
+    if (args.size() != 2) {
+      fail(f.loc, fmt::format("{} takes 2 arguments (a body and an index variable) but {} {} "
+                              "given",
+                              f.text, args.size(), args.size() == 1 ? "was" : "were"));
+    }
+    if (args[1].second != args[1].first + 1 || toks_[args[1].first].kind != Tok::ident) {
+      fail(toks_[args[1].first].loc,
+           fmt::format("the second argument of {} must be an index variable", f.text));
+    }
+    const Token& index = toks_[args[1].first];
+    std::string name(index.text);
+    if (!in_scope(name)) {
+      fail(index.loc, fmt::format("scan index '{}' is not bound by the left-hand side (a scan "
+                                  "runs along one of its statement's indices)",
+                                  name));
+    }
+    Expr body = parse_expr();
+    expect(",");
+    next();  // the index
+    expect(")");
+    if (!uses_index(body, name)) {
+      fail(index.loc, fmt::format("scan index '{}' is not used in its body", name));
+    }
+    return make_scan(op, name, body, f.loc);
   }
 };
 

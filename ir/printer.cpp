@@ -123,6 +123,8 @@ std::string print(const Expr& e) {
                              print(wrap(n.b)));
         } else if constexpr (std::is_same_v<T, Cast>) {
           return fmt::format("{}({})", to_string(n.to), print(wrap(n.a)));
+        } else if constexpr (std::is_same_v<T, Scan>) {
+          return fmt::format("{}({}, {})", scan_name(n.op), print(wrap(n.body)), n.index);
         } else {
           return fmt::format("{}({}, {})", to_string(n.op), print(wrap(n.body)), n.index);
         }

@@ -117,7 +117,11 @@ class KernelVerifier {
       }
     }
     scope_ = s.indices;
-    check_expr(s.value);
+    if (const auto* scan = s.value.as<Scan>()) {
+      check_scan(s.value, *scan);
+    } else {
+      check_expr(s.value);
+    }
     scope_.clear();
     std::map<std::string, Dim> extents = index_extents(k_, s);
 
@@ -183,8 +187,26 @@ class KernelVerifier {
         fail(e.loc(), fmt::format("reduction index '{}' is not used in its body", red->index));
       }
       return;
+    } else if (const auto* scan = e.as<Scan>()) {
+      fail(e.loc(), fmt::format("{} must be the whole right-hand side of a statement (not "
+                                "supported yet): write t[...] = {}(..., {}) and read t",
+                                scan_name(scan->op), scan_name(scan->op), scan->index));
     }
     for_each_child(e, [&](const Expr& c) { check_expr(c); });
+  }
+
+  // A scan runs along one of its statement's indices; its body is any expression without
+  // another scan (reductions in it are lifted by the scheduler like any other).
+  void check_scan(const Expr& e, const Scan& scan) {
+    if (std::find(scope_.begin(), scope_.end(), scan.index) == scope_.end()) {
+      fail(e.loc(), fmt::format("scan index '{}' is not bound by the left-hand side (a scan "
+                                "runs along one of its statement's indices)",
+                                scan.index));
+    }
+    check_expr(wrap(scan.body));
+    if (!uses(wrap(scan.body), scan.index)) {
+      fail(e.loc(), fmt::format("scan index '{}' is not used in its body", scan.index));
+    }
   }
 
   // A gather reads an input (temporaries and outputs may be computed in the same kernel, at

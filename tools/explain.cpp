@@ -60,6 +60,28 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
         std::get<ContractionConfig>(v.config).tile_k, step.reduced->to_string());
     return out;
   }
+  if (step.kind == bundle::StepKind::scan) {
+    const auto& c = std::get<ScanConfig>(v.config);
+    const std::string L = step.reduced->to_string();
+    if (v.split.phases > 0) {
+      out.how = fmt::format(
+          "split: {} row(s), each over {} blocks walking {} in chunks of {}, 2 launches through "
+          "a workspace",
+          blocks, bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count), L,
+          v.split.chunk);
+    } else if (step.row_scan()) {
+      out.how =
+          fmt::format("{} row(s) per block, {} block(s), chunks of {} along {}{}",
+                      v.elements_per_block, blocks, c.chunk(), L,
+                      *reduced % c.vec == 0
+                          ? ""
+                          : fmt::format(" (scalar loads: {} is not a multiple of {})", L, c.vec));
+    } else {
+      out.how = fmt::format("{} column(s) per block, {} block(s), each walking {} steps of {}",
+                            v.elements_per_block, blocks, *reduced, L);
+    }
+    return out;
+  }
   const auto& c = std::get<ReductionConfig>(v.config);
   const std::string R = step.reduced->to_string();
   if (v.split.phases > 0) {
@@ -102,7 +124,8 @@ std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
   for (size_t si = 0; si < plan->steps.size(); ++si) {
     const StepPlan& st = plan->steps[si];
     out += fmt::format("  step {} {}_s{}: {}", si, k.name, si, to_string(st.kind));
-    out += st.reduced ? fmt::format(" over rows {}, reducing {}", dims_text(st.space),
+    out += st.reduced ? fmt::format(" over rows {}, {} {}", dims_text(st.space),
+                                    st.kind == bundle::StepKind::scan ? "scanning" : "reducing",
                                     st.reduced->to_string())
                       : fmt::format(" over {}", dims_text(st.space));
     out += fmt::format(", {} variant(s)\n", st.variants.size());

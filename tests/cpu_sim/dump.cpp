@@ -1,5 +1,6 @@
 // Prints the LLVM IR (unoptimized, NVPTX intrinsics and all) of one variant of step 0 of a
-// kernel of a spec, for tests/cpu_sim/run.sh; on stderr, "block elements_per_block tiled".
+// kernel of a spec, for tests/cpu_sim/run.sh and scan.sh; on stderr, "block
+// elements_per_block tiled" (pointwise) or "block elements_per_block split_phases" (scans).
 //   kiln_cpu_sim_dump SPEC KERNEL VARIANT      (VARIANT -1: print the number of variants)
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -10,6 +11,7 @@
 
 #include "compiler/codegen.h"
 #include "compiler/kernel_plan.h"
+#include "compiler/lower_scan.h"
 #include "ir/text.h"
 
 using namespace kiln;
@@ -36,6 +38,13 @@ int main(int argc, char** argv) {
     llvm::LLVMContext ctx;
     llvm::Module m("sim", ctx);
     VariantLayout layout;
+    if (const auto* sc = std::get_if<ScanConfig>(&pv.config)) {
+      lower_scan(m, *st.abi, *st.sk, *sc, "kern", &layout);
+      std::cerr << pv.block_threads << " " << pv.elements_per_block << " " << pv.split.phases
+                << "\n";
+      std::cout << module_text(m);
+      return 0;
+    }
     lower_pointwise(m, *st.abi, st.pointwise, std::get<PointwiseConfig>(pv.config), "kern",
                     &layout);
     std::cerr << pv.block_threads << " " << pv.elements_per_block << " "

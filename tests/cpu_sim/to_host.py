@@ -1,5 +1,5 @@
-"""Rewrites a pointwise kernel's LLVM IR (tests/cpu_sim/dump.cpp) to run on the host: the
-thread and block registers and the barrier become calls into driver.cpp, the bf16 pair
+"""Rewrites a kernel's LLVM IR (tests/cpu_sim/dump.cpp) to run on the host: the
+thread and block registers, the barrier and the warp shuffles become calls into the driver, the bf16 pair
 conversion an IR function rounding to nearest even, and the shared-memory tile an ordinary
 global (blocks run one after another).
     python3 to_host.py IN.ll OUT.ll [--force64]
@@ -13,7 +13,11 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
                  ("@llvm.nvvm.read.ptx.sreg.ctaid.x()", "@sim_ctaid()"),
                  ("@llvm.nvvm.read.ptx.sreg.nctaid.x()", "@sim_nctaid()"),
                  ("@llvm.nvvm.barrier0()", "@sim_barrier()"),
-                 ("@llvm.nvvm.ff2bf16x2.rn(", "@sim_bf16x2(")]:
+                 ("@llvm.nvvm.ff2bf16x2.rn(", "@sim_bf16x2("),
+                 ("@llvm.nvvm.shfl.sync.up.f32(", "@sim_shfl_up_f32("),
+                 ("@llvm.nvvm.shfl.sync.up.i32(", "@sim_shfl_up_i32("),
+                 ("@llvm.nvvm.shfl.sync.idx.f32(", "@sim_shfl_idx_f32("),
+                 ("@llvm.nvvm.shfl.sync.idx.i32(", "@sim_shfl_idx_i32(")]:
     s = s.replace(old, new)
 if "llvm.nvvm" in s:
     sys.exit("to_host.py: an NVVM intrinsic it does not know: " +
@@ -27,6 +31,10 @@ declare i32 @sim_tid()
 declare i32 @sim_ctaid()
 declare i32 @sim_nctaid()
 declare void @sim_barrier()
+declare float @sim_shfl_up_f32(i32, float, i32, i32)
+declare i32 @sim_shfl_up_i32(i32, i32, i32, i32)
+declare float @sim_shfl_idx_f32(i32, float, i32, i32)
+declare i32 @sim_shfl_idx_i32(i32, i32, i32, i32)
 define internal i16 @sim_rne(float %f) {
   %b = bitcast float %f to i32
   %h = lshr i32 %b, 16

@@ -400,10 +400,11 @@ TEST_CASE("a split variant round-trips and only a row reduction step may have on
 
 TEST_CASE("step kinds: one enum, spelled as before in the manifest", "[runtime]") {
   for (StepKind k : {StepKind::pointwise, StepKind::row_reduction, StepKind::outer_reduction,
-                     StepKind::contraction}) {
+                     StepKind::contraction, StepKind::scan}) {
     CHECK(bundle::parse_step_kind(to_string(k)) == k);
   }
   CHECK(to_string(StepKind::contraction) == "contraction");
+  CHECK(to_string(StepKind::scan) == "scan");
   CHECK(to_string(StepKind::row_reduction) == "row_reduction");
   CHECK_FALSE(bundle::parse_step_kind("reduction").has_value());
   CHECK_FALSE(bundle::parse_step_kind("").has_value());
@@ -412,7 +413,8 @@ TEST_CASE("step kinds: one enum, spelled as before in the manifest", "[runtime]"
   CHECK(j["kernels"][0]["steps"][0]["kind"] == "pointwise");
   CHECK(error_after([](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "Pointwise"; }, j) ==
         "bundle/manifest.json: kernels[0].steps[0].kind: unknown step kind \"Pointwise\" "
-        "(expected \"pointwise\", \"row_reduction\", \"outer_reduction\" or \"contraction\")");
+        "(expected \"pointwise\", \"row_reduction\", \"outer_reduction\", \"contraction\" or "
+        "\"scan\")");
 }
 
 TEST_CASE("a staging variant round-trips and only a plain row reduction variant may stage",
