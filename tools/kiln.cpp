@@ -552,6 +552,9 @@ int main(int argc, char** argv) {
                   "infinities placed from the seed) or neginf_rows (some rows entirely -inf)")
       ->check(CLI::IsMember({"random", "specials", "neginf_rows"}));
   run->add_option("-c,--cache", ro.cache_path, "launch the tuned winners of this autotune cache");
+  std::vector<std::string> scalar_args;
+  run->add_option("--scalar", scalar_args,
+                  "a scalar parameter's value, e.g. eps=1e-5 (repeatable; others are random)");
 
   try {
     app.parse(argc, argv);
@@ -666,6 +669,14 @@ int main(int argc, char** argv) {
           fmt::print(stderr, "kiln run: -c: {}\n", c.message());
           return 1;
         }
+      }
+      for (const std::string& a : scalar_args) {
+        const size_t eq = a.find('=');
+        if (eq == 0 || eq == std::string::npos || eq + 1 == a.size()) {
+          fmt::print(stderr, "kiln run: --scalar: expected NAME=VALUE, got '{}'\n", a);
+          return 1;
+        }
+        ro.scalars[a.substr(0, eq)] = a.substr(eq + 1);
       }
       ro.shape = *s;
       ro.check = !no_check;
