@@ -655,6 +655,14 @@ int main(int argc, char** argv) {
     if (*run) {
       std::optional<SymbolValues> s = parse_shape(shapes);
       if (!s) return 1;
+      for (const std::string& a : scalar_args) {
+        const size_t eq = a.find('=');
+        if (eq == 0 || eq == std::string::npos || eq + 1 == a.size()) {
+          fmt::print(stderr, "kiln run: --scalar: expected NAME=VALUE, got '{}'\n", a);
+          return 1;
+        }
+        ro.scalars[a.substr(0, eq)] = a.substr(eq + 1);
+      }
       std::optional<std::vector<KernelSymbols>> kernels =
           bundle_kernels("run", ro.bundle, ro.kernel);
       if (!kernels) return 1;
@@ -669,14 +677,6 @@ int main(int argc, char** argv) {
           fmt::print(stderr, "kiln run: -c: {}\n", c.message());
           return 1;
         }
-      }
-      for (const std::string& a : scalar_args) {
-        const size_t eq = a.find('=');
-        if (eq == 0 || eq == std::string::npos || eq + 1 == a.size()) {
-          fmt::print(stderr, "kiln run: --scalar: expected NAME=VALUE, got '{}'\n", a);
-          return 1;
-        }
-        ro.scalars[a.substr(0, eq)] = a.substr(eq + 1);
       }
       ro.shape = *s;
       ro.check = !no_check;

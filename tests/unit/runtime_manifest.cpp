@@ -505,5 +505,5 @@ TEST_CASE("manifest: scalar parameters (format 7) round-trip; older bundles have
           p["scalar"] = true;
         }) == last + "a scalar parameter is an input of rank 0");
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][0]["scalar"] = 1; }) ==
-        p0 + "expected a boolean, got a number");
+        p0 + "expected a boolean, got an integer");
 }
