@@ -194,6 +194,8 @@ REFERENCES = {
     "rmsnorm_eps": (lambda x, w, eps: x * torch.rsqrt((x * x).sum(1, keepdim=True) / x.shape[1]
                                                       + eps) * w, True, ("nan",)),
     "colsum_scaled": (lambda x, scale: x.sum(0) * scale, True, ("nan",)),
+    "softmax_temperature": (lambda x, t: _softmax(x / t), True, ("nan",)),
+    "matmul_scaled": (lambda a, w, scale: (a @ w) * scale, True, ("nan",)),
 }
 
 # Kernels torch cannot check: the reason. tests/gpu/cases.txt checks them against the
@@ -225,6 +227,7 @@ SHAPES_BY_KERNEL = {"embedding": [{"T": 1, "V": 1, "D": 1}, {"T": 7, "V": 3, "D"
                     "colsum_gather": [{"M": 1, "N": 1, "V": 1}, {"M": 1000, "N": 1024, "V": 7},
                                       {"M": 70001, "N": 3, "V": 1000}],
                     "matmul": _MNK, "matmul_nt": _MNK, "matmul_tn": _MNK, "linear_gelu": _MNK,
+                    "matmul_scaled": _MNK,
                     "scores": [{"B": 1, "M": 1, "N": 1, "D": 1}, {"B": 3, "M": 17, "N": 1000, "D": 64},
                                {"B": 5, "M": 257, "N": 129, "D": 128}],
                     "heads_first": _BSHD, "heads_keys": _BSHD, "heads_keys_f32": _BSHD}
