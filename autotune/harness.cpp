@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -79,6 +80,59 @@ void fill_random(HostTensor& t, std::mt19937_64& rng) {
     for (int64_t i = 0; i < t.numel(); ++i) t.set(i, d(rng));
   }
 }
+
+}  // namespace
+
+void fill_scalar(HostTensor& t, std::mt19937_64& rng, std::string_view name,
+                 std::string_view text) {
+  internal_check(t.numel() == 1, "fill_scalar: a scalar holds one element");
+  const uint64_t r = rng();  // drawn whether or not used: the other inputs do not move
+  if (text.empty()) {
+    if (t.dtype == DType::i64) {
+      const int64_t v = static_cast<int64_t>(r | 1);
+      std::memcpy(t.data(), &v, sizeof v);
+    } else if (t.dtype == DType::i32) {
+      t.set(0, static_cast<double>(1 + r % 1000));
+    } else if (t.dtype == DType::u32) {
+      t.set(0, static_cast<double>(1 + r % 2000));
+    } else {
+      t.set(0, 0.125 + 0.75 * static_cast<double>(r >> 11) * 0x1p-53);
+    }
+    return;
+  }
+  const std::string s(text);
+  auto bad = [&]() {
+    return HarnessError{
+        fmt::format("scalar '{}': '{}' is not a value of type {}", name, text, to_string(t.dtype))};
+  };
+  if (is_float(t.dtype)) {
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size() || s.empty()) throw bad();
+    t.set(0, v);
+    return;
+  }
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) throw bad();
+  if ((t.dtype == DType::i32 && (v < INT32_MIN || v > INT32_MAX)) ||
+      (t.dtype == DType::u32 && (v < 0 || v > UINT32_MAX))) {
+    throw bad();
+  }
+  if (t.dtype == DType::i64) {
+    std::memcpy(t.data(), &v, sizeof v);
+  } else {
+    t.set(0, static_cast<double>(v));
+  }
+}
+
+CUdeviceptr scalar_slot(const HostTensor& t) {
+  CUdeviceptr slot = 0;  // little-endian: the value's bytes are the slot's low bytes
+  std::memcpy(&slot, t.data(), std::min(t.bytes.size(), sizeof slot));
+  return slot;
+}
+
+namespace {
 
 // NaN and infinities in a float input, placed from `rng`. A tensor of rank >= 2 is taken as
 // rows of its last (contiguous) dimension: half the rows stay finite, the others get one NaN,
@@ -305,7 +359,8 @@ std::string describe_worst(const Comparison& c, const std::vector<int64_t>& shap
 }
 
 KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::KernelInfo& info,
-                             const SymbolValues& shape, uint64_t seed, InputMode mode)
+                             const SymbolValues& shape, uint64_t seed, InputMode mode,
+                             const ScalarValues& scalars)
     : rt_(rt), def_(def), shape_(shape) {
   const DriverApi& api = rt.driver();
   check_cu(rt, api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -314,6 +369,13 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
   for (const TensorDecl* t : def.params()) {
     host_.emplace_back(t->dtype, resolve_shape(t->shape, shape));
     HostTensor& h = host_.back();
+    if (t->scalar) {  // passed by value: no device memory
+      auto given = scalars.find(t->name);
+      fill_scalar(h, rng, t->name, given == scalars.end() ? "" : given->second);
+      dev_.push_back(nullptr);
+      ptrs_.push_back(scalar_slot(h));
+      continue;
+    }
     bytes_moved_ += static_cast<double>(h.bytes.size());
     dev_.push_back(std::make_unique<DeviceBuffer>(rt, h.bytes.size()));
     ptrs_.push_back(dev_.back()->get());

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -104,10 +105,23 @@ std::string describe_worst(const Comparison& c, const std::vector<int64_t>& shap
 /// filled by `mode` from `seed`. Checked launches set the runtime's scratch poison
 /// (Runtime::set_scratch_poison) to the outputs' poison byte, so that a kernel's buffers and
 /// split workspaces hold garbage too; timed launches run without it.
+/// Values of scalar parameters by name, as text (`1e-5`, `42`), parsed in the scalar's type.
+using ScalarValues = std::map<std::string, std::string, std::less<>>;
+
+/// A scalar parameter's value from `rng` (f32, f16, bf16: uniform in [0.125, 0.875), a rate or
+/// an epsilon; i32: [1, 1000]; u32: [1, 2000]; i64: any nonzero 64-bit value, so that a seed or
+/// an offset exercises its high word), or from `text` when not empty; stored into the rank-0
+/// `t`. Throws HarnessError on text that is not a value of its type.
+void fill_scalar(HostTensor& t, std::mt19937_64& rng, std::string_view name, std::string_view text);
+/// The slot of kiln_launch's `ptrs` for a scalar held in `t` (manifest.h): its bits, zero-extended.
+CUdeviceptr scalar_slot(const HostTensor& t);
+
 class KernelHarness {
  public:
+  /// `scalars` gives some scalar parameters their values; the others are drawn (fill_scalar).
   KernelHarness(Runtime& rt, const KernelDef& def, const bundle::KernelInfo& info,
-                const SymbolValues& shape, uint64_t seed, InputMode mode = InputMode::random);
+                const SymbolValues& shape, uint64_t seed, InputMode mode = InputMode::random,
+                const ScalarValues& scalars = {});
   ~KernelHarness();
 
   std::span<const CUdeviceptr> ptrs() const { return ptrs_; }

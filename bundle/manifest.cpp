@@ -116,7 +116,8 @@ OrderedJson kernel_json(const KernelInfo& k) {
     params.push_back({{"name", p.name},
                       {"dtype", std::string(to_string(p.dtype))},
                       {"shape", dims_json(p.shape)},
-                      {"output", p.output}});
+                      {"output", p.output},
+                      {"scalar", p.scalar}});
   }
   OrderedJson buffers = OrderedJson::array();
   for (const ParamInfo& b : k.buffers) {
@@ -427,6 +428,10 @@ KernelInfo read_kernel(const Obj& o) {
     p.output = po.boolean("output");
     if (!p.output && !k.params.empty() && k.params.back().output) {
       fail(po.path(), "inputs must precede outputs");
+    }
+    p.scalar = po.find("scalar") && po.boolean("scalar");  // absent before version 7
+    if (p.scalar && (p.output || !p.shape.empty())) {
+      fail(po.at("scalar"), "a scalar parameter is an input of rank 0");
     }
     k.params.push_back(std::move(p));
   }

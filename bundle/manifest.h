@@ -4,9 +4,10 @@
 //
 // Kernel ABI. A spec kernel runs as one or more GPU launches ("steps"). Every step's entry
 // function takes the same parameters: one global pointer per kernel parameter (inputs then
-// outputs, declared order), one per buffer (KernelInfo::buffers order), then one i64 per
-// symbol (KernelInfo::symbols order). Buffers are the intermediates that one step writes and
-// a later one reads: the runtime allocates them for each launch of the kernel (shape and dtype
+// outputs, declared order; a scalar parameter (ParamInfo::scalar, format 7) by value instead:
+// its dtype's bytes, aligned to their size), one per buffer (KernelInfo::buffers order), then one
+// i64 per symbol (KernelInfo::symbols order). Buffers are the intermediates that one step writes
+// and a later one reads: the runtime allocates them for each launch of the kernel (shape and dtype
 // as declared, each kBufferAlign-byte aligned, contents undefined until written), passes the same
 // ones to every step, in order on one stream, and frees them after the last step. A step iterates
 // over its `space`; for geometry "flat" the launch is
@@ -79,12 +80,13 @@
 namespace kiln::bundle {
 
 // Version 2 added the images' content hashes, version 3 split variants, version 4 buffers,
-// version 5 contraction steps, version 6 tensor maps. Bundles before version 3 are refused
-// (recompile them): a version 2 reader would launch a split variant as a plain one. A version 3 or
-// 4 bundle reads as a version 6 one without what came later; an older reader refuses a newer
-// version (a version 4 reader would launch a contraction's persistent kernel without its shared
-// memory, a version 5 one without its tensor maps).
-inline constexpr int kFormatVersion = 6;
+// version 5 contraction steps, version 6 tensor maps, version 7 scalar parameters. Bundles before
+// version 3 are refused (recompile them): a version 2 reader would launch a split variant as a
+// plain one. A version 3 to 6 bundle reads as a version 7 one without what came later; an older
+// reader refuses a newer version (a version 4 reader would launch a contraction's persistent kernel
+// without its shared memory, a version 5 one without its tensor maps, a version 6 one would pass a
+// scalar's value as a pointer).
+inline constexpr int kFormatVersion = 7;
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kBufferAlign = 256;  // bytes; every buffer starts at a multiple
@@ -94,6 +96,8 @@ struct ParamInfo {
   DType dtype;
   std::vector<Dim> shape;
   bool output = false;
+  /// Passed by value at launch (`eps: f32`): an input of rank 0 whose argument is its value.
+  bool scalar = false;
   friend bool operator==(const ParamInfo&, const ParamInfo&) = default;
 };
 

@@ -74,7 +74,7 @@ void parallel_for(size_t n, int jobs, F&& fn) {
 std::vector<bundle::ParamInfo> param_infos(const KernelDef& k) {
   std::vector<bundle::ParamInfo> out;
   for (const TensorDecl* t : k.params()) {
-    out.push_back({t->name, t->dtype, t->shape, t->role == TensorRole::output});
+    out.push_back({t->name, t->dtype, t->shape, t->role == TensorRole::output, t->scalar});
   }
   return out;
 }

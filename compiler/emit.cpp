@@ -171,7 +171,10 @@ llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string&
                                         int max_threads, bool workspace, int tensor_maps) {
   std::vector<const TensorDecl*> params = abi.params();
   std::vector<std::string> symbols = abi.symbols();
-  std::vector<Type*> arg_types(params.size(), b_.getPtrTy(1));
+  std::vector<Type*> arg_types;
+  for (const TensorDecl* p : params) {
+    arg_types.push_back(p->scalar ? storage_type(p->dtype) : b_.getPtrTy(1));  // by value
+  }
   arg_types.insert(arg_types.end(), symbols.size(), b_.getInt64Ty());
   if (workspace) arg_types.insert(arg_types.end(), {b_.getPtrTy(1), b_.getInt64Ty()});
   const size_t first_map = arg_types.size();
@@ -184,6 +187,7 @@ llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string&
   for (size_t i = 0; i < params.size(); ++i) {
     llvm::Argument* arg = fn->getArg(i);
     arg->setName(params[i]->name);
+    if (params[i]->scalar) continue;
     arg->addAttr(llvm::Attribute::NoAlias);
     // A temp is a buffer this step neither reads nor writes (compile.cpp, step_abi).
     if (params[i]->role == TensorRole::input) arg->addAttr(llvm::Attribute::ReadOnly);
@@ -306,6 +310,41 @@ Value* Emitter::gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
   return load(ptr, g.stored);
 }
 
+// Philox 4x32-10 as ir/expr.h's philox_uniform: the same words, rounds and conversion, so the
+// GPU's numbers are the interpreter's bit for bit. Each round's two 32 x 32 -> 64-bit products
+// are a mul.hi.u32 and a mul.lo.u32 each (as cuRAND computes them), all in 32-bit registers.
+Value* Emitter::philox_uniform(Value* seed, Value* offset, Value* counter) {
+  Type* i32 = b_.getInt32Ty();
+  auto lo = [&](Value* v) { return b_.CreateTrunc(v, i32); };
+  auto hi = [&](Value* v) { return b_.CreateTrunc(b_.CreateLShr(v, 32), i32); };
+  Value* block = b_.CreateLShr(counter, 2);
+  Value* c[4] = {lo(block), hi(block), lo(offset), hi(offset)};
+  Value* k0 = lo(seed);
+  Value* k1 = hi(seed);
+  auto mulhi = [&](Value* a, uint32_t m) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_mulhi_ui, {}, {a, b_.getInt32(m)});
+  };
+  for (int round = 0; round < 10; ++round) {
+    Value* n0 = b_.CreateXor(b_.CreateXor(mulhi(c[2], 0xCD9E8D57u), c[1]), k0);
+    Value* n2 = b_.CreateXor(b_.CreateXor(mulhi(c[0], 0xD2511F53u), c[3]), k1);
+    Value* lo1 = b_.CreateMul(c[2], b_.getInt32(0xCD9E8D57u));
+    Value* lo0 = b_.CreateMul(c[0], b_.getInt32(0xD2511F53u));
+    c[0] = n0;
+    c[1] = lo1;
+    c[2] = n2;
+    c[3] = lo0;
+    k0 = b_.CreateAdd(k0, b_.getInt32(0x9E3779B9u));
+    k1 = b_.CreateAdd(k1, b_.getInt32(0xBB67AE85u));
+  }
+  Value* word = b_.CreateTrunc(b_.CreateAnd(counter, b_.getInt64(3)), i32);
+  Value* w = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(0)), c[0], c[1]);
+  w = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(2)), c[2], w);
+  w = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(3)), c[3], w);
+  // (w >> 8) has 24 bits: exact in f32, and so is the product by 2^-24.
+  Value* f = b_.CreateUIToFP(b_.CreateLShr(w, 8), b_.getFloatTy());
+  return b_.CreateFMul(f, llvm::ConstantFP::get(b_.getFloatTy(), 0x1p-24));
+}
+
 Value* Emitter::identity(ReduceOp op, DType t) {
   bool f = compute_type(t) == DType::f32;
   switch (op) {
@@ -379,6 +418,14 @@ Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
     }
   }
   if (e.as<Gather>()) return gather(e, memo, leaf);
+  if (const ScalarRef* sr = e.as<ScalarRef>()) {
+    for (llvm::Argument& a : b_.GetInsertBlock()->getParent()->args()) {
+      if (a.getName() == sr->name && !a.getType()->isPointerTy()) return widen(&a, sr->stored);
+    }
+    throw InternalError(fmt::format("emit: scalar '{}' is not a parameter", sr->name));
+  }
+  if (const Rand* r = e.as<Rand>())
+    return philox_uniform(sub(r->seed), sub(r->offset), sub(r->counter));
   if (const Unary* n = e.as<Unary>()) {
     Value* a = sub(n->a);
     bool f = e.type() == DType::f32;

@@ -65,14 +65,18 @@ class Emitter {
   /// exp(x) on ex2.approx.ftz (see emit.cpp for its error).
   llvm::Value* fast_exp(llvm::Value* x);
   /// A kernel taking one global pointer per parameter of `abi` (noalias; readonly for inputs,
-  /// writeonly for outputs) then one i64 per symbol; with `workspace`, then a global pointer
-  /// (noalias) and an i64 phase (split reductions, bundle/manifest.h); with `tensor_maps` > 0,
-  /// then that many 128-byte tensor maps (byval, grid constants) and an i64 (contractions).
+  /// writeonly for outputs; a scalar parameter by value, in its storage type) then one i64 per
+  /// symbol; with `workspace`, then a global pointer (noalias) and an i64 phase (split reductions,
+  /// bundle/manifest.h); with `tensor_maps` > 0, then that many 128-byte tensor maps (byval, grid
+  /// constants) and an i64 (contractions).
   llvm::Function* declare_kernel(const KernelDef& abi, const std::string& entry, int max_threads,
                                  bool workspace = false, int tensor_maps = 0);
 
   /// e at the current point: memoized in `memo`, leaves from `leaf`.
   llvm::Value* eval(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
+
+  /// rand: Philox 4x32-10 of three i64 values as an f32 in [0, 1) (ir/expr.h philox_uniform).
+  llvm::Value* philox_uniform(llvm::Value* seed, llvm::Value* offset, llvm::Value* counter);
 
   /// The identity of a reduction over values of type `t` (0, 1, -inf/INT32_MIN, ...).
   llvm::Value* identity(ReduceOp op, DType t);

@@ -57,6 +57,12 @@ std::string read_names(const KernelDef& k) {
   return fmt::format("{}", fmt::join(out, " "));
 }
 
+// Every scalar parameter an expression reads.
+void collect_scalars(const Expr& e, std::set<std::string>& out) {
+  if (const ScalarRef* r = e.as<ScalarRef>()) out.insert(r->name);
+  for_each_child(e, [&](const Expr& c) { collect_scalars(c, out); });
+}
+
 // Every symbol an expression uses as a value.
 void collect_symbols(const Expr& e, std::set<std::string>& out) {
   if (const SymRef* r = e.as<SymRef>()) out.insert(r->name);
@@ -645,6 +651,7 @@ class Scheduler {
     for (int n : stmts) {
       for (const Load* l : infos_[n].loads) read.insert(l->tensor);
       for (const Expr& g : infos_[n].gathers) read.insert(g.as<Gather>()->tensor);
+      collect_scalars(infos_[n].stmt->value, read);  // passed by value, read all the same
     }
     auto decl = [&](const std::string& name, TensorRole role) {
       TensorDecl t = *k.find_tensor(name);

@@ -113,6 +113,11 @@ bool nodes_equal(const ExprNode& x, const ExprNode& y) {
           return ptr_equal(a.cond, b.cond) && ptr_equal(a.a, b.a) && ptr_equal(a.b, b.b);
         } else if constexpr (std::is_same_v<T, Cast>) {
           return a.to == b.to && ptr_equal(a.a, b.a);
+        } else if constexpr (std::is_same_v<T, ScalarRef>) {
+          return a.name == b.name && a.stored == b.stored;
+        } else if constexpr (std::is_same_v<T, Rand>) {
+          return ptr_equal(a.seed, b.seed) && ptr_equal(a.offset, b.offset) &&
+                 ptr_equal(a.counter, b.counter);
         } else {
           return a.op == b.op && a.index == b.index && ptr_equal(a.body, b.body);
         }
@@ -151,6 +156,9 @@ size_t Expr::hash() const {
         } else if constexpr (std::is_same_v<T, Reduce> || std::is_same_v<T, Scan>) {
           h = hash_combine(h, static_cast<size_t>(n.op));
           h = hash_combine(h, hs(n.index));
+        } else if constexpr (std::is_same_v<T, ScalarRef>) {
+          h = hash_combine(h, hs(n.name));
+          h = hash_combine(h, static_cast<size_t>(n.stored));
         }
       },
       node_->v);
@@ -223,6 +231,52 @@ Expr make_gather(std::string tensor, std::vector<Expr> indices, std::vector<Dim>
   }
   return make_node(compute_type(stored), loc,
                    Gather{std::move(tensor), std::move(ptrs), std::move(shape), stored});
+}
+
+Expr make_scalar_ref(std::string name, DType stored, SourceLoc loc) {
+  if (!is_storage_type(stored)) throw UserError(loc, "a scalar cannot be a bool");
+  return make_node(compute_type(stored), loc, ScalarRef{std::move(name), stored});
+}
+
+Expr make_rand(Expr seed, Expr offset, Expr counter, SourceLoc loc) {
+  static constexpr std::string_view names[] = {"seed", "offset", "counter"};
+  Expr* ops[] = {&seed, &offset, &counter};
+  for (int i = 0; i < 3; ++i) {
+    internal_check(ops[i]->defined(), "make_rand: undefined operand");
+    Expr c = convert_weak(*ops[i], DType::i64);
+    if (!c.defined()) {
+      throw UserError(ops[i]->loc(), fmt::format("rand's {} must be i64 but got {}; convert it "
+                                                 "with i64(...)",
+                                                 names[i], to_string(ops[i]->type())));
+    }
+    *ops[i] = c;
+  }
+  return make_node(DType::f32, loc, Rand{seed.ptr(), offset.ptr(), counter.ptr()});
+}
+
+// Philox 4x32-10: ten rounds of two 32 x 32 -> 64-bit multiplications, the key bumped by the
+// Weyl constants between rounds (the constants of Salmon et al. and of cuRAND).
+void philox4x32_10(uint32_t c[4], uint32_t k0, uint32_t k1) {
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t{0xD2511F53u} * c[0];
+    const uint64_t p1 = uint64_t{0xCD9E8D57u} * c[2];
+    const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0;
+    const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1;
+    c[0] = n0;
+    c[1] = static_cast<uint32_t>(p1);
+    c[2] = n2;
+    c[3] = static_cast<uint32_t>(p0);
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+float philox_uniform(uint64_t seed, uint64_t offset, uint64_t counter) {
+  const uint64_t block = counter >> 2;
+  uint32_t c[4] = {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+                   static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32)};
+  philox4x32_10(c, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  return static_cast<float>(c[counter & 3] >> 8) * 0x1p-24f;
 }
 
 Expr make_unary(UnaryOp op, Expr a, SourceLoc loc) {
@@ -380,8 +434,10 @@ Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f) {
           std::vector<Expr> idx;
           for (const auto& i : n.indices) idx.push_back(f(wrap(i)));
           return make_gather(n.tensor, std::move(idx), n.shape, n.stored, e.loc());
+        } else if constexpr (std::is_same_v<T, Rand>) {
+          return make_rand(f(wrap(n.seed)), f(wrap(n.offset)), f(wrap(n.counter)), e.loc());
         } else {
-          return e;  // Const, SymRef, IndexRef, Load
+          return e;  // Const, SymRef, IndexRef, Load, ScalarRef
         }
       },
       e.node().v);

@@ -24,6 +24,10 @@
 //    bounds; addresses are computed in 64 bits.
 //  - Math functions (exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow) take and return f32;
 //    abs and neg take f32 or i32.
+//  - A scalar parameter (ScalarRef) is a value passed at launch, the same at every point.
+//  - rand(seed, offset, counter) (Rand) is a uniform f32 in [0, 1) from Philox 4x32-10, a
+//    pure function of its three i64 operands (docs/language.md gives the algorithm bit for
+//    bit; philox_uniform below is the reference both the interpreter and the GPU follow).
 //  - A reduction folds its body over one index variable (not bound by the statement's
 //    left-hand side) in f64 in the interpreter and f32 on the GPU; mean is sum / extent.
 //  - A scan (Scan: cumsum, cumprod, cummax, cummin) is inclusive along an index variable the
@@ -103,6 +107,16 @@ struct Gather {
   std::vector<Dim> shape;
   DType stored;
 };
+/// The value of a scalar parameter (`eps: f32`, no brackets), passed by value at launch.
+/// `stored` is its declared type; the node's type is compute_type(stored).
+struct ScalarRef {
+  std::string name;
+  DType stored;
+};
+/// rand(seed, offset, counter): f32 in [0, 1), a function of three i64 operands only.
+struct Rand {
+  std::shared_ptr<const struct ExprNode> seed, offset, counter;
+};
 struct Unary {
   UnaryOp op;
   std::shared_ptr<const struct ExprNode> a;
@@ -138,7 +152,9 @@ struct Scan {
 struct ExprNode {
   DType type;
   SourceLoc loc;
-  std::variant<Const, SymRef, IndexRef, Load, Gather, Unary, Binary, Select, Cast, Reduce, Scan> v;
+  std::variant<Const, SymRef, IndexRef, Load, Gather, Unary, Binary, Select, Cast, Reduce, Scan,
+               ScalarRef, Rand>
+      v;
 };
 
 /// Value handle to an immutable node; copy, compare and hash by structure.
@@ -181,6 +197,10 @@ Expr make_load(std::string tensor, std::vector<std::string> indices, DType store
 /// A gather; throws UserError when a position is not an integer expression.
 Expr make_gather(std::string tensor, std::vector<Expr> indices, std::vector<Dim> shape,
                  DType stored, SourceLoc loc = {});
+Expr make_scalar_ref(std::string name, DType stored, SourceLoc loc = {});
+/// rand(seed, offset, counter); each operand is i64 (a weak i32 operand becomes i64), else
+/// UserError.
+Expr make_rand(Expr seed, Expr offset, Expr counter, SourceLoc loc = {});
 Expr make_unary(UnaryOp op, Expr a, SourceLoc loc = {});
 Expr make_binary(BinaryOp op, Expr a, Expr b, SourceLoc loc = {});
 Expr make_select(Expr cond, Expr a, Expr b, SourceLoc loc = {});
@@ -188,6 +208,14 @@ Expr make_cast(DType to, Expr a, SourceLoc loc = {});
 Expr make_reduce(ReduceOp op, std::string index, Expr body, SourceLoc loc = {});
 /// A scan (op: sum, prod, max or min; f32 or i32 body).
 Expr make_scan(ReduceOp op, std::string index, Expr body, SourceLoc loc = {});
+
+/// Philox 4x32-10 (Salmon et al., SC'11; cuRAND's and torch's generator) as Kiln's rand uses
+/// it: key (seed low 32 bits, seed high 32 bits), counter words (block low, block high, offset
+/// low, offset high) with block = counter >> 2 (logical); the result is word counter & 3 of
+/// the output, w, as (w >> 8) * 2^-24.
+float philox_uniform(uint64_t seed, uint64_t offset, uint64_t counter);
+/// The bare Philox 4x32-10 block function (Random123's philox4x32, 10 rounds), in place.
+void philox4x32_10(uint32_t counter[4], uint32_t k0, uint32_t k1);
 
 /// True for Const, SymRef and IndexRef: operands that adopt the other side's type.
 bool is_weak(const Expr& e);
@@ -220,6 +248,10 @@ void for_each_child(const Expr& e, F&& f) {
           f(wrap(n.a));
         } else if constexpr (std::is_same_v<T, Reduce> || std::is_same_v<T, Scan>) {
           f(wrap(n.body));
+        } else if constexpr (std::is_same_v<T, Rand>) {
+          f(wrap(n.seed));
+          f(wrap(n.offset));
+          f(wrap(n.counter));
         }
       },
       e.node().v);

@@ -703,6 +703,26 @@ struct ReduceNode : Node {
   }
 };
 
+/// rand(seed, offset, counter): philox_uniform (ir/expr.h) of the three i64 operands.
+struct RandNode : Node {
+  NodePtr seed, offset, counter;
+  std::vector<double> s, o, k;
+
+  void eval(Ctx& c, double* out, int n) override {
+    s.resize(static_cast<size_t>(n));
+    o.resize(static_cast<size_t>(n));
+    k.resize(static_cast<size_t>(n));
+    seed->eval(c, s.data(), n);
+    offset->eval(c, o.data(), n);
+    counter->eval(c, k.data(), n);
+    for (int i = 0; i < n; ++i) {
+      out[i] =
+          philox_uniform(static_cast<uint64_t>(as_i64(s[i])), static_cast<uint64_t>(as_i64(o[i])),
+                         static_cast<uint64_t>(as_i64(k[i])));
+    }
+  }
+};
+
 // --- Compilation of a statement --------------------------------------------------------------
 
 /// Where a tensor's elements live during interpretation.
@@ -779,6 +799,17 @@ struct StmtCompiler {
               }
               stride *= b.shape[d];
             }
+            return node;
+          } else if constexpr (std::is_same_v<T, ScalarRef>) {
+            // A scalar parameter: its rank-0 host tensor's one element, the same everywhere.
+            const Buffer& b = buffers.at(n.name);
+            return std::make_unique<ConstNode>(
+                read_element(source_of(b.dtype, b.is_temp), b.data, half_table(b.dtype), 0));
+          } else if constexpr (std::is_same_v<T, Rand>) {
+            auto node = std::make_unique<RandNode>();
+            node->seed = compile(wrap(n.seed));
+            node->offset = compile(wrap(n.offset));
+            node->counter = compile(wrap(n.counter));
             return node;
           } else if constexpr (std::is_same_v<T, Unary>) {
             auto node = std::make_unique<UnaryNode>();

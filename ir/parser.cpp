@@ -192,6 +192,7 @@ class Parser {
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int nesting_ = 0;
+  bool flat_rand_ = false;  // the statement holds rand(seed, offset): fill in its counters
   // The printed form of a tree of depth d may need up to 2d levels of nesting (a
   // parenthesis and a sign per level), so every accepted program parses back.
   static constexpr int kMaxDepth = 256;
@@ -311,7 +312,7 @@ class Parser {
     return std::move(k_);
   }
 
-  // param := IDENT ':' DTYPE '[' [dim (',' dim)*] ']'
+  // param := IDENT ':' DTYPE ['[' [dim (',' dim)*] ']']   (no brackets: a scalar)
   void parse_params(std::vector<TensorDecl>& list, TensorRole role) {
     do {
       const Token& name = expect_ident("a parameter name");
@@ -324,6 +325,16 @@ class Parser {
       if (!dtype || !is_storage_type(*dtype)) {
         fail(type.loc, fmt::format("unknown dtype '{}'; expected f32, f16, bf16, i32, i64 or u32",
                                    type.text));
+      }
+      if (!is("[")) {
+        // A scalar: passed by value at launch, read by its bare name.
+        if (role == TensorRole::output) {
+          fail(name.loc, fmt::format("output '{}' cannot be a scalar; write {}: {}[] for a rank-0 "
+                                     "output",
+                                     name.text, name.text, type.text));
+        }
+        list.push_back(TensorDecl{std::string(name.text), *dtype, {}, role, name.loc, true});
+        continue;
       }
       expect("[");
       std::vector<Dim> shape;
@@ -429,6 +440,10 @@ class Parser {
     }
     Stmt s{name, std::move(indices), value, target.loc};
     std::map<std::string, Dim> extents = index_extents(k_, s);
+    if (flat_rand_) {
+      s.value = with_flat_counters(s.value, s, extents);
+      flat_rand_ = false;
+    }
     if (!decl) {
       std::vector<Dim> shape;
       for (const std::string& i : s.indices) shape.push_back(extents.at(i));
@@ -563,6 +578,9 @@ class Parser {
   Expr parse_name() {
     const Token& t = next();
     std::string name(t.text);
+    if (const TensorDecl* d = k_.find_tensor(name); d && d->scalar) {
+      return make_scalar_ref(name, d->dtype, t.loc);
+    }
     if (is_tensor(name)) {
       fail(t.loc, fmt::format("tensor '{}' must be indexed: write {}[...]", name, name));
     }
@@ -595,6 +613,10 @@ class Parser {
     }
     expect("]");
     const TensorDecl* decl = k_.find_tensor(name);
+    if (decl && decl->scalar) {
+      fail(t.loc,
+           fmt::format("'{}' is a scalar, not a tensor: write {} without brackets", name, name));
+    }
     if (!decl || (decl->role == TensorRole::output && !defined_.count(name))) {
       if (decl) fail(t.loc, fmt::format("output '{}' is read before it is written", name));
       if (targets_.count(name)) {
@@ -677,6 +699,7 @@ class Parser {
         }
       }
     }
+    if (name == "rand") return parse_rand(f);
     std::optional<UnaryOp> uop = math_function(name);
     std::optional<DType> cast = parse_dtype(name);
     if (cast && !is_storage_type(*cast)) cast.reset();
@@ -707,6 +730,61 @@ class Parser {
     if (arity == 3) return make_select(args[0], args[1], args[2], f.loc);
     BinaryOp op = name == "pow" ? BinaryOp::pow : name == "max" ? BinaryOp::max : BinaryOp::min;
     return make_binary(op, args[0], args[1], f.loc);
+  }
+
+  // rand(seed, offset [, counter]): without a counter, the flat row-major index of the
+  // left-hand side's element, filled in by with_flat_counters once the statement's extents
+  // are known (an i64 IndexRef with no name stands for it until then).
+  Expr parse_rand(const Token& f) {
+    std::vector<Expr> args;
+    if (!is(")")) {
+      do {
+        args.push_back(parse_expr());
+      } while (accept(","));
+    }
+    expect(")");
+    if (args.size() != 2 && args.size() != 3) {
+      fail(f.loc, fmt::format("rand takes 2 or 3 arguments (seed, offset[, counter]) but {} {} "
+                              "given",
+                              args.size(), args.size() == 1 ? "was" : "were"));
+    }
+    if (args.size() == 2) {
+      flat_rand_ = true;
+      args.push_back(make_index("", DType::i64, f.loc));
+    }
+    return make_rand(args[0], args[1], args[2], f.loc);
+  }
+
+  /// The counter of rand(seed, offset): i64(i0) * E1 + i1 ... over the left-hand side's
+  /// indices and extents (0 for a rank-0 target), spelled as its canonical text reads back.
+  Expr flat_index(const Stmt& s, const std::map<std::string, Dim>& extents, SourceLoc loc) {
+    if (s.indices.empty()) return make_const(0, DType::i32, loc);
+    Expr n = make_cast(DType::i64, make_index(s.indices[0], DType::i32, loc), loc);
+    for (size_t d = 1; d < s.indices.size(); ++d) {
+      const Dim& e = extents.at(s.indices[d]);
+      if (e.is_fixed() && e.value() > INT32_MAX) {
+        fail(loc, fmt::format("rand(seed, offset) in a statement whose extent {} does not fit in "
+                              "i32: give the counter as a third argument",
+                              e.value()));
+      }
+      Expr ext = e.is_fixed() ? make_const(static_cast<double>(e.value()), DType::i32, loc)
+                              : make_sym(e.name(), DType::i32, loc);
+      n = make_binary(BinaryOp::mul, n, ext, loc);
+      n = make_binary(BinaryOp::add, n, make_index(s.indices[d], DType::i32, loc), loc);
+    }
+    return n;
+  }
+
+  Expr with_flat_counters(const Expr& e, const Stmt& s, const std::map<std::string, Dim>& extents) {
+    if (const auto* r = e.as<Rand>()) {
+      const auto* c = wrap(r->counter).as<IndexRef>();
+      if (c && c->name.empty()) {
+        return make_rand(with_flat_counters(wrap(r->seed), s, extents),
+                         with_flat_counters(wrap(r->offset), s, extents),
+                         flat_index(s, extents, e.loc()), e.loc());
+      }
+    }
+    return map_children(e, [&](const Expr& c) { return with_flat_counters(c, s, extents); });
   }
 
   /// op(body, index), with `index` in scope while the body is parsed.

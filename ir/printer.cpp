@@ -5,7 +5,9 @@
 // parentheses that parse back to the same tree (binary operators are left-associative, so a
 // right operand of equal precedence keeps its parentheses; comparisons do not associate).
 // f32 literals print as the shortest decimal that reads back to the same float, with ".0"
-// added when that would look like an integer; i32 literals print as integers.
+// added when that would look like an integer; i32 literals print as integers. A scalar
+// parameter prints without brackets, and rand always with its counter (rand(seed, offset)
+// parses to the counter spelled out).
 #include <fmt/format.h>
 
 #include <charconv>
@@ -77,6 +79,7 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 std::string print_decl(const TensorDecl& t) {
+  if (t.scalar) return fmt::format("{}: {}", t.name, to_string(t.dtype));
   std::vector<std::string> dims;
   for (const Dim& d : t.shape) dims.push_back(d.to_string());
   return fmt::format("{}: {}[{}]", t.name, to_string(t.dtype), join(dims));
@@ -125,6 +128,11 @@ std::string print(const Expr& e) {
           return fmt::format("{}({})", to_string(n.to), print(wrap(n.a)));
         } else if constexpr (std::is_same_v<T, Scan>) {
           return fmt::format("{}({}, {})", scan_name(n.op), print(wrap(n.body)), n.index);
+        } else if constexpr (std::is_same_v<T, ScalarRef>) {
+          return n.name;
+        } else if constexpr (std::is_same_v<T, Rand>) {
+          return fmt::format("rand({}, {}, {})", print(wrap(n.seed)), print(wrap(n.offset)),
+                             print(wrap(n.counter)));
         } else {
           return fmt::format("{}({}, {})", to_string(n.op), print(wrap(n.body)), n.index);
         }

@@ -13,7 +13,8 @@
 namespace kiln {
 
 bool operator==(const TensorDecl& a, const TensorDecl& b) {
-  return a.name == b.name && a.dtype == b.dtype && a.shape == b.shape && a.role == b.role;
+  return a.name == b.name && a.dtype == b.dtype && a.shape == b.shape && a.role == b.role &&
+         a.scalar == b.scalar;
 }
 
 bool operator==(const Stmt& a, const Stmt& b) {

@@ -33,6 +33,9 @@ struct TensorDecl {
   std::vector<Dim> shape;
   TensorRole role;
   SourceLoc loc;
+  /// An input passed by value at launch (`eps: f32`, no brackets): shape empty, read by its
+  /// bare name (ScalarRef). Outputs and temporaries are never scalars.
+  bool scalar = false;
   friend bool operator==(const TensorDecl& a, const TensorDecl& b);  // ignores loc
 };
 

@@ -4,7 +4,7 @@
 // where every rule is checked on the IR itself, so a program built through the API gets the
 // same guarantees. Steps, per kernel:
 //  1. Parameters: distinct names, storage dtypes, positive fixed dimensions, symbols that do
-//     not shadow tensors.
+//     not shadow tensors, scalars among the inputs only (read as ScalarRef, never indexed).
 //  2. Statements in order: the target is an output written once or a new temporary (never an
 //     input); the left-hand side's indices are distinct; the expression only reads tensors
 //     already available, with one bound index per dimension; reductions bind a fresh index
@@ -77,6 +77,12 @@ class KernelVerifier {
       }
       if (!is_storage_type(t->dtype))
         fail(t->loc, fmt::format("tensor '{}' cannot be bool", t->name));
+      if (t->scalar && t->role != TensorRole::input) {
+        fail(t->loc, fmt::format("output '{}' cannot be a scalar; write {}: {}[] for a rank-0 "
+                                 "output",
+                                 t->name, t->name, to_string(t->dtype)));
+      }
+      internal_check(!t->scalar || t->shape.empty(), "a scalar parameter has no shape");
       for (const Dim& d : t->shape) {
         if (d.is_fixed() && d.value() <= 0) {
           fail(t->loc, fmt::format("a dimension must be a positive integer, not {}", d.value()));
@@ -154,6 +160,10 @@ class KernelVerifier {
     if (const auto* l = e.as<Load>()) {
       const TensorDecl* t = k_.find_tensor(l->tensor);
       if (!t) fail(e.loc(), fmt::format("unknown tensor '{}'", l->tensor));
+      if (t->scalar) {
+        fail(e.loc(), fmt::format("'{}' is a scalar, not a tensor: write {} without brackets",
+                                  l->tensor, l->tensor));
+      }
       if (t->role != TensorRole::input && !written_.count(l->tensor)) {
         fail(e.loc(), t->role == TensorRole::output
                           ? fmt::format("output '{}' is read before it is written", l->tensor)
@@ -169,6 +179,13 @@ class KernelVerifier {
       }
     } else if (const auto* g = e.as<Gather>()) {
       check_gather(e, *g);
+    } else if (const auto* sr = e.as<ScalarRef>()) {
+      const TensorDecl* t = k_.find_tensor(sr->name);
+      if (!t || !t->scalar) fail(e.loc(), fmt::format("unknown scalar '{}'", sr->name));
+      if (sr->stored != t->dtype) {
+        fail(e.loc(), fmt::format("scalar '{}' read as {} but it is {}", sr->name,
+                                  to_string(sr->stored), to_string(t->dtype)));
+      }
     } else if (const auto* r = e.as<IndexRef>()) {
       if (!in_scope(r->name)) {
         fail(e.loc(), fmt::format("index '{}' is not bound by the left-hand side", r->name));
@@ -215,6 +232,10 @@ class KernelVerifier {
   void check_gather(const Expr& e, const Gather& g) {
     const TensorDecl* t = k_.find_tensor(g.tensor);
     if (!t) fail(e.loc(), fmt::format("unknown tensor '{}'", g.tensor));
+    if (t->scalar) {
+      fail(e.loc(), fmt::format("'{}' is a scalar, not a tensor: write {} without brackets",
+                                g.tensor, g.tensor));
+    }
     if (t->role != TensorRole::input) {
       fail(e.loc(),
            fmt::format("a gather (a subscript computed from values) reads an input; '{}' "

@@ -257,6 +257,16 @@ int kiln_kernel_param(const kiln_kernel* kernel, size_t index, const char** name
   });
 }
 
+int kiln_kernel_param_scalar(const kiln_kernel* kernel, size_t index, int* is_scalar) {
+  if (is_scalar == nullptr) return invalid("kiln_kernel_param_scalar: NULL argument");
+  return guarded("kiln_kernel_param_scalar", [&]() -> int {
+    const kiln::bundle::ParamInfo* p = param_at(kernel, index, "kiln_kernel_param_scalar");
+    if (p == nullptr) return KILN_ERROR_INVALID_ARGUMENT;
+    *is_scalar = p->scalar ? 1 : 0;
+    return KILN_OK;
+  });
+}
+
 int kiln_kernel_param_dim(const kiln_kernel* kernel, size_t index, size_t dim, int64_t* value,
                           int* symbol) {
   if (value == nullptr || symbol == nullptr) {

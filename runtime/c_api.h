@@ -8,6 +8,7 @@
  *   kiln_bundle_use_cache(b, "tuned.json");                     (optional)
  *   const kiln_kernel* k = kiln_bundle_find(b, "swiglu");
  *   kiln_launch(k, stream, ptrs, 3, symbols, 2);                (inputs then outputs; M, N)
+ *   (a scalar parameter's slot in ptrs holds its value: kiln_scalar_f32(1e-5f))
  *   kiln_bundle_free(b);  kiln_runtime_close(rt);
  *
  * Every function but kiln_bundle_find and kiln_last_error returns KILN_OK (0) or an error code
@@ -75,9 +76,35 @@ const kiln_kernel* kiln_bundle_find(const kiln_bundle* bundle, const char* name)
 
 /** Launches `kernel` on `stream` (0: the default stream). `ptrs` are device pointers, inputs
  *  then outputs in declared order; `symbols` are the symbol values in the kernel's order. Every
- *  argument is checked against the manifest before anything is launched. */
+ *  argument is checked against the manifest before anything is launched. A scalar parameter
+ *  (`eps: f32` in the spec; kiln_kernel_param_scalar) is passed by value: its slot in `ptrs`
+ *  holds the value itself, its bytes zero-extended to 64 bits, as kiln_scalar_f32 and its
+ *  siblings make it (any other high bits are refused). */
 int kiln_launch(const kiln_kernel* kernel, CUstream stream, const CUdeviceptr* ptrs, size_t nptrs,
                 const int64_t* symbols, size_t nsymbols);
+
+/** The slot of a scalar argument in kiln_launch's `ptrs`: the value's bits, zero-extended.
+ *  f16 and bf16 scalars take their 16-bit patterns (kiln_scalar_u16). */
+static inline CUdeviceptr kiln_scalar_f32(float v) {
+  union {
+    float f;
+    uint32_t u;
+  } b;
+  b.f = v;
+  return (CUdeviceptr)b.u;
+}
+static inline CUdeviceptr kiln_scalar_u16(uint16_t bits) {
+  return (CUdeviceptr)bits;
+}
+static inline CUdeviceptr kiln_scalar_i32(int32_t v) {
+  return (CUdeviceptr)(uint32_t)v;
+}
+static inline CUdeviceptr kiln_scalar_u32(uint32_t v) {
+  return (CUdeviceptr)v;
+}
+static inline CUdeviceptr kiln_scalar_i64(int64_t v) {
+  return (CUdeviceptr)(uint64_t)v;
+}
 
 /* Introspection: what a bundle holds and what each kernel takes, so that a binding (Python's
  * kiln package) can check its arguments and infer the symbols from their shapes. Strings stay
@@ -97,6 +124,9 @@ int kiln_kernel_counts(const kiln_kernel* kernel, size_t* nparams, size_t* nsymb
  * its rank and whether it is an output (1) or an input (0). Any out-pointer may be NULL. */
 int kiln_kernel_param(const kiln_kernel* kernel, size_t index, const char** name,
                       const char** dtype, size_t* rank, int* is_output);
+/** Whether parameter `index` is a scalar passed by value (1) or a tensor passed by pointer
+ *  (0). A scalar has rank 0 and is an input. */
+int kiln_kernel_param_scalar(const kiln_kernel* kernel, size_t index, int* is_scalar);
 /** Dimension `dim` of parameter `index`: a fixed extent (`*value` = the extent, `*symbol` = -1)
  *  or a symbol (`*value` = 0, `*symbol` = its index among the kernel's symbols). */
 int kiln_kernel_param_dim(const kiln_kernel* kernel, size_t index, size_t dim, int64_t* value,

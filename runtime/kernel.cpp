@@ -4,6 +4,7 @@
 // and `kiln run --variant`.
 #include <fmt/format.h>
 
+#include <bit>
 #include <cstdio>
 
 #include "bundle/cache.h"
@@ -190,6 +191,10 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     }
   } free_buffers{rt_, buffers, stream};
 
+  // A scalar's slot holds its value zero-extended (manifest.h): on a little-endian host the
+  // slot's address is the address of its value in its own type, which is what the driver
+  // copies the parameter's bytes from.
+  static_assert(std::endian::native == std::endian::little, "scalar slots are little-endian");
   std::array<void*, launch::kMaxArgs> args;
   for (size_t i = 0; i < np; ++i) args[i] = const_cast<CUdeviceptr*>(&ptrs[i]);
   for (size_t i = 0; i < nb; ++i) args[np + i] = &buffer_ptrs[i];

@@ -104,7 +104,7 @@ Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
                                      symbols.size()));
   }
   for (size_t i = 0; i < np; ++i) {
-    if (ptrs[i] == 0) {
+    if (ptrs[i] == 0 && !info.params[i].scalar) {
       return Status::error(
           fmt::format("{}: argument {} ({}): null pointer", info.name, i + 1, info.params[i].name));
     }
@@ -119,6 +119,15 @@ Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
   for (size_t i = 0; i < np; ++i) {
     const bundle::ParamInfo& p = info.params[i];
     const auto elem = static_cast<int64_t>(size_of(p.dtype));
+    if (p.scalar) {  // its slot holds its value, zero-extended: no memory behind it
+      if (elem < 8 && (ptrs[i] >> (8 * elem)) != 0) {
+        return Status::error(
+            fmt::format("{}: argument {} ({}): a {} scalar's slot holds its {} "
+                        "bytes, zero-extended; got 0x{:x}",
+                        info.name, i + 1, p.name, to_string(p.dtype), elem, ptrs[i]));
+      }
+      continue;
+    }
     if (ptrs[i] % static_cast<CUdeviceptr>(elem) != 0) {
       return Status::error(
           fmt::format("{}: argument {} ({}): pointer is not aligned to its {}-byte elements",
@@ -163,7 +172,7 @@ Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
   for (size_t i = 0; i < np; ++i) {
     if (!info.params[i].output) continue;
     for (size_t j = 0; j < np; ++j) {
-      if (j == i) continue;
+      if (j == i || info.params[j].scalar) continue;
       const CUdeviceptr a = ptrs[i], b = ptrs[j];
       if (a < b + static_cast<CUdeviceptr>(bytes[j]) &&
           b < a + static_cast<CUdeviceptr>(bytes[i])) {

@@ -148,15 +148,17 @@ std::string join_names(const std::vector<std::string>& names) {
 
 // The names of the arguments a variant's entry takes (manifest.h): parameters, buffers,
 // symbols, and for a split variant its workspace and phase.
-// The entry's parameters by the manifest (manifest.h): names and bytes (8, or a tensor map's
-// 128 at a multiple of 64).
+// The entry's parameters by the manifest (manifest.h): names and bytes (8, a scalar's dtype
+// size, or a tensor map's 128 at a multiple of 64).
 struct AbiParam {
   std::string name;
   int64_t bytes = 8;
 };
 std::vector<AbiParam> abi_params(const KernelInfo& k, const Variant& v) {
   std::vector<AbiParam> out;
-  for (const bundle::ParamInfo& p : k.params) out.push_back({p.name});
+  for (const bundle::ParamInfo& p : k.params) {
+    out.push_back({p.name, p.scalar ? static_cast<int64_t>(size_of(p.dtype)) : 8});
+  }
   for (const bundle::ParamInfo& b : k.buffers) out.push_back({b.name});
   for (const std::string& s : k.symbols) out.push_back({s});
   if (v.split.phases > 0) out.insert(out.end(), {{"workspace"}, {"phase"}});
@@ -171,16 +173,19 @@ std::vector<std::string> abi_names(const KernelInfo& k, const Variant& v) {
   for (const AbiParam& p : abi_params(k, v)) names.push_back(p.name);
   return names;
 }
-// The bytes of the parameters, packed.
+// The bytes of the parameters, each at a multiple of its size (at most 8): the end of the last.
 int64_t abi_bytes(const std::vector<AbiParam>& params) {
   int64_t sum = 0;
-  for (const AbiParam& p : params) sum += p.bytes;
+  for (const AbiParam& p : params) {
+    const int64_t align = std::min<int64_t>(p.bytes, 8);
+    sum = (sum + align - 1) / align * align + p.bytes;
+  }
   return sum;
 }
 
 // The entry's parameter bytes, read from its cubin (bundle::cubin_param_bytes), against the
-// manifest's kernel ABI: 8 bytes per argument. Catches an entry taking more parameters than
-// the manifest says as well as fewer; unknown for PTX images.
+// manifest's kernel ABI: 8 bytes per argument but scalars. Catches an entry taking more parameters
+// than the manifest says as well as fewer; unknown for PTX images.
 Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, const KernelInfo& k,
                          const Variant& v, const std::string& file) {
   auto it = param_bytes.find(v.entry);
@@ -195,8 +200,12 @@ Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, cons
   if (v.tile.tensor_maps.empty()) {
     return Status::error(fmt::format(
         "entry {} in {} takes {} bytes of parameters, but the manifest's kernel {} passes {} "
-        "({} x 8: {})",
-        v.entry, file, it->second, k.name, expected, expected / 8, join_names(names)));
+        "({}: {})",
+        v.entry, file, it->second, k.name, expected,
+        expected == static_cast<int64_t>(8 * names.size())
+            ? fmt::format("{} x 8", names.size())
+            : fmt::format("{} parameters with scalars", names.size()),
+        join_names(names)));
   }
   return Status::error(fmt::format(
       "entry {} in {} takes {} bytes of parameters, but the manifest's kernel {} passes {} to "
@@ -231,7 +240,9 @@ Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k, co
       return Status::error(fmt::format(
           "entry {} in {}: parameter {} is {} bytes, but the manifest's kernel {} passes {} ({})",
           entry, file, i + 1, size, k.name, params[i].bytes,
-          params[i].bytes == 8 ? "a pointer or an i64" : "a tensor map"));
+          params[i].bytes == 8  ? "a pointer or an i64"
+          : params[i].bytes < 8 ? "a scalar"
+                                : "a tensor map"));
     }
   }
   return Status::ok_status();

@@ -552,6 +552,9 @@ int main(int argc, char** argv) {
                   "infinities placed from the seed) or neginf_rows (some rows entirely -inf)")
       ->check(CLI::IsMember({"random", "specials", "neginf_rows"}));
   run->add_option("-c,--cache", ro.cache_path, "launch the tuned winners of this autotune cache");
+  std::vector<std::string> scalar_args;
+  run->add_option("--scalar", scalar_args,
+                  "a scalar parameter's value, e.g. eps=1e-5 (repeatable; others are random)");
 
   try {
     app.parse(argc, argv);
@@ -673,6 +676,14 @@ int main(int argc, char** argv) {
     if (*run) {
       std::optional<SymbolValues> s = parse_shape(shapes);
       if (!s) return 1;
+      for (const std::string& a : scalar_args) {
+        const size_t eq = a.find('=');
+        if (eq == 0 || eq == std::string::npos || eq + 1 == a.size()) {
+          fmt::print(stderr, "kiln run: --scalar: expected NAME=VALUE, got '{}'\n", a);
+          return 1;
+        }
+        ro.scalars[a.substr(0, eq)] = a.substr(eq + 1);
+      }
       std::optional<std::vector<KernelSymbols>> kernels =
           bundle_kernels("run", ro.bundle, ro.kernel);
       if (!kernels) return 1;

@@ -67,7 +67,7 @@ class Runner {
       : o_(o),
         rt_(rt),
         kernel_(kernel),
-        harness_(rt, def, kernel.info(), o.shape, o.seed, input_mode(o)) {}
+        harness_(rt, def, kernel.info(), o.shape, o.seed, input_mode(o), o.scalars) {}
 
   int run() {
     if (o_.check) ref_ = harness_.reference();
@@ -252,6 +252,13 @@ int run_kernel(const RunOptions& o) {
       const auto& syms = kernel->info().symbols;
       if (std::find(syms.begin(), syms.end(), s) == syms.end()) {
         throw Failure{fmt::format("--shape: kernel {} has no symbol {}", o.kernel, s)};
+      }
+    }
+    for (const auto& [name, value] : o.scalars) {
+      const TensorDecl* t = p.kernels[0].find_tensor(name);
+      if (!t || !t->scalar) {
+        throw Failure{
+            fmt::format("--scalar: kernel {} has no scalar parameter {}", o.kernel, name)};
       }
     }
     return Runner(o, *rt, *kernel, p.kernels[0]).run();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "autotune/harness.h"
 #include "ir/program.h"
 
 namespace kiln {
@@ -24,6 +25,7 @@ struct RunOptions {
   std::string inputs;
   std::string json_out;    // write the results as JSON here
   std::string cache_path;  // launch the tuned winners of this autotune cache
+  ScalarValues scalars;    // values of scalar parameters (--scalar eps=1e-5); others random
 };
 
 /// Exit codes of `kiln run`.

@@ -29,6 +29,7 @@ place that words errors.
 import ctypes
 import inspect
 import keyword
+import struct
 import sys
 import threading
 from pathlib import Path
@@ -50,6 +51,37 @@ _DTYPES = {
     "i64": ("int64", ("<i8", "=i8", "i8"), 8),
     "u32": ("uint32", ("<u4", "=u4", "u4"), 4),
 }
+
+
+_FLOATS = ("f32", "f16", "bf16")
+_INT_RANGES = {"i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-2**63, 2**63 - 1)}
+
+
+def _scalar_slot(kernel: str, p: "Param", v) -> int:
+    """The launch slot of scalar `p` (runtime/c_api.h): its value's bits, zero-extended. Floats
+    take any real number (rounded to the scalar's type, to nearest even); integers take ints in
+    range (bool and float are refused: a seed or a count is never a float)."""
+    where = f"{kernel}: argument {p.index + 1} ({p.name}: {p.dtype})"
+    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", 0) == 0 \
+            and not hasattr(v, "__cuda_array_interface__"):
+        v = v.item()  # a numpy scalar or a 0-d CPU tensor
+    if p.dtype in _FLOATS:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise KilnTypeError(f"{where}: expected a number, got {type(v).__name__}")
+        bits = struct.unpack("<I", struct.pack("<f", float(v)))[0]
+        if p.dtype == "f16":
+            return struct.unpack("<H", struct.pack("<e", float(v)))[0]
+        if p.dtype == "bf16":  # round the f32 bits to nearest even at bit 16 (NaN stays NaN)
+            if (bits & 0x7F800000) == 0x7F800000 and (bits & 0x7FFFFF):
+                return (bits >> 16) | 0x40
+            return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+        return bits
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise KilnTypeError(f"{where}: expected an int, got {type(v).__name__}")
+    lo, hi = _INT_RANGES[p.dtype]
+    if not lo <= v <= hi:
+        raise KilnValueError(f"{where}: {v} is out of range [{lo}, {hi}]")
+    return v & ((1 << (8 * p.itemsize)) - 1)
 
 
 class _NoTensor:  # stands for torch.Tensor until torch is imported by someone
@@ -74,15 +106,16 @@ class Param:
     """One kernel parameter as the bundle declares it."""
 
     __slots__ = ("index", "name", "dtype", "dims", "output", "typestrs", "itemsize",
-                 "torch_dtype_name", "torch_dtype", "checks")
+                 "torch_dtype_name", "torch_dtype", "checks", "scalar")
 
     def __init__(self, index: int, name: str, dtype: str, dims: List[Union[int, str]],
-                 output: bool, symbol_index: Dict[str, int]):
+                 output: bool, symbol_index: Dict[str, int], scalar: bool = False):
         self.index = index
         self.name = name
         self.dtype = dtype
         self.dims: Tuple[Union[int, str], ...] = tuple(dims)  # fixed extents or symbol names
         self.output = output
+        self.scalar = scalar  # passed by value: a Python number, not a tensor
         tname, typestrs, itemsize = _DTYPES.get(dtype, (None, (), 0))
         self.torch_dtype_name = tname
         self.typestrs = typestrs
@@ -97,7 +130,9 @@ class Param:
         return len(self.dims)
 
     def type_text(self) -> str:
-        """"bf16[M, N]", as the spec writes it."""
+        """"bf16[M, N]" (or "f32" for a scalar), as the spec writes it."""
+        if self.scalar:
+            return self.dtype
         return f"{self.dtype}[{', '.join(str(d) for d in self.dims)}]"
 
     def __repr__(self) -> str:
@@ -156,8 +191,10 @@ class Kernel:
             _lib.check(L.kiln_kernel_param_dim(self._handle, i, d, ctypes.byref(value),
                                                ctypes.byref(sym)))
             dims.append(self.symbols[sym.value] if sym.value >= 0 else value.value)
+        scalar = ctypes.c_int()
+        _lib.check(L.kiln_kernel_param_scalar(self._handle, i, ctypes.byref(scalar)))
         return Param(i, name.value.decode(), dtype.value.decode(), dims, bool(out.value),
-                     symbol_index)
+                     symbol_index, bool(scalar.value))
 
     def signature_text(self) -> str:
         ins = ", ".join(f"{p.name}: {p.type_text()}" for p in self.inputs)
@@ -228,6 +265,8 @@ class Kernel:
         if any(j not in {c[2] for p in self.params for c in p.checks}
                for j in range(self._ns)):
             return ""  # a symbol in no shape: only the general path can say so
+        if any(p.scalar for p in self.params):
+            return ""  # scalars (numbers, not tensors) take the general path
         L = []
         cond = [f"isinstance({n}, _kT)" for n in names] + [f"{s} is None" for s in symkw]
         L.append(f"    if {' and '.join(cond)}:")
@@ -298,6 +337,10 @@ class Kernel:
             if p.output:
                 ps.append(P(p.name, P.POSITIONAL_OR_KEYWORD, default=None,
                             annotation=f"Optional[Tensor]  # {p.type_text()}, output"))
+            elif p.scalar:
+                ps.append(P(p.name, P.POSITIONAL_OR_KEYWORD,
+                            annotation=f"{'float' if p.dtype in _FLOATS else 'int'}  # "
+                                       f"{p.type_text()}, by value"))
             else:
                 ps.append(P(p.name, P.POSITIONAL_OR_KEYWORD,
                             annotation=f"Tensor  # {p.type_text()}"))
@@ -382,6 +425,9 @@ class Kernel:
                 p = self.params[i]
                 raise KilnTypeError(f"{self.name}: missing argument {i + 1} ({p.name}: "
                                     f"{p.type_text()})")
+            if self.params[i].scalar:
+                ptrs[i] = _scalar_slot(self.name, self.params[i], t)
+                continue
             if isinstance(t, Tensor):
                 if t.dtype is not tdtypes[i]:
                     raise self._bad_dtype(self.params[i], str(t.dtype).replace("torch.", ""))

@@ -65,6 +65,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "kiln_kernel_param_dim": (c.c_int, [P, sz, sz, c.POINTER(c.c_int64),
                                             c.POINTER(c.c_int)]),
         "kiln_kernel_symbol": (c.c_int, [P, sz, c.POINTER(c.c_char_p)]),
+        "kiln_kernel_param_scalar": (c.c_int, [P, sz, c.POINTER(c.c_int)]),
     }
     missing = []
     for name, (res, args) in sigs.items():

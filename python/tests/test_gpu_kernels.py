@@ -190,12 +190,25 @@ REFERENCES = {
     "heads_first": (lambda x: x.permute(0, 2, 1, 3), False, ("nan", "inf")),
     "heads_keys": (lambda x: x.permute(0, 2, 3, 1), False, ("nan", "inf")),
     "heads_keys_f32": (_heads_keys_f32, False, ("nan", "inf")),
+    # Scalar parameters (examples/scalars.kiln) arrive as Python numbers.
+    "rmsnorm_eps": (lambda x, w, eps: x * torch.rsqrt((x * x).sum(1, keepdim=True) / x.shape[1]
+                                                      + eps) * w, True, ("nan",)),
+    "colsum_scaled": (lambda x, scale: x.sum(0) * scale, True, ("nan",)),
+    "softmax_temperature": (lambda x, t: _softmax(x / t), True, ("nan",)),
+    "matmul_scaled": (lambda a, w, scale: (a @ w) * scale, True, ("nan",)),
 }
 
 # Kernels torch cannot check: the reason. tests/gpu/cases.txt checks them against the
 # interpreter instead.
 TORCH_UNSUPPORTED = {
     "hash_gather": "u32 parameters: torch.uint32 (torch >= 2.3) has no arithmetic to check with",
+    "affine_scalars": "a u32 output: torch.uint32 (torch >= 2.3) has no arithmetic to check with",
+    "dropout": "Philox counters torch does not lay out this way: the interpreter checks it",
+    "dropout_backward": "Philox counters torch does not lay out this way: the interpreter checks it",
+    "dropout_bf16": "Philox counters torch does not lay out this way: the interpreter checks it",
+    "dropout_backward_bf16": "Philox counters torch does not lay out this way: the interpreter "
+                             "checks it",
+    "dropout_mask": "u32 output and Philox numbers: the interpreter checks them bit for bit",
 }
 
 # Integer inputs read as gather positions: the symbol of the dimension they index. They are
@@ -214,6 +227,7 @@ SHAPES_BY_KERNEL = {"embedding": [{"T": 1, "V": 1, "D": 1}, {"T": 7, "V": 3, "D"
                     "colsum_gather": [{"M": 1, "N": 1, "V": 1}, {"M": 1000, "N": 1024, "V": 7},
                                       {"M": 70001, "N": 3, "V": 1000}],
                     "matmul": _MNK, "matmul_nt": _MNK, "matmul_tn": _MNK, "linear_gelu": _MNK,
+                    "matmul_scaled": _MNK,
                     "scores": [{"B": 1, "M": 1, "N": 1, "D": 1}, {"B": 3, "M": 17, "N": 1000, "D": 64},
                                {"B": 5, "M": 257, "N": 129, "D": 128}],
                     "heads_first": _BSHD, "heads_keys": _BSHD, "heads_keys_f32": _BSHD}
@@ -263,6 +277,13 @@ UNIT = {"f32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
 def make_inputs(kernel, syms, special, gen):
     ins = {}
     for p in kernel.inputs:
+        if p.scalar:  # a Python number, as kiln run draws them; floats as the kernel rounds them
+            if p.dtype in ("i32", "i64"):
+                ins[p.name] = int(torch.randint(1, 1001, (), generator=gen, device="cuda"))
+            else:
+                u = torch.rand((), generator=gen, device="cuda") * 0.75 + 0.125
+                ins[p.name] = u.to(TORCH_DTYPES[p.dtype]).item()
+            continue
         shape = [syms[d] if isinstance(d, str) else d for d in p.dims]
         dt = TORCH_DTYPES[p.dtype]
         extent = INDEX_INPUTS.get((kernel.name, p.name))
@@ -362,7 +383,8 @@ def test_kernel_matches_torch(example, name, mode):
             got = (result,) if len(kernel.outputs) == 1 else result
             for p, g in zip(kernel.outputs, got):
                 assert g is outs[p.name]
-            exact = ref(**{k: (v.to(torch.int64) if v.dtype in (torch.int32, torch.int64)
+            exact = ref(**{k: (v if not isinstance(v, torch.Tensor)
+                               else v.to(torch.int64) if v.dtype in (torch.int32, torch.int64)
                                else v.to(F64))
                            for k, v in ins.items()})
             if not isinstance(exact, dict):

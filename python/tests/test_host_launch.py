@@ -193,6 +193,42 @@ def test_launch_reaches_the_driver_with_the_pointers_and_symbols(add, fake):
     assert fake.launches() == 4
 
 
+def test_scalars_are_passed_by_value(cache, fake):
+    b = bundle_of("scalars", cache)
+    k = b.affine_scalars
+    assert [p.name for p in k.kernel.params if p.scalar] == ["a", "h", "g", "k", "n", "s"]
+    assert not k.kernel.params[1].scalar  # c: f32[] keeps its pointer
+    assert "a: f32, h: bf16" in k.kernel.signature_text()
+    ann = inspect.signature(k).parameters["a"].annotation
+    assert ann.startswith("float") and "by value" in ann
+    x, c, y, z, m = (Dev(fake, s, t, n) for s, t, n in
+                     [((1000,), "<f4", 4), ((), "<f4", 4), ((1000,), "<f4", 4),
+                      ((1000,), "<i8", 8), ((1000,), "<u4", 4)])
+    fake.reset(arg_count=12)
+    k(x, c, 0.5, 2.0, 0.25, -7, 4000000000, -(1 << 40), y, z, m)
+    assert fake.launches() == 1
+    args = [fake.arg(0, a) for a in range(12)]
+    assert args[0] == x.ptr and args[1] == c.ptr and args[8] == y.ptr
+    assert args[2:8] == [0x3F000000, 0x4000, 0x3400, 0xFFFFFFF9, 4000000000,
+                         (1 << 64) - (1 << 40)]
+    assert args[11] == 1000
+    # bf16 rounds to nearest even: 1 + 2^-8 + 2^-9 is above the halfway point, 1 + 2^-8 ties
+    # to even (1.0).
+    k(x, c, 0.5, 1 + 2**-8 + 2**-9, 0.25, 1, 1, 1, y, z, m)
+    assert fake.arg(1, 3) == 0x3F81
+    k(x, c, 0.5, 1 + 2**-8, 0.25, 1, 1, 1, y, z, m)
+    assert fake.arg(2, 3) == 0x3F80
+    with pytest.raises(KilnTypeError, match=r"argument 6 \(k: i32\): expected an int, got float"):
+        k(x, c, 0.5, 2.0, 0.25, 1.5, 1, 1, y, z, m)
+    with pytest.raises(KilnValueError, match=r"argument 7 \(n: u32\): -1 is out of range"):
+        k(x, c, 0.5, 2.0, 0.25, 1, -1, 1, y, z, m)
+    with pytest.raises(KilnTypeError, match=r"argument 3 \(a: f32\): expected a number, got Dev"):
+        k(x, c, x, 2.0, 0.25, 1, 1, 1, y, z, m)
+    with pytest.raises(KilnTypeError, match=r"argument 3 \(a: f32\): expected a number, got bool"):
+        k(x, c, True, 2.0, 0.25, 1, 1, 1, y, z, m)
+    assert fake.launches() == 3
+
+
 def test_symbols_are_inferred_from_shapes(rowsum, fake):
     x, s = Dev(fake, (33, 7)), Dev(fake, (33,))
     fake.reset(arg_count=4)  # x, s, M, N

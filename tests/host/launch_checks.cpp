@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <string>
@@ -134,13 +135,23 @@ std::unique_ptr<Runtime> open_fake() {
   return std::move(rt).value();
 }
 
-// Device memory for every parameter of `k` at these symbol values.
+// Device memory for every parameter of `k` at these symbol values (a scalar's slot holds the
+// value 1 of its type instead).
 struct Args {
   const Runtime& rt;
   std::vector<CUdeviceptr> ptrs;
+  std::vector<bool> scalar;
   Args(const Runtime& rt, const bundle::KernelInfo& k, const std::map<std::string, int64_t>& sym)
       : rt(rt) {
     for (const bundle::ParamInfo& p : k.params) {
+      scalar.push_back(p.scalar);
+      if (p.scalar) {
+        ptrs.push_back(p.dtype == DType::f32    ? 0x3f800000
+                       : p.dtype == DType::f16  ? 0x3c00
+                       : p.dtype == DType::bf16 ? 0x3f80
+                                                : 1);
+        continue;
+      }
       int64_t n = 1;
       for (const Dim& d : p.shape) n *= d.is_fixed() ? d.value() : sym.at(d.name());
       CUdeviceptr ptr = 0;
@@ -151,7 +162,9 @@ struct Args {
     }
   }
   ~Args() {
-    for (CUdeviceptr p : ptrs) (void)rt.driver().cuMemFree(p);
+    for (size_t i = 0; i < ptrs.size(); ++i) {
+      if (!scalar[i]) (void)rt.driver().cuMemFree(ptrs[i]);
+    }
   }
 };
 
@@ -435,6 +448,97 @@ TEST_CASE("the C API refuses bad arguments with a message and keeps the process"
   CHECK(kiln_runtime_close(rt) == KILN_OK);
 }
 
+TEST_CASE("scalar parameters are passed by value, through launch and the C API", "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("scalars"));
+  INFO(b.message());  // the entries' parameter bytes in the cubins agree with the manifest's
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("affine_scalars");
+  // x: f32[N], c: f32[], a: f32, h: bf16, g: f16, k: i32, n: u32, s: i64 -> y, z, m; N.
+  const bundle::KernelInfo& info = k.info();
+  REQUIRE(info.params.size() == 11);
+  CHECK_FALSE(info.params[0].scalar);
+  CHECK_FALSE(info.params[1].scalar);  // a rank-0 tensor keeps its pointer
+  for (size_t i = 2; i < 8; ++i) CHECK(info.params[i].scalar);
+  const std::map<std::string, int64_t> n{{"N", 1000}};
+  Args a(*rt, info, n);
+  const std::vector<int64_t> syms = values(info, n);
+  std::vector<CUdeviceptr> p = a.ptrs;
+  p[2] = kiln_scalar_f32(0.5f);
+  p[3] = kiln_scalar_u16(0x4000);  // bf16 2.0
+  p[4] = kiln_scalar_u16(0x3400);  // f16 0.25
+  p[5] = kiln_scalar_i32(-7);
+  p[6] = kiln_scalar_u32(4000000000u);
+  p[7] = kiln_scalar_i64(int64_t{-1} << 40);
+  fake.reset();
+  fake.set_arg_count(12);
+  REQUIRE(k.launch(nullptr, p, syms).ok());
+  REQUIRE(fake.launches() == 1);
+  CHECK(fake.arg(0, 0) == p[0]);
+  CHECK(fake.arg(0, 1) == p[1]);
+  CHECK(fake.arg(0, 2) == 0x3f000000u);
+  CHECK(fake.arg(0, 3) == 0x4000u);
+  CHECK(fake.arg(0, 4) == 0x3400u);
+  CHECK(fake.arg(0, 5) == 0xfffffff9u);
+  CHECK(fake.arg(0, 6) == 4000000000u);
+  CHECK(fake.arg(0, 7) == (uint64_t{0xffffff} << 40));
+  CHECK(fake.arg(0, 8) == p[8]);
+  CHECK(fake.arg(0, 11) == 1000u);
+  // A value of 0 is not a null pointer; bits above the scalar's size are refused.
+  std::vector<CUdeviceptr> zero = p;
+  zero[2] = kiln_scalar_f32(0.0f);
+  zero[7] = 0;
+  CHECK(k.launch(nullptr, zero, syms).ok());
+  std::vector<CUdeviceptr> wide = p;
+  wide[2] = (uint64_t{1} << 32) | 0x3f000000u;
+  CHECK(k.launch(nullptr, wide, syms).message() ==
+        "affine_scalars: argument 3 (a): a f32 scalar's slot holds its 4 bytes, zero-extended; "
+        "got 0x13f000000");
+  wide = p;
+  wide[3] = 0x10000;
+  CHECK_THAT(k.launch(nullptr, wide, syms).message(),
+             Catch::Contains("argument 4 (h): a bf16 scalar's slot holds its 2 bytes"));
+  // An output may overlap no argument, but a scalar's value is no address: an i64 scalar equal
+  // to the output's pointer overlaps nothing.
+  std::vector<CUdeviceptr> same = p;
+  same[7] = p[8];
+  CHECK(k.launch(nullptr, same, syms).ok());
+  CHECK(fake.launches() == 3);
+
+  // The C API: the same launch, and the parameters described.
+  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  kiln_runtime* crt = nullptr;
+  REQUIRE(kiln_runtime_open(0, &crt) == KILN_OK);
+  kiln_bundle* cb = nullptr;
+  REQUIRE(kiln_bundle_load(crt, bundle_named("scalars").c_str(), &cb) == KILN_OK);
+  const kiln_kernel* ck = kiln_bundle_find(cb, "affine_scalars");
+  REQUIRE(ck != nullptr);
+  int is_scalar = -1;
+  size_t rank = 9;
+  REQUIRE(kiln_kernel_param_scalar(ck, 1, &is_scalar) == KILN_OK);
+  CHECK(is_scalar == 0);
+  REQUIRE(kiln_kernel_param(ck, 1, nullptr, nullptr, &rank, nullptr) == KILN_OK);
+  CHECK(rank == 0);
+  REQUIRE(kiln_kernel_param_scalar(ck, 7, &is_scalar) == KILN_OK);
+  CHECK(is_scalar == 1);
+  const char* dtype = nullptr;
+  REQUIRE(kiln_kernel_param(ck, 7, nullptr, &dtype, &rank, nullptr) == KILN_OK);
+  CHECK(std::string(dtype) == "i64");
+  CHECK(rank == 0);
+  CHECK(kiln_kernel_param_scalar(ck, 11, &is_scalar) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(kiln_kernel_param_scalar(ck, 0, nullptr) == KILN_ERROR_INVALID_ARGUMENT);
+  fake.reset();
+  fake.set_arg_count(12);
+  REQUIRE(kiln_launch(ck, nullptr, p.data(), p.size(), syms.data(), syms.size()) == KILN_OK);
+  CHECK(fake.arg(0, 2) == 0x3f000000u);
+  CHECK(fake.arg(0, 7) == (uint64_t{0xffffff} << 40));
+  CHECK(kiln_launch(ck, nullptr, wide.data(), wide.size(), syms.data(), syms.size()) == KILN_ERROR);
+  CHECK_THAT(std::string(kiln_last_error()), Catch::Contains("argument 4 (h)"));
+  CHECK(kiln_bundle_free(cb) == KILN_OK);
+  CHECK(kiln_runtime_close(crt) == KILN_OK);
+}
+
 TEST_CASE("the C API describes a bundle's kernels: params, dtypes, dims, symbols", "[launch]") {
   setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
   kiln_runtime* rt = nullptr;
@@ -642,6 +746,10 @@ int record_shapes_child(const std::string& fake, int threads,
       for (const std::vector<int64_t>& v : recorded_test_shapes(info)) {
         std::vector<CUdeviceptr> ptrs;
         for (const bundle::ParamInfo& p : info.params) {
+          if (p.scalar) {  // passed by value: 0 of any type
+            ptrs.push_back(0);
+            continue;
+          }
           int64_t n = 1;
           for (const Dim& d : p.shape) {
             if (d.is_fixed()) {
@@ -664,11 +772,14 @@ int record_shapes_child(const std::string& fake, int threads,
   }
   std::atomic<int> failures{0};
   std::vector<std::thread> pool;
+  // Each thread's order: a stride coprime with the number of jobs visits every one of them.
+  size_t stride = 7;
+  while (std::gcd(stride, jobs.size()) != 1) stride += 2;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       for (int round = 0; round < 3; ++round) {
         for (size_t i = 0; i < jobs.size(); ++i) {
-          const Job& j = jobs[(i * 7 + static_cast<size_t>(t) * 13) % jobs.size()];
+          const Job& j = jobs[(i * stride + static_cast<size_t>(t) * 13) % jobs.size()];
           if (!j.kernel->launch(nullptr, j.ptrs, j.values).ok()) ++failures;
         }
       }

@@ -280,4 +280,54 @@ TEST_CASE("the tuner's check on the GPU gives check()'s verdict (a real GPU deci
     return;
   }
   check_fast_agrees(**rt, /*real=*/true);
+
+TEST_CASE("scalars are drawn in their ranges or given, and passed by value",
+          "[autotune][harness][scalars]") {
+  FakeDriver fake;
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  INFO(rt.message());
+  REQUIRE(rt.ok());
+  Program p = parse_program(
+      "kernel k(x: f32[N], p: f32, seed: i64, n: i32, h: bf16) -> (y: f32[N]) {\n"
+      "  y[i] = x[i] * f32(rand(seed, 0) >= p) + f32(n) + h\n}\n");
+  bundle::KernelInfo info;
+  info.name = "k";
+  info.symbols = {"N"};
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    KernelHarness h(**rt, p.kernels.at(0), info, {{"N", 5}}, seed);
+    const std::span<const CUdeviceptr> slots = h.ptrs();
+    float pv = 0;
+    const auto pbits = static_cast<uint32_t>(slots[1]);
+    std::memcpy(&pv, &pbits, 4);
+    CHECK(slots[1] >> 32 == 0);
+    CHECK(pv >= 0.125f);
+    CHECK(pv < 0.875f);
+    CHECK(slots[2] != 0);
+    CHECK(static_cast<int64_t>(slots[3]) >= 1);
+    CHECK(static_cast<int64_t>(slots[3]) <= 1000);
+    CHECK(slots[4] >> 16 == 0);
+    // The reference reads the same values: its scalar tensors hold the slots' bits.
+    const Reference ref = h.reference();
+    CHECK(scalar_slot(ref.stored[1]) == slots[1]);
+    CHECK(scalar_slot(ref.stored[2]) == slots[2]);
+  }
+  // Given values, parsed in the scalar's type.
+  KernelHarness g(**rt, p.kernels.at(0), info, {{"N", 5}}, 1, InputMode::random,
+                  {{"p", "0.5"}, {"seed", "-2"}, {"n", "-7"}, {"h", "1.5"}});
+  CHECK(g.ptrs()[1] == 0x3f000000u);
+  CHECK(g.ptrs()[2] == ~uint64_t{1});  // -2 as 64 bits
+  CHECK(g.ptrs()[3] == 0xfffffff9u);
+  CHECK(g.ptrs()[4] == 0x3fc0u);
+  // Text that is not a value of the type says which scalar.
+  HostTensor t(DType::i32, {});
+  std::mt19937_64 rng(1);
+  CHECK_THROWS_AS(fill_scalar(t, rng, "n", "1.5"), HarnessError);
+  CHECK_THROWS_AS(fill_scalar(t, rng, "n", "3000000000"), HarnessError);
+  HostTensor f(DType::f32, {});
+  CHECK_THROWS_AS(fill_scalar(f, rng, "p", "x"), HarnessError);
+  try {
+    fill_scalar(f, rng, "p", "0.5x");
+  } catch (const HarnessError& e) {
+    CHECK(e.message == "scalar 'p': '0.5x' is not a value of type f32");
+  }
 }

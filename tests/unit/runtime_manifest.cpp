@@ -99,7 +99,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 6);
+  CHECK(j["version"] == 7);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -108,7 +108,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 6,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 7,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -250,17 +250,17 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 7; }) ==
-        "bundle/manifest.json: version: unsupported format version 7 (this runtime reads "
-        "versions 3 to 6)");
+  CHECK(error_after([](Json& j) { j["version"] = 8; }) ==
+        "bundle/manifest.json: version: unsupported format version 8 (this runtime reads "
+        "versions 3 to 7)");
   // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
   // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "versions 3 to 6; recompile the bundle)");
+        "versions 3 to 7; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "versions 3 to 6; recompile the bundle)");
+        "versions 3 to 7; recompile the bundle)");
   // Version 3 had no buffers: it reads as version 4 without them.
   Json v3 = sample_json();
   v3["version"] = 3;
@@ -469,4 +469,43 @@ TEST_CASE("stage_bytes: the dynamic shared memory a staged launch gets", "[runti
   CHECK(bundle::stage_bytes({6, 2, 4}, 1000, hopper) == 12000);  // two inputs, two rows
   CHECK(bundle::stage_bytes(bf16_row, int64_t{1} << 62, int64_t{1} << 62) == 0);  // overflow
   CHECK(bundle::stage_bytes({}, 1024, hopper) == 0);  // not a staging variant
+}
+
+TEST_CASE("manifest: scalar parameters (format 7) round-trip; older bundles have none",
+          "[runtime]") {
+  Manifest m = sample();
+  ParamInfo eps;
+  eps.name = "eps";
+  eps.dtype = DType::f32;
+  eps.scalar = true;
+  m.kernels[0].params.insert(m.kernels[0].params.begin() + 1, eps);
+  const std::string text = to_json(m);
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  CHECK(back->kernels[0].params[1].scalar);
+  CHECK_FALSE(back->kernels[0].params[0].scalar);
+  Json j = Json::parse(text);
+  CHECK(j["kernels"][0]["params"][1]["scalar"] == true);
+  CHECK(j["kernels"][0]["params"][0]["scalar"] == false);
+  // A version 6 bundle has no "scalar": every parameter is a pointer.
+  Json v6 = sample_json();
+  v6["version"] = 6;
+  for (Json& p : v6["kernels"][0]["params"]) p.erase("scalar");
+  Result<Manifest> old = parse_manifest(v6.dump(), kOrigin);
+  REQUIRE(old.ok());
+  CHECK(*old == sample());
+  // A scalar is an input of rank 0.
+  const std::string p0 = "bundle/manifest.json: kernels[0].params[0].scalar: ";
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][0]["scalar"] = true; }) ==
+        p0 + "a scalar parameter is an input of rank 0");
+  const std::string last = "bundle/manifest.json: kernels[0].params[" +
+                           std::to_string(sample().kernels[0].params.size() - 1) + "].scalar: ";
+  CHECK(error_after([](Json& j) {
+          Json& p = j["kernels"][0]["params"].back();
+          p["shape"] = Json::array();
+          p["scalar"] = true;
+        }) == last + "a scalar parameter is an input of rank 0");
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][0]["scalar"] = 1; }) ==
+        p0 + "expected a boolean, got an integer");
 }
