@@ -280,6 +280,7 @@ TEST_CASE("the tuner's check on the GPU gives check()'s verdict (a real GPU deci
     return;
   }
   check_fast_agrees(**rt, /*real=*/true);
+}
 
 TEST_CASE("scalars are drawn in their ranges or given, and passed by value",
           "[autotune][harness][scalars]") {
