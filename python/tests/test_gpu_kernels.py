@@ -138,6 +138,12 @@ def _transpose_gather(x, t, z):
     return x.t() + z + x[:, tc].t()
 
 
+def _cumsum_fused(x, w):
+    s = (x * 2.0 - w).cumsum(1)
+    j = torch.arange(1, x.shape[1] + 1, dtype=x.dtype, device=x.device)
+    return {"y": s / j, "m": torch.where(s > 0.0, s, torch.zeros_like(s))}
+
+
 # name -> (reference(**inputs) -> output or {name: output}, reduces, specials)
 # reduces: the kernel has a reduction (K = the largest symbol value, else 1).
 # specials: which special values the second run puts into the float inputs.
@@ -196,6 +202,16 @@ REFERENCES = {
     "colsum_scaled": (lambda x, scale: x.sum(0) * scale, True, ("nan",)),
     "softmax_temperature": (lambda x, t: _softmax(x / t), True, ("nan",)),
     "matmul_scaled": (lambda a, w, scale: (a @ w) * scale, True, ("nan",)),
+    # Scans (examples/scan.kiln): inclusive, NaN carried forward (cummax and cummin too).
+    "cumsum_rows": (lambda x: x.cumsum(1), True, ("nan", "inf")),
+    "cumsum_row": (lambda x: x.cumsum(0), True, ("nan", "inf")),
+    "cumsum_cols": (lambda x: x.cumsum(0), True, ("nan", "inf")),
+    "cummax_rows": (lambda x: x.cummax(1).values, True, ("nan", "inf")),
+    "cummin_cols": (lambda x: x.cummin(1).values, True, ("nan", "inf")),
+    "cumprod_rows": (lambda x: x.cumprod(1), True, ("nan",)),
+    "cumsum_bf16": (lambda x: x.cumsum(1), True, ("nan",)),
+    "cumsum_i32": (lambda n: n.cumsum(1), True, ("nan",)),  # specials touch float inputs only
+    "cumsum_fused": (_cumsum_fused, True, ("nan",)),
 }
 
 # Kernels torch cannot check: the reason. tests/gpu/cases.txt checks them against the
@@ -222,7 +238,9 @@ _MNK = [{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 1000}, {"M": 129, "N":
 _BSHD = [{"B": 1, "S": 1, "H": 1, "D": 1}, {"B": 2, "S": 33, "H": 3, "D": 64},
          {"B": 1, "S": 1000, "H": 7, "D": 5}, {"B": 3, "S": 100, "H": 5, "D": 72}]
 # Kernels with more symbols than SHAPES_1 and SHAPES_2 cover.
-SHAPES_BY_KERNEL = {"embedding": [{"T": 1, "V": 1, "D": 1}, {"T": 7, "V": 3, "D": 4099},
+SHAPES_BY_KERNEL = {"cummin_cols": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000, "N": 7},
+                                    {"B": 2, "M": 33, "N": 4097}],
+                    "embedding": [{"T": 1, "V": 1, "D": 1}, {"T": 7, "V": 3, "D": 4099},
                                   {"T": 1000, "V": 50, "D": 1024}, {"T": 4097, "V": 32003, "D": 33}],
                     "colsum_gather": [{"M": 1, "N": 1, "V": 1}, {"M": 1000, "N": 1024, "V": 7},
                                       {"M": 70001, "N": 3, "V": 1000}],
