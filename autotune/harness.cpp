@@ -235,6 +235,10 @@ double scale_of(const HostTensor& stored, const HostTensor& wide) {
   return scale;
 }
 
+// The two poisons of a checked candidate's two runs (check, check_fast, check_bitwise): no
+// element a kernel never writes can hold both.
+constexpr uint8_t kPoison[2] = {0xFF, 0x7F};
+
 // The L2 flush before each timed repetition writes twice the device's L2 (at least 32 MB; 256
 // MB when the driver does not say): every line of the kernel's inputs is evicted, and the
 // write costs a third of a fixed 256 MB one on an H200 (50 MB of L2), which for a kernel of a
@@ -453,8 +457,7 @@ Reference KernelHarness::reference() const {
   return reference_outputs(def_, shape_, host_);
 }
 
-std::vector<HostTensor> KernelHarness::run_poisoned(const std::function<void()>& launch,
-                                                    uint8_t poison) {
+void KernelHarness::launch_poisoned(const std::function<void()>& launch, uint8_t poison) {
   const DriverApi& api = rt_.driver();
   std::vector<const TensorDecl*> params = def_.params();
   for (size_t i = 0; i < params.size(); ++i) {
@@ -462,13 +465,21 @@ std::vector<HostTensor> KernelHarness::run_poisoned(const std::function<void()>&
     check_cu(rt_, api.cuMemsetD8Async(ptrs_[i], poison, host_[i].bytes.size(), stream_),
              "cuMemsetD8Async");
   }
-  // The kernel's buffers and split workspaces get the same bytes, on every path out.
+  // The kernel's buffers and split workspaces get the same bytes (filled when the launch is
+  // enqueued); off again on every path out.
   struct ScratchPoison {
     Runtime& rt;
     ~ScratchPoison() { rt.set_scratch_poison(-1); }
   } scratch{rt_};
   rt_.set_scratch_poison(poison);
   launch();
+}
+
+std::vector<HostTensor> KernelHarness::run_poisoned(const std::function<void()>& launch,
+                                                    uint8_t poison) {
+  const DriverApi& api = rt_.driver();
+  std::vector<const TensorDecl*> params = def_.params();
+  launch_poisoned(launch, poison);
   check_cu(rt_, api.cuStreamSynchronize(stream_), "kernel execution");
   std::vector<HostTensor> outs(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
@@ -481,7 +492,6 @@ std::vector<HostTensor> KernelHarness::run_poisoned(const std::function<void()>&
 
 std::vector<std::string> KernelHarness::check(const std::function<void()>& launch,
                                               const Reference& ref, double rtol, double* max_err) {
-  constexpr uint8_t kPoison[2] = {0xFF, 0x7F};
   std::vector<HostTensor> runs[2] = {run_poisoned(launch, kPoison[0]),
                                      run_poisoned(launch, kPoison[1])};
   std::vector<const TensorDecl*> params = def_.params();
@@ -567,28 +577,14 @@ std::vector<std::string> KernelHarness::check_fast(const GpuComparator& cmp,
     dref_of_ = &ref;
   }
   // The two runs, as check() makes them; the first's outputs are kept on the device.
-  struct ScratchPoison {
-    Runtime& rt;
-    ~ScratchPoison() { rt.set_scratch_poison(-1); }
-  } scratch{rt_};
-  constexpr uint8_t kPoison[2] = {0xFF, 0x7F};
-  for (uint8_t poison : kPoison) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (params[i]->role != TensorRole::output) continue;
-      check_cu(rt_, api.cuMemsetD8Async(ptrs_[i], poison, host_[i].bytes.size(), stream_),
-               "cuMemsetD8Async");
-    }
-    rt_.set_scratch_poison(poison);
-    launch();
-    if (poison != kPoison[0]) break;
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (params[i]->role != TensorRole::output) continue;
-      check_cu(
-          rt_,
-          api.cuMemcpyDtoDAsync(dref_[i].run1->get(), ptrs_[i], host_[i].bytes.size(), stream_),
-          "cuMemcpyDtoDAsync");
-    }
+  launch_poisoned(launch, kPoison[0]);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i]->role != TensorRole::output) continue;
+    check_cu(rt_,
+             api.cuMemcpyDtoDAsync(dref_[i].run1->get(), ptrs_[i], host_[i].bytes.size(), stream_),
+             "cuMemcpyDtoDAsync");
   }
+  launch_poisoned(launch, kPoison[1]);
   check_cu(rt_,
            api.cuMemsetD8Async(counters_->get(), 0, 3 * sizeof(uint64_t) * params.size(), stream_),
            "cuMemsetD8Async");
@@ -623,14 +619,14 @@ std::vector<std::string> KernelHarness::check_fast(const GpuComparator& cmp,
 
 std::vector<std::string> KernelHarness::check_bitwise(const std::function<void()>& launch,
                                                       const std::vector<HostTensor>& want) {
-  std::vector<HostTensor> a = run_poisoned(launch, 0xFF);
-  std::vector<HostTensor> b = run_poisoned(launch, 0x7F);
+  std::vector<HostTensor> a = run_poisoned(launch, kPoison[0]);
+  std::vector<HostTensor> b = run_poisoned(launch, kPoison[1]);
   std::vector<const TensorDecl*> params = def_.params();
   std::vector<std::string> problems;
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i]->role != TensorRole::output) continue;
     const std::string& name = params[i]->name;
-    if (int64_t n = count_poisoned(a[i], b[i], 0xFF, 0x7F)) {
+    if (int64_t n = count_poisoned(a[i], b[i], kPoison[0], kPoison[1])) {
       problems.push_back(fmt::format("{}: {} elements never written", name, n));
     }
     if (a[i].bytes != want[i].bytes || b[i].bytes != want[i].bytes) {

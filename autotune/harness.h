@@ -187,6 +187,10 @@ class KernelHarness {
                    double prune_above_us = 0, double settle = 0);
 
  private:
+  // Poisons the outputs and the launch's buffers and workspaces with `poison` bytes and
+  // enqueues `launch` (run_poisoned and check_fast's runs).
+  void launch_poisoned(const std::function<void()>& launch, uint8_t poison);
+
   Runtime& rt_;
   const KernelDef& def_;
   CUstream stream_ = nullptr;
