@@ -101,18 +101,11 @@ class Tuner {
     cache_ = std::move(c.value());
     // The manifests say which keys a job has: a job the cache already holds is skipped
     // without loading its bundle (a warm re-tune loads nothing).
-    for (const std::string& dir : o_.bundles) {
-      Result<bundle::Manifest> m = bundle::read_manifest(dir);
-      if (!m.ok()) throw TuneFailure{m.message()};
-      manifests_.push_back(std::move(m.value()));
-    }
+    internal_check(o_.manifests.size() == o_.bundles.size(), "tune: one manifest per bundle");
     for (const TuneJob& job : o_.jobs) {
-      if (job.bundle < 0 || job.bundle >= static_cast<int>(manifests_.size()) ||
-          manifests_[job.bundle].find(job.kernel) == nullptr) {
-        throw TuneFailure{fmt::format(
-            "bundle {} has no kernel '{}'",
-            job.bundle >= 0 && job.bundle < int(o_.bundles.size()) ? o_.bundles[job.bundle] : "?",
-            job.kernel)};
+      if (o_.manifests.at(job.bundle).find(job.kernel) == nullptr) {
+        throw TuneFailure{
+            fmt::format("bundle {} has no kernel '{}'", o_.bundles[job.bundle], job.kernel)};
       }
     }
     // The job names are copies: tuning may add variants, which reloads the bundle.
@@ -182,7 +175,7 @@ class Tuner {
 
   void tune_kernel(int bundle_index, const std::string& name,
                    const SymbolValues& all) {  // name outlives reloads
-    const bundle::KernelInfo* listed = manifests_.at(bundle_index).find(name);
+    const bundle::KernelInfo* listed = o_.manifests.at(bundle_index).find(name);
     bool all_cached = !o_.force;
     for (size_t step = 0; step < listed->steps.size() && all_cached; ++step) {
       all_cached = cache::find(cache_, key_for(*listed, static_cast<int>(step), all)) != nullptr;
@@ -442,7 +435,6 @@ class Tuner {
   std::unique_ptr<Bundle> bundle_;
   std::unique_ptr<GpuComparator> comparator_;  // the candidates' checks (harness.h check_fast)
   int current_ = -1;                           // the index of the loaded bundle
-  std::vector<bundle::Manifest> manifests_;    // one per bundle, as read before tuning
   cache::Cache cache_;
   int driver_version_ = 0;
   size_t job_ = 0;                                 // the job being tuned (progress)

@@ -12,7 +12,8 @@
 namespace kiln {
 
 struct TuneOptions {
-  std::vector<std::string> bundles;  // bundle directories; TuneJob::bundle indexes them
+  std::vector<std::string> bundles;         // bundle directories; TuneJob::bundle indexes them
+  std::vector<bundle::Manifest> manifests;  // their manifests, as the jobs were made from them
   std::string cache_path;
   std::vector<TuneJob> jobs;   // (bundle, kernel, shape), in order (autotune/jobs.h)
   bool deterministic = false;  // only configs whose results are bitwise the default's

@@ -668,6 +668,7 @@ int main(int argc, char** argv) {
         fmt::print("nothing to tune\n");
         return 0;
       }
+      to.manifests = std::move(manifests);
       to.descent = !no_descent;
       to.progress = !quiet && isatty(2);
       return tune(to);
