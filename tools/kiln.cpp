@@ -545,7 +545,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   run->add_flag("--no-check", no_check, "skip the comparison with the interpreter");
   run->add_flag("--copy-baseline", ro.copy_baseline,
-                "also time a device-to-device copy of the same bytes");
+                "also time a device-to-device copy of at least 1 GiB (the peak copy bandwidth)");
   run->add_option("--json", ro.json_out, "write the results as JSON to this file");
   run->add_option("--inputs", ro.inputs,
                   "float inputs: random (default, or $KILN_RUN_INPUTS), specials (NaN and "

@@ -18,7 +18,7 @@ struct RunOptions {
   uint64_t seed = 1;
   int reps = 0;  // timed launches; 0 = as many as fit in ~200 ms
   bool check = true;
-  bool copy_baseline = false;  // also time a device-to-device copy of the same traffic
+  bool copy_baseline = false;  // also time a device-to-device copy of >= 1 GiB (the peak)
   double rtol = -1;            // < 0: the output dtype's default (autotune/harness.h Tolerance)
   // Float inputs: "random", "specials" (NaN and infinities placed from the seed) or
   // "neginf_rows" (rows entirely -inf); "" takes $KILN_RUN_INPUTS, else "random".
