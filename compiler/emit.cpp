@@ -267,7 +267,7 @@ Value* Emitter::dim_value(const Dim& d) {
 // into [0, extent - 1], the row-major offset in i64, one scalar load. The tensor is the kernel
 // parameter of that name (declare_kernel names them). A tensor with an empty dimension reads
 // from a zero constant instead, as the interpreter reads 0.
-Value* Emitter::gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
+Value* Emitter::gather_pointer(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
   const Gather& g = *e.as<Gather>();
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
   Value* base = nullptr;
@@ -299,25 +299,74 @@ Value* Emitter::gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
   if (nonempty) {
     auto* zero = m_.getGlobalVariable("kiln_gather_zero", /*AllowInternal=*/true);
     if (!zero) {
-      zero = new llvm::GlobalVariable(m_, b_.getInt64Ty(), /*isConstant=*/true,
-                                      llvm::GlobalValue::InternalLinkage, b_.getInt64(0),
-                                      "kiln_gather_zero", nullptr,
-                                      llvm::GlobalValue::NotThreadLocal, /*AddressSpace=*/1);
-      zero->setAlignment(llvm::Align(8));
+      // 16 bytes of zeros, aligned to 16: a vector gather (compiler/lower_pointwise.cpp)
+      // loads up to 16 bytes from it.
+      auto* ty = llvm::ArrayType::get(b_.getInt64Ty(), 2);
+      zero =
+          new llvm::GlobalVariable(m_, ty, /*isConstant=*/true, llvm::GlobalValue::InternalLinkage,
+                                   llvm::ConstantAggregateZero::get(ty), "kiln_gather_zero",
+                                   nullptr, llvm::GlobalValue::NotThreadLocal,
+                                   /*AddressSpace=*/1);
+      zero->setAlignment(llvm::Align(16));
     }
     ptr = b_.CreateSelect(nonempty, ptr, zero);
   }
-  return load(ptr, g.stored);
+  return ptr;
 }
+
+Value* Emitter::gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
+  return load(gather_pointer(e, memo, leaf), e.as<Gather>()->stored);
+}
+
+namespace {
+
+// counter = base + c (mod 2^64) with c a constant, found through adds (exact mod 2^64) and
+// integer extensions of adds that cannot wrap (zext of `add nuw`, sext of `add nsw`). Returns
+// c, and sets *base to a value equal to counter - c; base is built from the same operations
+// for every lane of a vector, so common-subexpression elimination merges the lanes' bases.
+uint64_t split_constant(llvm::IRBuilder<>& b, Value* v, Value** base) {
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(v)) {
+    *base = nullptr;
+    return c->getZExtValue();
+  }
+  auto* inst = llvm::dyn_cast<llvm::Instruction>(v);
+  *base = v;
+  if (!inst) return 0;
+  if (inst->getOpcode() == llvm::Instruction::Add && v->getType()->isIntegerTy(64)) {
+    Value *x = nullptr, *y = nullptr;
+    uint64_t c =
+        split_constant(b, inst->getOperand(0), &x) + split_constant(b, inst->getOperand(1), &y);
+    if (c == 0) return 0;
+    *base = !x ? y : !y ? x : b.CreateAdd(x, y);
+    if (!*base) *base = b.getInt64(0);
+    return c;
+  }
+  auto* ext = llvm::dyn_cast<llvm::CastInst>(inst);
+  if (!ext || (ext->getOpcode() != llvm::Instruction::ZExt &&
+               ext->getOpcode() != llvm::Instruction::SExt)) {
+    return 0;
+  }
+  auto* add = llvm::dyn_cast<llvm::BinaryOperator>(ext->getOperand(0));
+  auto* c = add ? llvm::dyn_cast<llvm::ConstantInt>(add->getOperand(1)) : nullptr;
+  const bool zext = ext->getOpcode() == llvm::Instruction::ZExt;
+  if (!add || add->getOpcode() != llvm::Instruction::Add || !c ||
+      !(zext ? add->hasNoUnsignedWrap() : add->hasNoSignedWrap()) || c->isNegative()) {
+    return 0;
+  }
+  *base = zext ? b.CreateZExt(add->getOperand(0), v->getType())
+               : b.CreateSExt(add->getOperand(0), v->getType());
+  return c->getZExtValue();
+}
+
+}  // namespace
 
 // Philox 4x32-10 as ir/expr.h's philox_uniform: the same words, rounds and conversion, so the
 // GPU's numbers are the interpreter's bit for bit. Each round's two 32 x 32 -> 64-bit products
 // are a mul.hi.u32 and a mul.lo.u32 each (as cuRAND computes them), all in 32-bit registers.
-Value* Emitter::philox_uniform(Value* seed, Value* offset, Value* counter) {
+std::array<Value*, 4> Emitter::philox_block(Value* seed, Value* offset, Value* block) {
   Type* i32 = b_.getInt32Ty();
   auto lo = [&](Value* v) { return b_.CreateTrunc(v, i32); };
   auto hi = [&](Value* v) { return b_.CreateTrunc(b_.CreateLShr(v, 32), i32); };
-  Value* block = b_.CreateLShr(counter, 2);
   Value* c[4] = {lo(block), hi(block), lo(offset), hi(offset)};
   Value* k0 = lo(seed);
   Value* k1 = hi(seed);
@@ -336,10 +385,48 @@ Value* Emitter::philox_uniform(Value* seed, Value* offset, Value* counter) {
     k0 = b_.CreateAdd(k0, b_.getInt32(0x9E3779B9u));
     k1 = b_.CreateAdd(k1, b_.getInt32(0xBB67AE85u));
   }
-  Value* word = b_.CreateTrunc(b_.CreateAnd(counter, b_.getInt64(3)), i32);
-  Value* w = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(0)), c[0], c[1]);
-  w = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(2)), c[2], w);
-  w = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(3)), c[3], w);
+  return {c[0], c[1], c[2], c[3]};
+}
+
+// One call of Philox gives four numbers: counters 4b .. 4b + 3 share block b. The lanes of a
+// vector have counters base + 0, base + 1, ...: each lane's counter is split into a shared
+// base and its constant c (split_constant), and its block and word computed from those:
+// base + c = 4 * ((base >> 2) + (c >> 2)) + r with r = (base & 3) + (c & 3) in [0, 6], so the
+// block is (base >> 2) + (c >> 2) + (r >> 2) and the word r & 3. Masked to 62 bits the block is
+// exactly (base + c mod 2^64) >> 2 even when the sum wraps. A lane then computes the blocks
+// (base >> 2) + (c >> 2) and, when c & 3 != 0, the next one, and selects; the lanes' identical
+// computations are merged by the optimizer, so a vector of 8 lanes computes 3 blocks (2 when
+// base is a known multiple of 4), not 8.
+Value* Emitter::philox_uniform(Value* seed, Value* offset, Value* counter) {
+  Type* i32 = b_.getInt32Ty();
+  Value* base = nullptr;
+  uint64_t c = split_constant(b_, counter, &base);
+  Value* w = nullptr;
+  if (c == 0 || c >= (uint64_t{1} << 31) || !base) {
+    std::array<Value*, 4> words = philox_block(seed, offset, b_.CreateLShr(counter, 2));
+    Value* word = b_.CreateTrunc(b_.CreateAnd(counter, b_.getInt64(3)), i32);
+    w = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(0)), words[0], words[1]);
+    w = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(2)), words[2], w);
+    w = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(3)), words[3], w);
+  } else {
+    const uint64_t mask62 = (uint64_t{1} << 62) - 1;
+    Value* low = b_.CreateAnd(base, b_.getInt64(3));
+    Value* r = b_.CreateAdd(low, b_.getInt64(c & 3));
+    Value* block0 = b_.CreateAnd(b_.CreateAdd(b_.CreateLShr(base, 2), b_.getInt64(c >> 2)), mask62);
+    std::array<Value*, 4> a = philox_block(seed, offset, block0);
+    Value* word = b_.CreateTrunc(b_.CreateAnd(r, b_.getInt64(3)), i32);
+    auto pick = [&](const std::array<Value*, 4>& words) {
+      Value* v = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(0)), words[0], words[1]);
+      v = b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(2)), words[2], v);
+      return b_.CreateSelect(b_.CreateICmpEQ(word, b_.getInt32(3)), words[3], v);
+    };
+    w = pick(a);
+    if ((c & 3) != 0) {
+      Value* block1 = b_.CreateAnd(b_.CreateAdd(block0, b_.getInt64(1)), mask62);
+      Value* next = pick(philox_block(seed, offset, block1));
+      w = b_.CreateSelect(b_.CreateICmpUGE(r, b_.getInt64(4)), next, w);
+    }
+  }
   // (w >> 8) has 24 bits: exact in f32, and so is the product by 2^-24.
   Value* f = b_.CreateUIToFP(b_.CreateLShr(w, 8), b_.getFloatTy());
   return b_.CreateFMul(f, llvm::ConstantFP::get(b_.getFloatTy(), 0x1p-24));

@@ -11,6 +11,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <unordered_map>
@@ -76,7 +77,18 @@ class Emitter {
   llvm::Value* eval(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
 
   /// rand: Philox 4x32-10 of three i64 values as an f32 in [0, 1) (ir/expr.h philox_uniform).
+  /// A counter that is a shared value plus a lane's constant (a vector's lanes) shares the
+  /// Philox calls of its block of four with the other lanes (emit.cpp says how).
   llvm::Value* philox_uniform(llvm::Value* seed, llvm::Value* offset, llvm::Value* counter);
+  /// The four words of Philox 4x32-10 for counter block `block` (i64).
+  std::array<llvm::Value*, 4> philox_block(llvm::Value* seed, llvm::Value* offset,
+                                           llvm::Value* block);
+
+  /// A gather's element address (its positions clamped: ir/expr.h), or a constant of 16 zero
+  /// bytes when the tensor has an empty dimension.
+  llvm::Value* gather_pointer(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
+  /// One element there, widened.
+  llvm::Value* gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
 
   /// The identity of a reduction over values of type `t` (0, 1, -inf/INT32_MIN, ...).
   llvm::Value* identity(ReduceOp op, DType t);
@@ -93,7 +105,6 @@ class Emitter {
   llvm::Function* libdevice(const char* name, int arity);
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
   llvm::Value* int_div(llvm::Value* a, llvm::Value* b, bool is_signed);
-  llvm::Value* gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
   llvm::Value* eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
 
   llvm::Module& m_;

@@ -17,7 +17,12 @@
 //  4. When the innermost extent is a multiple of vec (checked at run time), a vector never
 //     crosses a row: coordinates are computed once per vector, a load whose last index is the
 //     innermost variable (a broadcast row such as `b[j]`) is a vector load too, and a load
-//     that does not use the innermost variable is one scalar load shared by the lanes.
+//     that does not use the innermost variable is one scalar load shared by the lanes. So
+//     is a gather whose last position is the innermost variable and whose other positions do
+//     not depend on it (an embedding row, `w[ids[t], d]`): lane 0 computes its address, and
+//     the lanes read one vector there. Index variables used as values (rand's counter) take
+//     their coordinates from this form too, and a lane's coordinate is lane 0's plus a
+//     constant, which lets the lanes share their Philox calls (compiler/emit.cpp).
 // Values and math follow compiler/emit.h.
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
@@ -98,6 +103,8 @@ class PointwiseLowering {
     auto visit = [&](auto&& self, const Expr& e) -> void {
       if (!seen.emplace(e.ptr().get(), true).second) return;
       if (const Load* ld = e.as<Load>()) access_of(*ld);
+      if (e.as<IndexRef>() || e.as<Gather>()) uses_coords_ = true;
+      if (e.as<Gather>() && row_vector_gather(e)) vector_gathers_.push_back(e);
       for_each_child(e, [&](const Expr& c) { self(self, c); });
     };
     for (const StepStore& s : step_.stores) visit(visit, s.value);
@@ -117,11 +124,37 @@ class PointwiseLowering {
         layout_.align_bytes = std::max(layout_.align_bytes, align(params_[s.param]->dtype));
         layout_.aligned_params.push_back(s.param);
       }
+      for (const Expr& e : vector_gathers_) {
+        const Gather& g = *e.as<Gather>();
+        layout_.align_bytes = std::max(layout_.align_bytes, align(g.stored));
+        layout_.aligned_params.push_back(param_index(g.tensor));
+      }
       std::sort(layout_.aligned_params.begin(), layout_.aligned_params.end());
       layout_.aligned_params.erase(
           std::unique(layout_.aligned_params.begin(), layout_.aligned_params.end()),
           layout_.aligned_params.end());
     }
+  }
+
+  // A gather read as one vector per row-aligned vector (step 4): its last position is the
+  // innermost variable itself and no other position depends on it. Then the lanes read
+  // consecutive elements of one row, at an offset that is a multiple of vec: every earlier
+  // dimension's stride is a multiple of the last extent, the innermost extent.
+  bool row_vector_gather(const Expr& e) const {
+    const Gather& g = *e.as<Gather>();
+    const std::string& inner = step_.vars.back();
+    const IndexRef* last = g.indices.empty() ? nullptr : wrap(g.indices.back()).as<IndexRef>();
+    if (!last || last->name != inner) return false;
+    bool depends = false;
+    auto visit = [&](auto&& self, const Expr& x) -> void {
+      if (const IndexRef* r = x.as<IndexRef>()) depends |= r->name == inner;
+      if (const Load* ld = x.as<Load>()) {
+        depends |= std::find(ld->indices.begin(), ld->indices.end(), inner) != ld->indices.end();
+      }
+      for_each_child(x, [&](const Expr& c) { self(self, c); });
+    };
+    for (size_t d = 0; d + 1 < g.indices.size(); ++d) visit(visit, wrap(g.indices[d]));
+    return !depends;
   }
 
   int access_of(const Load& ld) {
@@ -243,9 +276,10 @@ class PointwiseLowering {
   // A chunk wholly inside [0, numel). With vectors and a load that is neither contiguous nor
   // a scalar, it branches on `innermost extent % vec == 0` to the row-aligned form (step 4).
   void emit_full_chunk(Value* base) {
-    bool needs_coords = std::any_of(accesses_.begin(), accesses_.end(), [](const Access& a) {
-      return !a.contiguous && !a.vars.empty();
-    });
+    bool needs_coords =
+        uses_coords_ || std::any_of(accesses_.begin(), accesses_.end(), [](const Access& a) {
+          return !a.contiguous && !a.vars.empty();
+        });
     if (cfg_.vec == 1 || step_.vars.size() < 2 || !needs_coords) {
       emit_chunk_body(base, false);
       return;
@@ -273,7 +307,8 @@ class PointwiseLowering {
       starts.push_back(b_.CreateTrunc(vector_start(base, u), idx_ty_));
       for (int l = 0; l < V; ++l) {
         Lane& lane = lanes[u][l];
-        lane.flat = l == 0 ? starts[u] : b_.CreateAdd(starts[u], idx(l));
+        // Inside [0, numel): no wrap (emit.cpp's philox_uniform relies on the flags).
+        lane.flat = l == 0 ? starts[u] : b_.CreateAdd(starts[u], idx(l), "", true, true);
         lane.coords.assign(step_.vars.size(), nullptr);
         lane.loaded.assign(accesses_.size(), nullptr);
       }
@@ -284,7 +319,7 @@ class PointwiseLowering {
       for (int v = 0; v <= inner; ++v) coord(first, v);
       for (int l = 1; l < V; ++l) {
         lanes[u][l].coords = first.coords;
-        lanes[u][l].coords[inner] = b_.CreateAdd(first.coords[inner], idx(l));
+        lanes[u][l].coords[inner] = b_.CreateAdd(first.coords[inner], idx(l), "", true, true);
       }
     }
     // 1. every load of every vector
@@ -301,6 +336,16 @@ class PointwiseLowering {
         } else {
           for (int l = 0; l < V; ++l) ls[l].loaded[a] = load_scalar(acc, ls[l]);
         }
+      }
+    }
+    // Gathers of whole vectors (rows only): lane 0's address, one vector, a lane each.
+    for (int u = 0; rows && V > 1 && u < U; ++u) {
+      for (const Expr& e : vector_gathers_) {
+        const Gather& g = *e.as<Gather>();
+        Value* v = em_.load_vector(em_.gather_pointer(e, lanes[u][0].memo, leaf_fn(lanes[u][0])),
+                                   g.stored, V);
+        for (int l = 0; l < V; ++l)
+          lanes[u][l].memo[e.ptr().get()] = em_.widen_lane(v, l, g.stored);
       }
     }
     // 2. compute and store
@@ -408,16 +453,18 @@ class PointwiseLowering {
 
   // ---- expressions ------------------------------------------------------------------------
 
-  Value* eval(const Expr& e, Lane& lane) {
-    return em_.eval(e, lane.memo, [&](const Expr& leaf) -> Value* {
+  LeafFn leaf_fn(Lane& lane) {
+    return [this, &lane](const Expr& leaf) -> Value* {
       if (const Load* ld = leaf.as<Load>()) return lane.loaded[access_index(*ld)];
       if (const IndexRef* r = leaf.as<IndexRef>())
         return em_.int_as(coord(lane, var_index(r->name)), leaf.type(), false);
       if (const SymRef* sr = leaf.as<SymRef>())
         return em_.int_as(dim_value(Dim::symbol(sr->name)), leaf.type(), true);
       throw UserError(leaf.loc(), "reductions are not supported by the pointwise code generator");
-    });
+    };
   }
+
+  Value* eval(const Expr& e, Lane& lane) { return em_.eval(e, lane.memo, leaf_fn(lane)); }
 
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
@@ -428,6 +475,8 @@ class PointwiseLowering {
   std::vector<const TensorDecl*> params_;
   std::vector<std::string> symbols_;
   std::vector<Access> accesses_;
+  std::vector<Expr> vector_gathers_;  // read as vectors in row-aligned vectors (step 4)
+  bool uses_coords_ = false;          // an index variable's value or a gather is evaluated
   VariantLayout layout_;
 
   llvm::Function* fn_ = nullptr;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The everyday kernels of issue 20 beside torch: cross-entropy forward (32K x 32K bf16 logits,
+# int64 targets), an embedding lookup (128K tokens x 4096 bf16 from a 32000-row table), cumsum
+# (4K x 32K f32 rows and one row of 64M), dropout forward (16K x 8K bf16). Each Kiln case is
+# checked against the interpreter first (its default variant; a failed check is not timed),
+# then every variant is timed through `kiln run` with the peak copy bandwidth measured in the
+# same run (a copy of 1 GiB each way); then bench/torch_everyday.py times torch eager and
+# torch.compile(mode="max-autotune-no-cudagraphs") on the same GPU, and
+# bench/summarize_everyday.py prints one table (bytes: what each case must move at least, the
+# same count for Kiln and torch).
+#   bench/everyday.sh KILN_BINARY OUT_DIR
+#   BENCH_REPS=N     timed launches per variant (default 100)
+set -uo pipefail
+kiln=$1 out=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$out/gpu.txt"
+failed=0
+for ex in cross_entropy embedding scan dropout; do
+  "$kiln" compile "$root/examples/$ex.kiln" -o "$out/$ex" > /dev/null || exit 1
+done
+# bundle:kernel:shape[:extra kiln run arguments]
+for spec in cross_entropy:cross_entropy:M=32768,V=32768 embedding:embedding:T=131072,V=32000,D=4096 \
+    scan:cumsum_rows:M=4096,N=32768 scan:cumsum_row:N=67108864 \
+    dropout:dropout_bf16:M=16384,N=8192:--scalar=p=0.1; do
+  IFS=: read -r bundle kernel shape extra <<< "$spec"
+  name="kiln_${kernel}_${shape//[=,]/_}"
+  args=(--shape "$shape")
+  [[ -n $extra ]] && args+=("$extra")
+  if ! "$kiln" run "$out/$bundle" "$kernel" "${args[@]}" --variant default --reps 1 \
+      > "$out/$name.check.txt" 2>&1; then
+    echo "$kernel $shape: the default variant's check failed (see $name.check.txt): not timed"
+    failed=$((failed+1))
+    continue
+  fi
+  "$kiln" run "$out/$bundle" "$kernel" "${args[@]}" --variant all --copy-baseline \
+      --reps "${BENCH_REPS:-100}" --no-check --json "$out/$name.json" > "$out/$name.txt" ||
+    { echo "$kernel $shape: exit $?"; failed=$((failed+1)); }
+  echo "== $kernel $shape"; cat "$out/$name.txt"
+done
+python3 "$root/bench/torch_everyday.py" "$out/torch.json" > "$out/torch.txt" 2>&1 ||
+  { echo "torch cases failed (see torch.txt)"; failed=$((failed+1)); }
+cat "$out/torch.txt"
+python3 "$root/bench/summarize_everyday.py" "$out" | tee "$out/summary.md"
+exit $((failed > 0))
