@@ -75,6 +75,7 @@ OrderedJson variant_json(const Variant& v) {
                      {"aligned_params", v.aligned_params},
                      {"max_reduced", v.max_reduced},
                      {"images", images}};
+  if (v.min_rows_per_sm > 0) out["min_rows_per_sm"] = v.min_rows_per_sm;
   if (v.split.phases > 0) {
     out["split"] = {{"phases", v.split.phases}, {"slots", v.split.slots}, {"chunk", v.split.chunk}};
   }
@@ -270,6 +271,7 @@ Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
     v.aligned_params.push_back(static_cast<int>(p));
   }
   if (o.find("max_reduced")) v.max_reduced = o.integer("max_reduced", 0, kInt64Max);
+  if (o.find("min_rows_per_sm")) v.min_rows_per_sm = o.integer("min_rows_per_sm", 1, 1 << 20);
   if (o.find("split")) {
     Obj so(o.get("split", "an object"), o.at("split"));
     v.split.phases = static_cast<int>(so.integer("phases", 2, 64));

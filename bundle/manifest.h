@@ -175,6 +175,10 @@ struct Variant {
   // A tier of a reduction step's heuristic: with no tuned choice, a row of R elements runs
   // the tier with the smallest max_reduced >= R (the largest tier when none). 0: not a tier.
   int64_t max_reduced = 0;
+  // A tier that replaces the other tiers of its max_reduced when the step has at least
+  // min_rows_per_sm rows per SM of the device (the looped rows' smaller blocks: bundle/rule.h).
+  // 0: an ordinary tier. "min_rows_per_sm" in JSON, present only when > 0.
+  int64_t min_rows_per_sm = 0;
   SplitInfo split;  // "split" in JSON, present only for split variants of row reductions
   StageInfo stage;  // "stage" in JSON, present only for staging variants of row reductions
   TileInfo tile;    // "tile" in JSON, present only for contraction variants

@@ -67,10 +67,29 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     }
   }
   if (rule.tiers.empty()) return rule.chosen;
-  for (const auto& [limit, variant] : rule.tiers) {
-    if (limit >= reduced) return variant;
+  int64_t limit = rule.tiers.back().first;
+  for (const auto& [l, variant] : rule.tiers) {
+    if (l >= reduced) {
+      limit = l;
+      break;
+    }
   }
-  return rule.tiers.back().second;
+  // Of the tiers of that limit, the one with the largest min_rows_per_sm that the rows reach
+  // (an ordinary tier's is 0); the first of them if none is reached.
+  int best = -1, first = -1;
+  int64_t best_min = -1;
+  const int64_t rows_per_sm = rows / std::max(device.sm_count, 1);
+  for (const auto& [l, variant] : rule.tiers) {
+    if (l != limit) continue;
+    if (first < 0) first = variant;
+    const int64_t min = step.variants[static_cast<size_t>(variant)].min_rows_per_sm;
+    if (min > best_min && rows_per_sm >= min) {
+      best = variant;
+      best_min = min;
+    }
+  }
+  if (best < 0) best = first;
+  return best;
 }
 
 }  // namespace kiln::bundle

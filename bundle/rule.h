@@ -53,7 +53,9 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
 /// The variant the rule runs for a step whose space holds `rows` and whose reduced extent is
 /// `reduced` elements (1 for a pointwise step): the split variant when the unsplit kernel
 /// would have fewer tiles than SMs and the split gives each at least kSplitMinBlocks blocks;
-/// else the tier with the smallest max_reduced >= reduced (the largest tier when none); else
+/// else the tier with the smallest max_reduced >= reduced (the largest tier when none; of the
+/// tiers with that max_reduced, the one with the largest min_rows_per_sm that rows reach,
+/// rows >= min_rows_per_sm * SMs); else
 /// rule.chosen. Staging variants are never chosen here (measured slower:
 /// docs/architecture.md). A contraction step runs rule.small when rule.chosen would have
 /// fewer tiles than half the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows

@@ -109,6 +109,7 @@ ReductionConfig row_config(int group, int vec, int items, int block = 0) {
 // 140.4 us, 256 x 16 148.5 us, 512 x 8 255.6 us; softmax of 8192: 256 x 32 69.7 us, 512 x 16
 // 78.1 us). 1024 threads x 32 elements would spill (64 registers at most).
 constexpr int kLargestTierGroup = 512;
+constexpr int kManyRowsGroup = 128;
 bool is_tier(const ReductionConfig& c, int max_vec) {
   const int items = tier_items(max_vec);
   if (c.split || c.fuse || c.stage || c.vec != max_vec || c.block != std::max(c.group, 128)) {
@@ -183,8 +184,21 @@ int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_si
   // but softmax 101.3 -> 105.3 us and layernorm 108.4 -> 111.0 us (two passes either way).
   ReductionConfig unfused = c;
   unfused.fuse = false;
-  if (!fused_single_pass || !is_tier(unfused, max_vec) || c.group != kLargestTierGroup) return 0;
+  if (!fused_single_pass || !is_tier(unfused, max_vec)) return 0;
+  if (c.group != kLargestTierGroup && c.group != kManyRowsGroup) return 0;
   return std::numeric_limits<int64_t>::max();
+}
+
+// Measured on an H200 (bench/results/2026-11-24-h200-everyday, looped.txt): with many looped
+// rows the fused single pass runs faster on 128 threads per row than on 512: cross-entropy of
+// 32768 rows of 32768 bf16 498.0 us against 784.7 us, logsumexp of 8192 x 65536 bf16 254.1
+// against 307.5, f32 4096 x 32768 level (133.3 against 132.4); 1024 x 65536 bf16 (7.8 rows
+// per SM, below the threshold, which stays on the measured side) 45.2 against 50.3. The two-pass
+// rows (softmax, layernorm) stay on 512 threads: their unfused 512 tier beat every 128-thread
+// variant (softmax f32 4096 x 32768 387.5 us against 415.9 at best).
+int64_t row_many_rows_per_sm(const ReductionConfig& c, int max_vec, bool fused_single_pass) {
+  if (!c.fuse || c.group != kManyRowsGroup) return 0;
+  return row_heuristic_limit(c, max_vec, fused_single_pass) > 0 ? kManyRowsPerSm : 0;
 }
 
 ReductionConfig default_row_config(int max_vec) {

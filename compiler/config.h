@@ -104,7 +104,12 @@ std::vector<ReductionConfig> row_reduction_space(int max_vec, bool fusable = fal
 /// (`fused_single_pass`: mean+variance, logsumexp), the fused copy of the largest tier is
 /// the tier for every longer row (limit INT64_MAX); shorter rows, which stay on chip and
 /// never fuse, keep the unfused tiers.
+/// With many rows the fused copy of the 128-thread tier replaces it (row_many_rows_per_sm).
 int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_single_pass = false);
+/// The rows per SM from which a tier replaces the others of its limit (bundle/rule.h), or 0:
+/// the fused 128-thread tier for looped single-pass rows, from kManyRowsPerSm rows per SM.
+int64_t row_many_rows_per_sm(const ReductionConfig& c, int max_vec, bool fused_single_pass);
+inline constexpr int64_t kManyRowsPerSm = 8;
 /// The split variants of a row reduction: the heuristic runs the first for few, very long
 /// rows (runtime/runtime.cpp); the others are for the tuner.
 std::vector<ReductionConfig> split_row_configs(int max_vec);

@@ -243,7 +243,10 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
   const bool row = step.kind == bundle::StepKind::row_reduction;
   v.block_threads = c.block;
   v.elements_per_block = rows_per_block(step.kind, c);
-  if (row) v.max_reduced = row_heuristic_limit(c, step.max_vec, step.fused_single_pass());
+  if (row) {
+    v.max_reduced = row_heuristic_limit(c, step.max_vec, step.fused_single_pass());
+    v.min_rows_per_sm = row_many_rows_per_sm(c, step.max_vec, step.fused_single_pass());
+  }
   if (c.split) {
     // The elements of the reduced extent a block walks per iteration.
     const int64_t chunk = row ? c.capacity() : int64_t{c.group} * c.items;
@@ -363,6 +366,7 @@ bundle::Variant manifest_variant(const PlannedVariant& pv, int id, const std::st
   v.block_threads = pv.block_threads;
   v.elements_per_block = pv.elements_per_block;
   v.max_reduced = pv.max_reduced;
+  v.min_rows_per_sm = pv.min_rows_per_sm;
   v.split = pv.split;
   v.stage = pv.stage;
   v.tile = pv.tile;
@@ -455,9 +459,15 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
       const PlannedVariant& v = step.variants[static_cast<size_t>(vi)];
       const auto& c = std::get<ReductionConfig>(v.config);
       const bool last = t + 1 == tiers.size();
-      std::string when = limit == INT64_MAX ? fmt::format("{} > {}", R, tiers[t - 1].first)
-                         : last             ? fmt::format("{} <= {} held, longer loops", R, limit)
-                                            : fmt::format("{} <= {}", R, limit);
+      int64_t shorter = 0;  // the longest tier below this one's limit
+      for (size_t u = 0; u < t; ++u) shorter = tiers[u].first < limit ? tiers[u].first : shorter;
+      const int64_t many = v.min_rows_per_sm;
+      std::string when =
+          many > 0 && limit == INT64_MAX
+              ? fmt::format("{} > {} and rows >= {} x the GPU's SMs", R, shorter, many)
+          : limit == INT64_MAX ? fmt::format("{} > {}", R, shorter)
+          : last               ? fmt::format("{} <= {} held, longer loops", R, limit)
+                               : fmt::format("{} <= {}", R, limit);
       std::string how =
           limit == INT64_MAX
               ? fmt::format("loops over the row in chunks of {}, fused ({}): {} pass(es)",
@@ -539,6 +549,7 @@ std::string print_plan(const KernelPlan& plan) {
       out += fmt::format("    v{} {}{} threads={} per_block={}", vi, config_text(v.config),
                          v.is_default ? " default" : "", v.block_threads, v.elements_per_block);
       if (v.max_reduced > 0) out += fmt::format(" tier<={}", limit_text(v.max_reduced));
+      if (v.min_rows_per_sm > 0) out += fmt::format(" rows>={}xSMs", v.min_rows_per_sm);
       if (v.split.phases > 0) {
         out += fmt::format(" split(phases={} slots={} chunk={})", v.split.phases, v.split.slots,
                            v.split.chunk);

@@ -47,6 +47,8 @@ struct PlannedVariant {
   int block_threads = 0;
   int64_t elements_per_block = 0;  // elements (pointwise) or rows (reductions) a block covers
   int64_t max_reduced = 0;         // a tier of the rule: rows of up to this many elements; 0: not
+  int64_t min_rows_per_sm = 0;     // the tier replaces the others of its limit from this many
+                                   // rows per SM (bundle/rule.h); 0: an ordinary tier
   bundle::SplitInfo split;         // split variants (phases > 0)
   bundle::StageInfo stage;         // staging variants (bytes_per_element > 0)
   bundle::TileInfo tile;           // contraction variants (m > 0)

@@ -177,11 +177,17 @@ TEST_CASE("fused copies follow the unfused row variants; one is the tier of long
       for (const ReductionConfig& c : space) {
         const int64_t l = row_heuristic_limit(c, max_vec, single);
         if (!c.fuse) CHECK(l == row_heuristic_limit(c, max_vec));  // the unfused tiers stay
-        if (l > 0) limits.push_back(l);
+        // Two tiers for looped rows: the fused 512-thread one, and the fused 128-thread one
+        // that replaces it from kManyRowsPerSm rows per SM.
+        const int64_t many = row_many_rows_per_sm(c, max_vec, single);
+        if (l > 0 && many == 0) limits.push_back(l);
         if (c.fuse && l > 0) {
           CHECK(single);
-          CHECK(c.group == 512);
+          CHECK((c.group == 512 || c.group == 128));
+          CHECK(many == (c.group == 128 ? kManyRowsPerSm : 0));
           CHECK(l == std::numeric_limits<int64_t>::max());
+        } else {
+          CHECK(many == 0);
         }
       }
       std::sort(limits.begin(), limits.end());
@@ -224,10 +230,12 @@ TEST_CASE("fused variants only for kernels whose looped rows fuse", "[compiler][
           (c.fusable ? row_reduction_space(max_vec, true).size() : plain));
     CHECK(fused.size() == st.variants.size() - staged - plain);
     CHECK(staged == (std::string(c.kernel) == "rowsum" ? 0u : 3u));
-    CHECK(longer.size() == (c.single_pass ? 1u : 0u));
+    CHECK(longer.size() == (c.single_pass ? 2u : 0u));
     for (const bundle::Variant* v : longer) {
       CHECK(v->config.at("fuse") == 1);
-      CHECK(v->config.at("group") == 512);
+      const bool many = v->config.at("group") == 128;
+      CHECK((many || v->config.at("group") == 512));
+      CHECK(v->min_rows_per_sm == (many ? kManyRowsPerSm : 0));
     }
     if (!c.fusable) continue;
     // The default's fused copy lowers to other code (the looped rows): the knob is not ignored.

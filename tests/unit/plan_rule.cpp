@@ -164,3 +164,25 @@ TEST_CASE("explain's text says what runs, and how, at given sizes", "[plan][expl
   CHECK_THAT(rule, Catch::Contains("N <= 16384 held, longer loops"));
   CHECK_THAT(rule, !Catch::Contains("runs:"));
 }
+
+TEST_CASE("looped single-pass rows run 128 threads per row from 8 rows per SM", "[plan][explain]") {
+  Program p = parse_program(read_example("logsumexp"));
+  const KernelDef& k = p.kernels[0];
+  std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+  const launch::DeviceFacts h200{132, true};
+  auto group_at = [&](int64_t M, int64_t N) {
+    const ExplainedStep e = explain_step(*plan, 0, {{"M", M}, {"N", N}}, h200);
+    const auto& c = std::get<ReductionConfig>(plan->steps[0].variants[e.variant].config);
+    CHECK(c.fuse);
+    return c.group;
+  };
+  CHECK(group_at(132 * 8, 32768) == 128);
+  CHECK(group_at(4096, 1 << 20) == 128);
+  CHECK(group_at(132 * 8 - 1, 32768) == 512);
+  CHECK(group_at(500, 65536) == 512);
+  // Held rows keep their unfused tiers whatever the rows.
+  const ExplainedStep held = explain_step(*plan, 0, {{"M", 65536}, {"N", 16384}}, h200);
+  CHECK_FALSE(std::get<ReductionConfig>(plan->steps[0].variants[held.variant].config).fuse);
+  const std::string rule = explain_kernel(k, {}, h200);
+  CHECK_THAT(rule, Catch::Contains("N > 16384 and rows >= 8 x the GPU's SMs"));
+}

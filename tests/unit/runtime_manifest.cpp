@@ -509,3 +509,23 @@ TEST_CASE("manifest: scalar parameters (format 7) round-trip; older bundles have
   CHECK(error_after([](Json& j) { j["kernels"][0]["params"][0]["scalar"] = 1; }) ==
         p0 + "expected a boolean, got an integer");
 }
+
+TEST_CASE("manifest: a many-rows tier round-trips; absent means an ordinary tier", "[runtime]") {
+  Manifest m = sample();
+  Variant& v = m.kernels[0].steps[0].variants[2];
+  v.max_reduced = std::numeric_limits<int64_t>::max();
+  v.min_rows_per_sm = 8;
+  std::string text = to_json(m);
+  CHECK(Json::parse(text)["kernels"][0]["steps"][0]["variants"][2]["min_rows_per_sm"] == 8);
+  CHECK_FALSE(
+      Json::parse(text)["kernels"][0]["steps"][0]["variants"][1].contains("min_rows_per_sm"));
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(back->kernels[0].steps[0].variants[2].min_rows_per_sm == 8);
+  CHECK(*back == m);
+  Json j = Json::parse(text);
+  j["kernels"][0]["steps"][0]["variants"][2]["min_rows_per_sm"] = 0;
+  Result<Manifest> bad = parse_manifest(j.dump(), kOrigin);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.message(), Catch::Contains("min_rows_per_sm"));
+}
