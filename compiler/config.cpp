@@ -262,6 +262,12 @@ std::vector<ScanConfig> row_scan_space(int max_vec) {
   space.push_back({512, 512, 1, 1, false});
   space.push_back({256, 32, 1, 1, false});
   space.push_back({512, 512, max_vec, 1, true});
+  // Several chunks loaded ahead per step (items): more bytes in flight per thread.
+  if (max_vec > 1) {
+    space.push_back({256, 256, max_vec, 2, false});
+    space.push_back({256, 256, max_vec, 4, false});
+    space.push_back({512, 512, max_vec, 2, false});
+  }
   return space;
 }
 
@@ -270,7 +276,7 @@ ScanConfig default_row_scan_config(int max_vec) {
 }
 
 int64_t row_scan_tier_limit(const ScanConfig& c, int max_vec) {
-  if (c.split || c.vec != max_vec) return 0;
+  if (c.split || c.vec != max_vec || c.items != 1) return 0;
   if (c.group == 32 && c.block == 256) return kWarpScanLimit;
   if (c.group == 512 && c.block == 512) return std::numeric_limits<int64_t>::max();
   return 0;

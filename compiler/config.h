@@ -152,8 +152,9 @@ struct ScanConfig {
 
 /// Row scans: a warp per row (the tier for rows of up to kWarpScanLimit elements), a block
 /// of 512 per row (the tier for longer rows, the default), other block sizes for the tuner,
-/// scalar copies (the fallback for pointers that are not aligned to the vectors), and the
-/// split variant, which the rule runs for few, very long rows.
+/// scalar copies (the fallback for pointers that are not aligned to the vectors), the
+/// split variant, which the rule runs for few, very long rows, and blocks that load `items`
+/// chunks ahead (compiler/lower_scan.cpp) for the tuner.
 std::vector<ScanConfig> row_scan_space(int max_vec);
 ScanConfig default_row_scan_config(int max_vec);
 /// The tier limit of a row scan config: kWarpScanLimit for a vector warp per row, INT64_MAX

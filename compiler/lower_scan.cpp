@@ -10,7 +10,8 @@
 //
 // Row scans (j is the innermost index, the contiguous one of the output):
 //  1. `group` threads share a row: a warp (several rows per block) or the whole block.
-//  2. The row is walked in chunks of group * vec elements; each thread evaluates the body at
+//  2. The row is walked in chunks of group * vec elements, `items` chunks per step of the
+//     loop, whose loads and body values all come first; each thread evaluates the body at
 //     `vec` consecutive elements (16-byte vector loads of the reads contiguous in j when L is
 //     a multiple of vec, scalar loads otherwise; positions past the row are clamped for the
 //     loads and count as the identity).
@@ -474,115 +475,141 @@ Value* ScanLowering::scan_row(const std::vector<Value*>& row, Value* j_begin, Va
   Value* carry = var(carry0, "carry");
   Value* carry_c = compensated() ? var(math_.num(0), "carry.c") : nullptr;
   const int64_t chunk = int64_t{G} * V;
-  loop(j_begin, j_end, i64(chunk), [&](Value* c0) {
-    Value* j0 = b_.CreateAdd(c0, b_.CreateMul(gtid, i64(V)));
-    Value* last = b_.CreateSub(j_end, i64(1));
-    std::vector<Point> pts(static_cast<size_t>(V));
-    std::vector<Value*> in(static_cast<size_t>(V));
-    // Loads: a vector per contiguous read when the lanes are all in the row or all out
-    // (vector: L and the slices are multiples of V), clamped into the row either way.
-    Value* jv = vector ? min64(j0, b_.CreateSub(j_end, i64(V))) : nullptr;
-    std::vector<std::pair<Expr, Value*>> vectors;
-    if (vector) {
-      for (const Expr& e : row_loads_) {
-        const Load& ld = *e.as<Load>();
-        std::vector<Value*> coord = row;
-        coord.push_back(jv);
-        const int param = param_index(ld.tensor);
-        note_aligned(param, ld.stored);
-        vectors.emplace_back(e, em_.load_vector(em_.element_ptr(ptrs_[static_cast<size_t>(param)],
-                                                                ld.stored, offset_of(ld, coord)),
-                                                ld.stored, V));
-      }
-    }
-    for (int k = 0; k < V; ++k) {
-      Value* jk = b_.CreateAdd(j0, i64(k));
-      in[k] = b_.CreateICmpSLT(jk, j_end);
-      Point& p = pts[static_cast<size_t>(k)];
-      p.coord = row;
-      p.coord.push_back(vector ? b_.CreateAdd(jv, i64(k)) : min64(jk, last));
-      for (const auto& [e, vec] : vectors) {
-        p.vec_lane[e] = em_.widen_lane(vec, k, e.as<Load>()->stored);
-      }
-    }
-    // 1. The thread's elements, in order.
-    std::vector<Value*> incl(static_cast<size_t>(V));
-    for (int k = 0; k < V; ++k) {
-      Value* v = b_.CreateSelect(in[k], eval(body_, pts[static_cast<size_t>(k)]), identity);
-      incl[k] = k == 0 ? v : em_.combine(op_, incl[k - 1], v);
-    }
-    // 2. Across the warp: Hillis-Steele on the threads' totals.
-    Value* x = incl[V - 1];
-    for (int d = 1; d < 32; d *= 2) {
-      Value* y = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32,
-                      llvm::Intrinsic::nvvm_shfl_sync_up_i32, x, b_.getInt32(d), 0);
-      x = b_.CreateSelect(b_.CreateICmpUGE(lane, i64(d)), em_.combine(op_, y, x), x);
-    }
-    Value* before = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32,
-                         llvm::Intrinsic::nvvm_shfl_sync_up_i32, x, b_.getInt32(1), 0);
-    before = b_.CreateSelect(b_.CreateICmpEQ(lane, i64(0)), identity, before);
-    Value* total = shfl(llvm::Intrinsic::nvvm_shfl_sync_idx_f32,
-                        llvm::Intrinsic::nvvm_shfl_sync_idx_i32, x, b_.getInt32(31), 31);
-    Value* prefix = em_.combine(op_, get(carry), before);
-    // 3. Across the warps: their totals through shared memory (half `parity` of it).
-    if (warps > 1) {
-      // The halves alternate over every chunk the block scans (rows included), so a warp
-      // writing a chunk's total never overwrites one a slower warp has yet to read.
-      Value* count = b_.CreateLoad(b_.getInt64Ty(), chunks_);
-      b_.CreateStore(b_.CreateAdd(count, i64(1)), chunks_);
-      Value* parity = b_.CreateAnd(count, i64(1));
-      Value* base = b_.CreateMul(parity, i64(warps));
-      when(b_.CreateICmpEQ(lane, i64(31)), [&] {
-        b_.CreateStore(b_.CreateBitCast(x, b_.getInt32Ty()),
-                       b_.CreateInBoundsGEP(b_.getInt32Ty(), smem_, b_.CreateAdd(base, warp)));
-      });
-      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
-      Value* earlier = get(carry);
-      total = identity;
-      for (int w = 0; w < warps; ++w) {
-        Value* tw = b_.CreateBitCast(
-            b_.CreateLoad(b_.getInt32Ty(),
-                          b_.CreateInBoundsGEP(b_.getInt32Ty(), smem_, b_.CreateAdd(base, i64(w)))),
-            acc_type_);
-        earlier =
-            b_.CreateSelect(b_.CreateICmpULT(i64(w), warp), em_.combine(op_, earlier, tw), earlier);
-        total = w == 0 ? tw : em_.combine(op_, total, tw);
-      }
-      prefix = em_.combine(op_, earlier, before);
-    }
-    add_to(carry, carry_c, total);
-    if (!store) return;
-    // 4. The stores, with the epilogue.
-    for (int k = 0; k < V; ++k) pts[k].scan = em_.combine(op_, prefix, incl[k]);
-    if (vector) {
-      when(b_.CreateICmpSLT(j0, j_end), [&] {
-        for (const Store& s : stores_) {
-          std::vector<Value*> vals;
-          for (int k = 0; k < V; ++k) vals.push_back(eval(s.value, pts[static_cast<size_t>(k)]));
-          note_aligned(s.param, s.dtype);
+  const int I = std::max(1, cfg_.items);
+  // Each step of the loop covers `items` chunks: every chunk's loads and body values first
+  // (items x vec elements in flight per thread), then the chunks' scans in order.
+  struct Chunk {
+    Value* j0 = nullptr;
+    Value* jv = nullptr;
+    std::vector<Point> pts;
+    std::vector<Value*> in, vals;
+  };
+  loop(j_begin, j_end, i64(chunk * I), [&](Value* c_base) {
+    std::vector<Chunk> chunks(static_cast<size_t>(I));
+    for (int ci = 0; ci < I; ++ci) {
+      Chunk& ch = chunks[static_cast<size_t>(ci)];
+      Value* c0 = b_.CreateAdd(c_base, i64(int64_t{ci} * chunk));
+      Value* j0 = b_.CreateAdd(c0, b_.CreateMul(gtid, i64(V)));
+      Value* last = b_.CreateSub(j_end, i64(1));
+      std::vector<Point> pts(static_cast<size_t>(V));
+      std::vector<Value*> in(static_cast<size_t>(V));
+      // Loads: a vector per contiguous read when the lanes are all in the row or all out
+      // (vector: L and the slices are multiples of V), clamped into the row either way.
+      Value* jv = vector ? min64(j0, b_.CreateSub(j_end, i64(V))) : nullptr;
+      std::vector<std::pair<Expr, Value*>> vectors;
+      if (vector) {
+        for (const Expr& e : row_loads_) {
+          const Load& ld = *e.as<Load>();
           std::vector<Value*> coord = row;
           coord.push_back(jv);
-          Value* off = i64(0);
-          const std::vector<Value*>& st = strides_.at(params_[s.param]->name);
-          for (size_t d = 0; d < rank_; ++d) off = b_.CreateAdd(off, b_.CreateMul(coord[d], st[d]));
-          em_.store(em_.element_ptr(ptrs_[static_cast<size_t>(s.param)], s.dtype, off), s.dtype,
-                    vals);
+          const int param = param_index(ld.tensor);
+          note_aligned(param, ld.stored);
+          vectors.emplace_back(e, em_.load_vector(em_.element_ptr(ptrs_[static_cast<size_t>(param)],
+                                                                  ld.stored, offset_of(ld, coord)),
+                                                  ld.stored, V));
         }
-      });
-    } else {
+      }
       for (int k = 0; k < V; ++k) {
-        when(in[k], [&] {
-          Point& p = pts[static_cast<size_t>(k)];
+        Value* jk = b_.CreateAdd(j0, i64(k));
+        in[k] = b_.CreateICmpSLT(jk, j_end);
+        Point& p = pts[static_cast<size_t>(k)];
+        p.coord = row;
+        p.coord.push_back(vector ? b_.CreateAdd(jv, i64(k)) : min64(jk, last));
+        for (const auto& [e, vec] : vectors) {
+          p.vec_lane[e] = em_.widen_lane(vec, k, e.as<Load>()->stored);
+        }
+      }
+      std::vector<Value*> vals(static_cast<size_t>(V));
+      for (int k = 0; k < V; ++k) {
+        vals[k] = b_.CreateSelect(in[k], eval(body_, pts[static_cast<size_t>(k)]), identity);
+      }
+      ch = {j0, jv, std::move(pts), std::move(in), std::move(vals)};
+    }
+    for (Chunk& ch : chunks) {
+      Value* j0 = ch.j0;
+      Value* jv = ch.jv;
+      std::vector<Point>& pts = ch.pts;
+      std::vector<Value*>& in = ch.in;
+      // 1. The thread's elements, in order.
+      std::vector<Value*> incl(static_cast<size_t>(V));
+      for (int k = 0; k < V; ++k) {
+        Value* v = ch.vals[static_cast<size_t>(k)];
+        incl[k] = k == 0 ? v : em_.combine(op_, incl[k - 1], v);
+      }
+      // 2. Across the warp: Hillis-Steele on the threads' totals.
+      Value* x = incl[V - 1];
+      for (int d = 1; d < 32; d *= 2) {
+        Value* y = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32,
+                        llvm::Intrinsic::nvvm_shfl_sync_up_i32, x, b_.getInt32(d), 0);
+        x = b_.CreateSelect(b_.CreateICmpUGE(lane, i64(d)), em_.combine(op_, y, x), x);
+      }
+      Value* before = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32,
+                           llvm::Intrinsic::nvvm_shfl_sync_up_i32, x, b_.getInt32(1), 0);
+      before = b_.CreateSelect(b_.CreateICmpEQ(lane, i64(0)), identity, before);
+      Value* total = shfl(llvm::Intrinsic::nvvm_shfl_sync_idx_f32,
+                          llvm::Intrinsic::nvvm_shfl_sync_idx_i32, x, b_.getInt32(31), 31);
+      Value* prefix = em_.combine(op_, get(carry), before);
+      // 3. Across the warps: their totals through shared memory (half `parity` of it).
+      if (warps > 1) {
+        // The halves alternate over every chunk the block scans (rows included), so a warp
+        // writing a chunk's total never overwrites one a slower warp has yet to read.
+        Value* count = b_.CreateLoad(b_.getInt64Ty(), chunks_);
+        b_.CreateStore(b_.CreateAdd(count, i64(1)), chunks_);
+        Value* parity = b_.CreateAnd(count, i64(1));
+        Value* base = b_.CreateMul(parity, i64(warps));
+        when(b_.CreateICmpEQ(lane, i64(31)), [&] {
+          b_.CreateStore(b_.CreateBitCast(x, b_.getInt32Ty()),
+                         b_.CreateInBoundsGEP(b_.getInt32Ty(), smem_, b_.CreateAdd(base, warp)));
+        });
+        b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+        Value* earlier = get(carry);
+        total = identity;
+        for (int w = 0; w < warps; ++w) {
+          Value* tw = b_.CreateBitCast(
+              b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), smem_,
+                                                                  b_.CreateAdd(base, i64(w)))),
+              acc_type_);
+          earlier = b_.CreateSelect(b_.CreateICmpULT(i64(w), warp), em_.combine(op_, earlier, tw),
+                                    earlier);
+          total = w == 0 ? tw : em_.combine(op_, total, tw);
+        }
+        prefix = em_.combine(op_, earlier, before);
+      }
+      add_to(carry, carry_c, total);
+      if (!store) continue;
+      // 4. The stores, with the epilogue.
+      for (int k = 0; k < V; ++k) pts[k].scan = em_.combine(op_, prefix, incl[k]);
+      if (vector) {
+        when(b_.CreateICmpSLT(j0, j_end), [&] {
           for (const Store& s : stores_) {
-            Value* v = eval(s.value, p);
-            const std::vector<Value*>& st = strides_.at(params_[s.param]->name);
+            std::vector<Value*> vals;
+            for (int k = 0; k < V; ++k) vals.push_back(eval(s.value, pts[static_cast<size_t>(k)]));
+            note_aligned(s.param, s.dtype);
+            std::vector<Value*> coord = row;
+            coord.push_back(jv);
             Value* off = i64(0);
+            const std::vector<Value*>& st = strides_.at(params_[s.param]->name);
             for (size_t d = 0; d < rank_; ++d)
-              off = b_.CreateAdd(off, b_.CreateMul(p.coord[d], st[d]));
+              off = b_.CreateAdd(off, b_.CreateMul(coord[d], st[d]));
             em_.store(em_.element_ptr(ptrs_[static_cast<size_t>(s.param)], s.dtype, off), s.dtype,
-                      {v});
+                      vals);
           }
         });
+      } else {
+        for (int k = 0; k < V; ++k) {
+          when(in[k], [&] {
+            Point& p = pts[static_cast<size_t>(k)];
+            for (const Store& s : stores_) {
+              Value* v = eval(s.value, p);
+              const std::vector<Value*>& st = strides_.at(params_[s.param]->name);
+              Value* off = i64(0);
+              for (size_t d = 0; d < rank_; ++d)
+                off = b_.CreateAdd(off, b_.CreateMul(p.coord[d], st[d]));
+              em_.store(em_.element_ptr(ptrs_[static_cast<size_t>(s.param)], s.dtype, off), s.dtype,
+                        {v});
+            }
+          });
+        }
       }
     }
   });
