@@ -507,6 +507,9 @@ std::string print_plan(const KernelPlan& plan) {
                          scan.indices[static_cast<size_t>(*st.sk->scan_axis)],
                          st.row_scan() ? "contiguous: rows" : "outer: columns");
     }
+    if (st.sk && !st.sk->flattening.empty()) {
+      out += fmt::format("  reduction over {}\n", st.sk->flattening);
+    }
     if (st.kind == bundle::StepKind::row_reduction) {
       out += fmt::format("  passes: held={} looped={}\n", st.passes.held, st.passes.looped);
       for (const std::string& f : st.passes.fused) out += fmt::format("  fusion: {}\n", f);

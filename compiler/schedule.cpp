@@ -860,14 +860,16 @@ class Scheduler {
           break;
         }
       }
-      r = run ? fmt::format("a reduction over {} flattened to one axis of {}: that axis",
-                            fmt::join(names, ", "), product_text(sk.reduced))
+      sk.flattening =
+          run ? fmt::format("{} flattened to one axis of {}", fmt::join(names, ", "),
+                            product_text(sk.reduced))
               : fmt::format(
-                    "a reduction over {} run as one flat index of {} (the general path: the "
-                    "tensors it walks do not hold {} as one run, so each element's indices are "
-                    "recomputed from the flat one by division, and loads along it are scalar): "
-                    "the innermost of them",
+                    "{} as one flat index of {} (the general path: the tensors it walks do not "
+                    "hold {} as one run, so each element's indices are recomputed from the flat "
+                    "one by division, and loads along it are scalar)",
                     fmt::join(names, ", "), product_text(sk.reduced), fmt::join(names, ", "));
+      r = fmt::format("a reduction over {}: {}", sk.flattening,
+                      run ? "that axis" : "the innermost of them");
     }
     std::string why_not;  // a product over a 2-D space or more that is not a contraction
     for (int n : members) {

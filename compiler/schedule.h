@@ -72,7 +72,10 @@ struct ScheduledKernel {
   std::vector<Dim> space;    // pointwise: its space; reduction: the rows O
   std::vector<Dim> reduced;  // reduction: the reduced extents, R their product (else empty)
   int row_phases = 0;        // reduction: dependent passes over a row (softmax: 3)
-  KernelDef def;             // the kernel as a program of its own (verified)
+  // A reduction over several indices: how they run, "h, w flattened to one axis of H*W" or
+  // "n, h, w as one flat index of N*H*W (the general path: ...)"; else empty.
+  std::string flattening;
+  KernelDef def;  // the kernel as a program of its own (verified)
   // Reduction kernels: for each placed statement of `def` (by target; recomputed pointwise
   // temporaries have none), the part each of its index variables plays: row dimension d
   // (0 <= d < space.size()) or reduced index a (d == space.size() + a, 0 <= a <
