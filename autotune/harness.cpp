@@ -396,9 +396,10 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
   }
   for (const std::string& s : info.symbols) syms_.push_back(shape.at(s));
   for (const bundle::Step& step : info.steps) {
-    for (int64_t r : resolve_shape(step.reduced, shape)) {
-      reduced_extent_ = std::max(reduced_extent_, r);
-    }
+    // A reduction over several indices folds the product of their extents.
+    int64_t r = 1;
+    for (int64_t e : resolve_shape(step.reduced, shape)) r *= e;
+    if (!step.reduced.empty()) reduced_extent_ = std::max(reduced_extent_, r);
   }
   // A copy from pageable memory may return before its DMA lands (the driver stages it), and
   // kernels on stream_ (non-blocking) do not wait for the default stream it is queued on:

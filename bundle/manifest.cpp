@@ -331,7 +331,11 @@ Step read_step(const Obj& o, const KernelInfo& k) {
   s.space = read_dims(o, "space", k.symbols);
   if (o.find("reduced")) {
     s.reduced = read_dims(o, "reduced", k.symbols);
-    if (s.reduced.size() > 1) fail(o.at("reduced"), "expected at most one dimension");
+    // A row or outer reduction over several indices lists their extents (R: the product).
+    if (s.reduced.size() > 1 && s.kind != StepKind::row_reduction &&
+        s.kind != StepKind::outer_reduction) {
+      fail(o.at("reduced"), "expected at most one dimension");
+    }
   }
   const Json& variants = o.array("variants");
   if (variants.empty()) fail(o.at("variants"), "expected at least one variant");

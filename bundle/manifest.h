@@ -199,7 +199,8 @@ struct Step {
   std::string name;
   StepKind kind = StepKind::pointwise;
   std::vector<Dim> space;    // iteration extents (a reduction's rows)
-  std::vector<Dim> reduced;  // a reduction's reduced extent (one dim), else empty
+  std::vector<Dim> reduced;  // a reduction's reduced extents, R their product (several only
+                             // for a row or outer reduction over several indices), else empty
   std::vector<Variant> variants;
   friend bool operator==(const Step&, const Step&) = default;
 };

@@ -64,6 +64,10 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
   if (red->op != ReduceOp::sum && red->op != ReduceOp::mean) {
     return fmt::format("a {} is not a sum of products", to_string(red->op));
   }
+  if (red->indices.size() > 1) {
+    return fmt::format("it reduces over {} indices; a contraction reduces over one",
+                       red->indices.size());
+  }
   if (s.indices.size() < 2) {
     return std::string(
         "its output has fewer than two indices (a matrix-vector product is "
@@ -76,7 +80,7 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
   });
   Rename identity;
   for (const std::string& v : s.indices) identity[v] = v;
-  identity[red->index] = red->index;
+  identity[red->indices[0]] = red->indices[0];
   const Expr body = inliner.rewrite(wrap(red->body), identity);
 
   std::vector<Expr> num, den;
@@ -91,12 +95,12 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
     }
   };
   for (const Expr& f : den) {
-    if (uses(f, red->index))
-      return fmt::format("it divides by a value that depends on {}", red->index);
+    if (uses(f, red->indices[0]))
+      return fmt::format("it divides by a value that depends on {}", red->indices[0]);
     times(f, true);
   }
   for (const Expr& f : num) {
-    if (!uses(f, red->index)) {
+    if (!uses(f, red->indices[0])) {
       times(f, false);
       continue;
     }
@@ -105,12 +109,12 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
       return fmt::format(
           "a factor that depends on {} is not a tensor read (an operand computed "
           "per element is not on tensor cores yet)",
-          red->index);
+          red->indices[0]);
     }
     operands.push_back(l);
   }
   if (operands.size() != 2) {
-    return fmt::format("{} factor(s) depend on {}, not two", operands.size(), red->index);
+    return fmt::format("{} factor(s) depend on {}, not two", operands.size(), red->indices[0]);
   }
   const std::string& m = s.indices[s.indices.size() - 2];
   const std::string& n = s.indices.back();
@@ -121,7 +125,7 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
   ContractionShape c;
   c.target = s.target;
   c.vars = s.indices;
-  c.k = red->index;
+  c.k = red->indices[0];
   const DType dt = operands[0]->stored;
   for (int side = 0; side < 2; ++side) {
     const Load* l = operands[side];
@@ -170,7 +174,7 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
     (side == 0 ? c.a_index : c.b_index) = l->indices;
   }
   if (red->op == ReduceOp::mean) {
-    const Dim extent = index_extents(k, s).at(red->index);
+    const Dim extent = index_extents(k, s).at(red->indices[0]);
     times(extent.is_fixed() ? make_const(static_cast<double>(extent.value()), DType::f32)
                             : make_cast(DType::f32, make_sym(extent.name()), s.loc),
           true);

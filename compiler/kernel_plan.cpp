@@ -165,7 +165,7 @@ std::string limit_text(int64_t limit) {
 // scans), or the one default (outer scans).
 template <class Line>
 void explain_scan_rule(const StepPlan& step, const bundle::StepRule& rule, Line&& line) {
-  const std::string L = step.reduced->to_string();
+  const std::string L = product_text(step.reduced);
   const std::string axis =
       scan_statement(*step.sk).indices[static_cast<size_t>(*step.sk->scan_axis)];
   const std::string ind = rule.split >= 0 ? "  " : "";
@@ -301,7 +301,7 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
       // The rows are the space but the scanned index; 16-byte vectors of the narrowest tensor.
       const auto axis = static_cast<size_t>(*sk.scan_axis);
       p.space.erase(p.space.begin() + static_cast<std::ptrdiff_t>(axis));
-      p.reduced = sk.space[axis];
+      p.reduced = {sk.space[axis]};
       size_t narrowest = 4;
       for (const TensorDecl* t : sk.def.params()) {
         if (t->role == TensorRole::output || loads_tensor(sk.def, t->name))
@@ -340,7 +340,7 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   bs.name = fmt::format("{}_s{}", kernel, si);
   bs.kind = step.kind;
   bs.space = step.space;
-  if (step.reduced) bs.reduced = {*step.reduced};
+  bs.reduced = step.reduced;
   std::vector<int> written(step.variants.size(), -1);  // plan index -> manifest id
   for (size_t pi = 0; pi < step.variants.size(); ++pi) {
     const PlannedVariant& pv = step.variants[pi];
@@ -434,7 +434,7 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   } else if (step.kind == bundle::StepKind::scan) {
     explain_scan_rule(step, rule, line);
   } else {
-    const std::string R = step.reduced->to_string();
+    const std::string R = product_text(step.reduced);
     const int sv = rule.split;
     if (sv >= 0) {
       const PlannedVariant& v = step.variants[static_cast<size_t>(sv)];
@@ -500,10 +500,10 @@ std::string print_plan(const KernelPlan& plan) {
   for (size_t si = 0; si < plan.steps.size(); ++si) {
     const StepPlan& st = plan.steps[si];
     out += fmt::format("step {} {}_s{}: {}", si, k.name, si, to_string(st.kind));
-    if (st.reduced) {
+    if (!st.reduced.empty()) {
       out += fmt::format(" rows={} {}={}", dims_text(st.space),
                          st.kind == bundle::StepKind::scan ? "scan" : "reduce",
-                         st.reduced->to_string());
+                         product_text(st.reduced));
     } else {
       out += fmt::format(" space={}", dims_text(st.space));
     }
@@ -517,11 +517,14 @@ std::string print_plan(const KernelPlan& plan) {
                          scan.indices[static_cast<size_t>(*st.sk->scan_axis)],
                          st.row_scan() ? "contiguous: rows" : "outer: columns");
     }
+    if (st.sk && !st.sk->flattening.empty()) {
+      out += fmt::format("  reduction over {}\n", st.sk->flattening);
+    }
     if (st.kind == bundle::StepKind::row_reduction) {
       out += fmt::format("  passes: held={} looped={}\n", st.passes.held, st.passes.looped);
       for (const std::string& f : st.passes.fused) out += fmt::format("  fusion: {}\n", f);
     }
-    if (st.reduced && st.kind != bundle::StepKind::scan) {
+    if (!st.reduced.empty() && st.kind != bundle::StepKind::scan) {
       out += fmt::format("  split: phases={} slots={}\n", st.split.phases, st.split.slots);
     }
     if (st.kind == bundle::StepKind::pointwise && st.pointwise.tiling.tiled()) {

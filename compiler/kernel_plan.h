@@ -63,10 +63,11 @@ struct TuneRange {
 
 struct StepPlan {
   bundle::StepKind kind = bundle::StepKind::pointwise;
-  const KernelDef* abi = nullptr;       // the parameters its entry takes (manifest.h's ABI)
-  std::vector<Dim> space;               // pointwise: its elements; reductions, scans: the rows
-  std::optional<Dim> reduced;           // reductions: the reduced extent; scans: the scanned
-  PointwiseStep pointwise;              // pointwise: the stores, in the step's variables
+  const KernelDef* abi = nullptr;  // the parameters its entry takes (manifest.h's ABI)
+  std::vector<Dim> space;          // pointwise: its elements; reductions, scans: the rows
+  std::vector<Dim> reduced;        // reductions: the reduced extents (R: their product); scans: the
+                                   // scanned extent; else empty
+  PointwiseStep pointwise;         // pointwise: the stores, in the step's variables
   const ScheduledKernel* sk = nullptr;  // reductions, contractions, scans: the kernel it lowers
   int max_vec = 1;                      // widest useful vector, in elements (16 bytes)
 

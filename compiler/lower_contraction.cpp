@@ -220,7 +220,7 @@ class ContractionLowering {
     for (size_t d = 0; d + 2 < rank; ++d) batch_dims_.push_back(dim(sk_.space[d]));
     m_extent_ = dim(sk_.space[rank - 2]);
     n_extent_ = dim(sk_.space[rank - 1]);
-    k_extent_ = dim(*sk_.reduced);
+    k_extent_ = dim(sk_.reduced.at(0));
     Value* batches = i64(1);
     for (Value* v : batch_dims_) batches = b_.CreateMul(batches, v);
     tiles_m_ = ceil_div(m_extent_, i64(cfg_.tile_m));

@@ -71,7 +71,11 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
     row_extents_.push_back(dim_value(d));
     rows_ = b_.CreateMul(rows_, row_extents_.back(), "rows");
   }
-  R_ = dim_value(*sk_.reduced);
+  R_ = nullptr;
+  for (const Dim& d : sk_.reduced) {
+    reduced_extents_.push_back(dim_value(d));
+    R_ = R_ ? b_.CreateMul(R_, reduced_extents_.back(), "R") : reduced_extents_.back();
+  }
   exit_ = BasicBlock::Create(ctx_, "exit", fn_);
 
   const int V = cfg_.vec;
@@ -99,7 +103,7 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
 
 void lower_reduction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
                      const ReductionConfig& cfg, const std::string& entry, VariantLayout* layout) {
-  internal_check(sk.reduced.has_value(), "lower_reduction: not a reduction kernel");
+  internal_check(!sk.reduced.empty(), "lower_reduction: not a reduction kernel");
   reduction::ReductionLowering(m, abi, sk, cfg).run(entry, layout);
 }
 

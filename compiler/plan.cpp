@@ -38,12 +38,15 @@ Expr Inliner::rewrite(const Expr& e, const Rename& rename,
     out = def == defs_.end() ? make_load(ld->tensor, idx, ld->stored, e.loc())
                              : inline_definition(*def->second, idx);
   } else if (const Reduce* red = e.as<Reduce>()) {
-    if (rename.find(red->index) == rename.end()) {
+    if (std::any_of(red->indices.begin(), red->indices.end(),
+                    [&](const std::string& v) { return rename.find(v) == rename.end(); })) {
       throw UserError(e.loc(), fmt::format("'{}' is a reduction the code generator cannot place "
                                            "(the interpreter runs it)",
                                            to_string(red->op)));
     }
-    out = make_reduce(red->op, var(red->index), rewrite(wrap(red->body), rename, memo), e.loc());
+    std::vector<std::string> indices;
+    for (const std::string& v : red->indices) indices.push_back(var(v));
+    out = make_reduce(red->op, indices, rewrite(wrap(red->body), rename, memo), e.loc());
   } else {
     out = map_children(e, [&](const Expr& c) { return rewrite(c, rename, memo); });
   }

@@ -83,8 +83,8 @@ class DivisionHoister {
   bool varies(const Expr& e) {
     if (auto it = varies_.find(e.ptr().get()); it != varies_.end()) return it->second;
     bool v = false;
-    if (const Load* l = e.as<Load>()) v = uses(l->indices, kReduced);
-    if (const IndexRef* r = e.as<IndexRef>()) v = r->name == kReduced;
+    if (const Load* l = e.as<Load>()) v = uses_reduced(l->indices);
+    if (const IndexRef* r = e.as<IndexRef>()) v = is_reduced(r->name);
     for_each_child(e, [&](const Expr& c) { v = varies(c) || v; });
     varies_.emplace(e.ptr().get(), v);
     return v;
@@ -147,16 +147,19 @@ bool scales_with_max(const Expr& e, const Item& m) {
   return b->op == BinaryOp::mul && scales_with_max(wrap(b->b), m) && !reads(wrap(b->a), m.target);
 }
 
-// Whether e is the reduced extent R: its symbol, or its value when fixed.
-bool is_extent(const Expr& e, const Dim& R) {
-  if (const SymRef* s = e.as<SymRef>()) return !R.is_fixed() && s->name == R.name();
-  if (const Const* c = e.as<Const>()) return R.is_fixed() && c->value == double(R.value());
-  return false;
+// Whether e is the reduced extent R (the product of `dims`): its symbol, or its value when
+// fixed (several dims: only when all are fixed).
+bool is_extent(const Expr& e, const std::vector<Dim>& dims) {
+  int64_t fixed = 1;
+  for (const Dim& d : dims) fixed = d.is_fixed() && fixed > 0 ? fixed * d.value() : -1;
+  if (const Const* c = e.as<Const>()) return fixed > 0 && c->value == double(fixed);
+  const SymRef* s = e.as<SymRef>();
+  return s && dims.size() == 1 && !dims[0].is_fixed() && s->name == dims[0].name();
 }
 
 // Whether e is (X - mean) * (X - mean), the two factors structurally equal, X the body of
 // reduction s and mean its mean over the row: s / R for a sum, s itself for a mean.
-bool squares_deviation(const Expr& e, const Item& s, const Dim& R) {
+bool squares_deviation(const Expr& e, const Item& s, const std::vector<Dim>& R) {
   const Binary* sq = e.as<Binary>();
   if (!sq || sq->op != BinaryOp::mul || !(wrap(sq->a) == wrap(sq->b))) return false;
   const Binary* dev = wrap(sq->a).as<Binary>();
@@ -170,7 +173,8 @@ bool squares_deviation(const Expr& e, const Item& s, const Dim& R) {
 
 // Finds the reductions that looped rows compute alongside an earlier one (the header's
 // rules) and builds p.looped from p.passes.
-void fuse_for_looped_rows(Program& p, const std::vector<const TensorDecl*>& params, const Dim& R) {
+void fuse_for_looped_rows(Program& p, const std::vector<const TensorDecl*>& params,
+                          const std::vector<Dim>& R) {
   std::vector<int> pass_of(p.items.size());
   for (size_t k = 0; k < p.passes.size(); ++k) {
     for (int i : p.passes[k]) pass_of[i] = static_cast<int>(k);
@@ -226,14 +230,60 @@ bool uses(const std::vector<std::string>& idx, const std::string& v) {
   return std::find(idx.begin(), idx.end(), v) != idx.end();
 }
 
+std::string reduced_axis_var(int a) {
+  return fmt::format("_a{}", a);
+}
+
+bool is_reduced(const std::string& v) {
+  return v == kReduced || v == kFolded || v.rfind("_a", 0) == 0;
+}
+
+bool uses_reduced(const std::vector<std::string>& idx) {
+  return std::any_of(idx.begin(), idx.end(), is_reduced);
+}
+
 // Whether canonical indices name a row dimension (`_o<d>`).
 bool uses_row(const std::vector<std::string>& idx) {
-  return std::any_of(idx.begin(), idx.end(), [](const std::string& v) { return v != kReduced; });
+  return std::any_of(idx.begin(), idx.end(),
+                     [](const std::string& v) { return v.rfind("_o", 0) == 0; });
 }
+
+namespace {
+
+// Canonical indices with the run _a0, .., _a<m-1> (all m reduced indices, in order, adjacent)
+// read as the flat index: kFolded, .., kFolded, _r.
+std::vector<std::string> fold_run(std::vector<std::string> idx, int m) {
+  if (m < 2) return idx;
+  for (size_t d = 0; d + m <= idx.size(); ++d) {
+    bool run = true;
+    for (int a = 0; a < m && run; ++a) run = idx[d + a] == reduced_axis_var(a);
+    if (!run) continue;
+    for (int a = 0; a + 1 < m; ++a) idx[d + a] = kFolded;
+    idx[d + m - 1] = kReduced;
+    break;
+  }
+  return idx;
+}
+
+// e with every load's indices folded (fold_run); memoized, e being a DAG.
+Expr fold_runs(const Expr& e, int m, std::unordered_map<const ExprNode*, Expr>& memo) {
+  if (auto it = memo.find(e.ptr().get()); it != memo.end()) return it->second;
+  Expr out;
+  if (const Load* l = e.as<Load>()) {
+    out = make_load(l->tensor, fold_run(l->indices, m), l->stored, e.loc());
+  } else {
+    out = map_children(e, [&](const Expr& c) { return fold_runs(c, m, memo); });
+  }
+  memo.emplace(e.ptr().get(), out);
+  return out;
+}
+
+}  // namespace
 
 Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk, bool fuse) {
   const KernelDef& def = sk.def;
   const int rows = static_cast<int>(sk.space.size());
+  const int m = static_cast<int>(sk.reduced.size());
   Inliner inliner(def, [](const Stmt& s) { return !s.value.as<Reduce>(); });
   std::vector<const TensorDecl*> params = abi.params();
   std::map<std::string, int> reduction_item;
@@ -243,20 +293,26 @@ Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk, bool fuse)
     if (roles == sk.roles.end()) continue;  // an inlined temporary
     Rename rename;
     for (const auto& [v, role] : roles->second) {
-      internal_check(role >= 0 && role <= rows, "lower_reduction: statement without roles");
-      rename[v] = role == rows ? kReduced : row_var(role);
+      internal_check(role >= 0 && role < rows + m, "lower_reduction: statement without roles");
+      rename[v] = role < rows ? row_var(role) : m == 1 ? kReduced : reduced_axis_var(role - rows);
     }
     Item it;
     it.target = s.target;
     for (const auto& v : s.indices) it.indices.push_back(rename.at(v));
-    Expr value = DivisionHoister().run(inliner.rewrite(s.value, rename));
+    it.indices = fold_run(it.indices, m);
+    Expr value = inliner.rewrite(s.value, rename);
+    if (m > 1) {
+      std::unordered_map<const ExprNode*, Expr> folded;  // value keeps its keys alive
+      value = fold_runs(value, m, folded);
+    }
+    value = DivisionHoister().run(value);
     if (const Reduce* r = value.as<Reduce>()) {
       it.kind = Item::reduction;
       it.op = r->op;
       it.type = value.type();
       it.value = wrap(r->body);
     } else {
-      it.kind = uses(it.indices, kReduced) ? Item::element_store : Item::row_store;
+      it.kind = uses_reduced(it.indices) ? Item::element_store : Item::row_store;
       it.value = value;
     }
     for (size_t i = 0; i < params.size(); ++i) {
@@ -298,7 +354,7 @@ Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk, bool fuse)
   close();
   p.looped = p.passes;
   if (fuse && sk.kind == StepKind::row_reduction) {
-    fuse_for_looped_rows(p, params, *sk.reduced);
+    fuse_for_looped_rows(p, params, sk.reduced);
   }
   return p;
 }
@@ -383,7 +439,7 @@ int reduction_vector_width(const ScheduledKernel& sk) {
 }
 
 RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk) {
-  internal_check(sk.reduced.has_value() && sk.kind == StepKind::row_reduction,
+  internal_check(!sk.reduced.empty() && sk.kind == StepKind::row_reduction,
                  "row_passes: not a row reduction kernel");
   auto p = canonicalize(abi, sk, true);
   auto walks = [&](const std::vector<std::vector<int>>& passes) {

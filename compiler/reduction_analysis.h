@@ -49,9 +49,21 @@ int64_t rows_per_block(StepKind kind, const ReductionConfig& cfg);
 
 namespace reduction {
 
-/// The canonical name of the reduced index, and of row dimension d (`_o<d>`).
+/// The canonical name of the reduced index, and of row dimension d (`_o<d>`). A reduction
+/// over several indices runs as one flat index `_r` of R elements (their product, the first
+/// outermost); in a tensor that holds them all as one run, in order (x[b, c, h, w] reduced
+/// over h, w), the run reads as that flat index: its outer positions become kFolded (no
+/// coordinate of their own; their extents still scale the strides) and its last `_r`. Every
+/// other use of reduced index a is `_a<a>` (reduced_axis_var), recomputed from `_r` by
+/// division.
 inline const char* const kReduced = "_r";
+inline const char* const kFolded = "_rf";
 std::string row_var(int d);
+std::string reduced_axis_var(int a);
+/// Whether canonical index `v` depends on the reduced index: `_r`, kFolded or `_a<a>`.
+bool is_reduced(const std::string& v);
+/// Whether canonical indices name any index that depends on the reduced one.
+bool uses_reduced(const std::vector<std::string>& idx);
 
 /// How a reduction of a looped row joins the pass of an earlier one, its lead (step 3).
 enum class Fusion { none, online, welford };

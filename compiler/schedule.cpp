@@ -119,7 +119,7 @@ class Normalizer {
           }
           if (const Reduce* r = x.as<Reduce>()) {
             std::set<std::string> b = bound;
-            b.insert(r->index);
+            b.insert(r->indices.begin(), r->indices.end());
             walk(wrap(r->body), b);
             return;
           }
@@ -133,14 +133,43 @@ class Normalizer {
     return out;
   }
 
+  // The indices of a reduction over several, in the order the tensors its body reads lay
+  // them out, outermost first: those of the widest reads first (then the next widest), any
+  // index no read walks (a value only) in front. The order of accumulation is unspecified, so
+  // this only decides which of them can run as one contiguous flat index.
+  static std::vector<std::string> memory_order(const std::vector<std::string>& indices,
+                                               const Expr& body) {
+    if (indices.size() < 2) return indices;
+    std::vector<const Load*> loads;
+    collect_loads(body, loads);
+    std::stable_sort(loads.begin(), loads.end(), [](const Load* a, const Load* b) {
+      return a->indices.size() > b->indices.size();
+    });
+    std::vector<std::string> walked;
+    for (const Load* l : loads) {
+      for (const std::string& v : l->indices) {
+        if (std::find(indices.begin(), indices.end(), v) != indices.end() &&
+            std::find(walked.begin(), walked.end(), v) == walked.end()) {
+          walked.push_back(v);
+        }
+      }
+    }
+    std::vector<std::string> out;
+    for (const std::string& v : indices) {
+      if (std::find(walked.begin(), walked.end(), v) == walked.end()) out.push_back(v);
+    }
+    out.insert(out.end(), walked.begin(), walked.end());
+    return out;
+  }
+
   // e with every reduction (but a top-level one whose free indices are the left-hand side)
   // replaced by a load of a new temporary defined just before the current statement.
   Expr lift(const Expr& e, const std::vector<std::string>& scope, bool top) {
     if (const Reduce* r = e.as<Reduce>()) {
       std::vector<std::string> inner = scope;
-      inner.push_back(r->index);
+      inner.insert(inner.end(), r->indices.begin(), r->indices.end());
       Expr body = lift(wrap(r->body), inner, false);
-      Expr red = make_reduce(r->op, r->index, body, e.loc());
+      Expr red = make_reduce(r->op, memory_order(r->indices, body), body, e.loc());
       std::vector<std::string> free = free_vars(red, scope);
       if (top && free == lhs_) return red;
       // A lifted statement's left-hand side gets its extents from the tensors it reads; an
@@ -214,9 +243,9 @@ struct NodeInfo {
 // Role of each (node, variable) inside one reduction kernel; see the file comment.
 class RoleSolver {
  public:
-  RoleSolver(const std::vector<Dim>& rows, const Dim& reduced) : rows_(rows) {
+  RoleSolver(const std::vector<Dim>& rows, const std::vector<Dim>& reduced) : rows_(rows) {
     role_dims_ = rows;
-    role_dims_.push_back(reduced);
+    role_dims_.insert(role_dims_.end(), reduced.begin(), reduced.end());
   }
 
   // Adds `node` with its level; returns an empty string or the reason it cannot join.
@@ -224,11 +253,15 @@ class RoleSolver {
                   const std::map<std::string, int>& producer_of) {
     const Stmt& s = *n.stmt;
     const int R = static_cast<int>(rows_.size());
+    const int all = static_cast<int>(role_dims_.size());
     if (n.reduce) {
       for (size_t d = 0; d < s.indices.size(); ++d) {
         if (auto err = fix(node, s.indices[d], static_cast<int>(d), n); !err.empty()) return err;
       }
-      if (auto err = fix(node, n.reduce->index, R, n); !err.empty()) return err;
+      for (size_t a = 0; a < n.reduce->indices.size(); ++a) {
+        if (auto err = fix(node, n.reduce->indices[a], R + static_cast<int>(a), n); !err.empty())
+          return err;
+      }
     }
     for (const EffLoad& l : n.eff) {
       auto p = producer_of.find(l.tensor);
@@ -243,7 +276,7 @@ class RoleSolver {
     infos_[node] = &n;
     // Variables no load tied down take the free role of their extent.
     std::vector<std::string> vars = s.indices;
-    if (n.reduce) vars.push_back(n.reduce->index);
+    if (n.reduce) vars.insert(vars.end(), n.reduce->indices.begin(), n.reduce->indices.end());
     std::set<int> used;
     for (const auto& v : vars) {
       if (int r = role_of(node, v); r >= 0) used.insert(r);
@@ -251,7 +284,7 @@ class RoleSolver {
     for (const auto& v : vars) {
       if (role_of(node, v) >= 0) continue;
       int pick = -1;
-      for (int r = 0; r <= R && pick < 0; ++r) {
+      for (int r = 0; r < all && pick < 0; ++r) {
         if (!used.count(r) && role_dims_[r] == n.extents.at(v) && (element_level || r < R))
           pick = r;
       }
@@ -260,8 +293,8 @@ class RoleSolver {
       used.insert(pick);
     }
     // Each variable a distinct role; element-level nodes cover all, row-level ones the rows.
-    if (used.size() != vars.size() || (element_level && static_cast<int>(used.size()) != R + 1) ||
-        (!element_level && !n.reduce && used.count(R))) {
+    if (used.size() != vars.size() || (element_level && static_cast<int>(used.size()) != all) ||
+        (!element_level && !n.reduce && !used.empty() && *used.rbegin() >= R)) {
       return "its indices do not map one to one onto the kernel's rows and reduced index";
     }
     return "";
@@ -287,9 +320,7 @@ class RoleSolver {
   std::string fix(int node, const std::string& var, int role, const NodeInfo& n) {
     if (!(role_dims_[role] == n.extents.at(var))) {
       return fmt::format("index '{}' has extent {}, the kernel's {} has {}", var,
-                         n.extents.at(var).to_string(),
-                         role < static_cast<int>(rows_.size()) ? "row" : "reduced index",
-                         role_dims_[role].to_string());
+                         n.extents.at(var).to_string(), part(role), role_dims_[role].to_string());
     }
     int r = find(element(node, var));
     if (role_[r] >= 0 && role_[r] != role) return fmt::format("index '{}' plays two parts", var);
@@ -310,8 +341,10 @@ class RoleSolver {
   }
 
   std::string part(int role) const {
-    return role < static_cast<int>(rows_.size()) ? fmt::format("row index {}", role)
-                                                 : std::string("the reduced index");
+    const int R = static_cast<int>(rows_.size());
+    if (role < R) return fmt::format("row index {}", role);
+    return role_dims_.size() == rows_.size() + 1 ? std::string("the reduced index")
+                                                 : fmt::format("reduced index {}", role - R);
   }
 
   std::vector<Dim> rows_, role_dims_;
@@ -324,7 +357,7 @@ class RoleSolver {
 struct Group {
   std::vector<int> nodes;
   std::vector<Dim> space;  // pointwise space, or rows
-  std::optional<Dim> reduced;
+  std::vector<Dim> reduced;
   std::optional<int> scan_axis;  // a scan kernel: its scan's axis in `space`
   std::unique_ptr<RoleSolver> roles;
 };
@@ -364,7 +397,9 @@ class Scheduler {
       sn.id = static_cast<int>(i);
       sn.target = k.body[i].target;
       sn.space = k.find_tensor(sn.target)->shape;
-      if (n.reduce) sn.reduced = n.extents.at(n.reduce->index);
+      if (n.reduce) {
+        for (const std::string& v : n.reduce->indices) sn.reduced.push_back(n.extents.at(v));
+      }
       if (n.scan) {
         const auto& lhs = k.body[i].indices;
         sn.scan = static_cast<int>(std::find(lhs.begin(), lhs.end(), n.scan->index) - lhs.begin());
@@ -456,16 +491,16 @@ class Scheduler {
                            s_.nodes[d].target, group_of_[d], gi);
       }
     }
-    auto space_text = [](const std::vector<Dim>& s, const std::optional<Dim>& r) {
-      return r ? fmt::format("rows {} reducing {}", dims_text(s), r->to_string())
-               : fmt::format("pointwise over {}", dims_text(s));
+    auto space_text = [](const std::vector<Dim>& s, const std::vector<Dim>& r) {
+      return !r.empty() ? fmt::format("rows {} reducing {}", dims_text(s), product_text(r))
+                        : fmt::format("pointwise over {}", dims_text(s));
     };
     std::string mismatch =
         fmt::format("different iteration spaces: {} vs {}", space_text(sn.space, sn.reduced),
                     space_text(g.space, g.reduced));
     if (infos_[n].scan) return "a scan starts a kernel of its own";
     if (g.scan_axis) return fits_scan(n, g, gi);
-    if (!g.reduced && !sn.reduced) {
+    if (g.reduced.empty() && sn.reduced.empty()) {
       return sn.space == g.space ? "" : mismatch;
     }
     // A contraction runs on tensor cores: alone, with its epilogue over its output space.
@@ -477,20 +512,20 @@ class Scheduler {
     if (contraction_group && gathers) {
       return fmt::format("k{} is a contraction: a gather does not join its epilogue yet", gi);
     }
-    if (contraction_group && (sn.reduced || !(sn.space == g.space))) {
+    if (contraction_group && (!sn.reduced.empty() || !(sn.space == g.space))) {
       return fmt::format(
           "k{} is a contraction: only statements over its output space {} join "
           "it (its epilogue)",
           gi, dims_text(g.space));
     }
     // The group (after the join) is a reduction kernel with rows O and reduced extent R.
-    std::vector<Dim> rows = g.reduced ? g.space : sn.space;
-    Dim red = g.reduced ? *g.reduced : *sn.reduced;
+    std::vector<Dim> rows = !g.reduced.empty() ? g.space : sn.space;
+    std::vector<Dim> red = !g.reduced.empty() ? g.reduced : sn.reduced;
     std::vector<Dim> full = rows;
-    full.push_back(red);
-    if (sn.reduced) {
-      if (g.reduced && !(sn.space == g.space && *sn.reduced == *g.reduced)) return mismatch;
-      if (!g.reduced && !same_multiset(g.space, full) && !(g.space == rows)) return mismatch;
+    full.insert(full.end(), red.begin(), red.end());
+    if (!sn.reduced.empty()) {
+      if (!g.reduced.empty() && !(sn.space == g.space && sn.reduced == g.reduced)) return mismatch;
+      if (g.reduced.empty() && !same_multiset(g.space, full) && !(g.space == rows)) return mismatch;
     } else if (!same_multiset(sn.space, full) && !same_multiset(sn.space, rows)) {
       return mismatch;
     }
@@ -501,7 +536,7 @@ class Scheduler {
     std::sort(members.begin(), members.end());
     for (int m : members) {
       const ScheduleNode& ms = s_.nodes[m];
-      bool elem = !ms.reduced && same_multiset(ms.space, full);
+      bool elem = ms.reduced.empty() && same_multiset(ms.space, full);
       std::string err = solver->add(m, infos_[m], elem, producer_);
       if (!err.empty()) {
         return m == n ? err : fmt::format("{} could then not stay: {}", ms.target, err);
@@ -519,7 +554,7 @@ class Scheduler {
   // scan's space that reads what the kernel computes at its own point only.
   std::string fits_scan(int n, const Group& g, int gi) const {
     const ScheduleNode& sn = s_.nodes[n];
-    if (sn.reduced || !(sn.space == g.space)) {
+    if (!sn.reduced.empty() || !(sn.space == g.space)) {
       return fmt::format(
           "k{} is a scan: only pointwise statements over its space {} join it (its "
           "epilogue)",
@@ -577,7 +612,7 @@ class Scheduler {
     // Join a related kernel; an unrelated one only if it is pointwise work of the same space.
     const ScheduleNode& sn = s_.nodes[n];
     if (best >= 0 && best_score == 0 &&
-        (sn.reduced || groups_[best].reduced || groups_[best].scan_axis)) {
+        (!sn.reduced.empty() || !groups_[best].reduced.empty() || groups_[best].scan_axis)) {
       best = -1;
     }
     if (best >= 0) {
@@ -589,8 +624,8 @@ class Scheduler {
       g.space = sn.space;
       g.reduced = sn.reduced;
       g.scan_axis = sn.scan;
-      if (sn.reduced) {
-        g.roles = std::make_unique<RoleSolver>(g.space, *g.reduced);
+      if (!sn.reduced.empty()) {
+        g.roles = std::make_unique<RoleSolver>(g.space, g.reduced);
         std::string err = g.roles->add(n, infos_[n], false, producer_);
         internal_check(err.empty(), "schedule: a reduction does not fit its own kernel");
       }
@@ -718,7 +753,9 @@ class Scheduler {
       for (int n : g.nodes) {
         const Stmt& st = *infos_[n].stmt;
         std::vector<std::string> vars = st.indices;
-        if (infos_[n].reduce) vars.push_back(infos_[n].reduce->index);
+        if (const Reduce* r = infos_[n].reduce) {
+          vars.insert(vars.end(), r->indices.begin(), r->indices.end());
+        }
         for (const std::string& v : vars) sk.roles[st.target][v] = g.roles->role_of(n, v);
       }
     }
@@ -751,7 +788,7 @@ class Scheduler {
   }
 
   void set_kind(ScheduledKernel& sk, const std::vector<int>& members, RoleSolver* roles_or_null) {
-    if (!sk.reduced) {
+    if (sk.reduced.empty()) {
       sk.kind = StepKind::pointwise;
       sk.kind_reason = "no reduction";
       return;
@@ -766,14 +803,17 @@ class Scheduler {
       sk.contraction = std::get<ContractionShape>(c);
       sk.kind_reason = fmt::format(
           "a sum over {} of the product of two {} reads: a contraction on tensor cores ({})",
-          sk.reduced->to_string(), to_string(sk.contraction->a.dtype),
+          product_text(sk.reduced), to_string(sk.contraction->a.dtype),
           describe_operands(*sk.contraction));
       return;
     }
     RoleSolver& roles = *roles_or_null;
     const int R = static_cast<int>(sk.space.size());
-    // Memory loads that walk the reduced index, and whether it is their contiguous one.
-    bool inner = false, outer = false;
+    const int m = static_cast<int>(sk.reduced.size());
+    // Memory loads that walk a reduced index, and whether their contiguous index is one. With
+    // several reduced indices, `run`: whether each of the widest loads holds them all as one
+    // run, in order (then they are one flat index of R elements in memory too).
+    bool inner = false, outer = false, run = true;
     size_t widest = 0;  // the contiguity of the highest-rank tensors walked decides
     for (int n : members) {
       for (const EffLoad& el : infos_[n].eff) {
@@ -784,16 +824,25 @@ class Scheduler {
           continue;
         }
         int pos = -1;
+        std::vector<int> axes, at;  // the reduced axes it walks, in its order, and where
         for (size_t d = 0; d < l->indices.size(); ++d) {
-          if (roles.role_of(n, l->indices[d]) == R) pos = static_cast<int>(d);
+          if (int role = roles.role_of(n, l->indices[d]); role >= R) {
+            pos = static_cast<int>(d);
+            axes.push_back(role - R);
+            at.push_back(static_cast<int>(d));
+          }
         }
         if (pos < 0) continue;
         if (l->indices.size() > widest) {
           widest = l->indices.size();
           inner = outer = false;
+          run = true;
         }
         if (l->indices.size() == widest) {
           (pos + 1 == static_cast<int>(l->indices.size()) ? inner : outer) = true;
+          bool in_order = static_cast<int>(axes.size()) == m;
+          for (int a = 0; in_order && a < m; ++a) in_order = axes[a] == a && at[a] == at[0] + a;
+          run = run && in_order;
         }
       }
     }
@@ -801,7 +850,27 @@ class Scheduler {
     // How many threads share a row, and whether it is held on chip, loops or is split over
     // blocks, depends on the sizes at launch: the kernel plan's rule (kernel_plan.h).
     sk.row_phases = row_phases(sk, members);
-    const std::string r = sk.reduced->to_string();
+    // What runs: "the reduced index N", or for several the flattening and its layout.
+    std::string r = fmt::format("the reduced index {}", product_text(sk.reduced));
+    if (m > 1) {
+      std::vector<std::string> names;
+      for (int n : members) {
+        if (const Reduce* red = infos_[n].reduce) {
+          names = red->indices;
+          break;
+        }
+      }
+      sk.flattening =
+          run ? fmt::format("{} flattened to one axis of {}", fmt::join(names, ", "),
+                            product_text(sk.reduced))
+              : fmt::format(
+                    "{} as one flat index of {} (the general path: the tensors it walks do not "
+                    "hold {} as one run, so each element's indices are recomputed from the flat "
+                    "one by division, and loads along it are scalar)",
+                    fmt::join(names, ", "), product_text(sk.reduced), fmt::join(names, ", "));
+      r = fmt::format("a reduction over {}: {}", sk.flattening,
+                      run ? "that axis" : "the innermost of them");
+    }
     std::string why_not;  // a product over a 2-D space or more that is not a contraction
     for (int n : members) {
       if (!infos_[n].not_contraction.empty()) {
@@ -812,14 +881,14 @@ class Scheduler {
     if (outer && !inner) {
       sk.kind = StepKind::outer_reduction;
       sk.kind_reason = fmt::format(
-          "the reduced index {} is not the contiguous one of the tensors "
+          "{} is not the contiguous one of the tensors "
           "it walks: threads run along the contiguous index{}",
           r, why_not);
       return;
     }
     sk.kind = StepKind::row_reduction;
     sk.kind_reason = fmt::format(
-        "the reduced index {} is the contiguous one of the tensors it walks: threads share "
+        "{} is the contiguous one of the tensors it walks: threads share "
         "a row{}",
         r, why_not);
   }
@@ -831,13 +900,13 @@ class Scheduler {
     int phases = 1;
     for (int n : members) {
       const ScheduleNode& sn = s_.nodes[n];
-      bool element = sn.reduced || sn.space.size() == sk.space.size() + 1;
+      bool element = !sn.reduced.empty() || sn.space.size() == sk.space.size() + sk.reduced.size();
       int pass = element ? 1 : 0;
       for (int d : infos_[n].eff_deps) {
         auto it = done.find(d);
         if (it == done.end()) continue;
         const ScheduleNode& ds = s_.nodes[d];
-        bool d_row = ds.reduced || ds.space.size() == sk.space.size();
+        bool d_row = !ds.reduced.empty() || ds.space.size() == sk.space.size();
         pass = std::max(pass, it->second + (element && d_row ? 1 : 0));
       }
       done[n] = pass;
@@ -909,9 +978,9 @@ std::string print_schedule(const Schedule& s) {
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const ScheduledKernel& k = s.kernels[i];
     out += fmt::format("k{} {}: {}", i, k.name, to_string(k.kind));
-    if (k.reduced) {
-      out += fmt::format(" rows={} reduce={} phases={}", dims_text(k.space), k.reduced->to_string(),
-                         k.row_phases);
+    if (!k.reduced.empty()) {
+      out += fmt::format(" rows={} reduce={} phases={}", dims_text(k.space),
+                         product_text(k.reduced), k.row_phases);
     } else if (k.scan_axis) {
       out += fmt::format(" space={} scan_axis={}", dims_text(k.space), *k.scan_axis);
     } else {
@@ -938,9 +1007,9 @@ std::string explain_schedule(const Schedule& s) {
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const ScheduledKernel& sk = s.kernels[i];
     out += fmt::format("\nk{} {}: {}", i, sk.name, to_string(sk.kind));
-    if (sk.reduced) {
+    if (!sk.reduced.empty()) {
       out += fmt::format(" over rows {}, reducing {}, {} phase(s) per row", dims_text(sk.space),
-                         sk.reduced->to_string(), sk.row_phases);
+                         product_text(sk.reduced), sk.row_phases);
     } else if (sk.scan_axis) {
       out += fmt::format(" over {}, scanning axis {}", dims_text(sk.space), *sk.scan_axis);
     } else {

@@ -55,26 +55,32 @@ using bundle::StepKind;
 
 /// A statement of the normalized kernel.
 struct ScheduleNode {
-  int id = 0;                  // index in Schedule::normalized.body
-  std::string target;          // the tensor it defines
-  std::vector<Dim> space;      // extents of its left-hand side
-  std::optional<Dim> reduced;  // the reduced extent, for a reduction node
-  std::optional<int> scan;     // a scan node: the position of its index on the left-hand side
-  std::vector<int> deps;       // nodes whose results it reads
+  int id = 0;                // index in Schedule::normalized.body
+  std::string target;        // the tensor it defines
+  std::vector<Dim> space;    // extents of its left-hand side
+  std::vector<Dim> reduced;  // a reduction node: the extents of its reduced indices (one
+                             // or more: one reduction over their product); else empty
+  std::optional<int> scan;   // a scan node: the position of its index on the left-hand side
+  std::vector<int> deps;     // nodes whose results it reads
 };
 
 struct ScheduledKernel {
   std::string name;  // "<kernel>_k<i>"
   StepKind kind = StepKind::pointwise;
-  std::string kind_reason;     // why this kind
-  std::vector<int> nodes;      // node ids, in statement order
-  std::vector<Dim> space;      // pointwise: its space; reduction: the rows O
-  std::optional<Dim> reduced;  // reduction: R
-  int row_phases = 0;          // reduction: dependent passes over a row (softmax: 3)
-  KernelDef def;               // the kernel as a program of its own (verified)
+  std::string kind_reason;   // why this kind
+  std::vector<int> nodes;    // node ids, in statement order
+  std::vector<Dim> space;    // pointwise: its space; reduction: the rows O
+  std::vector<Dim> reduced;  // reduction: the reduced extents, R their product (else empty)
+  int row_phases = 0;        // reduction: dependent passes over a row (softmax: 3)
+  // A reduction over several indices: how they run, "h, w flattened to one axis of H*W" or
+  // "n, h, w as one flat index of N*H*W (the general path: ...)"; else empty.
+  std::string flattening;
+  KernelDef def;  // the kernel as a program of its own (verified)
   // Reduction kernels: for each placed statement of `def` (by target; recomputed pointwise
   // temporaries have none), the part each of its index variables plays: row dimension d
-  // (0 <= d < space.size()) or the reduced index (d == space.size()).
+  // (0 <= d < space.size()) or reduced index a (d == space.size() + a, 0 <= a <
+  // reduced.size()). Several reduced indices are ordered as the widest tensor the reduction
+  // reads lays them out, outermost first, and run as one flat index of R elements.
   std::map<std::string, std::map<std::string, int>> roles;
   // Contraction kernels: the contraction (its statement is the kernel's only reduction; the
   // others are its epilogue, over the same space), as analyze_contraction found it in `def`.

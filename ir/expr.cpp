@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <climits>
 #include <cmath>
@@ -118,6 +119,8 @@ bool nodes_equal(const ExprNode& x, const ExprNode& y) {
         } else if constexpr (std::is_same_v<T, Rand>) {
           return ptr_equal(a.seed, b.seed) && ptr_equal(a.offset, b.offset) &&
                  ptr_equal(a.counter, b.counter);
+        } else if constexpr (std::is_same_v<T, Reduce>) {
+          return a.op == b.op && a.indices == b.indices && ptr_equal(a.body, b.body);
         } else {
           return a.op == b.op && a.index == b.index && ptr_equal(a.body, b.body);
         }
@@ -153,7 +156,10 @@ size_t Expr::hash() const {
           h = hash_combine(h, static_cast<size_t>(n.op));
         } else if constexpr (std::is_same_v<T, Cast>) {
           h = hash_combine(h, static_cast<size_t>(n.to));
-        } else if constexpr (std::is_same_v<T, Reduce> || std::is_same_v<T, Scan>) {
+        } else if constexpr (std::is_same_v<T, Reduce>) {
+          h = hash_combine(h, static_cast<size_t>(n.op));
+          for (const auto& i : n.indices) h = hash_combine(h, hs(i));
+        } else if constexpr (std::is_same_v<T, Scan>) {
           h = hash_combine(h, static_cast<size_t>(n.op));
           h = hash_combine(h, hs(n.index));
         } else if constexpr (std::is_same_v<T, ScalarRef>) {
@@ -356,8 +362,18 @@ Expr make_cast(DType to, Expr a, SourceLoc loc) {
 }
 
 Expr make_reduce(ReduceOp op, std::string index, Expr body, SourceLoc loc) {
+  return make_reduce(op, std::vector<std::string>{std::move(index)}, std::move(body), loc);
+}
+
+Expr make_reduce(ReduceOp op, std::vector<std::string> indices, Expr body, SourceLoc loc) {
   internal_check(body.defined(), "make_reduce: undefined body");
-  internal_check(!index.empty(), "make_reduce: empty index name");
+  internal_check(!indices.empty(), "make_reduce: no index");
+  for (size_t i = 0; i < indices.size(); ++i) {
+    internal_check(!indices[i].empty(), "make_reduce: empty index name");
+    internal_check(
+        std::find(indices.begin(), indices.begin() + i, indices[i]) == indices.begin() + i,
+        "make_reduce: a repeated index");
+  }
   if (op == ReduceOp::mean) {
     body = require_f32(body, "mean", loc);
   } else if (body.type() != DType::f32 && body.type() != DType::i32) {
@@ -367,7 +383,7 @@ Expr make_reduce(ReduceOp op, std::string index, Expr body, SourceLoc loc) {
                                                                "not supported yet)"
                                                              : ""));
   }
-  return make_node(body.type(), loc, Reduce{op, std::move(index), body.ptr()});
+  return make_node(body.type(), loc, Reduce{op, std::move(indices), body.ptr()});
 }
 
 Expr make_scan(ReduceOp op, std::string index, Expr body, SourceLoc loc) {
@@ -427,7 +443,7 @@ Expr map_children(const Expr& e, const std::function<Expr(const Expr&)>& f) {
         } else if constexpr (std::is_same_v<T, Cast>) {
           return make_cast(n.to, f(wrap(n.a)), e.loc());
         } else if constexpr (std::is_same_v<T, Reduce>) {
-          return make_reduce(n.op, n.index, f(wrap(n.body)), e.loc());
+          return make_reduce(n.op, n.indices, f(wrap(n.body)), e.loc());
         } else if constexpr (std::is_same_v<T, Scan>) {
           return make_scan(n.op, n.index, f(wrap(n.body)), e.loc());
         } else if constexpr (std::is_same_v<T, Gather>) {

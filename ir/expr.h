@@ -28,8 +28,9 @@
 //  - rand(seed, offset, counter) (Rand) is a uniform f32 in [0, 1) from Philox 4x32-10, a
 //    pure function of its three i64 operands (docs/language.md gives the algorithm bit for
 //    bit; philox_uniform below is the reference both the interpreter and the GPU follow).
-//  - A reduction folds its body over one index variable (not bound by the statement's
-//    left-hand side) in f64 in the interpreter and f32 on the GPU; mean is sum / extent.
+//  - A reduction folds its body over one or more index variables (not bound by the statement's
+//    left-hand side; several fold over the product of their extents as one reduction) in f64
+//    in the interpreter and f32 on the GPU; mean is sum / (product of the extents).
 //  - A scan (Scan: cumsum, cumprod, cummax, cummin) is inclusive along an index variable the
 //    statement's left-hand side binds: at index = j it folds the body over index = 0, 1, .., j.
 //    The interpreter folds in that order in f64; the GPU accumulates in f32 (i32 bodies wrap)
@@ -134,10 +135,12 @@ struct Cast {
   DType to;
   std::shared_ptr<const struct ExprNode> a;
 };
-/// op(body, index): folds body over every value of `index`.
+/// op(body, i, j, ..): folds body over every point of the product of the index variables
+/// `indices` (one or more, distinct, in the order written; the order of accumulation is
+/// unspecified). mean divides by the product of their extents.
 struct Reduce {
   ReduceOp op;
-  std::string index;
+  std::vector<std::string> indices;
   std::shared_ptr<const struct ExprNode> body;
 };
 
@@ -205,6 +208,9 @@ Expr make_unary(UnaryOp op, Expr a, SourceLoc loc = {});
 Expr make_binary(BinaryOp op, Expr a, Expr b, SourceLoc loc = {});
 Expr make_select(Expr cond, Expr a, Expr b, SourceLoc loc = {});
 Expr make_cast(DType to, Expr a, SourceLoc loc = {});
+/// A reduction over `indices` (one or more distinct names).
+Expr make_reduce(ReduceOp op, std::vector<std::string> indices, Expr body, SourceLoc loc = {});
+/// A reduction over one index.
 Expr make_reduce(ReduceOp op, std::string index, Expr body, SourceLoc loc = {});
 /// A scan (op: sum, prod, max or min; f32 or i32 body).
 Expr make_scan(ReduceOp op, std::string index, Expr body, SourceLoc loc = {});

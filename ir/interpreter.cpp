@@ -634,8 +634,12 @@ struct CastNode : Node {
 struct ReduceNode : Node {
   ReduceOp op;
   bool is_int;
-  int var;
-  int64_t extent;
+  int var;         // the last index of the reduction, walked innermost
+  int64_t extent;  // its extent
+  // A reduction over several indices: the others, each walked in full for every value of
+  // the ones before it (an odometer), outside `var`.
+  std::vector<int> outer_vars;
+  std::vector<int64_t> outer_extents;
   NodePtr body;
   std::vector<double> tmp = std::vector<double>(kBlock);
 
@@ -672,14 +676,39 @@ struct ReduceNode : Node {
     }
   }
 
+  // Calls f() once for every point of outer_vars (set in c.idx), in row-major order; false
+  // when one of them is empty.
+  template <class F>
+  bool for_each_outer(Ctx& c, F&& f) const {
+    for (int64_t e : outer_extents) {
+      if (e <= 0) return false;
+    }
+    for (int v : outer_vars) c.idx[v] = 0;
+    while (true) {
+      f();
+      size_t d = outer_vars.size();
+      while (d > 0) {
+        --d;
+        if (++c.idx[outer_vars[d]] < outer_extents[d]) break;
+        c.idx[outer_vars[d]] = 0;
+        if (d == 0) return true;
+      }
+      if (outer_vars.empty()) return true;
+    }
+  }
+
   void eval(Ctx& c, double* out, int n) override {
+    int64_t count = extent;
+    for (int64_t e : outer_extents) count *= e;
     if (n >= 32 || extent < 64) {
       std::fill(out, out + n, init());
-      for (int64_t r = 0; r < extent; ++r) {
-        c.idx[var] = r;
-        body->eval(c, tmp.data(), n);
-        fold(out, tmp.data(), n);
-      }
+      for_each_outer(c, [&] {
+        for (int64_t r = 0; r < extent; ++r) {
+          c.idx[var] = r;
+          body->eval(c, tmp.data(), n);
+          fold(out, tmp.data(), n);
+        }
+      });
     } else {
       // Vectorize along the reduction index, one outer point at a time.
       int outer = c.vec;
@@ -688,18 +717,20 @@ struct ReduceNode : Node {
         if (outer >= 0) c.idx[outer] = outer_start + k;
         c.vec = var;
         double acc = init();
-        for (int64_t r = 0; r < extent; r += kBlock) {
-          int len = static_cast<int>(std::min<int64_t>(kBlock, extent - r));
-          c.vec_start = r;
-          body->eval(c, tmp.data(), len);
-          for (int j = 0; j < len; ++j) fold(&acc, &tmp[j], 1);
-        }
+        for_each_outer(c, [&] {
+          for (int64_t r = 0; r < extent; r += kBlock) {
+            int len = static_cast<int>(std::min<int64_t>(kBlock, extent - r));
+            c.vec_start = r;
+            body->eval(c, tmp.data(), len);
+            for (int j = 0; j < len; ++j) fold(&acc, &tmp[j], 1);
+          }
+        });
         out[k] = acc;
       }
       c.vec = outer;
       c.vec_start = outer_start;
     }
-    if (op == ReduceOp::mean) map1(out, n, [this](double x) { return x / double(extent); });
+    if (op == ReduceOp::mean) map1(out, n, [count](double x) { return x / double(count); });
   }
 };
 
@@ -843,8 +874,12 @@ struct StmtCompiler {
             auto node = std::make_unique<ReduceNode>();
             node->op = n.op;
             node->is_int = e.type() == DType::i32;
-            node->var = slot(n.index);
+            node->var = slot(n.indices.back());
             node->extent = extents[node->var];
+            for (size_t i = 0; i + 1 < n.indices.size(); ++i) {
+              node->outer_vars.push_back(slot(n.indices[i]));
+              node->outer_extents.push_back(extents[node->outer_vars.back()]);
+            }
             node->body = compile(wrap(n.body));
             return node;
           }
@@ -855,7 +890,9 @@ struct StmtCompiler {
 
 void collect_reductions(const Expr& e, std::vector<std::string>& out) {
   if (const auto* r = e.as<Reduce>()) {
-    if (std::find(out.begin(), out.end(), r->index) == out.end()) out.push_back(r->index);
+    for (const std::string& v : r->indices) {
+      if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    }
   }
   for_each_child(e, [&](const Expr& c) { collect_reductions(c, out); });
 }

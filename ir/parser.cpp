@@ -9,7 +9,7 @@
 //  2. Before the body, a scan collects every statement target, so that a temporary read before
 //     its definition is reported as such rather than as an unknown name.
 //  3. Each statement brings its left-hand side indices into scope; a reduction brings its
-//     index into scope for its body. Since the index is the call's last argument, the
+//     indices into scope for its body. Since they are the call's last arguments, the
 //     arguments of sum/prod/mean/max/min are scanned ahead of parsing the body.
 //  4. After each statement the extents of its indices are inferred (a temporary's shape); after
 //     each kernel the verifier checks the kernel rules.
@@ -676,27 +676,38 @@ class Parser {
     next();  // '('
     if (std::optional<ReduceOp> sop = scan_function(name)) return parse_scan(*sop, f);
     if (std::optional<ReduceOp> rop = reduce_function(name)) {
+      // sum(body, i, j, ..): every argument after the body is one identifier. max and min
+      // with two arguments are elementwise unless the second names no tensor, symbol or bound
+      // index; with more, they are a reduction when the second is an identifier.
       bool elementwise_ok = *rop == ReduceOp::max || *rop == ReduceOp::min;
       auto args = scan_args();
-      bool single_ident = args.size() == 2 && args[1].second == args[1].first + 1 &&
-                          toks_[args[1].first].kind == Tok::ident;
-      if (!elementwise_ok) {
-        if (args.size() != 2) {
-          fail(f.loc, fmt::format("{} takes 2 arguments (a body and an index variable) but {} "
-                                  "{} given",
-                                  name, args.size(), args.size() == 1 ? "was" : "were"));
-        }
-        if (!single_ident) {
-          fail(toks_[args[1].first].loc,
-               fmt::format("the second argument of {} must be an index variable", name));
-        }
+      auto ident_at = [&](size_t a) {
+        return args[a].second == args[a].first + 1 && toks_[args[a].first].kind == Tok::ident;
+      };
+      bool reduce = args.size() >= 2 && ident_at(1);
+      if (elementwise_ok && reduce && args.size() == 2) {
+        std::string_view index = toks_[args[1].first].text;
+        reduce = !is_tensor(index) && !is_symbol(index) && !in_scope(index);
       }
-      if (single_ident) {
-        const Token& index = toks_[args[1].first];
-        if (!elementwise_ok ||
-            (!is_tensor(index.text) && !is_symbol(index.text) && !in_scope(index.text))) {
-          return parse_reduce(*rop, f, index);
+      if (elementwise_ok && reduce && args.size() > 2) {
+        reduce = !is_tensor(toks_[args[1].first].text) && !is_symbol(toks_[args[1].first].text);
+      }
+      if (!elementwise_ok && args.size() < 2) {
+        fail(f.loc, fmt::format("{} takes 2 or more arguments (a body and index variables) but "
+                                "{} {} given",
+                                name, args.size(), args.size() == 1 ? "was" : "were"));
+      }
+      if (!elementwise_ok || reduce) {
+        std::vector<const Token*> indices;
+        for (size_t a = 1; a < args.size(); ++a) {
+          if (!ident_at(a)) {
+            fail(toks_[args[a].first].loc,
+                 a == 1 ? fmt::format("the second argument of {} must be an index variable", name)
+                        : fmt::format("argument {} of {} must be an index variable", a + 1, name));
+          }
+          indices.push_back(&toks_[args[a].first]);
         }
+        return parse_reduce(*rop, f, indices);
       }
     }
     if (name == "rand") return parse_rand(f);
@@ -787,21 +798,35 @@ class Parser {
     return map_children(e, [&](const Expr& c) { return with_flat_counters(c, s, extents); });
   }
 
-  /// op(body, index), with `index` in scope while the body is parsed.
-  Expr parse_reduce(ReduceOp op, const Token& f, const Token& index) {
-    std::string name(index.text);
-    check_index_name(index);
-    if (in_scope(name)) fail(index.loc, fmt::format("reduction index '{}' is already bound", name));
-    scope_.push_back(name);
-    Expr body = parse_expr();
-    scope_.pop_back();
-    expect(",");
-    next();  // the index
-    expect(")");
-    if (!uses_index(body, name)) {
-      fail(index.loc, fmt::format("reduction index '{}' is not used in its body", name));
+  /// op(body, i, j, ..), with the indices in scope while the body is parsed.
+  Expr parse_reduce(ReduceOp op, const Token& f, const std::vector<const Token*>& indices) {
+    std::vector<std::string> names;
+    for (const Token* index : indices) {
+      std::string name(index->text);
+      check_index_name(*index);
+      if (std::find(names.begin(), names.end(), name) != names.end()) {
+        fail(index->loc, fmt::format("reduction index '{}' is named twice", name));
+      }
+      if (in_scope(name)) {
+        fail(index->loc, fmt::format("reduction index '{}' is already bound", name));
+      }
+      names.push_back(name);
     }
-    return make_reduce(op, name, body, f.loc);
+    scope_.insert(scope_.end(), names.begin(), names.end());
+    Expr body = parse_expr();
+    scope_.resize(scope_.size() - names.size());
+    for (size_t i = 0; i < indices.size(); ++i) {
+      expect(",");
+      next();  // the index
+    }
+    expect(")");
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!uses_index(body, names[i])) {
+        fail(indices[i]->loc,
+             fmt::format("reduction index '{}' is not used in its body", names[i]));
+      }
+    }
+    return make_reduce(op, names, body, f.loc);
   }
 
   /// cumop(body, index): `index` is one of the statement's own index variables.

@@ -9,6 +9,7 @@
 // parameter prints without brackets, and rand always with its counter (rand(seed, offset)
 // parses to the counter spelled out).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cmath>
@@ -134,7 +135,8 @@ std::string print(const Expr& e) {
           return fmt::format("rand({}, {}, {})", print(wrap(n.seed)), print(wrap(n.offset)),
                              print(wrap(n.counter)));
         } else {
-          return fmt::format("{}({}, {})", to_string(n.op), print(wrap(n.body)), n.index);
+          return fmt::format("{}({}, {})", to_string(n.op), print(wrap(n.body)),
+                             fmt::join(n.indices, ", "));
         }
       },
       e.node().v);

@@ -113,7 +113,7 @@ struct ExtentFinder {
           record(r->name, t->shape[d], e.loc());
       }
     } else if (const auto* r = e.as<Reduce>()) {
-      reductions.emplace_back(r->index, e.loc());
+      for (const std::string& v : r->indices) reductions.emplace_back(v, e.loc());
     }
     for_each_child(e, [&](const Expr& c) { walk(c); });
   }

@@ -13,4 +13,11 @@ std::string dims_text(const std::vector<Dim>& dims) {
   return s + "]";
 }
 
+std::string product_text(const std::vector<Dim>& dims) {
+  if (dims.empty()) return "1";
+  std::string out;
+  for (const Dim& d : dims) out += (out.empty() ? "" : "*") + d.to_string();
+  return out;
+}
+
 }  // namespace kiln

@@ -25,4 +25,7 @@ struct Dim {
 /// "[M, 128]"
 std::string dims_text(const std::vector<Dim>& dims);
 
+/// "H*W": the product of `dims` ("N" for one dimension, "1" for none).
+std::string product_text(const std::vector<Dim>& dims);
+
 }  // namespace kiln

@@ -193,15 +193,22 @@ class KernelVerifier {
     } else if (const auto* s = e.as<SymRef>()) {
       if (!is_symbol(s->name)) fail(e.loc(), fmt::format("unknown symbol '{}'", s->name));
     } else if (const auto* red = e.as<Reduce>()) {
-      check_index_name(red->index, e.loc());
-      if (in_scope(red->index)) {
-        fail(e.loc(), fmt::format("reduction index '{}' is already bound", red->index));
+      for (size_t i = 0; i < red->indices.size(); ++i) {
+        const std::string& v = red->indices[i];
+        check_index_name(v, e.loc());
+        if (std::find(red->indices.begin(), red->indices.begin() + i, v) !=
+            red->indices.begin() + i) {
+          fail(e.loc(), fmt::format("reduction index '{}' is named twice", v));
+        }
+        if (in_scope(v)) fail(e.loc(), fmt::format("reduction index '{}' is already bound", v));
       }
-      scope_.push_back(red->index);
+      scope_.insert(scope_.end(), red->indices.begin(), red->indices.end());
       check_expr(wrap(red->body));
-      scope_.pop_back();
-      if (!uses(wrap(red->body), red->index)) {
-        fail(e.loc(), fmt::format("reduction index '{}' is not used in its body", red->index));
+      scope_.resize(scope_.size() - red->indices.size());
+      for (const std::string& v : red->indices) {
+        if (!uses(wrap(red->body), v)) {
+          fail(e.loc(), fmt::format("reduction index '{}' is not used in its body", v));
+        }
       }
       return;
     } else if (const auto* scan = e.as<Scan>()) {

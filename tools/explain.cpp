@@ -34,7 +34,7 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
       bundle::step_rule(bs, std::vector<bool>(bs.variants.size(), true), device);
   const std::optional<int64_t> rows = product(step.space, sizes);
   const std::optional<int64_t> reduced =
-      step.reduced ? product({*step.reduced}, sizes) : std::optional<int64_t>(1);
+      !step.reduced.empty() ? product(step.reduced, sizes) : std::optional<int64_t>(1);
   ExplainedStep out;
   if (!rows || !reduced) return out;
   out.variant = bundle::heuristic_variant(bs, rule, *rows, *reduced, device);
@@ -57,12 +57,12 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
         tiles, v.tile.m, v.tile.n,
         std::min<int64_t>(tiles, int64_t{device.sm_count} * v.tile.ctas_per_sm), v.tile.ctas_per_sm,
         bundle::ceil_div(*reduced, std::get<ContractionConfig>(v.config).tile_k),
-        std::get<ContractionConfig>(v.config).tile_k, step.reduced->to_string());
+        std::get<ContractionConfig>(v.config).tile_k, product_text(step.reduced));
     return out;
   }
   if (step.kind == bundle::StepKind::scan) {
     const auto& c = std::get<ScanConfig>(v.config);
-    const std::string L = step.reduced->to_string();
+    const std::string L = product_text(step.reduced);
     if (v.split.phases > 0) {
       out.how = fmt::format(
           "split: {} row(s), each over {} blocks walking {} in chunks of {}, 2 launches through "
@@ -83,7 +83,7 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
     return out;
   }
   const auto& c = std::get<ReductionConfig>(v.config);
-  const std::string R = step.reduced->to_string();
+  const std::string R = product_text(step.reduced);
   if (v.split.phases > 0) {
     const int64_t per_tile = bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count);
     out.how = fmt::format(
@@ -124,10 +124,11 @@ std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
   for (size_t si = 0; si < plan->steps.size(); ++si) {
     const StepPlan& st = plan->steps[si];
     out += fmt::format("  step {} {}_s{}: {}", si, k.name, si, to_string(st.kind));
-    out += st.reduced ? fmt::format(" over rows {}, {} {}", dims_text(st.space),
-                                    st.kind == bundle::StepKind::scan ? "scanning" : "reducing",
-                                    st.reduced->to_string())
-                      : fmt::format(" over {}", dims_text(st.space));
+    out += !st.reduced.empty()
+               ? fmt::format(" over rows {}, {} {}", dims_text(st.space),
+                             st.kind == bundle::StepKind::scan ? "scanning" : "reducing",
+                             product_text(st.reduced))
+               : fmt::format(" over {}", dims_text(st.space));
     out += fmt::format(", {} variant(s)\n", st.variants.size());
     out += explain_rule(*plan, si, "    ");
     ExplainedStep e = explain_step(*plan, si, sizes, device);

@@ -437,6 +437,19 @@ Value* ReductionLowering::coordinate(const std::string& var, const Point& p) {
     internal_check(p.r != nullptr, "lower_reduction: reduced index at row level");
     return p.r;
   }
+  internal_check(var != kFolded, "lower_reduction: the coordinate of a folded index");
+  if (var.rfind("_a", 0) == 0) {
+    // Reduced index a of several: (r / (R_{a+1} * .. * R_{m-1})) % R_a.
+    internal_check(p.r != nullptr, "lower_reduction: reduced index at row level");
+    const size_t a = std::stoul(var.substr(2));
+    Value* q = p.r;
+    Value* inner = nullptr;
+    for (size_t k = a + 1; k < reduced_extents_.size(); ++k) {
+      inner = inner ? b_.CreateMul(inner, reduced_extents_[k]) : reduced_extents_[k];
+    }
+    if (inner) q = b_.CreateUDiv(q, inner, "r.outer");
+    return a == 0 ? q : b_.CreateURem(q, reduced_extents_[a], "r.axis");
+  }
   return p.o.at(std::stoi(var.substr(2)));
 }
 
@@ -447,8 +460,11 @@ Value* ReductionLowering::offset_of(int param, const std::vector<std::string>& i
   Value* off = i64(0);
   Value* stride = nullptr;
   for (int d = static_cast<int>(indices.size()) - 1; d >= 0; --d) {
-    Value* c = coordinate(indices[d], p);
-    off = b_.CreateAdd(off, stride ? b_.CreateMul(c, stride) : c);
+    // A folded position is part of the flat reduced index after it (reduction_analysis.h).
+    if (indices[d] != kFolded) {
+      Value* c = coordinate(indices[d], p);
+      off = b_.CreateAdd(off, stride ? b_.CreateMul(c, stride) : c);
+    }
     Value* ext = dim_value(shape[d]);
     stride = stride ? b_.CreateMul(stride, ext) : ext;
   }
@@ -479,7 +495,7 @@ Value* ReductionLowering::load(const Load& ld, Point& p, Group& g,
     }
     throw InternalError("lower_reduction: load of unknown tensor " + ld.tensor);
   }
-  const bool uses_vary = uses(ld.indices, vary_);
+  const bool uses_vary = vary_ == kReduced ? uses_reduced(ld.indices) : uses(ld.indices, vary_);
   const bool in_group = !g.pts.empty();  // else p is a row-level point
   const std::string key = load_key(ld);
   if (in_group && g.vector && !ld.indices.empty() && ld.indices.back() == vary_) {

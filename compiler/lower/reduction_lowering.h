@@ -229,6 +229,7 @@ class ReductionLowering {
   Value* stage_row_ = nullptr;  // on a staged path: the byte offset (i64) of the row's area
   int pass_ = 0;                // row kernels: the pass being emitted
   std::vector<Value*> ptrs_, syms_, row_extents_;
+  std::vector<Value*> reduced_extents_;  // of each reduced index; R_ is their product
   Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *rows_ = nullptr, *R_ = nullptr;
   Value *workspace_ = nullptr, *phase_ = nullptr;  // split kernels
   BasicBlock* exit_ = nullptr;

@@ -357,7 +357,7 @@ void ReductionLowering::prefetch(std::vector<Group>& groups) {
     if (!seen.emplace(e.ptr().get(), true).second) return;
     if (const Load* ld = e.as<Load>()) {
       int param = param_of(ld->tensor);
-      if (param >= 0 && params_[param]->role == TensorRole::input && uses(ld->indices, kReduced) &&
+      if (param >= 0 && params_[param]->role == TensorRole::input && uses_reduced(ld->indices) &&
           uses_row(ld->indices)) {
         for (Group& g : groups) {
           if (g.vector && ld->indices.back() == vary_) {

@@ -145,7 +145,8 @@ def _cumsum_fused(x, w):
 
 
 # name -> (reference(**inputs) -> output or {name: output}, reduces, specials)
-# reduces: the kernel has a reduction (K = the largest symbol value, else 1).
+# reduces: the kernel has a reduction (K = the largest symbol value, else 1), or the symbols
+# of the indices it reduces over (K = the product of their values).
 # specials: which special values the second run puts into the float inputs.
 REFERENCES = {
     "add": (lambda x, y: x + y, False, ("nan", "inf")),
@@ -212,6 +213,14 @@ REFERENCES = {
     "cumsum_bf16": (lambda x: x.cumsum(1), True, ("nan",)),
     "cumsum_i32": (lambda n: n.cumsum(1), True, ("nan",)),  # specials touch float inputs only
     "cumsum_fused": (_cumsum_fused, True, ("nan",)),
+    # Reductions over several indices (examples/spatial_mean.kiln): reduces names the
+    # reduced symbols, K their product.
+    "spatial_mean": (lambda x: x.mean((2, 3)), ("H", "W"), ("nan",)),
+    "spatial_mean_bf16": (lambda x: x.mean((2, 3)), ("H", "W"), ("nan",)),
+    "channel_sums": (lambda x: {"s": x.sum((0, 2, 3)), "q": (x * x).sum((0, 2, 3))},
+                     ("N", "H", "W"), ("nan",)),
+    "sum_bh": (lambda x: x.sum((0, 2)), ("B", "H"), ("nan",)),
+    "token_max": (lambda x: x.amax((0, 1)), ("B", "S"), ("nan", "inf")),
 }
 
 # Kernels torch cannot check: the reason. tests/gpu/cases.txt checks them against the
@@ -237,6 +246,11 @@ _MNK = [{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 1000}, {"M": 129, "N":
         {"M": 257, "N": 1000, "K": 64}]
 _BSHD = [{"B": 1, "S": 1, "H": 1, "D": 1}, {"B": 2, "S": 33, "H": 3, "D": 64},
          {"B": 1, "S": 1000, "H": 7, "D": 5}, {"B": 3, "S": 100, "H": 5, "D": 72}]
+# [B, C, H, W]: 1s, odd extents (7 x 7: H*W = 49, no vectors), H*W a multiple of the vector
+# but W not (14 x 14), and long flattened rows (H*W = 16641, looped).
+_BCHW = [{"B": 1, "C": 1, "H": 1, "W": 1}, {"B": 3, "C": 5, "H": 7, "W": 7},
+         {"B": 2, "C": 64, "H": 14, "W": 14}, {"B": 1, "C": 3, "H": 129, "W": 129},
+         {"B": 5, "C": 33, "H": 1, "W": 1000}]
 # Kernels with more symbols than SHAPES_1 and SHAPES_2 cover.
 SHAPES_BY_KERNEL = {"cummin_cols": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000, "N": 7},
                                     {"B": 2, "M": 33, "N": 4097}],
@@ -248,7 +262,12 @@ SHAPES_BY_KERNEL = {"cummin_cols": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000
                     "matmul_scaled": _MNK,
                     "scores": [{"B": 1, "M": 1, "N": 1, "D": 1}, {"B": 3, "M": 17, "N": 1000, "D": 64},
                                {"B": 5, "M": 257, "N": 129, "D": 128}],
-                    "heads_first": _BSHD, "heads_keys": _BSHD, "heads_keys_f32": _BSHD}
+                    "heads_first": _BSHD, "heads_keys": _BSHD, "heads_keys_f32": _BSHD,
+                    "spatial_mean": _BCHW, "spatial_mean_bf16": _BCHW, "sum_bh": _BCHW,
+                    "channel_sums": [{"N": d["B"], "C": d["C"], "H": d["H"], "W": d["W"]}
+                                     for d in _BCHW],
+                    "token_max": [{"B": 1, "S": 1, "D": 1}, {"B": 3, "S": 33, "D": 1000},
+                                  {"B": 7, "S": 1000, "D": 5}, {"B": 2, "S": 4097, "D": 64}]}
 
 SHAPES_2 = [(1, 1), (1, 4099), (7, 33), (129, 1000), (3, 70001), (70001, 3), (4097, 5)]
 SHAPES_1 = [1, 7, 129, 1000, 100003]
@@ -407,7 +426,8 @@ def test_kernel_matches_torch(example, name, mode):
                            for k, v in ins.items()})
             if not isinstance(exact, dict):
                 exact = {kernel.outputs[0].name: exact}
-            K = max(syms.values()) if reduces else 1
+            K = (math.prod(syms[s] for s in reduces) if isinstance(reduces, tuple)
+                 else max(syms.values())) if reduces else 1
             for p in kernel.outputs:
                 check_close(f"{name} {syms} {special or 'random'} output {p.name}", p,
                             outs[p.name], exact[p.name], K)

@@ -65,7 +65,7 @@ TEST_CASE("the design examples parse", "[ir]") {
   const Reduce* r = sm.body[0].value.as<Reduce>();
   REQUIRE(r);
   CHECK(r->op == ReduceOp::max);
-  CHECK(r->index == "j");
+  CHECK(r->indices == std::vector<std::string>{"j"});
   CHECK(sm.body[0].loc == SourceLoc{3, 3});
 
   const KernelDef& ln = *p.find_kernel("layernorm");

@@ -217,7 +217,7 @@ TEST_CASE("plan: scan variants, tiers and the split for one long row", "[compile
   CHECK(st.row_scan());
   CHECK(st.max_vec == 4);
   CHECK(st.space.size() == 1);
-  CHECK(st.reduced->to_string() == "N");
+  CHECK(product_text(st.reduced) == "N");
   const auto& def =
       std::get<ScanConfig>(st.variants[static_cast<size_t>(st.default_variant)].config);
   CHECK(def == ScanConfig{512, 512, 4, 1, false});
@@ -263,7 +263,7 @@ TEST_CASE("plan: scan variants, tiers and the split for one long row", "[compile
   const StepPlan& oc = cols->steps[0];
   CHECK_FALSE(oc.row_scan());
   CHECK(oc.space[0].to_string() == "N");
-  CHECK(oc.reduced->to_string() == "M");
+  CHECK(product_text(oc.reduced) == "M");
   const bundle::Step ow = manifest_step(*cols, 0, {});
   const bundle::StepRule orule =
       bundle::step_rule(ow, std::vector<bool>(ow.variants.size(), true), h100);

@@ -66,7 +66,7 @@ TEST_CASE("calls: argument counts", "[ir]") {
   check_error(in_kernel("  y[i, j] = max(x[i, j], 1.0, 2.0)"),
               "max takes 2 arguments but 3 were given", 2, 13);
   check_error(in_kernel1("  y[i] = sum(x[i])"),
-              "sum takes 2 arguments (a body and an index variable) but 1 was given", 2, 10);
+              "sum takes 2 or more arguments (a body and index variables) but 1 was given", 2, 10);
   check_error(in_kernel1("  y[i] = sum(x[i], i + 1)"),
               "the second argument of sum must be an index variable", 2, 20);
 }

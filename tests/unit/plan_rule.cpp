@@ -92,7 +92,7 @@ TEST_CASE("explain names the variant the runtime's heuristic runs, for every exa
           const launch::StepRule rule = launch::step_rule(
               info.steps[si], std::vector<bool>(info.steps[si].variants.size(), true), device);
           const std::string reduced_symbol =
-              step.reduced && !step.reduced->is_fixed() ? step.reduced->name() : "";
+              step.reduced.size() == 1 && !step.reduced[0].is_fixed() ? step.reduced[0].name() : "";
           std::vector<int64_t> reduced_values =
               reduced_symbol.empty() ? std::vector<int64_t>{1} : reduced_sweep(rule);
           for (int64_t R : reduced_values) {

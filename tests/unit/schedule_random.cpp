@@ -296,7 +296,7 @@ int check_schedule_invariants(const Schedule& s, const KernelDef& k) {
     INFO("kernel " << sk.name);
     REQUIRE_NOTHROW(verify(sk.def));
     CHECK(parse_program(print(sk.def)).kernels.at(0) == sk.def);
-    CHECK((sk.kind == StepKind::pointwise) == !sk.reduced.has_value());
+    CHECK((sk.kind == StepKind::pointwise) == !!sk.reduced.empty());
     for (int n : sk.nodes) {
       REQUIRE(n >= 0);
       REQUIRE(n < static_cast<int>(s.nodes.size()));

@@ -132,7 +132,7 @@ void check_well_formed(const Schedule& s, const KernelDef& original) {
     CHECK(std::is_sorted(sk.nodes.begin(), sk.nodes.end()));
     CHECK(!sk.kind_reason.empty());
     CHECK(!sk.bytes.empty());
-    CHECK(is_reduction(sk.kind) == sk.reduced.has_value());
+    CHECK(is_reduction(sk.kind) == !sk.reduced.empty());
     if (is_reduction(sk.kind)) CHECK(sk.row_phases >= 1);
     for (int n : sk.nodes) {
       REQUIRE(n >= 0);
@@ -224,7 +224,7 @@ TEST_CASE("normalizations, logsumexp and mean + variance are one reduction kerne
     const ScheduledKernel& k = s.kernels[0];
     CHECK(k.kind == StepKind::row_reduction);
     CHECK(k.space == std::vector<Dim>{M});
-    CHECK(k.reduced == N);
+    CHECK(k.reduced == std::vector<Dim>{N});
     CHECK(k.nodes.size() == s.nodes.size());
     // Everything between the input and the outputs stays on chip.
     CHECK(s.buffers.empty());
@@ -262,9 +262,9 @@ TEST_CASE("a row sum and a column sum of the result are two kernels", "[schedule
   CHECK(kernel_of(s, "r") == 0);
   CHECK(kernel_of(s, "c") == 1);
   CHECK(s.kernels[0].space == std::vector<Dim>{M});
-  CHECK(s.kernels[0].reduced == N);
+  CHECK(s.kernels[0].reduced == std::vector<Dim>{N});
   CHECK(s.kernels[1].space == std::vector<Dim>{N});
-  CHECK(s.kernels[1].reduced == M);
+  CHECK(s.kernels[1].reduced == std::vector<Dim>{M});
   CHECK(s.kernels[1].kind == StepKind::outer_reduction);
   // r crosses kernels: a buffer of its shape, written by the first and read by the second.
   const TensorDecl* r = buffer(s, "r");
@@ -290,9 +290,9 @@ TEST_CASE("dividing by a global max needs the whole max: three kernels, a cycle 
   REQUIRE(s.nodes.size() == 3);
   const ScheduleNode& rows = s.nodes[0];
   CHECK(rows.space == std::vector<Dim>{M});
-  CHECK(rows.reduced == N);
+  CHECK(rows.reduced == std::vector<Dim>{N});
   CHECK(node(s, "g").space.empty());
-  CHECK(node(s, "g").reduced == M);
+  CHECK(node(s, "g").reduced == std::vector<Dim>{M});
   CHECK(node(s, "g").deps == std::vector<int>{rows.id});
   REQUIRE(s.kernels.size() == 3);
   CHECK(kernel_of(s, rows.target) == 0);
@@ -325,7 +325,7 @@ kernel k(x: f32[M, N], b: f32[N]) -> (s: f32[M]) {
   // A reduction joining a pointwise kernel of space O + [R] makes it a reduction kernel.
   CHECK(is_reduction(s.kernels[0].kind));
   CHECK(s.kernels[0].space == std::vector<Dim>{M});
-  CHECK(s.kernels[0].reduced == N);
+  CHECK(s.kernels[0].reduced == std::vector<Dim>{N});
   CHECK(kernel_of(s, "h") == 0);
   CHECK(s.buffers.empty());
 }
@@ -590,11 +590,11 @@ kernel k(x: f32[M, N]) -> (y: f32[M, N]) {
   INFO(print(s.normalized));
   REQUIRE(s.nodes.size() == 2);
   CHECK(s.nodes[0].space == std::vector<Dim>{M});
-  CHECK(s.nodes[0].reduced == N);
+  CHECK(s.nodes[0].reduced == std::vector<Dim>{N});
   CHECK(s.nodes[0].target != "y");
   CHECK(s.nodes[1].target == "y");
   CHECK(s.nodes[1].space == std::vector<Dim>{M, N});
-  CHECK(!s.nodes[1].reduced);
+  CHECK(s.nodes[1].reduced.empty());
   CHECK(s.nodes[1].deps == std::vector<int>{0});
   REQUIRE(s.kernels.size() == 1);
   CHECK(s.kernels[0].nodes == std::vector<int>{0, 1});
@@ -610,10 +610,10 @@ kernel k(x: f32[M, N]) -> (t: f32[]) {
   INFO(print(s.normalized));
   REQUIRE(s.nodes.size() == 2);
   CHECK(s.nodes[0].space == std::vector<Dim>{M});
-  CHECK(s.nodes[0].reduced == N);
+  CHECK(s.nodes[0].reduced == std::vector<Dim>{N});
   CHECK(s.nodes[1].target == "t");
   CHECK(s.nodes[1].space.empty());
-  CHECK(s.nodes[1].reduced == M);
+  CHECK(s.nodes[1].reduced == std::vector<Dim>{M});
   CHECK(s.nodes[1].deps == std::vector<int>{0});
   REQUIRE(s.kernels.size() == 2);
   REQUIRE(s.buffers.size() == 1);
@@ -629,7 +629,7 @@ kernel k(x: f32[M, N], b: f32[N]) -> (y: f32[M, N]) {
   INFO(print(s.normalized));
   REQUIRE(s.nodes.size() == 2);
   CHECK(s.nodes[0].space.empty());
-  CHECK(s.nodes[0].reduced == N);
+  CHECK(s.nodes[0].reduced == std::vector<Dim>{N});
   REQUIRE(s.kernels.size() == 2);
   REQUIRE(s.buffers.size() == 1);
   CHECK(s.buffers[0].shape.empty());
@@ -678,7 +678,7 @@ kernel k(x: f32[M, N]) -> (t: f32[M]) {
                                   {{"M", 4096}, {"N", 1024}});
   REQUIRE(s.nodes.size() == 2);
   CHECK(s.nodes[0].space == std::vector<Dim>{N});
-  CHECK(s.nodes[0].reduced == M);
+  CHECK(s.nodes[0].reduced == std::vector<Dim>{M});
   REQUIRE(s.kernels.size() == 2);
   CHECK(s.kernels[0].kind == StepKind::outer_reduction);
   CHECK(s.kernels[1].kind == StepKind::row_reduction);
