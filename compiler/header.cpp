@@ -147,8 +147,8 @@ inline kiln::Status {}(const kiln::Kernel& kiln_kernel, CUstream kiln_stream, {}
 }}
 )",
                        signature_comment(k), k.name, fmt::join(params, ", "), fmt::join(ptrs, ", "),
-                       std::max<size_t>(syms.size(), 1), fmt::join(syms, ", "), syms.size(),
-                       fmt::join(strides, ", "));
+                       std::max<size_t>(syms.size(), 1), fmt::join(syms, ", "),
+                       fmt::join(strides, ", "), syms.size());
   }
   out += "\n/// The kernels of the bundle, looked up once.\nstruct Kernels {\n";
   for (const KernelDef& k : p.kernels)
