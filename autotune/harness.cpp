@@ -362,14 +362,46 @@ std::string describe_worst(const Comparison& c, const std::vector<int64_t>& shap
                      c.worst_got, c.worst_want);
 }
 
+namespace {
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& extents) {
+  std::vector<int64_t> s(extents.size(), 1);
+  for (size_t d = extents.size(); d-- > 1;) s[d - 1] = s[d] * extents[d];
+  return s;
+}
+
+}  // namespace
+
+std::vector<int64_t> default_view_strides(const std::vector<int64_t>& extents, int nth) {
+  if (nth % 2 == 1) {
+    std::vector<int64_t> s = row_major_strides(extents);
+    s[0] = 0;
+    return s;
+  }
+  if (extents.size() == 1) return {2};
+  std::vector<int64_t> s(extents.size(), 1);
+  for (size_t d = 1; d < extents.size(); ++d) {
+    s[d] = d == 1 ? extents[0] + 1 : s[d - 1] * extents[d - 1];
+  }
+  return s;
+}
+
+int64_t view_footprint(const std::vector<int64_t>& extents, const std::vector<int64_t>& strides) {
+  int64_t last = 0;
+  for (size_t d = 0; d < extents.size(); ++d) last += (extents[d] - 1) * strides[d];
+  return last + 1;
+}
+
 KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::KernelInfo& info,
                              const SymbolValues& shape, uint64_t seed, InputMode mode,
-                             const ScalarValues& scalars)
+                             const ScalarValues& scalars, const StrideValues& strides,
+                             bool contiguous_views)
     : rt_(rt), def_(def), shape_(shape) {
   const DriverApi& api = rt.driver();
   check_cu(rt, api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   std::mt19937_64 rng(seed);
   const std::map<std::string, int64_t> ranges = index_ranges(def, shape);
+  int nth_strided = 0;
   for (const TensorDecl* t : def.params()) {
     host_.emplace_back(t->dtype, resolve_shape(t->shape, shape));
     HostTensor& h = host_.back();
@@ -381,7 +413,29 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
       continue;
     }
     bytes_moved_ += static_cast<double>(h.bytes.size());
-    dev_.push_back(std::make_unique<DeviceBuffer>(rt, h.bytes.size()));
+    // A strided input: its view's strides and the buffer its footprint needs.
+    std::vector<int64_t> view;
+    if (t->strided) {
+      auto given = strides.find(t->name);
+      view = given != strides.end() && !given->second.empty() ? given->second
+             : contiguous_views || given != strides.end()     ? row_major_strides(h.shape)
+                                                              : default_view_strides(h.shape);
+      if (view.size() != h.shape.size()) {
+        throw HarnessError{fmt::format("--strides: {} has rank {}, got {} strides", t->name,
+                                       h.shape.size(), view.size())};
+      }
+      if (std::any_of(view.begin(), view.end(), [](int64_t v) { return v < 0; })) {
+        throw HarnessError{
+            fmt::format("--strides: {}: negative strides are not supported", t->name)};
+      }
+      ++nth_strided;
+      contiguous_views_ = contiguous_views_ && bundle::contiguous_strides(h.shape, view);
+      strides_.insert(strides_.end(), view.begin(), view.end());
+    }
+    const size_t elem = size_of(h.dtype);
+    const size_t device_bytes =
+        t->strided ? static_cast<size_t>(view_footprint(h.shape, view)) * elem : h.bytes.size();
+    dev_.push_back(std::make_unique<DeviceBuffer>(rt, device_bytes));
     ptrs_.push_back(dev_.back()->get());
     if (t->role == TensorRole::input) {
       if (auto r = ranges.find(t->name); r != ranges.end()) {
@@ -391,7 +445,35 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
       }
       if (mode == InputMode::specials && is_float(h.dtype)) fill_specials(h, rng);
       if (mode == InputMode::neginf_rows && is_float(h.dtype)) fill_neginf_rows(h, rng);
-      check_cu(rt, api.cuMemcpyHtoD(ptrs_.back(), h.data(), h.bytes.size()), "cuMemcpyHtoD");
+      if (!t->strided) {
+        check_cu(rt, api.cuMemcpyHtoD(ptrs_.back(), h.data(), h.bytes.size()), "cuMemcpyHtoD");
+        continue;
+      }
+      // The logical elements scattered to their places in the view; the rest NaN bytes.
+      // Elements a 0 stride maps to one place get the last one's value: the interpreter's
+      // copy is then made to agree (a broadcast view holds one value).
+      std::vector<std::byte> staged(device_bytes, std::byte{0xFF});
+      std::vector<int64_t> index(h.shape.size(), 0);
+      for (int64_t e = 0; e < h.numel(); ++e) {
+        int64_t off = 0;
+        for (size_t d = 0; d < index.size(); ++d) off += index[d] * view[d];
+        std::memcpy(&staged[static_cast<size_t>(off) * elem], &h.bytes[e * elem], elem);
+        for (size_t d = index.size(); d-- > 0;) {
+          if (++index[d] < h.shape[d]) break;
+          index[d] = 0;
+        }
+      }
+      std::fill(index.begin(), index.end(), 0);
+      for (int64_t e = 0; e < h.numel(); ++e) {  // read back: what the kernel will see
+        int64_t off = 0;
+        for (size_t d = 0; d < index.size(); ++d) off += index[d] * view[d];
+        std::memcpy(&h.bytes[e * elem], &staged[static_cast<size_t>(off) * elem], elem);
+        for (size_t d = index.size(); d-- > 0;) {
+          if (++index[d] < h.shape[d]) break;
+          index[d] = 0;
+        }
+      }
+      check_cu(rt, api.cuMemcpyHtoD(ptrs_.back(), staged.data(), staged.size()), "cuMemcpyHtoD");
     }
   }
   for (const std::string& s : info.symbols) syms_.push_back(shape.at(s));

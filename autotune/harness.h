@@ -116,16 +116,40 @@ void fill_scalar(HostTensor& t, std::mt19937_64& rng, std::string_view name, std
 /// The slot of kiln_launch's `ptrs` for a scalar held in `t` (manifest.h): its bits, zero-extended.
 CUdeviceptr scalar_slot(const HostTensor& t);
 
+/// Strides of strided inputs by name, in elements (`kiln run --strides x=1,33`); an empty
+/// vector: the contiguous ones.
+using StrideValues = std::map<std::string, std::vector<int64_t>, std::less<>>;
+
+/// The layout the harness gives the `nth` strided input (0, 1, ...) of a kernel, of `extents`,
+/// when none is given. Even nth: its dimensions stored in reverse order (a transposed view, for
+/// rank 2) with the innermost stored one padded by an element (strides[0] = 1, strides[1] =
+/// extents[0] + 1, strides[d] = strides[d - 1] * extents[d - 1]); rank 1: every other element
+/// (stride 2). Odd nth: expanded along its first dimension (stride 0, as torch's expand), the
+/// others row-major; rank 1: stride 0 (one element read everywhere).
+std::vector<int64_t> default_view_strides(const std::vector<int64_t>& extents, int nth = 0);
+
+/// Elements a view of `extents` with `strides` spans: the last element's offset plus one.
+int64_t view_footprint(const std::vector<int64_t>& extents, const std::vector<int64_t>& strides);
+
 class KernelHarness {
  public:
   /// `scalars` gives some scalar parameters their values; the others are drawn (fill_scalar).
+  /// A strided input (`x: f32[M, N] strided`) lives in a buffer of its view's footprint with
+  /// the strides `strides` gives it, else default_view_strides (with `contiguous_views`: the
+  /// contiguous ones); the elements outside the view hold NaN bytes (0xFF), so a kernel that
+  /// reads them fails the check. The interpreter's reference reads the same logical values.
   KernelHarness(Runtime& rt, const KernelDef& def, const bundle::KernelInfo& info,
                 const SymbolValues& shape, uint64_t seed, InputMode mode = InputMode::random,
-                const ScalarValues& scalars = {});
+                const ScalarValues& scalars = {}, const StrideValues& strides = {},
+                bool contiguous_views = false);
   ~KernelHarness();
 
   std::span<const CUdeviceptr> ptrs() const { return ptrs_; }
   std::span<const int64_t> symbols() const { return syms_; }
+  /// The strided inputs' strides, for Kernel::launch (empty when the kernel has none).
+  std::span<const int64_t> strides() const { return strides_; }
+  /// Whether every strided input's view is contiguous.
+  bool contiguous_views() const { return contiguous_views_; }
   CUstream stream() const { return stream_; }
   /// Each input read once plus each output written once.
   double bytes_moved() const { return bytes_moved_; }
@@ -200,6 +224,8 @@ class KernelHarness {
   size_t flush_bytes_ = 0;
   std::vector<CUdeviceptr> ptrs_;
   std::vector<int64_t> syms_;
+  std::vector<int64_t> strides_;
+  bool contiguous_views_ = true;
   SymbolValues shape_;
   double bytes_moved_ = 0;
   int64_t reduced_extent_ = 1;

@@ -84,6 +84,7 @@ OrderedJson variant_json(const Variant& v) {
                     {"rows_per_block", v.stage.rows_per_block},
                     {"vec", v.stage.vec}};
   }
+  if (v.strided) out["strided"] = true;
   if (v.tile.m > 0) {
     out["tile"] = {{"m", v.tile.m},
                    {"n", v.tile.n},
@@ -119,6 +120,7 @@ OrderedJson kernel_json(const KernelInfo& k) {
                       {"shape", dims_json(p.shape)},
                       {"output", p.output},
                       {"scalar", p.scalar}});
+    if (p.strided) params.back()["strided"] = true;
   }
   OrderedJson buffers = OrderedJson::array();
   for (const ParamInfo& b : k.buffers) {
@@ -253,6 +255,7 @@ Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
     v.config[k] = read_integer(x, co.at(k), std::numeric_limits<int64_t>::min(), kInt64Max);
   }
   v.is_default = o.boolean("is_default");
+  v.strided = o.find("strided") && o.boolean("strided");  // absent before version 8
   v.entry = o.nonempty_str("entry");
   v.geometry = o.str("geometry");
   if (v.geometry != "flat") {
@@ -379,6 +382,24 @@ Step read_step(const Obj& o, const KernelInfo& k) {
     fail(o.at("variants"),
          fmt::format("expected exactly one variant with is_default, found {}", defaults));
   }
+  // A strided variant: at most one per step, of a kernel with strided inputs, scalar, neither
+  // split nor staged nor a tier, in a pointwise or reduction step.
+  const bool any_strided =
+      std::any_of(k.params.begin(), k.params.end(), [](const ParamInfo& p) { return p.strided; });
+  int strided = 0;
+  for (size_t i = 0; i < s.variants.size(); ++i) {
+    const Variant& v = s.variants[i];
+    if (!v.strided) continue;
+    const std::string path = key_path(index_path(o.at("variants"), i), "strided");
+    if (!any_strided) fail(path, "a strided variant in a kernel without strided parameters");
+    if (++strided > 1) fail(path, "a step has at most one strided variant");
+    if (v.align_bytes > 1 || v.split.phases > 0 || v.stage.bytes_per_element > 0 ||
+        v.max_reduced > 0 || v.tile.m > 0 || s.kind == StepKind::scan) {
+      fail(path,
+           "a strided variant is scalar (align_bytes 1), neither split nor staged nor a tier, "
+           "in a pointwise or reduction step");
+    }
+  }
   // A map fallback is another variant of the step, one without maps.
   for (size_t i = 0; i < s.variants.size(); ++i) {
     const int f = s.variants[i].tile.map_fallback;
@@ -438,6 +459,10 @@ KernelInfo read_kernel(const Obj& o) {
     p.scalar = po.find("scalar") && po.boolean("scalar");  // absent before version 7
     if (p.scalar && (p.output || !p.shape.empty())) {
       fail(po.at("scalar"), "a scalar parameter is an input of rank 0");
+    }
+    p.strided = po.find("strided") && po.boolean("strided");  // absent before version 8
+    if (p.strided && (p.output || p.scalar || p.shape.empty())) {
+      fail(po.at("strided"), "a strided parameter is a tensor input of rank 1 or more");
     }
     k.params.push_back(std::move(p));
   }

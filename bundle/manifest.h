@@ -64,6 +64,16 @@
 // The runtime encodes the maps when TMA's rules allow (cuTensorMapEncodeTiled succeeds: a
 // 16-byte aligned pointer, byte strides multiples of 16, ranks up to 5). When they do not, it
 // runs tile.map_fallback instead when the variant names one (a variant without maps).
+// Strided inputs (ParamInfo::strided, format 8: `x: f32[M, N] strided`): every step's entry of
+// a kernel with strided inputs takes, after all the parameters above (symbols, a split's
+// workspace and phase), one i64 per dimension of each strided input, in parameter order: the
+// strides of the view in elements, each >= 0, element (i0, i1, ..) at base + i0 * s0 + i1 *
+// s1 + ... A step that reads a strided input has exactly one strided variant (Variant::strided:
+// scalar, neither split nor staged, not a tier), which reads it through those strides; its
+// other variants read it as the contiguous (row-major) tensor it must then be. The runtime runs
+// the step's strided variant whenever some strided input's strides are not the contiguous ones
+// (bundle/rule.h: contiguous_strides; strides of extent-1 dimensions never matter), and its
+// usual rule otherwise. Outputs and buffers are never strided.
 #pragma once
 
 #include <cstdint>
@@ -80,13 +90,14 @@
 namespace kiln::bundle {
 
 // Version 2 added the images' content hashes, version 3 split variants, version 4 buffers,
-// version 5 contraction steps, version 6 tensor maps, version 7 scalar parameters. Bundles before
-// version 3 are refused (recompile them): a version 2 reader would launch a split variant as a
-// plain one. A version 3 to 6 bundle reads as a version 7 one without what came later; an older
-// reader refuses a newer version (a version 4 reader would launch a contraction's persistent kernel
-// without its shared memory, a version 5 one without its tensor maps, a version 6 one would pass a
-// scalar's value as a pointer).
-inline constexpr int kFormatVersion = 7;
+// version 5 contraction steps, version 6 tensor maps, version 7 scalar parameters, version 8
+// strided inputs. Bundles before version 3 are refused (recompile them): a version 2 reader
+// would launch a split variant as a plain one. A version 3 to 7 bundle reads as a version 8 one
+// without what came later; an older reader refuses a newer version (a version 4 reader would
+// launch a contraction's persistent kernel without its shared memory, a version 5 one without
+// its tensor maps, a version 6 one would pass a scalar's value as a pointer, a version 7 one
+// would launch an entry without its strides).
+inline constexpr int kFormatVersion = 8;
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kBufferAlign = 256;  // bytes; every buffer starts at a multiple
@@ -98,6 +109,8 @@ struct ParamInfo {
   bool output = false;
   /// Passed by value at launch (`eps: f32`): an input of rank 0 whose argument is its value.
   bool scalar = false;
+  /// Takes strides at launch (`x: f32[M, N] strided`, format 8): an input of rank >= 1.
+  bool strided = false;
   friend bool operator==(const ParamInfo&, const ParamInfo&) = default;
 };
 
@@ -182,6 +195,9 @@ struct Variant {
   SplitInfo split;  // "split" in JSON, present only for split variants of row reductions
   StageInfo stage;  // "stage" in JSON, present only for staging variants of row reductions
   TileInfo tile;    // "tile" in JSON, present only for contraction variants
+  // Reads the strided inputs through their strides (the contract above); "strided": true in
+  // JSON, present only when set.
+  bool strided = false;
   friend bool operator==(const Variant&, const Variant&) = default;
 };
 

@@ -7,6 +7,8 @@ namespace kiln::bundle {
 
 StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const DeviceFacts& device) {
   StepRule r;
+  r.reads_strided = std::any_of(step.variants.begin(), step.variants.end(),
+                                [](const Variant& v) { return v.strided; });
   for (size_t vi = 0; vi < step.variants.size(); ++vi) {
     if (!loadable[vi]) continue;
     const Variant& v = step.variants[vi];
@@ -14,6 +16,7 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     if (r.chosen < 0 || v.is_default) r.chosen = id;
     if (v.align_bytes == 1 && (r.scalar_fallback < 0 || v.is_default)) r.scalar_fallback = id;
     if (v.max_reduced > 0 && !step.reduced.empty()) r.tiers.emplace_back(v.max_reduced, id);
+    if (v.strided && r.strided < 0) r.strided = id;
     if (step.kind == StepKind::contraction &&
         (r.small < 0 || v.elements_per_block < step.variants[r.small].elements_per_block)) {
       r.small = id;

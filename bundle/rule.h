@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -42,7 +43,23 @@ struct StepRule {
   int small = -1;  // contraction steps: the loadable variant with the smallest tiles, or -1
   // [variant]: its tile.map_fallback when that loaded, else -1 (contraction steps).
   std::vector<int> map_fallback;
+  // Steps that read strided inputs (a variant is strided, manifest.h): the strided variant
+  // when it loaded, else -1. A launch whose strides are not the contiguous ones runs it.
+  bool reads_strided = false;
+  int strided = -1;
 };
+
+/// Whether `strides` (elements) are the contiguous (row-major) strides of `extents`: each
+/// dimension's stride is the product of the extents inside it, except that a dimension of
+/// extent 1 may have any stride (it is only ever read at index 0).
+inline bool contiguous_strides(std::span<const int64_t> extents, std::span<const int64_t> strides) {
+  int64_t expect = 1;
+  for (size_t d = extents.size(); d-- > 0;) {
+    if (extents[d] != 1 && strides[d] != expect) return false;
+    expect *= extents[d];  // the caller checked that the element count fits int64
+  }
+  return true;
+}
 /// `loadable[v]`: whether variant v of `step` loaded on this device. chosen is -1 when none did.
 StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const DeviceFacts& device);
 

@@ -74,7 +74,8 @@ void parallel_for(size_t n, int jobs, F&& fn) {
 std::vector<bundle::ParamInfo> param_infos(const KernelDef& k) {
   std::vector<bundle::ParamInfo> out;
   for (const TensorDecl* t : k.params()) {
-    out.push_back({t->name, t->dtype, t->shape, t->role == TensorRole::output, t->scalar});
+    out.push_back(
+        {t->name, t->dtype, t->shape, t->role == TensorRole::output, t->scalar, t->strided});
   }
   return out;
 }
@@ -272,8 +273,10 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
       bundle::Step& bs =
           info.steps.emplace_back(manifest_step(*plans[ki], si, opts.archs, !opts.all_variants));
       for (bundle::Variant& v : bs.variants) {
-        const AnyConfig& cfg =
-            step.variants[opts.all_variants ? v.id : step.default_variant].config;
+        const int planned = opts.all_variants ? v.id
+                            : v.strided       ? step.strided_variant
+                                              : step.default_variant;
+        const AnyConfig& cfg = step.variants[static_cast<size_t>(planned)].config;
         for (size_t im = 0; im < v.images.size(); ++im) jobs.push_back({&step, cfg, &v, im});
       }
     }
@@ -387,6 +390,7 @@ std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
         internal_check(it != step.variants.end(), "emit_stage: no fused copy of the default");
         shown.push_back(static_cast<size_t>(it - step.variants.begin()));
       }
+      if (step.strided_variant >= 0) shown.push_back(static_cast<size_t>(step.strided_variant));
       for (size_t id : shown) {
         lower_step(m, step, step.variants[id].config, arch, entry_name(k.name, si, id), nullptr);
       }

@@ -18,6 +18,7 @@ std::string config_text(const std::map<std::string, int64_t>& config) {
 std::map<std::string, int64_t> PointwiseConfig::as_map() const {
   if (tiled())
     return {{"block", block}, {"vec", vec}, {"tile_in", tile_in}, {"tile_out", tile_out}};
+  if (strided) return {{"block", block}, {"vec", vec}, {"unroll", unroll}, {"strided", 1}};
   return {{"block", block}, {"vec", vec}, {"unroll", unroll}};
 }
 
@@ -87,6 +88,7 @@ std::map<std::string, int64_t> ReductionConfig::as_map() const {
   if (split) m["split"] = 1;
   if (fuse) m["fuse"] = 1;
   if (stage) m["stage"] = 1;
+  if (strided) m["strided"] = 1;
   return m;
 }
 

@@ -30,6 +30,9 @@ struct PointwiseConfig {
   int unroll = 1;    // independent vectors in flight per thread
   int tile_in = 0;   // tiled: the tile's extent along the tiled loads' contiguous index; 0: flat
   int tile_out = 0;  // tiled: the tile's extent along the output's contiguous index
+  // Reads the kernel's strided inputs through the strides passed at launch (scalar loads,
+  // 64-bit offsets): the step's strided variant (kernel_plan.h). Others assume contiguous ones.
+  bool strided = false;
 
   bool tiled() const { return tile_in > 0; }
   int64_t elements_per_block() const {
@@ -83,9 +86,10 @@ struct ReductionConfig {
   int group = 256;
   int vec = 1;
   int items = 1;
-  bool split = false;  // several blocks per row (row reductions: needs group == block)
-  bool fuse = false;   // row reductions only, not split: looped rows fuse (see above)
-  bool stage = false;  // row reductions only: long rows staged in dynamic shared memory
+  bool split = false;    // several blocks per row (row reductions: needs group == block)
+  bool fuse = false;     // row reductions only, not split: looped rows fuse (see above)
+  bool stage = false;    // row reductions only: long rows staged in dynamic shared memory
+  bool strided = false;  // reads strided inputs through their strides (PointwiseConfig)
 
   int64_t capacity() const { return int64_t{group} * vec * items; }
   std::map<std::string, int64_t> as_map() const;

@@ -182,6 +182,15 @@ llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string&
     arg_types.insert(arg_types.end(), static_cast<size_t>(tensor_maps), b_.getPtrTy());
     arg_types.push_back(b_.getInt64Ty());
   }
+  const size_t first_stride = arg_types.size();
+  std::vector<std::string> stride_names;
+  for (const TensorDecl* p : params) {
+    if (!p->strided) continue;
+    for (size_t d = 0; d < p->shape.size(); ++d) {
+      stride_names.push_back(fmt::format("{}.stride{}", p->name, d));
+      arg_types.push_back(b_.getInt64Ty());
+    }
+  }
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), arg_types, false);
   auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, entry, &m_);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -200,6 +209,9 @@ llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string&
     ws->setName("workspace");
     ws->addAttr(llvm::Attribute::NoAlias);
     fn->getArg(params.size() + symbols.size() + 1)->setName("phase");
+  }
+  for (size_t i = 0; i < stride_names.size(); ++i) {
+    fn->getArg(static_cast<unsigned>(first_stride + i))->setName(stride_names[i]);
   }
   annotate_kernel(fn, max_threads);
   if (tensor_maps > 0) {
@@ -263,6 +275,22 @@ Value* Emitter::dim_value(const Dim& d) {
   throw InternalError(fmt::format("emit: symbol '{}' is not a parameter of the kernel", d.name()));
 }
 
+Value* Emitter::strided_offset(const std::string& tensor, const std::vector<Value*>& coords) {
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  Value* off = nullptr;
+  for (size_t d = 0; d < coords.size(); ++d) {
+    const std::string name = fmt::format("{}.stride{}", tensor, d);
+    Value* stride = nullptr;
+    for (llvm::Argument& a : fn->args()) {
+      if (a.getName() == name) stride = &a;
+    }
+    if (!stride) return nullptr;
+    Value* term = b_.CreateMul(b_.CreateZExtOrTrunc(coords[d], b_.getInt64Ty()), stride);
+    off = off ? b_.CreateAdd(off, term) : term;
+  }
+  return off ? off : b_.getInt64(0);
+}
+
 // A gather (ir/expr.h): each position as i64 (u32 zero-extends, i32 sign-extends), clamped
 // into [0, extent - 1], the row-major offset in i64, one scalar load. The tensor is the kernel
 // parameter of that name (declare_kernel names them). A tensor with an empty dimension reads
@@ -278,6 +306,7 @@ Value* Emitter::gather_pointer(const Expr& e, ValueMemo& memo, const LeafFn& lea
   Value* off = b_.getInt64(0);
   Value* stride = nullptr;
   Value* nonempty = nullptr;
+  std::vector<Value*> positions(g.indices.size());  // for a strided tensor's offset
   for (size_t d = g.indices.size(); d-- > 0;) {
     Expr i = wrap(g.indices[d]);
     Value* pos = eval(i, memo, leaf);
@@ -288,12 +317,16 @@ Value* Emitter::gather_pointer(const Expr& e, ValueMemo& memo, const LeafFn& lea
       pos = b_.CreateIntrinsic(llvm::Intrinsic::smin, {b_.getInt64Ty()},
                                {pos, b_.CreateSub(ext, b_.getInt64(1))});
     }
+    positions[d] = pos;
     off = b_.CreateAdd(off, stride ? b_.CreateMul(pos, stride) : pos);
     stride = stride ? b_.CreateMul(stride, ext) : ext;
     if (!g.shape[d].is_fixed()) {
       Value* ne = b_.CreateICmpSGT(ext, b_.getInt64(0));
       nonempty = nonempty ? b_.CreateAnd(nonempty, ne) : ne;
     }
+  }
+  if (read_strides_) {
+    if (Value* s = strided_offset(g.tensor, positions)) off = s;
   }
   Value* ptr = element_ptr(base, g.stored, off);
   if (nonempty) {

@@ -69,9 +69,18 @@ class Emitter {
   /// writeonly for outputs; a scalar parameter by value, in its storage type) then one i64 per
   /// symbol; with `workspace`, then a global pointer (noalias) and an i64 phase (split reductions,
   /// bundle/manifest.h); with `tensor_maps` > 0, then that many 128-byte tensor maps (byval, grid
-  /// constants) and an i64 (contractions).
+  /// constants) and an i64 (contractions); last, one i64 per dimension of each strided parameter
+  /// (`x.stride0`, ...), in parameter order, whether the variant reads them or not.
   llvm::Function* declare_kernel(const KernelDef& abi, const std::string& entry, int max_threads,
                                  bool workspace = false, int tensor_maps = 0);
+
+  /// Whether loads of strided parameters go through their strides (a strided variant:
+  /// PointwiseConfig::strided). Gathers follow it; each lowering applies it to its own loads.
+  void set_read_strides(bool on) { read_strides_ = on; }
+  bool read_strides() const { return read_strides_; }
+  /// Element offset (i64) of `tensor` at `coords` (integers, zero-extended) through the
+  /// current kernel's stride arguments of that tensor, or nullptr when it has none.
+  llvm::Value* strided_offset(const std::string& tensor, const std::vector<llvm::Value*>& coords);
 
   /// e at the current point: memoized in `memo`, leaves from `leaf`.
   llvm::Value* eval(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
@@ -109,6 +118,7 @@ class Emitter {
 
   llvm::Module& m_;
   llvm::IRBuilder<>& b_;
+  bool read_strides_ = false;
 };
 
 }  // namespace kiln

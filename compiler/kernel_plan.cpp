@@ -61,6 +61,57 @@ std::vector<PointwiseStep> plan_sub_pointwise(const KernelDef& abi, const Kernel
   return steps;
 }
 
+// ---- strided inputs --------------------------------------------------------------------------
+
+bool reads(const Expr& e, const std::string& name) {
+  if (const Load* l = e.as<Load>(); l && l->tensor == name) return true;
+  if (const Gather* g = e.as<Gather>(); g && g->tensor == name) return true;
+  bool found = false;
+  for_each_child(e, [&](const Expr& c) { found = found || reads(c, name); });
+  return found;
+}
+
+// Whether `step` reads a strided input of its entry.
+bool reads_strided(const StepPlan& step) {
+  for (const TensorDecl* t : step.abi->params()) {
+    if (!t->strided) continue;
+    if (step.sk ? loads_tensor(step.sk->def, t->name)
+                : std::any_of(step.pointwise.stores.begin(), step.pointwise.stores.end(),
+                              [&](const StepStore& st) { return reads(st.value, t->name); })) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The strided variant of a step that reads strided inputs: scalar loads through the strides.
+// Pointwise (tiled steps too): the flat kernel, 256 threads, two elements in flight. Row
+// reductions: a warp per row, 4 rows per block, 8 elements per thread on chip (rows that
+// are contiguous but padded stay coalesced; a transposed row is read one element per thread
+// at the row's stride). Outer reductions: the scalar shape of their default.
+AnyConfig strided_config(const StepPlan& step) {
+  switch (step.kind) {
+    case bundle::StepKind::pointwise: {
+      PointwiseConfig c{256, 1, 2};
+      c.strided = true;
+      return c;
+    }
+    case bundle::StepKind::row_reduction: {
+      ReductionConfig c{128, 32, 1, 8};
+      c.strided = true;
+      return c;
+    }
+    case bundle::StepKind::outer_reduction: {
+      ReductionConfig c = default_outer_config(1);
+      c.vec = 1;
+      c.strided = true;
+      return c;
+    }
+    default:
+      throw InternalError("plan: no strided variant for a contraction or a scan");
+  }
+}
+
 // ---- configuration spaces ------------------------------------------------------------------
 
 // The step's variants (config.h's spaces) with the default marked.
@@ -132,6 +183,10 @@ void plan_variants(StepPlan& step) {
   internal_check(std::count_if(step.variants.begin(), step.variants.end(),
                                [](const PlannedVariant& v) { return v.is_default; }) == 1,
                  "plan: a step's space must hold its default exactly once");
+  if (reads_strided(step)) {  // last: the other variants keep their ids
+    step.strided_variant = static_cast<int>(step.variants.size());
+    step.variants.push_back(plan_variant(step, strided_config(step)));
+  }
   // A TMA variant's fallback, for operands without tensor maps: the first variant of the
   // same tiles, blocks per SM and MMA whose MMA warps copy (measured on an H200, 4096 x 4096
   // x 4095: 1089 us against the producer warpgroup's 1948: bench/results/2026-11-24-h200-tma).
@@ -218,6 +273,7 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
   if (const auto* p = std::get_if<PointwiseConfig>(&config)) {
     v.block_threads = p->block;
     v.elements_per_block = p->elements_per_block();
+    v.strided = p->strided;
     return v;
   }
   if (const auto* t = std::get_if<ContractionConfig>(&config)) {
@@ -241,9 +297,10 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
   }
   const auto& c = std::get<ReductionConfig>(config);
   const bool row = step.kind == bundle::StepKind::row_reduction;
+  v.strided = c.strided;
   v.block_threads = c.block;
   v.elements_per_block = rows_per_block(step.kind, c);
-  if (row) {
+  if (row && !c.strided) {
     v.max_reduced = row_heuristic_limit(c, step.max_vec, step.fused_single_pass());
     v.min_rows_per_sm = row_many_rows_per_sm(c, step.max_vec, step.fused_single_pass());
   }
@@ -276,6 +333,19 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
       plan_variants(p);
     }
   };
+  // Strided inputs: contractions (whose entry ends in its tensor maps' flag) and scans do not
+  // read strides yet.
+  for (const TensorDecl& in : k.inputs) {
+    if (!in.strided) continue;
+    for (const ScheduledKernel& sk : s.kernels) {
+      if (sk.kind == StepKind::contraction ||
+          (sk.kind == StepKind::scan && loads_tensor(sk.def, in.name))) {
+        throw UserError(in.loc, fmt::format("strided input '{}' in a kernel with a {} (not "
+                                            "supported yet): declare it without 'strided'",
+                                            in.name, to_string(sk.kind)));
+      }
+    }
+  }
   const bool all_pointwise =
       std::all_of(s.kernels.begin(), s.kernels.end(),
                   [](const ScheduledKernel& sk) { return sk.kind == StepKind::pointwise; });
@@ -344,7 +414,7 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   std::vector<int> written(step.variants.size(), -1);  // plan index -> manifest id
   for (size_t pi = 0; pi < step.variants.size(); ++pi) {
     const PlannedVariant& pv = step.variants[pi];
-    if (default_only && !pv.is_default) continue;
+    if (default_only && !pv.is_default && !pv.strided) continue;
     const int id = static_cast<int>(bs.variants.size());
     written[pi] = id;
     bs.variants.push_back(manifest_variant(pv, id, entry_name(kernel, si, id), archs));
@@ -370,6 +440,7 @@ bundle::Variant manifest_variant(const PlannedVariant& pv, int id, const std::st
   v.split = pv.split;
   v.stage = pv.stage;
   v.tile = pv.tile;
+  v.strided = pv.strided;
   v.is_default = pv.is_default;
   // A wgmma variant's Hopper image is the arch-specific one (wgmma exists on sm_90a only);
   // the runtime prefers it on sm_90 devices, and its other images run mma.sync.
@@ -393,6 +464,18 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   const bundle::Step written = manifest_step(plan, si, {});
   const bundle::StepRule rule = bundle::step_rule(
       written, std::vector<bool>(written.variants.size(), true), {1, /*memory_pools=*/true});
+  if (step.strided_variant >= 0) {
+    std::vector<std::string> names;
+    for (const TensorDecl* t : step.abi->params()) {
+      if (t->strided) names.push_back(t->name);
+    }
+    const PlannedVariant& sv = step.variants[static_cast<size_t>(step.strided_variant)];
+    line(
+        fmt::format("strides of {} not the contiguous ones: variant {} ({}), scalar loads at "
+                    "sum(index * stride) in 64 bits",
+                    fmt::join(names, ", "), step.strided_variant, config_text(sv.config)));
+    line("contiguous strides:");
+  }
   if (step.kind == bundle::StepKind::pointwise) {
     line(fmt::format("every size: variant {} ({})", step.default_variant, config_text(def.config)));
     if (const Tiling& t = step.pointwise.tiling; t.tiled()) {

@@ -52,6 +52,7 @@ struct PlannedVariant {
   bundle::SplitInfo split;         // split variants (phases > 0)
   bundle::StageInfo stage;         // staging variants (bytes_per_element > 0)
   bundle::TileInfo tile;           // contraction variants (m > 0)
+  bool strided = false;            // the step's strided variant (StepPlan::strided_variant)
 };
 
 /// A knob the tuner may move beyond the planned variants (pointwise steps only: their
@@ -82,6 +83,12 @@ struct StepPlan {
 
   std::vector<PlannedVariant> variants;  // the configuration space, in manifest order
   int default_variant = 0;
+  // Steps that read a strided input: the one variant that reads it through the strides given
+  // at launch (scalar loads, 64-bit offsets), last among the variants; -1 for other steps.
+  // The rule: a launch whose strides are the contiguous ones (bundle/rule.h: contiguous_strides)
+  // runs the step as if nothing were strided (tuned winner, tiers, vectors); any other launch
+  // runs this variant. Every entry of a kernel with strided inputs takes their strides.
+  int strided_variant = -1;
   std::vector<TuneRange> tune_ranges;
 
   /// Scans: whether the scanned index is the contiguous one (a row scan, else an outer scan).
@@ -115,7 +122,8 @@ struct KernelPlan {
 };
 
 /// Plans a verified kernel (which must outlive the plan). Throws UserError for bodies the
-/// code generator cannot place.
+/// code generator cannot place, and, at the parameter, for a strided input of a kernel with a
+/// contraction or a scan reading it (not supported yet).
 std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k);
 
 /// The manifest entry of step `si`: its kind, space and every planned variant with its rule

@@ -23,6 +23,9 @@
 //     the lanes read one vector there. Index variables used as values (rand's counter) take
 //     their coordinates from this form too, and a lane's coordinate is lane 0's plus a
 //     constant, which lets the lanes share their Philox calls (compiler/emit.cpp).
+//  5. A strided variant (cfg.strided, always scalar) reads each strided input at
+//     sum(coord_d * stride_d) in 64 bits, the strides being kernel arguments; other variants
+//     read strided inputs as the contiguous tensors the runtime checked them to be.
 // Values and math follow compiler/emit.h.
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
@@ -52,6 +55,7 @@ struct Access {
   // Within a vector that does not cross a row (step 4 above):
   bool row_vector = false;  // last index is the innermost variable: lanes are consecutive
   bool uniform = false;     // does not use the innermost variable: the same for every lane
+  bool strided = false;     // a strided input read through its strides (step 5)
 };
 
 // The loads, coordinates and memoized values of one element being computed.
@@ -169,6 +173,11 @@ class PointwiseLowering {
     const int inner = static_cast<int>(step_.vars.size()) - 1;
     a.row_vector = !a.contiguous && !a.vars.empty() && a.vars.back() == inner;
     a.uniform = std::find(a.vars.begin(), a.vars.end(), inner) == a.vars.end();
+    if (cfg_.strided && params_[a.param]->strided) {
+      internal_check(cfg_.vec == 1, "lower_pointwise: a strided variant is scalar");
+      a.strided = true;
+      a.contiguous = a.row_vector = false;
+    }
     for (size_t i = 0; i < accesses_.size(); ++i) {
       if (accesses_[i].param == a.param && accesses_[i].vars == a.vars) return i;
     }
@@ -200,6 +209,7 @@ class PointwiseLowering {
 
   void build_function(const std::string& entry) {
     fn_ = em_.declare_kernel(k_, entry, cfg_.block);
+    em_.set_read_strides(cfg_.strided);
     for (size_t i = 0; i < params_.size(); ++i) ptr_args_.push_back(fn_->getArg(i));
     for (size_t i = 0; i < symbols_.size(); ++i)
       sym_args_.push_back(fn_->getArg(params_.size() + i));
@@ -419,6 +429,13 @@ class PointwiseLowering {
   // Element offset of access `a` for the lane.
   Value* offset_of(const Access& a, Lane& lane) {
     if (a.contiguous) return lane.flat;
+    if (a.strided) {
+      std::vector<Value*> coords;
+      for (int v : a.vars) coords.push_back(coord(lane, v));
+      Value* off = em_.strided_offset(params_[a.param]->name, coords);
+      internal_check(off != nullptr, "lower_pointwise: a strided input without strides");
+      return off;
+    }
     Value* off = nullptr;
     {
       // Row-major offset: sum over dims of coord * (product of the later dims' extents).

@@ -54,7 +54,11 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
   if (cfg_.stage && (shape_ != StepKind::row_reduction || cfg_.split)) {
     throw InternalError("lower_reduction: a staging config of an outer or split kernel");
   }
+  if (cfg_.strided && (cfg_.vec != 1 || cfg_.split || cfg_.stage)) {
+    throw InternalError("lower_reduction: a strided config is scalar, unsplit and unstaged");
+  }
   fn_ = em_.declare_kernel(abi_, entry, cfg_.block, cfg_.split);
+  em_.set_read_strides(cfg_.strided);
   for (size_t i = 0; i < params_.size(); ++i) ptrs_.push_back(fn_->getArg(i));
   for (size_t i = 0; i < symbols_.size(); ++i) syms_.push_back(fn_->getArg(params_.size() + i));
   if (cfg_.split) {

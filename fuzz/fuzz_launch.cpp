@@ -3,12 +3,12 @@
 // fills it with compiled bundles' manifest.json files: pointwise, row, outer, split, staged
 // and buffered steps); the input's bytes pick a kernel and drive everything else: the
 // pointers, the symbols (small, large, 0, negative, near 2^63), which variants loaded, the
-// device's SM count and memory pools, the heuristic or an explicit choice per step, and the
-// fallback flag. Then check_arguments, the heuristic and lay_out run as Kernel::launch runs
-// them. Nothing may crash, overflow or divide by zero, and what passes must be coherent:
-// checked symbols > 0 and pointers non-null; chosen variants in range and loadable; grids in
-// 1..kMaxGridX, blocks as the variant says, workspaces >= 0, buffers at 256-byte multiples
-// that do not overlap.
+// device's SM count and memory pools, the heuristic or an explicit choice per step, the
+// fallback flag, and the strides of strided inputs (none, too few, negative, 0, huge). Then
+// check_arguments, the heuristic and lay_out run as Kernel::launch runs them. Nothing may crash,
+// overflow or divide by zero, and what passes must be coherent: checked symbols > 0 and pointers
+// non-null; chosen variants in range and loadable; grids in 1..kMaxGridX, blocks as the variant
+// says, workspaces >= 0, buffers at 256-byte multiples that do not overlap.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -115,6 +115,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < info.params.size(); ++i) ptrs.push_back(pointer(in, i));
   std::vector<int64_t> symbols;
   for (size_t j = 0; j < info.symbols.size(); ++j) symbols.push_back(symbol_value(in));
+  // Strides: none (contiguous), the right count, or one fewer; each from symbol_value's mix.
+  std::vector<int64_t> strides;
+  const size_t nstrides = launch::stride_count(info);
+  if (nstrides > 0 && (flags & 8) != 0) {
+    const size_t n = (flags & 16) != 0 ? nstrides - 1 : nstrides;
+    for (size_t j = 0; j < n; ++j) strides.push_back(symbol_value(in) - ((flags & 32) ? 1 : 0));
+  }
 
   std::vector<launch::StepRule> rules;
   std::vector<std::vector<int64_t>> smem;
@@ -126,7 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     smem.emplace_back(step.variants.size(), int64_t{in.take<uint8_t>()} * 1024);
   }
 
-  const Status checked = launch::check_arguments(info, enc, ptrs, symbols);
+  const Status checked = launch::check_arguments(info, enc, ptrs, symbols, strides);
   // The heuristic must survive unchecked values too (Kernel::choose is public).
   for (size_t s = 0; s < info.steps.size(); ++s) {
     const int v = launch::heuristic_for(info, enc, s, rules[s], symbols, dev);
@@ -138,6 +145,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (int64_t v : symbols) EXPECT(v > 0);
   for (CUdeviceptr p : ptrs) EXPECT(p != 0);
+  for (int64_t v : strides) EXPECT(v >= 0);
+  EXPECT(strides.empty() || strides.size() == nstrides);
+  std::vector<int64_t> effective(nstrides);
+  const bool contiguous = launch::effective_strides(info, enc, symbols, strides, effective);
+  EXPECT(!strides.empty() || contiguous);
 
   std::vector<int> variants;
   for (size_t s = 0; s < info.steps.size(); ++s) {
@@ -149,6 +161,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     EXPECT(v >= 0 && loadable[s][static_cast<size_t>(v)]);
     variants.push_back(v);
+  }
+  if (!contiguous) {
+    const Status chosen = launch::choose_strided(info, rules, variants, explicit_choice);
+    if (!chosen.ok()) {
+      EXPECT(!chosen.message().empty() && chosen.message().find('\n') == std::string::npos);
+      return 0;
+    }
+    for (size_t s = 0; s < info.steps.size(); ++s) {
+      EXPECT(!rules[s].reads_strided || variants[s] == rules[s].strided);
+    }
   }
   launch::Layout layout;
   const Status laid =

@@ -1,6 +1,9 @@
 // libFuzzer target: spec text -> parser + verifier -> scheduler, and the printer round trip.
 // Any input may be rejected with a UserError; nothing may crash, hang, trip a sanitizer, or
-// print a program that parses back to something else.
+// print a program that parses back to something else. The seeds (fuzz/run.sh) are the examples
+// and the golden diagnostics, so every production of the grammar is in the corpus: scalars,
+// rank-0 tensors, `strided` inputs (examples/strided.kiln) and `strided` where it is refused
+// (tests/golden/diagnostics/strided_*.kiln).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

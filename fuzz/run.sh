@@ -73,7 +73,7 @@ for t in $targets; do
       # The manifests it launches against (KILN_FUZZ_MANIFESTS): every kind of step, with
       # split, staging and buffered variants; the input's bytes drive the rest.
       mkdir -p "$out/launch_manifests"
-      for ex in add mixed rowsum colsum softmax global_max_norm rowsum_colsum; do
+      for ex in add mixed rowsum colsum softmax global_max_norm rowsum_colsum strided; do
         if [[ ! -f "$out/launch_manifests/$ex/manifest.json" ]]; then
           "$kiln" compile "$root/examples/$ex.kiln" -o "$out/launch_manifests/$ex" --arch sm_90 \
             > /dev/null

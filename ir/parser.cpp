@@ -312,7 +312,7 @@ class Parser {
     return std::move(k_);
   }
 
-  // param := IDENT ':' DTYPE ['[' [dim (',' dim)*] ']']   (no brackets: a scalar)
+  // param := IDENT ':' DTYPE ['[' [dim (',' dim)*] ']' ['strided']]   (no brackets: a scalar)
   void parse_params(std::vector<TensorDecl>& list, TensorRole role) {
     do {
       const Token& name = expect_ident("a parameter name");
@@ -333,6 +333,10 @@ class Parser {
                                      "output",
                                      name.text, name.text, type.text));
         }
+        if (peek().kind == Tok::ident && peek().text == "strided") {
+          fail(peek().loc,
+               fmt::format("scalar '{}' cannot be strided: only tensors have strides", name.text));
+        }
         list.push_back(TensorDecl{std::string(name.text), *dtype, {}, role, name.loc, true});
         continue;
       }
@@ -344,7 +348,20 @@ class Parser {
         } while (accept(","));
       }
       expect("]");
-      list.push_back(TensorDecl{std::string(name.text), *dtype, std::move(shape), role, name.loc});
+      TensorDecl decl{std::string(name.text), *dtype, std::move(shape), role, name.loc};
+      if (peek().kind == Tok::ident && peek().text == "strided") {
+        const Token& kw = next();
+        if (role == TensorRole::output) {
+          fail(kw.loc, fmt::format("output '{}' cannot be strided (not supported yet): outputs "
+                                   "are written contiguously",
+                                   name.text));
+        }
+        if (decl.shape.empty()) {
+          fail(kw.loc, fmt::format("'{}' has rank 0: it has no strides", name.text));
+        }
+        decl.strided = true;
+      }
+      list.push_back(std::move(decl));
     } while (accept(","));
   }
 

@@ -83,7 +83,8 @@ std::string print_decl(const TensorDecl& t) {
   if (t.scalar) return fmt::format("{}: {}", t.name, to_string(t.dtype));
   std::vector<std::string> dims;
   for (const Dim& d : t.shape) dims.push_back(d.to_string());
-  return fmt::format("{}: {}[{}]", t.name, to_string(t.dtype), join(dims));
+  return fmt::format("{}: {}[{}]{}", t.name, to_string(t.dtype), join(dims),
+                     t.strided ? " strided" : "");
 }
 
 std::string print_decls(const std::vector<TensorDecl>& list) {

@@ -36,6 +36,10 @@ struct TensorDecl {
   /// An input passed by value at launch (`eps: f32`, no brackets): shape empty, read by its
   /// bare name (ScalarRef). Outputs and temporaries are never scalars.
   bool scalar = false;
+  /// An input whose strides are given at launch (`x: f32[M, N] strided`): element (i0, i1, ..)
+  /// is at base + i0 * s0 + i1 * s1 + .., strides in elements, any value >= 0 (0 broadcasts).
+  /// Only tensor inputs of rank >= 1 are strided; every other tensor is contiguous (row-major).
+  bool strided = false;
   friend bool operator==(const TensorDecl& a, const TensorDecl& b);  // ignores loc
 };
 

@@ -83,6 +83,11 @@ class KernelVerifier {
                                  t->name, t->name, to_string(t->dtype)));
       }
       internal_check(!t->scalar || t->shape.empty(), "a scalar parameter has no shape");
+      if (t->strided && (t->scalar || t->role != TensorRole::input || t->shape.empty())) {
+        fail(t->loc, fmt::format("'{}' cannot be strided: only tensor inputs of rank 1 or more "
+                                 "take strides",
+                                 t->name));
+      }
       for (const Dim& d : t->shape) {
         if (d.is_fixed() && d.value() <= 0) {
           fail(t->loc, fmt::format("a dimension must be a positive integer, not {}", d.value()));

@@ -179,6 +179,22 @@ int kiln_launch(const kiln_kernel* kernel, CUstream stream, const CUdeviceptr* p
   });
 }
 
+int kiln_launch_strided(const kiln_kernel* kernel, CUstream stream, const CUdeviceptr* ptrs,
+                        size_t nptrs, const int64_t* symbols, size_t nsymbols,
+                        const int64_t* strides, size_t nstrides) {
+  if (kernel == nullptr) return invalid("kiln_launch_strided: kernel is NULL");
+  if ((ptrs == nullptr && nptrs > 0) || (symbols == nullptr && nsymbols > 0) ||
+      (strides == nullptr && nstrides > 0)) {
+    return invalid("kiln_launch_strided: argument array is NULL");
+  }
+  return guarded("kiln_launch_strided", [&]() -> int {
+    kiln::Status s = cpp(kernel)->launch(stream, std::span<const CUdeviceptr>(ptrs, nptrs),
+                                         std::span<const int64_t>(symbols, nsymbols),
+                                         std::span<const int64_t>(strides, nstrides));
+    return s.ok() ? KILN_OK : fail(s);
+  });
+}
+
 int kiln_launch_packed(const kiln_launch_args* args) {
   if (args == nullptr) return invalid("kiln_launch_packed: args is NULL");
   return kiln_launch(args->kernel, args->stream, args->ptrs, args->nptrs, args->symbols,
@@ -263,6 +279,16 @@ int kiln_kernel_param_scalar(const kiln_kernel* kernel, size_t index, int* is_sc
     const kiln::bundle::ParamInfo* p = param_at(kernel, index, "kiln_kernel_param_scalar");
     if (p == nullptr) return KILN_ERROR_INVALID_ARGUMENT;
     *is_scalar = p->scalar ? 1 : 0;
+    return KILN_OK;
+  });
+}
+
+int kiln_kernel_param_strided(const kiln_kernel* kernel, size_t index, int* is_strided) {
+  if (is_strided == nullptr) return invalid("kiln_kernel_param_strided: NULL argument");
+  return guarded("kiln_kernel_param_strided", [&]() -> int {
+    const kiln::bundle::ParamInfo* p = param_at(kernel, index, "kiln_kernel_param_strided");
+    if (p == nullptr) return KILN_ERROR_INVALID_ARGUMENT;
+    *is_strided = p->strided ? 1 : 0;
     return KILN_OK;
   });
 }

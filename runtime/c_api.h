@@ -8,7 +8,8 @@
  *   kiln_bundle_use_cache(b, "tuned.json");                     (optional)
  *   const kiln_kernel* k = kiln_bundle_find(b, "swiglu");
  *   kiln_launch(k, stream, ptrs, 3, symbols, 2);                (inputs then outputs; M, N)
- *   (a scalar parameter's slot in ptrs holds its value: kiln_scalar_f32(1e-5f))
+ *   (a scalar parameter's slot in ptrs holds its value: kiln_scalar_f32(1e-5f);
+ *    strided inputs take their strides through kiln_launch_strided)
  *   kiln_bundle_free(b);  kiln_runtime_close(rt);
  *
  * Every function but kiln_bundle_find and kiln_last_error returns KILN_OK (0) or an error code
@@ -83,6 +84,17 @@ const kiln_kernel* kiln_bundle_find(const kiln_bundle* bundle, const char* name)
 int kiln_launch(const kiln_kernel* kernel, CUstream stream, const CUdeviceptr* ptrs, size_t nptrs,
                 const int64_t* symbols, size_t nsymbols);
 
+/** kiln_launch for kernels with strided inputs (`x: f32[M, N] strided` in the spec;
+ *  kiln_kernel_param_strided): `strides` holds, for each strided input in parameter order, one
+ *  stride per dimension, in elements (torch's Tensor.stride()), `nstrides` being the sum of
+ *  their ranks; NULL with 0 means contiguous tensors (as kiln_launch). Strides may be 0
+ *  (expanded views) but not negative; each view's footprint must fit int64 bytes. When a
+ *  strided input's strides are not the contiguous ones, the steps that read it run their
+ *  strided variants. */
+int kiln_launch_strided(const kiln_kernel* kernel, CUstream stream, const CUdeviceptr* ptrs,
+                        size_t nptrs, const int64_t* symbols, size_t nsymbols,
+                        const int64_t* strides, size_t nstrides);
+
 /** The slot of a scalar argument in kiln_launch's `ptrs`: the value's bits, zero-extended.
  *  f16 and bf16 scalars take their 16-bit patterns (kiln_scalar_u16). */
 static inline CUdeviceptr kiln_scalar_f32(float v) {
@@ -127,6 +139,9 @@ int kiln_kernel_param(const kiln_kernel* kernel, size_t index, const char** name
 /** Whether parameter `index` is a scalar passed by value (1) or a tensor passed by pointer
  *  (0). A scalar has rank 0 and is an input. */
 int kiln_kernel_param_scalar(const kiln_kernel* kernel, size_t index, int* is_scalar);
+/** Whether parameter `index` takes strides at launch (1: kiln_launch_strided) or is a
+ *  contiguous tensor or a scalar (0). A strided parameter is an input of rank 1 or more. */
+int kiln_kernel_param_strided(const kiln_kernel* kernel, size_t index, int* is_strided);
 /** Dimension `dim` of parameter `index`: a fixed extent (`*value` = the extent, `*symbol` = -1)
  *  or a symbol (`*value` = 0, `*symbol` = its index among the kernel's symbols). */
 int kiln_kernel_param_dim(const kiln_kernel* kernel, size_t index, size_t dim, int64_t* value,

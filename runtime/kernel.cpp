@@ -43,7 +43,7 @@ int Kernel::heuristic(size_t step, std::span<const int64_t> symbols) const {
 }
 
 Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> variants,
-                              std::string* why) const {
+                              std::string* why, std::span<const int64_t> strides) const {
   for (size_t s = 0; s < variants.size() && s < rules_.size(); ++s) {
     variants[s] = heuristic(s, symbols);
   }
@@ -70,6 +70,13 @@ Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> v
       if (t->variants[s] >= 0) variants[s] = t->variants[s];
     }
   }
+  if (!strides.empty() && strides.size() == launch::stride_count(*info_)) {
+    std::array<int64_t, launch::kMaxArgs> buf;
+    const std::span<int64_t> effective(buf.data(), strides.size());
+    if (!launch::effective_strides(*info_, enc_, symbols, strides, effective)) {
+      (void)launch::choose_strided(*info_, rules_, variants, false);  // a failure: as it was
+    }
+  }
   if (why) {
     std::string shape, vars;
     for (size_t i = 0; i < symbols.size() && i < info_->symbols.size(); ++i) {
@@ -86,9 +93,12 @@ Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> v
 }
 
 Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                      std::span<const int64_t> symbols) const {
-  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols); !s.ok()) return s;
+                      std::span<const int64_t> symbols, std::span<const int64_t> strides) const {
+  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols, strides); !s.ok()) return s;
   record_launch_shape(*info_, symbols);  // KILN_RECORD_SHAPES (runtime/shape_recorder.h)
+  std::array<int64_t, launch::kMaxArgs> stride_buf;
+  const std::span<int64_t> effective(stride_buf.data(), launch::stride_count(*info_));
+  const bool contiguous = launch::effective_strides(*info_, enc_, symbols, strides, effective);
   std::array<int, launch::kMaxSteps> buf;
   std::span<int> variants(buf.data(), steps_.size());
   const Source src = choose(symbols, variants);
@@ -97,13 +107,16 @@ Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
     choose(symbols, variants, &why);
     std::fprintf(stderr, "kiln: %s\n", why.c_str());
   }
-  return lay_out_and_enqueue(stream, ptrs, symbols, variants, true);
+  if (!contiguous) {
+    if (Status s = launch::choose_strided(*info_, rules_, variants, false); !s.ok()) return s;
+  }
+  return lay_out_and_enqueue(stream, ptrs, symbols, variants, true, effective);
 }
 
 Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                               std::span<const int64_t> symbols,
-                               std::span<const int> variants) const {
-  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols); !s.ok()) return s;
+                               std::span<const int64_t> symbols, std::span<const int> variants,
+                               std::span<const int64_t> strides) const {
+  if (Status s = launch::check_arguments(*info_, enc_, ptrs, symbols, strides); !s.ok()) return s;
   if (variants.size() != steps_.size()) {
     return Status::error(fmt::format("{}: expected {} variant choices (one per step), got {}",
                                      name(), steps_.size(), variants.size()));
@@ -118,23 +131,35 @@ Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptr
                           : "cannot run here: " + steps_[s][v].load_error));
     }
   }
-  return lay_out_and_enqueue(stream, ptrs, symbols, variants, false);
+  std::array<int64_t, launch::kMaxArgs> stride_buf;
+  const std::span<int64_t> effective(stride_buf.data(), launch::stride_count(*info_));
+  if (!launch::effective_strides(*info_, enc_, symbols, strides, effective)) {
+    std::array<int, launch::kMaxSteps> copy;
+    std::copy(variants.begin(), variants.end(), copy.begin());
+    if (Status s = launch::choose_strided(*info_, rules_,
+                                          std::span<int>(copy.data(), variants.size()), true);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return lay_out_and_enqueue(stream, ptrs, symbols, variants, false, effective);
 }
 
 Status Kernel::lay_out_and_enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
                                    std::span<const int64_t> symbols, std::span<const int> variants,
-                                   bool fallback) const {
+                                   bool fallback, std::span<const int64_t> strides) const {
   launch::Layout layout;
   if (Status s = launch::lay_out(*info_, enc_, rules_, max_dynamic_smem_, ptrs, symbols, variants,
                                  fallback, facts_, layout);
       !s.ok()) {
     return s;
   }
-  return enqueue(stream, ptrs, symbols, layout);
+  return enqueue(stream, ptrs, symbols, layout, strides);
 }
 
 Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                       std::span<const int64_t> symbols, const launch::Layout& layout) const {
+                       std::span<const int64_t> symbols, const launch::Layout& layout,
+                       std::span<const int64_t> strides) const {
   const bundle::KernelInfo& info = *info_;
   const size_t np = info.params.size(), nb = info.buffers.size(), ns = info.symbols.size();
   const DriverApi& api = rt_->driver();
@@ -238,6 +263,11 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
         args[na + ns + i] = &maps[i];
       }
       args[na + ns + var.tile.tensor_maps.size()] = &maps_ok;
+    }
+    // Last, the strided inputs' strides (manifest.h): after the split's workspace and phase.
+    const size_t first_stride = na + ns + (var.split.phases > 0 ? 2 : 0);
+    for (size_t j = 0; j < strides.size(); ++j) {
+      args[first_stride + j] = const_cast<int64_t*>(&strides[j]);
     }
     auto fail = [&](std::string_view what, CUresult r) {
       return Status::error(fmt::format(

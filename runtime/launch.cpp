@@ -80,13 +80,33 @@ int heuristic_for(const KernelInfo& info, const EncodedKernel& enc, size_t step,
   return heuristic_variant(info.steps[step], rule, *rows, *reduced, device);
 }
 
+size_t stride_count(const KernelInfo& info) {
+  size_t n = 0;
+  for (const bundle::ParamInfo& p : info.params) n += p.strided ? p.shape.size() : 0;
+  return n;
+}
+
 Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
-                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols) {
+                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
+                       std::span<const int64_t> strides) {
   const size_t np = info.params.size(), nb = info.buffers.size(), ns = info.symbols.size();
-  if (np + nb + ns + kMaxTrailingArgs > kMaxArgs) {
+  const size_t nstrides = stride_count(info);
+  if (np + nb + ns + nstrides + kMaxTrailingArgs > kMaxArgs) {
     return Status::error(fmt::format(
-        "{}: {} arguments (pointers, buffers and symbols); the runtime supports at most {}",
-        info.name, np + nb + ns, kMaxArgs - kMaxTrailingArgs));
+        "{}: {} arguments (pointers, buffers, symbols and strides); the runtime supports at "
+        "most {}",
+        info.name, np + nb + ns + nstrides, kMaxArgs - kMaxTrailingArgs));
+  }
+  if (!strides.empty() && strides.size() != nstrides) {
+    std::vector<std::string> names;
+    for (const auto& p : info.params) {
+      if (p.strided) names.push_back(fmt::format("{} of {}", p.shape.size(), p.name));
+    }
+    return Status::error(fmt::format(
+        "{}: expected {} strides ({}), or none for contiguous tensors, got {}", info.name, nstrides,
+        names.empty() ? std::string("no strided parameters")
+                      : fmt::format("{}", fmt::join(names, ", ")),
+        strides.size()));
   }
   if (info.steps.size() > kMaxSteps) {
     return Status::error(fmt::format("{}: {} steps; the runtime supports at most {}", info.name,
@@ -116,6 +136,7 @@ Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
     }
   }
   std::array<int64_t, kMaxArgs> bytes{};  // each parameter's, for the overlap check
+  size_t next_stride = 0;                 // the first stride of the next strided input
   for (size_t i = 0; i < np; ++i) {
     const bundle::ParamInfo& p = info.params[i];
     const auto elem = static_cast<int64_t>(size_of(p.dtype));
@@ -139,6 +160,34 @@ Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
           fmt::format("{}: argument {} ({}): shape {} is too large (its {} overflows int64)",
                       info.name, i + 1, p.name, shape_text(p.shape, enc.params[i], symbols),
                       n ? "size in bytes" : "element count"));
+    }
+    if (p.strided && !strides.empty()) {
+      // The view's footprint: its last element's offset plus one, in bytes, within int64 (the
+      // kernels' offsets are 64-bit).
+      const std::span<const int64_t> st = strides.subspan(next_stride, p.shape.size());
+      next_stride += p.shape.size();
+      int64_t last = 0;
+      for (size_t d = 0; d < st.size(); ++d) {
+        if (st[d] < 0) {
+          return Status::error(fmt::format(
+              "{}: argument {} ({}): stride {} of dimension {} is negative; negative strides "
+              "are not supported (pass the flipped view's base and its absolute strides "
+              "through a contiguous copy)",
+              info.name, i + 1, p.name, st[d], d));
+        }
+        int64_t term = 0;
+        if (__builtin_mul_overflow(extent(enc.params[i][d], symbols) - 1, st[d], &term) ||
+            __builtin_add_overflow(last, term, &last)) {
+          last = -1;
+          break;
+        }
+      }
+      if (last < 0 || __builtin_add_overflow(last, 1, &last) ||
+          __builtin_mul_overflow(last, elem, &bytes[i])) {
+        return Status::error(fmt::format(
+            "{}: argument {} ({}): strides [{}] of shape {} reach past int64 bytes", info.name,
+            i + 1, p.name, fmt::join(st, ", "), shape_text(p.shape, enc.params[i], symbols)));
+      }
     }
   }
   // The buffers must fit one allocation of aligned pieces (lay_out places them).
@@ -181,6 +230,56 @@ Status check_arguments(const KernelInfo& info, const EncodedKernel& enc,
             info.name, i + 1, info.params[i].name, j + 1, info.params[j].name));
       }
     }
+  }
+  return Status::ok_status();
+}
+
+bool effective_strides(const KernelInfo& info, const EncodedKernel& enc,
+                       std::span<const int64_t> symbols, std::span<const int64_t> strides,
+                       std::span<int64_t> out) {
+  bool contiguous = true;
+  size_t at = 0;
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    if (!info.params[i].strided) continue;
+    const std::vector<int64_t>& dims = enc.params[i];
+    std::array<int64_t, kMaxArgs> extents{};
+    for (size_t d = 0; d < dims.size(); ++d) extents[d] = extent(dims[d], symbols);
+    const std::span<int64_t> mine = out.subspan(at, dims.size());
+    if (strides.empty()) {
+      int64_t s = 1;
+      for (size_t d = dims.size(); d-- > 0;) {
+        mine[d] = s;
+        s *= extents[d];  // checked: the element count fits int64
+      }
+    } else {
+      std::copy_n(strides.begin() + static_cast<std::ptrdiff_t>(at), dims.size(), mine.begin());
+      contiguous = contiguous && bundle::contiguous_strides(
+                                     std::span<const int64_t>(extents.data(), dims.size()), mine);
+    }
+    at += dims.size();
+  }
+  return contiguous;
+}
+
+Status choose_strided(const KernelInfo& info, std::span<const StepRule> rules,
+                      std::span<int> variants, bool explicit_choice) {
+  for (size_t s = 0; s < info.steps.size() && s < variants.size(); ++s) {
+    const StepRule& r = rules[s];
+    if (!r.reads_strided || variants[s] == r.strided) continue;
+    const bundle::Step& step = info.steps[s];
+    if (r.strided < 0) {
+      return Status::error(fmt::format(
+          "{}: step {} ({}): strides that are not the contiguous ones need the step's strided "
+          "variant, which cannot run here",
+          info.name, s, step.name));
+    }
+    if (explicit_choice) {
+      return Status::error(fmt::format(
+          "{}: step {} ({}): variant {} reads the strided inputs as contiguous tensors, but "
+          "their strides are not the contiguous ones (variant {} reads them through strides)",
+          info.name, s, step.name, variants[s], r.strided));
+    }
+    variants[s] = r.strided;
   }
   return Status::ok_status();
 }

@@ -33,7 +33,7 @@ namespace kiln::launch {
 /// on the stack.
 inline constexpr size_t kMaxArgs = 64;
 inline constexpr size_t kMaxSteps = 32;
-/// The arguments after the symbols a step may take (manifest.h).
+/// The arguments after the symbols a step may take (manifest.h), strides not counted.
 inline constexpr size_t kMaxTrailingArgs = bundle::kMaxTensorMaps + 1;
 
 /// A kernel's shapes encoded for evaluation without lookups: an entry > 0 is a fixed extent,
@@ -57,9 +57,30 @@ using bundle::split_blocks;
 using bundle::step_rule;
 using bundle::StepRule;
 
-/// Step 1.
+/// The number of strides a launch of `info` takes: the ranks of its strided inputs, summed.
+size_t stride_count(const bundle::KernelInfo& info);
+
+/// Step 1. `strides`: for each strided input (ParamInfo::strided) in parameter order, one
+/// stride per dimension, in elements; empty means the contiguous ones. Each must be >= 0, and
+/// the view's footprint ((extent - 1) * stride summed, plus one element, in bytes) must fit
+/// int64; that footprint is what the overlap check of outputs uses.
 Status check_arguments(const bundle::KernelInfo& info, const EncodedKernel& enc,
-                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols);
+                       std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
+                       std::span<const int64_t> strides = {});
+
+/// The strides the entries take (manifest.h): `strides` copied into `out`, or the contiguous
+/// ones when `strides` is empty; on checked arguments. Returns whether every strided input's
+/// strides are contiguous (bundle::contiguous_strides). `out` holds stride_count(info).
+bool effective_strides(const bundle::KernelInfo& info, const EncodedKernel& enc,
+                       std::span<const int64_t> symbols, std::span<const int64_t> strides,
+                       std::span<int64_t> out);
+
+/// Step 2 for strided inputs whose strides are not contiguous: every step that reads one runs
+/// its strided variant (StepRule::strided). With `explicit_choice` (launch_variants) a
+/// variant other than that is an error instead of being replaced. Fails when such a step's
+/// strided variant did not load.
+Status choose_strided(const bundle::KernelInfo& info, std::span<const StepRule> rules,
+                      std::span<int> variants, bool explicit_choice);
 
 /// Step 2 for one step, on checked symbols: heuristic_variant with the step's sizes.
 int heuristic_for(const bundle::KernelInfo& info, const EncodedKernel& enc, size_t step,

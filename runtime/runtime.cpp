@@ -166,6 +166,11 @@ std::vector<AbiParam> abi_params(const KernelInfo& k, const Variant& v) {
     out.push_back({fmt::format("tensor_map{}", i), sizeof(CUtensorMap)});
   }
   if (!v.tile.tensor_maps.empty()) out.push_back({"maps_ok"});
+  for (const bundle::ParamInfo& p : k.params) {  // strided inputs' strides, last (format 8)
+    if (!p.strided) continue;
+    for (size_t d = 0; d < p.shape.size(); ++d)
+      out.push_back({fmt::format("{}.stride{}", p.name, d)});
+  }
   return out;
 }
 std::vector<std::string> abi_names(const KernelInfo& k, const Variant& v) {

@@ -130,20 +130,30 @@ class Kernel {
   /// (info().buffers: one allocation per launch, freed after its last step) and a split
   /// step's workspace (a few bytes per row block), both in stream order from
   /// Runtime::alloc_async: without memory pools a kernel with buffers cannot launch.
+  ///
+  /// `strides`: the views of the strided inputs (`x: f32[M, N] strided`; info().params[i]
+  /// .strided): for each, in parameter order, one stride per dimension in elements (>= 0;
+  /// launch::stride_count(info()) in all), or empty for contiguous tensors. When every
+  /// strided input's strides are the contiguous ones the launch runs as above; otherwise each
+  /// step that reads one runs its strided variant (bundle/rule.h), tuned winners aside.
   Status launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                std::span<const int64_t> symbols) const;
+                std::span<const int64_t> symbols, std::span<const int64_t> strides = {}) const;
   /// Where a launch's variants come from.
   enum class Source { default_config, tuned_exact, tuned_bucket };
   /// The variants launch() would use for these symbol values, and why: a tuned winner for
   /// exactly this shape, else for its bucket (bundle/cache.h), else the chosen default.
   /// Allocates nothing. `why` (optional, allocates) gets a sentence for logs.
+  /// With `strides` (checked, as launch() takes them) that are not the contiguous ones, each
+  /// step that reads a strided input gets its strided variant, as launch() would run it.
   Source choose(std::span<const int64_t> symbols, std::span<int> variants,
-                std::string* why = nullptr) const;
+                std::string* why = nullptr, std::span<const int64_t> strides = {}) const;
 
   /// Launches a specific variant of each step (one entry per step); never falls back: a
-  /// misaligned pointer for a vectorised variant is an error.
+  /// misaligned pointer for a vectorised variant is an error, and so is a variant other than
+  /// the step's strided one when `strides` are not the contiguous ones.
   Status launch_variants(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                         std::span<const int64_t> symbols, std::span<const int> variants) const;
+                         std::span<const int64_t> symbols, std::span<const int> variants,
+                         std::span<const int64_t> strides = {}) const;
 
  private:
   friend class Bundle;
@@ -154,10 +164,12 @@ class Kernel {
   /// Steps 3 and 4 of the launch, on checked arguments and variants that loaded.
   Status lay_out_and_enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
                              std::span<const int64_t> symbols, std::span<const int> variants,
-                             bool fallback) const;
-  /// Step 4 of the launch: the driver calls for a checked, laid-out launch.
+                             bool fallback, std::span<const int64_t> strides) const;
+  /// Step 4 of the launch: the driver calls for a checked, laid-out launch; `strides` are the
+  /// effective ones (launch::effective_strides).
   Status enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
-                 std::span<const int64_t> symbols, const launch::Layout& layout) const;
+                 std::span<const int64_t> symbols, const launch::Layout& layout,
+                 std::span<const int64_t> strides) const;
   /// The variant step `step` runs without a tuned entry (launch::heuristic_variant).
   int heuristic(size_t step, std::span<const int64_t> symbols) const;
 

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -555,6 +556,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> scalar_args;
   run->add_option("--scalar", scalar_args,
                   "a scalar parameter's value, e.g. eps=1e-5 (repeatable; others are random)");
+  std::vector<std::string> stride_args;
+  run->add_option("--strides", stride_args,
+                  "a strided input's view, in elements, e.g. x=1,33 or x=contiguous (repeatable; "
+                  "others are transposed and padded)");
 
   try {
     app.parse(argc, argv);
@@ -684,6 +689,31 @@ int main(int argc, char** argv) {
           return 1;
         }
         ro.scalars[a.substr(0, eq)] = a.substr(eq + 1);
+      }
+      for (const std::string& a : stride_args) {
+        const size_t eq = a.find('=');
+        std::vector<int64_t> view;
+        bool ok = eq != 0 && eq != std::string::npos && eq + 1 < a.size();
+        if (ok && a.substr(eq + 1) != "contiguous") {
+          std::string_view rest = std::string_view(a).substr(eq + 1);
+          while (ok) {
+            const size_t comma = rest.find(',');
+            const std::string_view part = rest.substr(0, comma);
+            int64_t v = 0;
+            auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+            ok = ec == std::errc() && ptr == part.data() + part.size() && !part.empty();
+            view.push_back(v);
+            if (comma == std::string_view::npos) break;
+            rest = rest.substr(comma + 1);
+          }
+        }
+        if (!ok) {
+          fmt::print(stderr,
+                     "kiln run: --strides: expected NAME=S0,S1,... or NAME=contiguous, got '{}'\n",
+                     a);
+          return 1;
+        }
+        ro.strides[a.substr(0, eq)] = std::move(view);
       }
       std::optional<std::vector<KernelSymbols>> kernels =
           bundle_kernels("run", ro.bundle, ro.kernel);

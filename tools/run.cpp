@@ -67,7 +67,7 @@ class Runner {
       : o_(o),
         rt_(rt),
         kernel_(kernel),
-        harness_(rt, def, kernel.info(), o.shape, o.seed, input_mode(o), o.scalars) {}
+        harness_(rt, def, kernel.info(), o.shape, o.seed, input_mode(o), o.scalars, o.strides) {}
 
   int run() {
     if (o_.check) ref_ = harness_.reference();
@@ -84,17 +84,22 @@ class Runner {
     const auto& steps = kernel_.info().steps;
     std::vector<int> chosen(steps.size());
     std::string why;
-    kernel_.choose(harness_.symbols(), chosen, &why);
+    kernel_.choose(harness_.symbols(), chosen, &why, harness_.strides());
     default_ = chosen;
     if (o_.variant == "default") {
       if (!o_.cache_path.empty()) fmt::print("{}\n", why);
       return {chosen};
     }
     if (o_.variant == "all") {
-      // Each step's variants in turn, the other steps at their default.
+      // Each step's variants in turn, the other steps at their default. Views that are not
+      // contiguous run only the strided variant of a step that reads them.
       std::vector<std::vector<int>> all;
       for (size_t s = 0; s < steps.size(); ++s) {
+        const bool strided_only = !harness_.contiguous_views() &&
+                                  std::any_of(steps[s].variants.begin(), steps[s].variants.end(),
+                                              [](const bundle::Variant& v) { return v.strided; });
         for (int v = 0; v < static_cast<int>(steps[s].variants.size()); ++v) {
+          if (strided_only && !steps[s].variants[static_cast<size_t>(v)].strided) continue;
           std::vector<int> c = chosen;
           c[s] = v;
           if (s == 0 || v != chosen[s]) all.push_back(c);
@@ -117,8 +122,8 @@ class Runner {
   }
 
   void launch(const std::vector<int>& choice) {
-    Status s =
-        kernel_.launch_variants(harness_.stream(), harness_.ptrs(), harness_.symbols(), choice);
+    Status s = kernel_.launch_variants(harness_.stream(), harness_.ptrs(), harness_.symbols(),
+                                       choice, harness_.strides());
     if (!s.ok()) throw Failure{s.message()};
   }
 
@@ -266,6 +271,13 @@ int run_kernel(const RunOptions& o) {
       if (!t || !t->scalar) {
         throw Failure{
             fmt::format("--scalar: kernel {} has no scalar parameter {}", o.kernel, name)};
+      }
+    }
+    for (const auto& [name, value] : o.strides) {
+      const TensorDecl* t = p.kernels[0].find_tensor(name);
+      if (!t || !t->strided) {
+        throw Failure{
+            fmt::format("--strides: kernel {} has no strided parameter {}", o.kernel, name)};
       }
     }
     return Runner(o, *rt, *kernel, p.kernels[0]).run();

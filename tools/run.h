@@ -26,6 +26,9 @@ struct RunOptions {
   std::string json_out;    // write the results as JSON here
   std::string cache_path;  // launch the tuned winners of this autotune cache
   ScalarValues scalars;    // values of scalar parameters (--scalar eps=1e-5); others random
+  // Strides of strided inputs (--strides x=1,33, or x=contiguous: empty); the others get the
+  // harness's default view (autotune/harness.h default_view_strides).
+  StrideValues strides;
 };
 
 /// Exit codes of `kiln run`.

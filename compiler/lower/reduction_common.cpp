@@ -456,6 +456,13 @@ Value* ReductionLowering::coordinate(const std::string& var, const Point& p) {
 // Element offset (i64) of tensor `t` (an abi parameter) at `indices` for point p.
 Value* ReductionLowering::offset_of(int param, const std::vector<std::string>& indices,
                                     const Point& p) {
+  if (cfg_.strided && params_[param]->strided) {  // a strided variant: through the strides
+    std::vector<Value*> coords;
+    for (const std::string& v : indices) coords.push_back(coordinate(v, p));
+    Value* off = em_.strided_offset(params_[param]->name, coords);
+    internal_check(off != nullptr, "lower_reduction: a strided input without strides");
+    return off;
+  }
   const std::vector<Dim>& shape = params_[param]->shape;
   Value* off = i64(0);
   Value* stride = nullptr;

@@ -106,16 +106,18 @@ class Param:
     """One kernel parameter as the bundle declares it."""
 
     __slots__ = ("index", "name", "dtype", "dims", "output", "typestrs", "itemsize",
-                 "torch_dtype_name", "torch_dtype", "checks", "scalar")
+                 "torch_dtype_name", "torch_dtype", "checks", "scalar", "strided")
 
     def __init__(self, index: int, name: str, dtype: str, dims: List[Union[int, str]],
-                 output: bool, symbol_index: Dict[str, int], scalar: bool = False):
+                 output: bool, symbol_index: Dict[str, int], scalar: bool = False,
+                 strided: bool = False):
         self.index = index
         self.name = name
         self.dtype = dtype
         self.dims: Tuple[Union[int, str], ...] = tuple(dims)  # fixed extents or symbol names
         self.output = output
         self.scalar = scalar  # passed by value: a Python number, not a tensor
+        self.strided = strided  # takes any view: its strides are passed (tensor.stride())
         tname, typestrs, itemsize = _DTYPES.get(dtype, (None, (), 0))
         self.torch_dtype_name = tname
         self.typestrs = typestrs
@@ -133,7 +135,8 @@ class Param:
         """"bf16[M, N]" (or "f32" for a scalar), as the spec writes it."""
         if self.scalar:
             return self.dtype
-        return f"{self.dtype}[{', '.join(str(d) for d in self.dims)}]"
+        dims = f"{self.dtype}[{', '.join(str(d) for d in self.dims)}]"
+        return dims + " strided" if self.strided else dims
 
     def __repr__(self) -> str:
         kind = "output" if self.output else "input"
@@ -164,6 +167,10 @@ class Kernel:
         self._SymArray = ctypes.c_int64 * max(self._ns, 1)
         self._tls = threading.local()
         self._launch = L.kiln_launch
+        self._launch_strided = L.kiln_launch_strided
+        # Strided inputs (kiln_launch_strided): each one's strides, in parameter order.
+        self._strided = tuple(p.index for p in self.params if p.strided)
+        self._nstrides = sum(self.params[i].rank for i in self._strided)
         self._device = bundle.device
         self._torch_ready = False
         self._torch_dtypes = (None,) * self._np
@@ -191,10 +198,11 @@ class Kernel:
             _lib.check(L.kiln_kernel_param_dim(self._handle, i, d, ctypes.byref(value),
                                                ctypes.byref(sym)))
             dims.append(self.symbols[sym.value] if sym.value >= 0 else value.value)
-        scalar = ctypes.c_int()
+        scalar, strided = ctypes.c_int(), ctypes.c_int()
         _lib.check(L.kiln_kernel_param_scalar(self._handle, i, ctypes.byref(scalar)))
+        _lib.check(L.kiln_kernel_param_strided(self._handle, i, ctypes.byref(strided)))
         return Param(i, name.value.decode(), dtype.value.decode(), dims, bool(out.value),
-                     symbol_index, bool(scalar.value))
+                     symbol_index, bool(scalar.value), bool(strided.value))
 
     def signature_text(self) -> str:
         ins = ", ".join(f"{p.name}: {p.type_text()}" for p in self.inputs)
@@ -265,8 +273,8 @@ class Kernel:
         if any(j not in {c[2] for p in self.params for c in p.checks}
                for j in range(self._ns)):
             return ""  # a symbol in no shape: only the general path can say so
-        if any(p.scalar for p in self.params):
-            return ""  # scalars (numbers, not tensors) take the general path
+        if any(p.scalar or p.strided for p in self.params):
+            return ""  # scalars (numbers) and strided views (strides) take the general path
         L = []
         cond = [f"isinstance({n}, _kT)" for n in names] + [f"{s} is None" for s in symkw]
         L.append(f"    if {' and '.join(cond)}:")
@@ -412,6 +420,7 @@ class Kernel:
         except AttributeError:
             ptrs, syms = self._arrays()
         values = [None] * self._ns
+        view_strides = {}  # strided inputs: index -> strides in elements (None: contiguous)
         dev = self._device
         tdtypes = self._torch_dtypes
         ref = None  # a torch tensor argument: the device and stream come from torch
@@ -436,12 +445,14 @@ class Kernel:
                     raise self._bad_rank(self.params[i], tuple(shape))
                 if t.get_device() != dev:
                     raise self._bad_device(self.params[i], t)
-                if not t.is_contiguous():
+                if self.params[i].strided:
+                    view_strides[i] = t.stride()
+                elif not t.is_contiguous():
                     raise self._not_contiguous(self.params[i], tuple(shape), tuple(t.stride()))
                 ptrs[i] = t.data_ptr()
                 ref = t
             else:
-                shape, ptrs[i] = self._foreign(self.params[i], t)
+                shape, ptrs[i] = self._foreign(self.params[i], t, view_strides)
             for d, fixed, j in checks:
                 n = shape[d]
                 if j < 0:
@@ -464,13 +475,38 @@ class Kernel:
             s = self._current_stream(dev) if ref is not None else 0
         else:
             s = _stream_int(stream)
-        rc = self._launch(self._handle, s, ptrs, self._np, syms, self._ns)
+        if self._strided:
+            rc = self._launch_with_strides(s, ptrs, syms, view_strides)
+        else:
+            rc = self._launch(self._handle, s, ptrs, self._np, syms, self._ns)
         if rc:
             _lib.check(rc)
         out = self._out_index
         if type(out) is int:
             return args[out]
         return tuple(args[i] for i in out)
+
+    def _launch_with_strides(self, s: int, ptrs, syms, view_strides: dict) -> int:
+        """kiln_launch_strided with every strided input's strides (contiguous ones for an
+        argument that gave none: a __cuda_array_interface__ without strides)."""
+        flat = []
+        for i in self._strided:
+            st = view_strides.get(i)
+            if st is None:
+                st = self._contiguous_strides(i, syms)
+            flat.extend(st)
+        arr = (ctypes.c_int64 * max(len(flat), 1))(*flat)
+        return self._launch_strided(self._handle, s, ptrs, self._np, syms, self._ns, arr,
+                                    len(flat))
+
+    def _contiguous_strides(self, i: int, syms) -> list:
+        ext = [x if isinstance(x, int) else syms[self.symbols.index(x)]
+               for x in self.params[i].dims]
+        out, acc = [], 1
+        for n in reversed(ext):
+            out.append(acc)
+            acc *= n
+        return out[::-1]
 
     def _given_symbols(self, symkw: tuple, values: list) -> None:
         for k, j in enumerate(self._symkw):
@@ -494,7 +530,7 @@ class Kernel:
                 raise KilnValueError(f"{self.name}: symbol {self.symbols[j]} = 0 must be > 0 "
                                      f"(Kiln kernels take no empty tensors)")
 
-    def _foreign(self, p: Param, t) -> Tuple[tuple, int]:
+    def _foreign(self, p: Param, t, view_strides: Optional[dict] = None) -> Tuple[tuple, int]:
         """(shape, pointer) of a non-torch argument, after its checks."""
         cai = getattr(t, "__cuda_array_interface__", None)
         if cai is None:
@@ -508,7 +544,12 @@ class Kernel:
                 raise self._bad_dtype(p, f"typestr {typestr!r}")
             if len(shape) != len(p.dims):
                 raise self._bad_rank(p, tuple(shape))
-            if strides is not None and not _c_contiguous(shape, strides, p.itemsize):
+            if p.strided and strides is not None:
+                if any(b % p.itemsize for b in strides):
+                    raise KilnValueError(f"{self._where(p)}: byte strides {list(strides)} are "
+                                         f"not multiples of its {p.itemsize}-byte elements")
+                view_strides[p.index] = tuple(b // p.itemsize for b in strides)
+            elif strides is not None and not _c_contiguous(shape, strides, p.itemsize):
                 raise self._not_contiguous(p, tuple(shape),
                                            tuple(s // p.itemsize for s in strides),
                                            tuple(strides))
@@ -575,7 +616,8 @@ class Kernel:
                         byte_strides: Optional[tuple] = None) -> KilnError:
         what = f"byte strides {list(byte_strides)}" if byte_strides else f"strides {list(strides)}"
         return KilnValueError(f"{self._where(p)}: not contiguous (shape {list(shape)}, {what}); "
-                              f"Kiln kernels take C-contiguous tensors: pass .contiguous()")
+                              f"Kiln kernels take C-contiguous tensors: pass .contiguous() (or "
+                              f"declare {p.name} strided in the spec)")
 
     def _bad_extent(self, p: Param, d: int, n: int, shape: tuple) -> KilnError:
         return KilnValueError(f"{self._where(p)}: dim {d} is {n}, expected {p.dims[d]} "

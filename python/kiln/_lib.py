@@ -66,6 +66,8 @@ def _declare(lib: ctypes.CDLL) -> None:
                                             c.POINTER(c.c_int)]),
         "kiln_kernel_symbol": (c.c_int, [P, sz, c.POINTER(c.c_char_p)]),
         "kiln_kernel_param_scalar": (c.c_int, [P, sz, c.POINTER(c.c_int)]),
+        "kiln_kernel_param_strided": (c.c_int, [P, sz, c.POINTER(c.c_int)]),
+        "kiln_launch_strided": (c.c_int, [P, P, P, sz, P, sz, P, sz]),
     }
     missing = []
     for name, (res, args) in sigs.items():

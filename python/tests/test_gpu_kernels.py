@@ -221,6 +221,12 @@ REFERENCES = {
                      ("N", "H", "W"), ("nan",)),
     "sum_bh": (lambda x: x.sum((0, 2)), ("B", "H"), ("nan",)),
     "token_max": (lambda x: x.amax((0, 1)), ("B", "S"), ("nan", "inf")),
+    # Strided inputs (examples/strided.kiln): these cases pass contiguous tensors (the fast
+    # path); test_strided_views passes transposed, padded and expanded views.
+    "layernorm_strided": (lambda x, w, b: _layernorm(x, w, b, 1e-5), True, ("nan",)),
+    "layernorm_strided_f32": (lambda x, w, b: _layernorm(x, w, b, 1e-5), True, ("nan",)),
+    "add_strided": (lambda a, bias: a + bias, False, ("nan", "inf")),
+    "colsum_strided": (lambda x: x.sum(0), True, ("nan",)),
 }
 
 # Kernels torch cannot check: the reason. tests/gpu/cases.txt checks them against the
@@ -439,3 +445,73 @@ def test_every_example_kernel_has_a_reference():
     names = {k for _, k in example_kernels()}
     known = set(REFERENCES) | set(TORCH_UNSUPPORTED)
     assert names <= known, sorted(names - known)
+
+
+# Strided inputs on views torch makes without a copy: a transposed tensor (x.t() of an [N, M]
+# tensor), rows padded to a pitch (a slice of wider rows), and an expanded one (stride 0). The
+# views must give what their contiguous copies give; a non-strided parameter still refuses them.
+_VIEW_SHAPES = [(1, 1), (7, 1000), (1000, 33), (4097, 3), (3, 100003), (64, 8192)]
+
+
+def _views(M, N, dtype, gen):
+    base_t = torch.randn(N, M, generator=gen, device="cuda").to(dtype)
+    wide = torch.randn(M, N + 5, generator=gen, device="cuda").to(dtype)
+    return {"transposed": base_t.t(), "padded": wide[:, 2:N + 2]}
+
+
+@pytest.mark.parametrize("name,dtype", [("layernorm_strided", torch.bfloat16),
+                                        ("layernorm_strided_f32", torch.float32)])
+def test_strided_views_layernorm(name, dtype):
+    fn = bundle("strided")[name]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(7)
+    for M, N in _VIEW_SHAPES:
+        w = torch.randn(N, generator=gen, device="cuda").to(dtype)
+        b = torch.randn(N, generator=gen, device="cuda").to(dtype)
+        for kind, x in _views(M, N, dtype, gen).items():
+            assert not x.is_contiguous() or M == 1 or N == 1
+            y = torch.full((M, N), float("nan"), dtype=dtype, device="cuda")
+            fn(x, w, b, y)
+            torch.cuda.synchronize()
+            exact = _layernorm(x.to(F64), w.to(F64), b.to(F64), 1e-5)
+            p = fn.kernel.outputs[0]
+            check_close(f"{name} M={M} N={N} {kind}", p, y, exact, N)
+
+
+def test_strided_views_add_transposed_and_expanded():
+    fn = bundle("strided")["add_strided"]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(11)
+    for M, N in [(1, 1), (1000, 7), (4097, 33), (1, 1000), (8191, 8193)]:
+        a = torch.randn(N, M, generator=gen, device="cuda").t()   # transposed
+        bias = torch.randn(N, generator=gen, device="cuda").expand(M, N)  # stride (0, 1)
+        col = torch.randn(M, 1, generator=gen, device="cuda").expand(M, N)  # stride (1, 0)
+        for other in (bias, col):
+            y = fn(a, other)
+            torch.cuda.synchronize()
+            check_close(f"add_strided M={M} N={N}", fn.kernel.outputs[0], y,
+                        a.to(F64) + other.to(F64), 1)
+
+
+def test_strided_views_colsum_transposed():
+    fn = bundle("strided")["colsum_strided"]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(13)
+    for M, N in [(1, 1), (1000, 33), (100003, 3), (4097, 1024)]:
+        x = torch.randn(N, M, generator=gen, device="cuda").t()
+        s = fn(x)
+        torch.cuda.synchronize()
+        check_close(f"colsum_strided M={M} N={N}", fn.kernel.outputs[0], s,
+                    x.to(F64).sum(0), M)
+
+
+def test_non_strided_parameters_still_refuse_views():
+    b = bundle("strided")
+    x = torch.randn(33, 16, device="cuda").t()
+    w = torch.randn(33, device="cuda")
+    with pytest.raises(ValueError) as e:  # w is not strided: a view of it is refused
+        b.layernorm_strided_f32(x, torch.randn(66, device="cuda")[::2], w)
+    assert "argument 2 (w): not contiguous" in str(e.value)
+    assert isinstance(e.value, kiln.KilnError)
+    with pytest.raises(ValueError):  # outputs are never strided
+        b.layernorm_strided_f32(x, w, w, torch.empty(33, 16, device="cuda").t())

@@ -159,7 +159,8 @@ def test_bad_torch_inputs_raise_kiln_errors(b):
     refused(TypeError, "rmsnorm: argument 1 (x): dtype float32, expected bf16 (bf16[M, N])",
             b.rmsnorm, x.float(), w, y)
     refused(ValueError, "rmsnorm: argument 1 (x): not contiguous (shape [16, 8], strides "
-            "[1, 16]); Kiln kernels take C-contiguous tensors: pass .contiguous()",
+            "[1, 16]); Kiln kernels take C-contiguous tensors: pass .contiguous() (or declare x "
+            "strided in the spec)",
             b.rmsnorm, x.t(), w, y.t())
     refused(ValueError, "rmsnorm: argument 2 (w): rank 2 (shape [1, 16]), expected rank 1 "
             "(bf16[N])", b.rmsnorm, x, w[None, :], y)

@@ -193,6 +193,34 @@ def test_launch_reaches_the_driver_with_the_pointers_and_symbols(add, fake):
     assert fake.launches() == 4
 
 
+def test_strided_inputs_pass_their_strides(cache, fake):
+    b = bundle_of("strided", cache)
+    k = b.add_strided
+    assert [p.strided for p in k.kernel.params] == [True, True, False]
+    assert "a: f32[M, N] strided" in k.kernel.signature_text()
+    M, N = 50, 7
+    a = Dev(fake, (M, N), strides=(4, 4 * M))  # transposed: byte strides of a [N, M] tensor
+    bias = Dev(fake, (M, N), strides=(0, 4))   # a row expanded over M
+    y = Dev(fake, (M, N))
+    fake.reset(arg_count=9)
+    k(a, bias, y)
+    assert fake.launches() == 1
+    assert [fake.arg(0, i) for i in range(3, 9)] == [M, N, 1, M, 0, 1]
+    assert fake.entry(0) == "add_strided_s0_v1"  # the strided variant (default-only bundle)
+    # Contiguous arrays (no strides, or the row-major ones) take the default with their strides.
+    k(Dev(fake, (M, N)), Dev(fake, (M, N), strides=(4 * N, 4)), y)
+    assert [fake.arg(1, i) for i in range(5, 9)] == [N, 1, N, 1]
+    assert fake.entry(1) == "add_strided_s0_v0"
+    # A non-strided parameter still refuses a view; strides must be whole elements.
+    refused(fake, ValueError,
+            "add_strided: argument 3 (y): not contiguous (shape [50, 7], byte strides [4, 200]); "
+            "Kiln kernels take C-contiguous tensors: pass .contiguous() (or declare y strided in "
+            "the spec)", k, a, bias, Dev(fake, (M, N), strides=(4, 200)))
+    refused(fake, ValueError,
+            "add_strided: argument 1 (a): byte strides [6, 200] are not multiples of its 4-byte "
+            "elements", k, Dev(fake, (M, N), strides=(6, 200)), bias, y)
+
+
 def test_scalars_are_passed_by_value(cache, fake):
     b = bundle_of("scalars", cache)
     k = b.affine_scalars
@@ -324,7 +352,8 @@ def test_non_contiguous(rowsum, fake):
     x = Dev(fake, (4, 6), strides=(4, 16))  # a transposed view: column-major
     refused(fake, ValueError,
             "rowsum: argument 1 (x): not contiguous (shape [4, 6], byte strides [4, 16]); Kiln "
-            "kernels take C-contiguous tensors: pass .contiguous()",
+            "kernels take C-contiguous tensors: pass .contiguous() (or declare x strided in the "
+            "spec)",
             rowsum.rowsum, x, Dev(fake, (4,)))
     # C-contiguous strides given explicitly, and any stride on a dim of 1, are fine.
     fake.reset()
@@ -569,7 +598,8 @@ def test_torch_bad_inputs(add, rowsum, fake, torch_stand_in):
     refused(fake, ValueError, "add: argument 2 (y): on cuda:1, the bundle is loaded on cuda:0",
             add.add, x, T.Tensor((8,), T.float32, 1), z)
     refused(fake, ValueError, "rowsum: argument 1 (x): not contiguous (shape [4, 6], strides "
-            "[1, 4]); Kiln kernels take C-contiguous tensors: pass .contiguous()",
+            "[1, 4]); Kiln kernels take C-contiguous tensors: pass .contiguous() (or declare x "
+            "strided in the spec)",
             rowsum.rowsum, T.Tensor((4, 6), T.float32, strides=(1, 4), contiguous=False))
     refused(fake, ValueError, "add: argument 2 (y): rank 2 (shape [2, 4]), expected rank 1 "
             "(f32[N])", add.add, x, T.Tensor((2, 4), T.float32), z)

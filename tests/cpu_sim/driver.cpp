@@ -145,6 +145,27 @@ int main(int argc, char** argv) {
           if (x[((b * S + s) * H + h) * D + dd] != y[((b * H + h) * D + dd) * S + s]) {
             if (bad++ < 5) printf("bad\n");
           }
+#elif K == 6  // add_strided(a: f32[M,N] strided, bias: f32[M,N] strided) -> y; args M N VIEW
+  // VIEW 0: both contiguous; 1: a transposed ([N, M] storage), bias a row expanded over M
+  // (strides 0, 1); 2: a's rows padded to N + 3, bias a column expanded over N (strides 1, 0).
+  extern void kern(float*, float*, float*, long, long, long, long, long, long) asm("kern");
+  long M = d[0], N = d[1], view = d[2];
+  n = M * N;
+  long as0 = N, as1 = 1, bs0 = N, bs1 = 1, an = n, bn = n;
+  if (view == 1) as0 = 1, as1 = M, bs0 = 0, bs1 = 1, bn = N;
+  if (view == 2) as0 = N + 3, as1 = 1, an = M * (N + 3), bs0 = 1, bs1 = 0, bn = M;
+  std::vector<float> a(an), bias(bn), y(n, -1e30f);
+  for (auto& v : a) v = rnd();
+  for (auto& v : bias) v = rnd();
+  long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
+  launch(grid, block, [&] { kern(a.data(), bias.data(), y.data(), M, N, as0, as1, bs0, bs1); });
+  for (long i = 0; i < M; ++i)
+    for (long j = 0; j < N; ++j) {
+      float w = a[i * as0 + j * as1] + bias[i * bs0 + j * bs1];
+      if (memcmp(&w, &y[i * N + j], 4)) {
+        if (bad++ < 5) printf("bad y[%ld,%ld] %g want %g\n", i, j, y[i * N + j], w);
+      }
+    }
 #endif
   printf("%s n=%ld bad=%ld\n", bad ? "FAIL" : "ok", n, bad);
   return bad != 0;

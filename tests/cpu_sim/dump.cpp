@@ -1,7 +1,8 @@
 // Prints the LLVM IR (unoptimized, NVPTX intrinsics and all) of one variant of step 0 of a
 // kernel of a spec, for tests/cpu_sim/run.sh and scan.sh; on stderr, "block
 // elements_per_block tiled" (pointwise) or "block elements_per_block split_phases" (scans).
-//   kiln_cpu_sim_dump SPEC KERNEL VARIANT      (VARIANT -1: print the number of variants)
+//   kiln_cpu_sim_dump SPEC KERNEL VARIANT      (VARIANT -1: print the number of variants;
+//                                               -2: the strided variant and the default)
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
@@ -30,6 +31,10 @@ int main(int argc, char** argv) {
     std::unique_ptr<KernelPlan> plan = plan_kernel(k);
     const StepPlan& st = plan->steps.at(0);
     const int v = std::atoi(argv[3]);
+    if (v == -2) {  // the step's strided variant and its default
+      std::cout << st.strided_variant << " " << st.default_variant << "\n";
+      return 0;
+    }
     if (v < 0) {
       std::cout << st.variants.size() << "\n";
       return 0;

@@ -539,6 +539,96 @@ TEST_CASE("scalar parameters are passed by value, through launch and the C API",
   CHECK(kiln_runtime_close(crt) == KILN_OK);
 }
 
+TEST_CASE("strided inputs: their strides are passed last, and pick the strided variant",
+          "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("strided"));
+  INFO(b.message());  // the cubins' parameter bytes count the strides (runtime.cpp)
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("add_strided");
+  // a: f32[M, N] strided, bias: f32[M, N] strided -> y; M, N; then a's and bias's strides.
+  const bundle::KernelInfo& info = k.info();
+  REQUIRE(info.params.size() == 3);
+  CHECK(info.params[0].strided);
+  CHECK(info.params[1].strided);
+  CHECK_FALSE(info.params[2].strided);
+  REQUIRE(launch::stride_count(info) == 4);
+  const bundle::Step& st = step_of(k, 0);
+  int strided = -1, def = -1;
+  for (const bundle::Variant& v : st.variants) {
+    if (v.strided) strided = v.id;
+    if (v.is_default) def = v.id;
+  }
+  REQUIRE(strided >= 0);
+  const std::map<std::string, int64_t> mn{{"M", 1000}, {"N", 33}};
+  Args a(*rt, info, mn);
+  const std::vector<int64_t> syms = values(info, mn);
+  fake.reset();
+  fake.set_arg_count(9);
+  // Contiguous (none given, or given as they are): the default, with the contiguous strides.
+  REQUIRE(k.launch(nullptr, a.ptrs, syms).ok());
+  const std::vector<int64_t> contiguous = {33, 1, 33, 1};
+  REQUIRE(k.launch(nullptr, a.ptrs, syms, contiguous).ok());
+  // a transposed ([33, 1000] storage), bias expanded over the rows: the strided variant.
+  const std::vector<int64_t> views = {1, 1000, 0, 1};
+  REQUIRE(k.launch(nullptr, a.ptrs, syms, views).ok());
+  REQUIRE(fake.launches() == 3);
+  CHECK(fake.entry(0) == st.variants[static_cast<size_t>(def)].entry);
+  CHECK(fake.entry(1) == st.variants[static_cast<size_t>(def)].entry);
+  CHECK(fake.entry(2) == st.variants[static_cast<size_t>(strided)].entry);
+  for (int l = 0; l < 2; ++l) {
+    for (int j = 0; j < 4; ++j) CHECK(fake.arg(l, 5 + j) == static_cast<uint64_t>(contiguous[j]));
+  }
+  for (int j = 0; j < 4; ++j) CHECK(fake.arg(2, 5 + j) == static_cast<uint64_t>(views[j]));
+  CHECK(fake.arg(2, 3) == 1000u);
+  CHECK(fake.arg(2, 4) == 33u);
+  // Checked before anything runs.
+  CHECK(k.launch(nullptr, a.ptrs, syms, std::vector<int64_t>{1, 1000, 0}).message() ==
+        "add_strided: expected 4 strides (2 of a, 2 of bias), or none for contiguous tensors, got "
+        "3");
+  CHECK_THAT(k.launch(nullptr, a.ptrs, syms, std::vector<int64_t>{1, 1000, -33, 1}).message(),
+             Catch::StartsWith("add_strided: argument 2 (bias): stride -33 of dimension 0 is "
+                               "negative; negative strides are not supported"));
+  // An explicit choice of a contiguous variant refuses views that are not contiguous.
+  std::vector<int> choice = {def};
+  CHECK_THAT(k.launch_variants(nullptr, a.ptrs, syms, choice, views).message(),
+             Catch::Contains("reads the strided inputs as contiguous tensors"));
+  choice = {strided};
+  CHECK(k.launch_variants(nullptr, a.ptrs, syms, choice, views).ok());
+  CHECK(k.launch_variants(nullptr, a.ptrs, syms, choice).ok());  // it reads any view
+  CHECK(fake.launches() == 5);
+
+  // The C API: kiln_kernel_param_strided and kiln_launch_strided.
+  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  kiln_runtime* crt = nullptr;
+  REQUIRE(kiln_runtime_open(0, &crt) == KILN_OK);
+  kiln_bundle* cb = nullptr;
+  REQUIRE(kiln_bundle_load(crt, bundle_named("strided").c_str(), &cb) == KILN_OK);
+  const kiln_kernel* ck = kiln_bundle_find(cb, "add_strided");
+  REQUIRE(ck != nullptr);
+  int is_strided = -1;
+  REQUIRE(kiln_kernel_param_strided(ck, 1, &is_strided) == KILN_OK);
+  CHECK(is_strided == 1);
+  REQUIRE(kiln_kernel_param_strided(ck, 2, &is_strided) == KILN_OK);
+  CHECK(is_strided == 0);
+  CHECK(kiln_kernel_param_strided(ck, 3, &is_strided) == KILN_ERROR_INVALID_ARGUMENT);
+  fake.reset();
+  fake.set_arg_count(9);
+  REQUIRE(kiln_launch_strided(ck, nullptr, a.ptrs.data(), a.ptrs.size(), syms.data(), syms.size(),
+                              views.data(), views.size()) == KILN_OK);
+  CHECK(fake.entry(0) == st.variants[static_cast<size_t>(strided)].entry);
+  CHECK(fake.arg(0, 7) == 0u);
+  CHECK(kiln_launch_strided(ck, nullptr, a.ptrs.data(), a.ptrs.size(), syms.data(), syms.size(),
+                            nullptr, 4) == KILN_ERROR_INVALID_ARGUMENT);
+  const int64_t negative[] = {-1, 1000, 0, 1};
+  CHECK(kiln_launch_strided(ck, nullptr, a.ptrs.data(), a.ptrs.size(), syms.data(), syms.size(),
+                            negative, 4) == KILN_ERROR);
+  CHECK_THAT(std::string(kiln_last_error()), Catch::Contains("negative strides are not supported"));
+  CHECK(kiln_bundle_free(cb) == KILN_OK);
+  CHECK(kiln_runtime_close(crt) == KILN_OK);
+}
+
 TEST_CASE("the C API describes a bundle's kernels: params, dtypes, dims, symbols", "[launch]") {
   setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
   kiln_runtime* rt = nullptr;

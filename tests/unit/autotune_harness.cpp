@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -331,4 +332,63 @@ TEST_CASE("scalars are drawn in their ranges or given, and passed by value",
   } catch (const HarnessError& e) {
     CHECK(e.message == "scalar 'p': '0.5x' is not a value of type f32");
   }
+}
+
+TEST_CASE("strided inputs are laid out as views of the reference's values, padding NaN",
+          "[autotune][harness][strided]") {
+  CHECK(default_view_strides({7, 33}) == std::vector<int64_t>{1, 8});     // transposed, padded
+  CHECK(default_view_strides({7, 33}, 1) == std::vector<int64_t>{0, 1});  // a row expanded
+  CHECK(default_view_strides({2, 3, 4}) == std::vector<int64_t>{1, 3, 9});
+  CHECK(default_view_strides({5}) == std::vector<int64_t>{2});
+  CHECK(default_view_strides({5}, 1) == std::vector<int64_t>{0});
+  CHECK(view_footprint({7, 33}, {1, 8}) == 6 + 32 * 8 + 1);
+  CHECK(view_footprint({7, 33}, {0, 1}) == 33);
+
+  FakeDriver fake;
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  INFO(rt.message());
+  REQUIRE(rt.ok());
+  Program p = parse_program(
+      "kernel k(a: f32[M, N] strided, b: f32[M, N] strided, c: f32[N]) -> (y: f32[M, N]) {\n"
+      "  y[i, j] = a[i, j] + b[i, j] + c[j]\n}\n");
+  bundle::KernelInfo info;
+  info.name = "k";
+  info.symbols = {"M", "N"};
+  const int64_t M = 7, N = 33;
+  KernelHarness h(**rt, p.kernels.at(0), info, {{"M", M}, {"N", N}}, /*seed=*/1);
+  CHECK_FALSE(h.contiguous_views());
+  CHECK(std::vector<int64_t>(h.strides().begin(), h.strides().end()) ==
+        std::vector<int64_t>{1, M + 1, 0, 1});
+  const Reference ref = h.reference();
+  const DriverApi& api = (*rt)->driver();
+  // a: element (i, j) at i + j * (M + 1); the padding (index M of each column) NaN bytes.
+  std::vector<float> a(static_cast<size_t>(view_footprint({M, N}, {1, M + 1})));
+  REQUIRE(api.cuMemcpyDtoH(a.data(), h.ptrs()[0], a.size() * 4) == CUDA_SUCCESS);
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      CHECK(a[static_cast<size_t>(i + j * (M + 1))] == ref.stored[0].get(i * N + j));
+    }
+  }
+  CHECK(std::isnan(a[static_cast<size_t>(M)]));
+  // b expanded: one row of N values, which the reference holds in every row.
+  std::vector<float> b(static_cast<size_t>(N));
+  REQUIRE(api.cuMemcpyDtoH(b.data(), h.ptrs()[1], b.size() * 4) == CUDA_SUCCESS);
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j)
+      CHECK(b[static_cast<size_t>(j)] == ref.stored[1].get(i * N + j));
+  }
+  // Given strides, or contiguous ones (tune), are taken as they are.
+  KernelHarness g(**rt, p.kernels.at(0), info, {{"M", M}, {"N", N}}, 1, InputMode::random, {},
+                  {{"a", {N + 3, 1}}, {"b", {}}});
+  CHECK(std::vector<int64_t>(g.strides().begin(), g.strides().end()) ==
+        std::vector<int64_t>{N + 3, 1, N, 1});
+  CHECK_FALSE(g.contiguous_views());
+  KernelHarness t(**rt, p.kernels.at(0), info, {{"M", M}, {"N", N}}, 1, InputMode::random, {}, {},
+                  /*contiguous_views=*/true);
+  CHECK(t.contiguous_views());
+  CHECK(std::vector<int64_t>(t.strides().begin(), t.strides().end()) ==
+        std::vector<int64_t>{N, 1, N, 1});
+  CHECK_THROWS_AS(KernelHarness(**rt, p.kernels.at(0), info, {{"M", M}, {"N", N}}, 1,
+                                InputMode::random, {}, {{"a", {1}}}),
+                  HarnessError);
 }

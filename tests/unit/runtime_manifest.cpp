@@ -99,7 +99,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 7);
+  CHECK(j["version"] == 8);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -108,7 +108,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 7,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 8,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -250,17 +250,17 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 8; }) ==
-        "bundle/manifest.json: version: unsupported format version 8 (this runtime reads "
-        "versions 3 to 7)");
+  CHECK(error_after([](Json& j) { j["version"] = 9; }) ==
+        "bundle/manifest.json: version: unsupported format version 9 (this runtime reads "
+        "versions 3 to 8)");
   // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
   // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "versions 3 to 7; recompile the bundle)");
+        "versions 3 to 8; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "versions 3 to 7; recompile the bundle)");
+        "versions 3 to 8; recompile the bundle)");
   // Version 3 had no buffers: it reads as version 4 without them.
   Json v3 = sample_json();
   v3["version"] = 3;
@@ -528,4 +528,65 @@ TEST_CASE("manifest: a many-rows tier round-trips; absent means an ordinary tier
   Result<Manifest> bad = parse_manifest(j.dump(), kOrigin);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.message(), Catch::Contains("min_rows_per_sm"));
+}
+
+TEST_CASE("manifest: strided inputs and variants (format 8) round-trip; older bundles have none",
+          "[runtime]") {
+  Manifest m = sample();
+  m.kernels[0].params[0].strided = true;
+  Variant sv = variant(3, false, 1);
+  sv.strided = true;
+  sv.align_bytes = 1;
+  m.kernels[0].steps[0].variants.push_back(sv);
+  const std::string text = to_json(m);
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  Json j = Json::parse(text);
+  CHECK(j["kernels"][0]["params"][0]["strided"] == true);
+  CHECK_FALSE(j["kernels"][0]["params"][1].contains("strided"));  // written only when set
+  CHECK(j["kernels"][0]["steps"][0]["variants"][3]["strided"] == true);
+  CHECK_FALSE(j["kernels"][0]["steps"][0]["variants"][0].contains("strided"));
+  // A version 7 bundle has no "strided": every tensor is contiguous.
+  Json v7 = sample_json();
+  v7["version"] = 7;
+  Result<Manifest> old = parse_manifest(v7.dump(), kOrigin);
+  REQUIRE(old.ok());
+  CHECK(*old == sample());
+  // A strided parameter is a tensor input of rank 1 or more.
+  const std::string p2 = "bundle/manifest.json: kernels[0].params[2].strided: ";
+  CHECK(error_after([](Json& j) { j["kernels"][0]["params"][2]["strided"] = true; }) ==
+        p2 + "a strided parameter is a tensor input of rank 1 or more");
+  CHECK(error_after([](Json& j) {
+          Json& p = j["kernels"][0]["params"][0];
+          p["shape"] = Json::array();
+          p["strided"] = true;
+        }) ==
+        "bundle/manifest.json: kernels[0].params[0].strided: a strided parameter is a "
+        "tensor input of rank 1 or more");
+  // A strided variant needs strided parameters, and is scalar, alone in its step, not a tier.
+  const std::string v0 = "bundle/manifest.json: kernels[0].steps[0].variants[0].strided: ";
+  CHECK(error_after([](Json& j) {
+          j["kernels"][0]["steps"][0]["variants"][0]["strided"] = true;
+        }) == v0 + "a strided variant in a kernel without strided parameters");
+  auto strided_kernel = [](Json& j) { j["kernels"][0]["params"][0]["strided"] = true; };
+  CHECK(error_after([&](Json& j) {
+          strided_kernel(j);
+          j["kernels"][0]["steps"][0]["variants"][1]["strided"] = true;  // align_bytes 16
+        }) ==
+        "bundle/manifest.json: kernels[0].steps[0].variants[1].strided: a strided variant is "
+        "scalar (align_bytes 1), neither split nor staged nor a tier, in a pointwise or "
+        "reduction step");
+  CHECK(error_after([&](Json& j) {
+          strided_kernel(j);
+          Json& vs = j["kernels"][0]["steps"][0]["variants"];
+          vs[0]["strided"] = true;
+          vs[0]["align_bytes"] = 1;
+          Json again = vs[0];
+          again["id"] = 3;
+          again["is_default"] = false;
+          vs.push_back(again);
+        }) ==
+        "bundle/manifest.json: kernels[0].steps[0].variants[3].strided: a step has at most one "
+        "strided variant");
 }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# CPU check of the strided pointwise kernel of examples/strided.kiln (add_strided): its
+# strided variant's LLVM IR is lowered to the host (to_host.py), compiled with llc and run by
+# driver.cpp (K=6) with one host thread per GPU thread, on a transposed input beside a row
+# expanded over M (stride 0), on padded rows beside a column expanded over N, and on
+# contiguous ones, compared bit for bit with a host reference at awkward shapes; the default
+# (vector) variant runs the contiguous view. No GPU: this checks the strided offsets (the
+# strides as the entry's last arguments, 64-bit products), not speed.
+#   tests/cpu_sim/strided.sh DUMP LLC CXX OUT_DIR SPEC
+set -euo pipefail
+dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+fail=0
+"$cxx" -O1 -std=c++20 -DK=6 -c "$here/driver.cpp" -o "$out/driver6.o"
+read -r strided default < <("$dump" "$spec" add_strided -2)
+run() {
+  local v=$1; shift
+  local block epb tiled
+  read -r block epb tiled < <("$dump" "$spec" add_strided "$v" 2>&1 > "$out/k.ll" | tail -1)
+  python3 "$here/to_host.py" "$out/k.ll" "$out/k.host.ll"
+  "$llc" -O2 -filetype=obj -relocation-model=pic "$out/k.host.ll" -o "$out/k.o"
+  "$cxx" "$out/driver6.o" "$out/k.o" -o "$out/sim" -lpthread
+  for shape in "$@"; do
+    if ! r=$("$out/sim" "$block" "$epb" 3 $shape); then
+      echo "FAIL add_strided v$v [$shape]: $r"; fail=1
+    fi
+  done
+  echo "add_strided v$v: checked at $# shapes"
+}
+run "$strided" "1 1 1" "3 1000 1" "65 63 1" "1000 7 1" "33 4097 1" "1 1 2" "65 63 2" "1000 7 2" \
+  "7 1000 0" "65 63 0"
+run "$default" "1 1 0" "65 63 0" "1000 8 0"
+exit $fail
