@@ -418,8 +418,9 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
     if (t->strided) {
       auto given = strides.find(t->name);
       view = given != strides.end() && !given->second.empty() ? given->second
-             : contiguous_views || given != strides.end()     ? row_major_strides(h.shape)
-                                                              : default_view_strides(h.shape);
+             : contiguous_views || given != strides.end()
+                 ? row_major_strides(h.shape)
+                 : default_view_strides(h.shape, nth_strided);
       if (view.size() != h.shape.size()) {
         throw HarnessError{fmt::format("--strides: {} has rank {}, got {} strides", t->name,
                                        h.shape.size(), view.size())};

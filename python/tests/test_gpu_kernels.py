@@ -118,6 +118,22 @@ def _embedding(ids, w):
     return w[ids.clamp(0, w.shape[0] - 1)]
 
 
+def _rotary(x, pos, cs, sn):
+    p = pos.clamp(0, cs.shape[0] - 1)
+    c, s = cs[p][:, None, :], sn[p][:, None, :]
+    x0, x1 = x[:, :, 0, :], x[:, :, 1, :]
+    return torch.stack((x0 * c - x1 * s, x1 * c + x0 * s), dim=2)
+
+
+def _rotary_f32(x, pos, cs, sn):
+    p = pos.clamp(0, cs.shape[0] - 1)
+    d = torch.arange(x.shape[2], device=x.device)
+    half = x.shape[2] // 2
+    partner = torch.where(d < half, -x[:, :, (d + half).clamp(max=x.shape[2] - 1)],
+                          x[:, :, (d - half).clamp(min=0)])
+    return x * cs[p][:, None, :] + partner * sn[p][:, None, :]
+
+
 def _weighted_colsum(x):
     y = x.sum(1)
     return {"y": y, "z": (x * y[:, None]).sum(0)}
@@ -184,6 +200,8 @@ REFERENCES = {
     "weighted_colsum": (_weighted_colsum, True, ("nan",)),
     "cross_entropy": (_cross_entropy, True, ("nan",)),
     "embedding": (_embedding, False, ("nan", "inf")),
+    "rotary": (_rotary, False, ("nan",)),
+    "rotary_f32": (_rotary_f32, False, ("nan",)),
     "colsum_gather": (lambda x, ids, w: x.sum(0) + _embedding(ids, w), True, ("nan",)),
     "transpose_gather": (_transpose_gather, False, ("nan", "inf")),
     "matmul": (lambda a, w: a @ w, True, ("nan",)),
@@ -245,6 +263,7 @@ TORCH_UNSUPPORTED = {
 # Integer inputs read as gather positions: the symbol of the dimension they index. They are
 # drawn in [0, extent) with a few out of range (-1, extent), which the kernel clamps.
 INDEX_INPUTS = {("cross_entropy", "t"): "V", ("embedding", "ids"): "V",
+                ("rotary", "pos"): "P", ("rotary_f32", "pos"): "P",
                 ("colsum_gather", "ids"): "V", ("transpose_gather", "t"): "M"}
 # Contractions: M, N, K of 1, odd and not multiples of the tiles, K not a multiple of 8 (rows
 # copied element by element) and of 8 (through tensor maps on sm_90).
@@ -262,6 +281,10 @@ SHAPES_BY_KERNEL = {"cummin_cols": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000
                                     {"B": 2, "M": 33, "N": 4097}],
                     "embedding": [{"T": 1, "V": 1, "D": 1}, {"T": 7, "V": 3, "D": 4099},
                                   {"T": 1000, "V": 50, "D": 1024}, {"T": 4097, "V": 32003, "D": 33}],
+                    "rotary": [{"T": 1, "H": 1, "R": 1, "P": 1}, {"T": 7, "H": 3, "R": 33, "P": 5},
+                               {"T": 1000, "H": 8, "R": 64, "P": 4096}],
+                    "rotary_f32": [{"T": 1, "H": 1, "D": 1, "P": 1}, {"T": 7, "H": 3, "D": 33, "P": 5},
+                                   {"T": 1000, "H": 8, "D": 128, "P": 4096}],
                     "colsum_gather": [{"M": 1, "N": 1, "V": 1}, {"M": 1000, "N": 1024, "V": 7},
                                       {"M": 70001, "N": 3, "V": 1000}],
                     "matmul": _MNK, "matmul_nt": _MNK, "matmul_tn": _MNK, "linear_gelu": _MNK,

@@ -40,7 +40,8 @@ bundle::KernelInfo written_manifest(const KernelPlan& plan) {
   info.name = k.name;
   info.hash = "0123456789abcdef";
   for (const TensorDecl* t : k.params()) {
-    info.params.push_back({t->name, t->dtype, t->shape, t->role == TensorRole::output});
+    info.params.push_back(
+        {t->name, t->dtype, t->shape, t->role == TensorRole::output, t->scalar, t->strided});
   }
   for (const TensorDecl& b : plan.schedule.buffers) {
     info.buffers.push_back({b.name, b.dtype, b.shape, false});
