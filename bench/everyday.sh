@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The everyday kernels of issue 20 beside torch: cross-entropy forward (32K x 32K bf16 logits,
 # int64 targets), an embedding lookup (128K tokens x 4096 bf16 from a 32000-row table), cumsum
-# (4K x 32K f32 rows and one row of 64M), dropout forward (16K x 8K bf16). Each Kiln case is
+# (4K x 32K f32 rows and one row of 64M), dropout forward (16K x 8K bf16); and beside them
+# rotary embedding with position ids (16K tokens x 32 heads x 128 bf16), the mean over H and W
+# of [64, 256, 56, 56] bf16 and the per-channel sum and sum of squares of the same in f32, and
+# layernorm over a transposed view (16K x 4K bf16, rows of the view strided by M + 1: kiln
+# run's first strided layout, torch's x.t() of a padded tensor). Each Kiln case is
 # checked against the interpreter first (its default variant; a failed check is not timed),
 # then every variant is timed through `kiln run` with the peak copy bandwidth measured in the
 # same run (a copy of 1 GiB each way); then bench/torch_everyday.py times torch eager and
@@ -16,13 +20,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv > "$out/gpu.txt"
 failed=0
-for ex in cross_entropy embedding scan dropout; do
+for ex in cross_entropy embedding scan dropout rotary spatial_mean strided; do
   "$kiln" compile "$root/examples/$ex.kiln" -o "$out/$ex" > /dev/null || exit 1
 done
 # bundle:kernel:shape[:extra kiln run arguments]
 for spec in cross_entropy:cross_entropy:M=32768,V=32768 embedding:embedding:T=131072,V=32000,D=4096 \
     scan:cumsum_rows:M=4096,N=32768 scan:cumsum_row:N=67108864 \
-    dropout:dropout_bf16:M=16384,N=8192:--scalar=p=0.1; do
+    dropout:dropout_bf16:M=16384,N=8192:--scalar=p=0.1 rotary:rotary:T=16384,H=32,R=64,P=16384 \
+    spatial_mean:spatial_mean_bf16:B=64,C=256,H=56,W=56 spatial_mean:channel_sums:N=64,C=256,H=56,W=56 \
+    strided:layernorm_strided:M=16384,N=4096; do
   IFS=: read -r bundle kernel shape extra <<< "$spec"
   name="kiln_${kernel}_${shape//[=,]/_}"
   args=(--shape "$shape")

@@ -18,6 +18,14 @@ CASES = {
     ("cumsum_rows", "M=4096,N=32768"): ("cumsum f32 4096x32768", 2 * 4 * 4096 * 32768),
     ("cumsum_row", "N=67108864"): ("cumsum f32 1x67108864", 2 * 4 * (1 << 26)),
     ("dropout_bf16", "M=16384,N=8192"): ("dropout bf16 16384x8192", 2 * 2 * 16384 * 8192),
+    ("rotary", "H=32,P=16384,R=64,T=16384"): ("rotary bf16 16384x32x128",
+                                              2 * 2 * 16384 * 32 * 128 + 8 * 16384),
+    ("spatial_mean_bf16", "B=64,C=256,H=56,W=56"): ("spatial mean bf16 64x256x56x56",
+                                                    2 * 64 * 256 * 56 * 56 + 2 * 64 * 256),
+    ("channel_sums", "C=256,H=56,N=64,W=56"): ("channel sums f32 64x256x56x56",
+                                               4 * 64 * 256 * 56 * 56 + 8 * 256),
+    ("layernorm_strided", "M=16384,N=4096"): ("layernorm bf16 transposed view 16384x4096",
+                                              2 * 2 * 16384 * 4096 + 4 * 4096),
 }
 
 

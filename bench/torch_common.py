@@ -28,12 +28,21 @@ def copy_gbps():
 def check(name, label, got, want):
     """got within the output dtype's rounding (bf16 2^-7, f16 2^-10, f32 1e-5 relative) plus
     1e-3 (bf16/f16) or 1e-5 (f32) of the largest |want|, the scale an accumulation's error
-    lives in; NaN/inf where want has them."""
+    lives in; NaN/inf where want has them. Tuples (several outputs) are checked element by
+    element."""
+    if isinstance(got, (tuple, list)):
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            check(f"{name}[{i}]", label, g, w)
+        return
     rtol, atol = {torch.bfloat16: (2**-7, 1e-3), torch.float16: (2**-10, 1e-3)}.get(
         got.dtype, (1e-5, 1e-5))
     scale = want[want.isfinite()].abs().max().item() if want.isfinite().any() else 0.0
     torch.testing.assert_close(got.double(), want, rtol=rtol, atol=atol * scale + 1e-30,
                                equal_nan=True, msg=lambda m: f"{name} ({label}): {m}")
+
+
+def _double(t):
+    return tuple(x.double() for x in t) if isinstance(t, (tuple, list)) else t.double()
 
 
 def case(name, args, fn, nbytes, reference=None, verify=None):
@@ -42,8 +51,8 @@ def case(name, args, fn, nbytes, reference=None, verify=None):
     a case no float64 run reproduces (random numbers)."""
     out = {"case": name, "bytes": nbytes}
     if verify is None:
-        want = (reference or (lambda *a: fn(*[x.double() if x.is_floating_point() else x
-                                               for x in a])))(*args).double()
+        want = _double((reference or (lambda *a: fn(*[x.double() if x.is_floating_point()
+                                                       else x for x in a])))(*args))
         verify = lambda n, label, got: check(n, label, got, want)
     verify(name, "eager", fn(*args))
     out["eager_s"] = bench(lambda: fn(*args))

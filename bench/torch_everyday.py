@@ -19,9 +19,16 @@ def main():
     cases = []
     only = sys.argv[2:]
 
+    failed = []
+
     def add(name, make_args, fn, nbytes, **kw):
+        # A case that fails its check (or raises) is reported and left out; the others run.
         if not only or any(part in name for part in only):
-            cases.append(case(name, make_args(), fn, nbytes, **kw))
+            try:
+                cases.append(case(name, make_args(), fn, nbytes, **kw))
+            except Exception as e:  # noqa: BLE001: the message is the report
+                print(f"torch {name}: FAILED: {type(e).__name__}: {e}", file=sys.stderr)
+                failed.append(name)
 
     M, V = 32768, 32768
     add("cross_entropy bf16 32768x32768",
@@ -56,7 +63,42 @@ def main():
 
     add("dropout bf16 16384x8192", lambda: (x,), lambda x: F.dropout(x, p, training=True),
         2 * 2 * Md * Nd, verify=verify_dropout)
+
+    # Rotary embedding, the rotate-half form of examples/rotary.kiln: x [T, H, 2, R] bf16,
+    # position ids gathering rows of f32 cos and sin tables. Bytes: x read and y written, the
+    # ids (the table rows are not counted: fewer than T are distinct).
+    T, H, R, P = 16384, 32, 64, 16384
+
+    def rotary(x, pos, cs, sn, compute=f32):
+        c, s = cs[pos][:, None, :], sn[pos][:, None, :]
+        x0, x1 = x[:, :, 0, :].to(compute), x[:, :, 1, :].to(compute)
+        y = torch.stack((x0 * c - x1 * s, x1 * c + x0 * s), dim=2)
+        return y.to(bf16) if compute == f32 else y
+
+    add("rotary bf16 16384x32x128",
+        lambda: (torch.randn(T, H, 2, R, device=dev, dtype=bf16),
+                 torch.randint(0, P, (T,), device=dev),
+                 torch.randn(P, R, device=dev), torch.randn(P, R, device=dev)),
+        rotary, 2 * 2 * T * H * 2 * R + 8 * T,
+        reference=lambda x, pos, cs, sn: rotary(x, pos, cs.double(), sn.double(), torch.float64))
+    B, C, Hs, Ws = 64, 256, 56, 56
+    add("spatial mean bf16 64x256x56x56",
+        lambda: (torch.randn(B, C, Hs, Ws, device=dev, dtype=bf16),),
+        lambda x: x.mean((2, 3)), 2 * B * C * Hs * Ws + 2 * B * C,
+        reference=lambda x: x.double().mean((2, 3)))
+    add("channel sums f32 64x256x56x56",
+        lambda: (torch.randn(B, C, Hs, Ws, device=dev),),
+        lambda x: (x.sum((0, 2, 3)), (x * x).sum((0, 2, 3))), 4 * B * C * Hs * Ws + 8 * C,
+        reference=lambda x: (x.double().sum((0, 2, 3)), (x.double() ** 2).sum((0, 2, 3))))
+    # Layernorm over a transposed view: x = base[:, :M].t() of a [N, M + 1] bf16 tensor.
+    Ml, Nl = 16384, 4096
+    add("layernorm bf16 transposed view 16384x4096",
+        lambda: (torch.randn(Nl, Ml + 1, device=dev, dtype=bf16)[:, :Ml].t(),
+                 torch.randn(Nl, device=dev, dtype=bf16), torch.randn(Nl, device=dev, dtype=bf16)),
+        lambda x, w, b: F.layer_norm(x, (Nl,), w, b, 1e-5), 2 * 2 * Ml * Nl + 4 * Nl,
+        reference=lambda x, w, b: F.layer_norm(x.double(), (Nl,), w.double(), b.double(), 1e-5))
     report(sys.argv[1], copy, cases)
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
