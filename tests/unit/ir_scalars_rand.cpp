@@ -6,22 +6,12 @@
 
 #include "ir/interpreter.h"
 #include "ir/text.h"
+#include "tests/unit/test_support.h"
 
 using namespace kiln;
+using kiln::testing::check_parse_error;
 
 namespace {
-
-void check_error(const std::string& src, const std::string& message, uint32_t line, uint32_t col) {
-  INFO(src);
-  try {
-    parse_program(src);
-    FAIL("expected the error: " << message);
-  } catch (const UserError& e) {
-    CHECK(std::string(e.what()) == message);
-    CHECK(e.loc().line == line);
-    CHECK(e.loc().col == col);
-  }
-}
 
 /// Runs the only kernel of `src`; scalars and tensors by name, as f64 values (i64 scalars
 /// through `i64s`, bit for bit).
@@ -82,17 +72,17 @@ TEST_CASE("scalar parameters parse, print without brackets and round-trip", "[ir
 }
 
 TEST_CASE("scalar errors are located", "[ir]") {
-  check_error("kernel k(x: f32[N]) -> (y: f32) {\n  y[] = 1.0\n}",
-              "output 'y' cannot be a scalar; write y: f32[] for a rank-0 output", 1, 25);
-  check_error("kernel k(x: f32[N], eps: f32) -> (y: f32[N]) {\n  y[i] = x[i] * eps[]\n}",
-              "'eps' is a scalar, not a tensor: write eps without brackets", 2, 17);
-  check_error("kernel k(x: f32[N], eps: f64) -> (y: f32[N]) {\n  y[i] = x[i]\n}",
-              "unknown dtype 'f64'; expected f32, f16, bf16, i32, i64 or u32", 1, 26);
+  check_parse_error("kernel k(x: f32[N]) -> (y: f32) {\n  y[] = 1.0\n}",
+                    "output 'y' cannot be a scalar; write y: f32[] for a rank-0 output", 1, 25);
+  check_parse_error("kernel k(x: f32[N], eps: f32) -> (y: f32[N]) {\n  y[i] = x[i] * eps[]\n}",
+                    "'eps' is a scalar, not a tensor: write eps without brackets", 2, 17);
+  check_parse_error("kernel k(x: f32[N], eps: f64) -> (y: f32[N]) {\n  y[i] = x[i]\n}",
+                    "unknown dtype 'f64'; expected f32, f16, bf16, i32, i64 or u32", 1, 26);
   // Scalars are not weak: an i32 scalar beside an f32 needs a cast.
-  check_error("kernel k(x: f32[N], n: i32) -> (y: f32[N]) {\n  y[i] = x[i] * n\n}",
-              "type mismatch: f32 * i32; convert one side with f32(...) or i32(...)", 2, 15);
-  check_error("kernel k(x: f32[N], eps: f32, eps: f32) -> (y: f32[N]) {\n  y[i] = x[i]\n}",
-              "duplicate parameter 'eps'", 1, 31);
+  check_parse_error("kernel k(x: f32[N], n: i32) -> (y: f32[N]) {\n  y[i] = x[i] * n\n}",
+                    "type mismatch: f32 * i32; convert one side with f32(...) or i32(...)", 2, 15);
+  check_parse_error("kernel k(x: f32[N], eps: f32, eps: f32) -> (y: f32[N]) {\n  y[i] = x[i]\n}",
+                    "duplicate parameter 'eps'", 1, 31);
 }
 
 TEST_CASE("the verifier refuses scalar outputs and indexed scalars built through the API", "[ir]") {
@@ -240,15 +230,15 @@ TEST_CASE("a dropout backward regenerates its forward's mask", "[ir]") {
 }
 
 TEST_CASE("rand errors are located", "[ir]") {
-  check_error("kernel k(s: i64) -> (u: f32[N]) {\n  u[i] = rand(s)\n}",
-              "rand takes 2 or 3 arguments (seed, offset[, counter]) but 1 was given", 2, 10);
-  check_error("kernel k(s: f32) -> (u: f32[N]) {\n  u[i] = rand(s, 0)\n}",
-              "rand's seed must be i64 but got f32; convert it with i64(...)", 2, 15);
-  check_error("kernel k(s: i64, o: u32) -> (u: f32[N]) {\n  u[i] = rand(s, o)\n}",
-              "rand's offset must be i64 but got u32; convert it with i64(...)", 2, 18);
-  check_error("kernel k(s: i64) -> (u: f32[N]) {\n  u[i] = rand(s, 0, 1.5)\n}",
-              "rand's counter must be i64 but got f32; convert it with i64(...)", 2, 21);
+  check_parse_error("kernel k(s: i64) -> (u: f32[N]) {\n  u[i] = rand(s)\n}",
+                    "rand takes 2 or 3 arguments (seed, offset[, counter]) but 1 was given", 2, 10);
+  check_parse_error("kernel k(s: f32) -> (u: f32[N]) {\n  u[i] = rand(s, 0)\n}",
+                    "rand's seed must be i64 but got f32; convert it with i64(...)", 2, 15);
+  check_parse_error("kernel k(s: i64, o: u32) -> (u: f32[N]) {\n  u[i] = rand(s, o)\n}",
+                    "rand's offset must be i64 but got u32; convert it with i64(...)", 2, 18);
+  check_parse_error("kernel k(s: i64) -> (u: f32[N]) {\n  u[i] = rand(s, 0, 1.5)\n}",
+                    "rand's counter must be i64 but got f32; convert it with i64(...)", 2, 21);
   // A temporary whose extent only rand would need cannot be inferred.
-  check_error("kernel k(s: i64) -> (u: f32[N]) {\n  t[i] = rand(s, 0)\n  u[i] = t[i]\n}",
-              "cannot infer the extent of index 'i': it never indexes a tensor", 2, 3);
+  check_parse_error("kernel k(s: i64) -> (u: f32[N]) {\n  t[i] = rand(s, 0)\n  u[i] = t[i]\n}",
+                    "cannot infer the extent of index 'i': it never indexes a tensor", 2, 3);
 }

@@ -12,20 +12,9 @@
 #include "test_support.h"
 
 using namespace kiln;
+using kiln::testing::check_parse_error;
 
 namespace {
-
-void check_error(const std::string& src, const std::string& message, uint32_t line, uint32_t col) {
-  INFO(src);
-  try {
-    parse_program(src);
-    FAIL("expected the error: " << message);
-  } catch (const UserError& e) {
-    CHECK(std::string(e.what()) == message);
-    CHECK(e.loc().line == line);
-    CHECK(e.loc().col == col);
-  }
-}
 
 std::string plan_error(const std::string& src) {
   Program p = parse_program(src);
@@ -72,14 +61,14 @@ TEST_CASE("strided inputs parse, print after the shape and round-trip", "[ir]") 
 }
 
 TEST_CASE("strided on a scalar, an output or a rank-0 tensor is a located error", "[ir]") {
-  check_error("kernel k(x: f32[N], eps: f32 strided) -> (y: f32[N]) { y[i] = x[i] * eps }",
-              "scalar 'eps' cannot be strided: only tensors have strides", 1, 30);
-  check_error("kernel k(x: f32[N]) -> (y: f32[N] strided) { y[i] = x[i] }",
-              "output 'y' cannot be strided (not supported yet): outputs are written "
-              "contiguously",
-              1, 35);
-  check_error("kernel k(c: f32[] strided) -> (y: f32[N]) { y[i] = c[] }",
-              "'c' has rank 0: it has no strides", 1, 19);
+  check_parse_error("kernel k(x: f32[N], eps: f32 strided) -> (y: f32[N]) { y[i] = x[i] * eps }",
+                    "scalar 'eps' cannot be strided: only tensors have strides", 1, 30);
+  check_parse_error("kernel k(x: f32[N]) -> (y: f32[N] strided) { y[i] = x[i] }",
+                    "output 'y' cannot be strided (not supported yet): outputs are written "
+                    "contiguously",
+                    1, 35);
+  check_parse_error("kernel k(c: f32[] strided) -> (y: f32[N]) { y[i] = c[] }",
+                    "'c' has rank 0: it has no strides", 1, 19);
 }
 
 TEST_CASE("the verifier refuses strided outputs and scalars built through the API", "[ir]") {

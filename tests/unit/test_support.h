@@ -1,4 +1,4 @@
-// Helpers shared by the unit tests: the examples' text, and float arithmetic for the
+// Helpers shared by the unit tests: the examples' text, parse errors, and float arithmetic for the
 // reduction formulas of compiler/reduction_math.h (the A those templates are written over).
 #pragma once
 
@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "ir/diag.h"
+#include "ir/text.h"
 
 namespace kiln::testing {
 
@@ -21,6 +24,20 @@ inline std::string read_example(const std::string& name) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+/// parse_program(src) must fail with `message` at line:col.
+inline void check_parse_error(const std::string& src, const std::string& message, uint32_t line,
+                              uint32_t col) {
+  INFO(src);
+  try {
+    parse_program(src);
+    FAIL("expected the error: " << message);
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()) == message);
+    CHECK(e.loc().line == line);
+    CHECK(e.loc().col == col);
+  }
 }
 
 /// reduction_math's arithmetic in float, as the CPU models of the row kernels run it.
