@@ -398,7 +398,6 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
                              bool contiguous_views)
     : rt_(rt), def_(def), shape_(shape) {
   const DriverApi& api = rt.driver();
-  check_cu(rt, api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   std::mt19937_64 rng(seed);
   const std::map<std::string, int64_t> ranges = index_ranges(def, shape);
   int nth_strided = 0;
@@ -489,6 +488,9 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
   // without this a kernel could read inputs half uploaded. Seen on an H200 under load as
   // rare "relative error 1" mismatches of small shapes (rowmean_bf16, logsumexp M=1000,N=33).
   check_cu(rt, api.cuCtxSynchronize(), "uploading the inputs");
+  // Created last: a constructor that throws (bad strides, a failed upload) runs no destructor,
+  // and a stream made before the throw would leak.
+  check_cu(rt, api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 }
 
 KernelHarness::~KernelHarness() {
