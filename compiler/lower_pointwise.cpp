@@ -23,6 +23,9 @@
 //     the lanes read one vector there. Index variables used as values (rand's counter) take
 //     their coordinates from this form too, and a lane's coordinate is lane 0's plus a
 //     constant, which lets the lanes share their Philox calls (compiler/emit.cpp).
+//     rand(seed, offset)'s own counter, the row-major flat index of the step's variables, is
+//     the lane's flat index itself: no coordinates, and a vector of >= 4 lanes starts at a
+//     multiple of 4, so its lanes take the words of whole Philox blocks without selects.
 //  5. A strided variant (cfg.strided, always scalar) reads each strided input at
 //     sum(coord_d * stride_d) in 64 bits, the strides being kernel arguments; other variants
 //     read strided inputs as the contiguous tensors the runtime checked them to be.
@@ -107,6 +110,12 @@ class PointwiseLowering {
     auto visit = [&](auto&& self, const Expr& e) -> void {
       if (!seen.emplace(e.ptr().get(), true).second) return;
       if (const Load* ld = e.as<Load>()) access_of(*ld);
+      if (const Rand* r = e.as<Rand>(); r && is_flat_index(wrap(r->counter))) {
+        flat_counters_.push_back(r->counter.get());
+        self(self, wrap(r->seed));
+        self(self, wrap(r->offset));
+        return;
+      }
       if (e.as<IndexRef>() || e.as<Gather>()) uses_coords_ = true;
       if (e.as<Gather>() && row_vector_gather(e)) vector_gathers_.push_back(e);
       for_each_child(e, [&](const Expr& c) { self(self, c); });
@@ -138,6 +147,43 @@ class PointwiseLowering {
           std::unique(layout_.aligned_params.begin(), layout_.aligned_params.end()),
           layout_.aligned_params.end());
     }
+  }
+
+  // Whether `e` is the row-major flat index of the step's variables over its space, spelled
+  // as the parser fills in rand(seed, offset)'s counter: i64(s0) * E1 + s1 ... (step 4).
+  bool is_flat_index(const Expr& e) const {
+    auto is_var = [&](const Expr& x, size_t d) {
+      const IndexRef* r = x.as<IndexRef>();
+      return r && r->name == step_.vars[d];
+    };
+    auto is_extent = [&](const Expr& x, const Dim& d) {
+      if (const Const* c = x.as<Const>()) return d.is_fixed() && c->value == double(d.value());
+      const SymRef* r = x.as<SymRef>();
+      return r && !d.is_fixed() && r->name == d.name();
+    };
+    auto match = [&](auto&& self, const Expr& x, size_t d) -> bool {
+      if (d == 0) {
+        const Cast* c = x.as<Cast>();
+        return c && c->to == DType::i64 && is_var(wrap(c->a), 0);
+      }
+      const Binary* add = x.as<Binary>();
+      if (!add || add->op != BinaryOp::add || !is_var(wrap(add->b), d)) return false;
+      const Binary* mul = wrap(add->a).as<Binary>();
+      return mul && mul->op == BinaryOp::mul && is_extent(wrap(mul->b), step_.space[d]) &&
+             self(self, wrap(mul->a), d - 1);
+    };
+    return !step_.vars.empty() && match(match, e, step_.vars.size() - 1);
+  }
+
+  // A lane at flat index `flat` (the index type) whose rand counters that are flat indices
+  // take the value `counter` (i64; null when there are none).
+  Lane make_lane(Value* flat, Value* counter) {
+    Lane lane;
+    lane.flat = flat;
+    lane.coords.assign(step_.vars.size(), nullptr);
+    lane.loaded.assign(accesses_.size(), nullptr);
+    for (const ExprNode* c : flat_counters_) lane.memo[c] = counter;
+    return lane;
   }
 
   // A gather read as one vector per row-aligned vector (step 4): its last position is the
@@ -315,12 +361,18 @@ class PointwiseLowering {
     std::vector<Value*> starts;
     for (int u = 0; u < U; ++u) {
       starts.push_back(b_.CreateTrunc(vector_start(base, u), idx_ty_));
+      // The vector starts at a multiple of vec; the mask tells the optimizer, which then folds
+      // each lane's choice of Philox word (emit.cpp's philox_uniform) to a constant.
+      Value* counter = nullptr;
+      if (!flat_counters_.empty()) {
+        counter = b_.CreateZExt(starts[u], b_.getInt64Ty());
+        if (V >= 4) counter = b_.CreateAnd(counter, b_.getInt64(~int64_t{3}));
+      }
       for (int l = 0; l < V; ++l) {
-        Lane& lane = lanes[u][l];
         // Inside [0, numel): no wrap (emit.cpp's philox_uniform relies on the flags).
-        lane.flat = l == 0 ? starts[u] : b_.CreateAdd(starts[u], idx(l), "", true, true);
-        lane.coords.assign(step_.vars.size(), nullptr);
-        lane.loaded.assign(accesses_.size(), nullptr);
+        lanes[u][l] = make_lane(
+            l == 0 ? starts[u] : b_.CreateAdd(starts[u], idx(l), "", true, true),
+            l == 0 || !counter ? counter : b_.CreateAdd(counter, b_.getInt64(l), "", true, true));
       }
       if (!rows) continue;
       // The vector lies in one row: lane l differs from lane 0 only in the innermost
@@ -388,10 +440,7 @@ class PointwiseLowering {
     b_.CreateCondBr(b_.CreateICmpULT(e, numel_), work, next);
 
     b_.SetInsertPoint(work);
-    Lane lane;
-    lane.flat = b_.CreateTrunc(e, idx_ty_);
-    lane.coords.assign(step_.vars.size(), nullptr);
-    lane.loaded.assign(accesses_.size(), nullptr);
+    Lane lane = make_lane(b_.CreateTrunc(e, idx_ty_), e);
     for (size_t a = 0; a < accesses_.size(); ++a) lane.loaded[a] = load_scalar(accesses_[a], lane);
     for (const StepStore& s : step_.stores) {
       em_.store(element_ptr(s.param, lane.flat), params_[s.param]->dtype, {eval(s.value, lane)});
@@ -494,6 +543,7 @@ class PointwiseLowering {
   std::vector<Access> accesses_;
   std::vector<Expr> vector_gathers_;  // read as vectors in row-aligned vectors (step 4)
   bool uses_coords_ = false;          // an index variable's value or a gather is evaluated
+  std::vector<const ExprNode*> flat_counters_;  // rand counters that are the flat index
   VariantLayout layout_;
 
   llvm::Function* fn_ = nullptr;

@@ -3,7 +3,7 @@
 // run one after another over a grid of at most MAXGRID blocks (so that blocks loop over
 // tiles), and the output is compared bit for bit with a host reference. Inputs are random;
 // outputs start poisoned, so an element never written fails. Exits 1 on any mismatch.
-//   driver BLOCK ELEMENTS_PER_BLOCK MAXGRID EXTENTS...      (compiled with -DK=1..5)
+//   driver BLOCK ELEMENTS_PER_BLOCK MAXGRID EXTENTS...      (compiled with -DK=1..7)
 #include <barrier>
 #include <cstdint>
 #include <cstdio>
@@ -166,6 +166,33 @@ int main(int argc, char** argv) {
         if (bad++ < 5) printf("bad y[%ld,%ld] %g want %g\n", i, j, y[i * N + j], w);
       }
     }
+#elif K == 7  // dropout_mask(p, seed, offset) -> mask: u32[M,N], bits: i32[M,N]; args M N
+  // A Philox 4x32-10 written here from its definition (Salmon et al. 2011; docs/language.md
+  // gives the counter layout), not the interpreter's: the kernel's numbers must be these.
+  extern void kern(float, long, long, uint32_t*, int32_t*, long, long) asm("kern");
+  long M = d[0], N = d[1];
+  n = M * N;
+  const float p = 0.3f;
+  const uint64_t seed = 0x0123456789ABCDEFull, offset = 0xFEDCBA9876543210ull;
+  std::vector<uint32_t> mask(n, 0xDEADBEEF);
+  std::vector<int32_t> bits(n, -7);
+  long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
+  launch(grid, block, [&] { kern(p, long(seed), long(offset), mask.data(), bits.data(), M, N); });
+  for (long e = 0; e < n; ++e) {
+    const uint64_t ctr = uint64_t(e), blk = ctr >> 2;
+    uint32_t c[4] = {uint32_t(blk), uint32_t(blk >> 32), uint32_t(offset), uint32_t(offset >> 32)};
+    uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+    for (int r = 0; r < 10; ++r) {
+      const uint64_t a = uint64_t(0xD2511F53u) * c[0], b = uint64_t(0xCD9E8D57u) * c[2];
+      const uint32_t c0 = uint32_t(b >> 32) ^ c[1] ^ k0, c2 = uint32_t(a >> 32) ^ c[3] ^ k1;
+      c[0] = c0, c[1] = uint32_t(b), c[2] = c2, c[3] = uint32_t(a);
+      k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    }
+    const uint32_t k = c[ctr & 3] >> 8;  // the 24-bit integer: the number is k * 2^-24
+    if (bits[e] != int32_t(k) || mask[e] != uint32_t(float(k) * 0x1p-24f >= p)) {
+      if (bad++ < 5) printf("bad [%ld]: bits %d mask %u want %u\n", e, bits[e], mask[e], k);
+    }
+  }
 #endif
   printf("%s n=%ld bad=%ld\n", bad ? "FAIL" : "ok", n, bad);
   return bad != 0;

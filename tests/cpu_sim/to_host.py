@@ -1,5 +1,6 @@
 """Rewrites a kernel's LLVM IR (tests/cpu_sim/dump.cpp) to run on the host: the
-thread and block registers, the barrier and the warp shuffles become calls into the driver, the bf16 pair
+thread and block registers, the barrier and the warp shuffles become calls into the driver,
+mul.hi.u32 an IR function, the bf16 pair
 conversion an IR function rounding to nearest even, and the shared-memory tile an ordinary
 global (blocks run one after another).
     python3 to_host.py IN.ll OUT.ll [--force64]
@@ -13,6 +14,7 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
                  ("@llvm.nvvm.read.ptx.sreg.ctaid.x()", "@sim_ctaid()"),
                  ("@llvm.nvvm.read.ptx.sreg.nctaid.x()", "@sim_nctaid()"),
                  ("@llvm.nvvm.barrier0()", "@sim_barrier()"),
+                 ("@llvm.nvvm.mulhi.ui(", "@sim_mulhi_ui("),
                  ("@llvm.nvvm.ff2bf16x2.rn(", "@sim_bf16x2("),
                  ("@llvm.nvvm.shfl.sync.up.f32(", "@sim_shfl_up_f32("),
                  ("@llvm.nvvm.shfl.sync.up.i32(", "@sim_shfl_up_i32("),
@@ -35,6 +37,14 @@ declare float @sim_shfl_up_f32(i32, float, i32, i32)
 declare i32 @sim_shfl_up_i32(i32, i32, i32, i32)
 declare float @sim_shfl_idx_f32(i32, float, i32, i32)
 declare i32 @sim_shfl_idx_i32(i32, i32, i32, i32)
+define internal i32 @sim_mulhi_ui(i32 %a, i32 %b) {
+  %a64 = zext i32 %a to i64
+  %b64 = zext i32 %b to i64
+  %p = mul i64 %a64, %b64
+  %h = lshr i64 %p, 32
+  %r = trunc i64 %h to i32
+  ret i32 %r
+}
 define internal i16 @sim_rne(float %f) {
   %b = bitcast float %f to i32
   %h = lshr i32 %b, 16

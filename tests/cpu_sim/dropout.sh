@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# CPU check of rand (Philox 4x32-10) in the pointwise kernels: every variant of
+# examples/dropout.kiln's dropout_mask is lowered to the host (to_host.py), compiled with llc
+# and run by driver.cpp (K=7) with one host thread per GPU thread, and its mask and 24-bit
+# integers are compared bit for bit with a Philox written in the driver, at awkward shapes (the
+# vector variants' lanes share Philox blocks and take their words without selects when a
+# vector starts at a multiple of 4: compiler/lower_pointwise.cpp), and on the default variant's
+# 64-bit index path. No GPU: this checks the numbers, not the speed.
+#   tests/cpu_sim/dropout.sh DUMP LLC CXX OUT_DIR SPEC
+set -euo pipefail
+dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+fail=0
+"$cxx" -O1 -std=c++20 -DK=7 -c "$here/driver.cpp" -o "$out/driver7.o"
+run() {
+  local v=$1 force=$2; shift 2
+  local block epb tiled
+  read -r block epb tiled < <("$dump" "$spec" dropout_mask "$v" 2>&1 > "$out/k.ll" | tail -1)
+  python3 "$here/to_host.py" "$out/k.ll" "$out/k.host.ll" $force
+  "$llc" -O2 -filetype=obj -relocation-model=pic "$out/k.host.ll" -o "$out/k.o"
+  "$cxx" "$out/driver7.o" "$out/k.o" -o "$out/sim" -lpthread
+  for shape in "$@"; do
+    if ! r=$("$out/sim" "$block" "$epb" 3 $shape); then
+      echo "FAIL dropout_mask v$v $force [$shape]: $r"; fail=1
+    fi
+  done
+}
+n=$("$dump" "$spec" dropout_mask -1)
+read -r _ default < <("$dump" "$spec" dropout_mask -2)
+for ((v = 0; v < n; v++)); do run $v "" "1 1" "3 1001" "65 63" "7 1000" "5 4099"; done
+echo "dropout_mask: $n variants checked at 5 shapes"
+run "$default" --force64 "3 1001" "65 63"
+echo "dropout_mask v$default: the 64-bit path checked at 2 shapes"
+exit $fail
