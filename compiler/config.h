@@ -47,8 +47,10 @@ struct PointwiseConfig {
 /// fallback for pointers that are not 16-byte aligned.
 std::vector<PointwiseConfig> pointwise_config_space(int max_vec);
 
-/// The heuristic default: 128 threads, full vectors, two vectors in flight.
-PointwiseConfig default_pointwise_config(int max_vec);
+/// The heuristic default: 128 threads, full vectors, two vectors in flight; four for a step
+/// that gathers, whose row loads wait on index loads (measured on an H200, embedding lookups
+/// of 8K-512K tokens x 768-4096 bf16: 6-9% faster than two, bench/results/2026-11-24-h200-shapes).
+PointwiseConfig default_pointwise_config(int max_vec, bool gathers = false);
 
 /// The tiled configurations of a step whose widest vector is `max_vec` elements and whose
 /// tiled loads take `smem_bytes_per_element` bytes of shared memory per tile element (the sum

@@ -71,6 +71,17 @@ bool reads(const Expr& e, const std::string& name) {
   return found;
 }
 
+// Whether a pointwise step gathers (reads at positions computed from other reads).
+bool gathers(const PointwiseStep& step) {
+  auto any = [](auto&& self, const Expr& e) -> bool {
+    bool found = e.as<Gather>() != nullptr;
+    for_each_child(e, [&](const Expr& c) { found = found || self(self, c); });
+    return found;
+  };
+  return std::any_of(step.stores.begin(), step.stores.end(),
+                     [&](const StepStore& st) { return any(any, st.value); });
+}
+
 // Whether `step` reads a strided input of its entry.
 bool reads_strided(const StepPlan& step) {
   for (const TensorDecl* t : step.abi->params()) {
@@ -134,7 +145,7 @@ void plan_variants(StepPlan& step) {
         break;  // no tune ranges: a tile's knobs constrain one another (config.h)
       }
       for (const PointwiseConfig& c : pointwise_config_space(step.max_vec)) space.push_back(c);
-      def = default_pointwise_config(step.max_vec);
+      def = default_pointwise_config(step.max_vec, gathers(step.pointwise));
       // Pointwise variants compile on the fly: the tuner may move these knobs past the grid.
       step.tune_ranges = {{"block", 32, 1024}, {"unroll", 1, 16}};
       break;
@@ -478,6 +489,12 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   }
   if (step.kind == bundle::StepKind::pointwise) {
     line(fmt::format("every size: variant {} ({})", step.default_variant, config_text(def.config)));
+    if (gathers(step.pointwise) && !step.pointwise.tiling.tiled()) {
+      line(
+          fmt::format("  a gather: {} vectors in flight per thread, as the addresses wait on "
+                      "loads",
+                      std::get<PointwiseConfig>(def.config).unroll));
+    }
     if (const Tiling& t = step.pointwise.tiling; t.tiled()) {
       const auto& c = std::get<PointwiseConfig>(def.config);
       const std::string& across = step.pointwise.vars[static_cast<size_t>(t.across)];

@@ -337,7 +337,7 @@ class PointwiseLowering {
           return !a.contiguous && !a.vars.empty();
         });
     if (cfg_.vec == 1 || step_.vars.size() < 2 || !needs_coords) {
-      emit_chunk_body(base, false);
+      emit_chunk_body(base, false, 0, cfg_.unroll);
       return;
     }
     BasicBlock* aligned = BasicBlock::Create(ctx_, "full.rows", fn_);
@@ -346,21 +346,25 @@ class PointwiseLowering {
     Value* rem = b_.CreateURem(extents_.back(), idx(cfg_.vec));
     b_.CreateCondBr(b_.CreateICmpEQ(rem, idx(0)), aligned, general);
     b_.SetInsertPoint(aligned);
-    emit_chunk_body(base, true);
+    emit_chunk_body(base, true, 0, cfg_.unroll);
     b_.CreateBr(done);
     b_.SetInsertPoint(general);
-    emit_chunk_body(base, false);
+    // One vector at a time: its lanes' loads are per lane here, and all of the chunk's in
+    // flight at once would hold enough registers to cost the row-aligned form occupancy (the
+    // kernel's register count is its costliest path's).
+    for (int u = 0; u < cfg_.unroll; ++u) emit_chunk_body(base, false, u, u + 1);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
   }
 
-  void emit_chunk_body(Value* base, bool rows) {
+  // Vectors u0 .. u1 - 1 of the chunk at `base`.
+  void emit_chunk_body(Value* base, bool rows, int u0, int u1) {
     const int V = cfg_.vec, U = cfg_.unroll;
     const int inner = static_cast<int>(step_.vars.size()) - 1;
     std::vector<std::vector<Lane>> lanes(U, std::vector<Lane>(V));
-    std::vector<Value*> starts;
-    for (int u = 0; u < U; ++u) {
-      starts.push_back(b_.CreateTrunc(vector_start(base, u), idx_ty_));
+    std::vector<Value*> starts(U, nullptr);
+    for (int u = u0; u < u1; ++u) {
+      starts[u] = b_.CreateTrunc(vector_start(base, u), idx_ty_);
       // The vector starts at a multiple of vec; the mask tells the optimizer, which then folds
       // each lane's choice of Philox word (emit.cpp's philox_uniform) to a constant.
       Value* counter = nullptr;
@@ -387,7 +391,7 @@ class PointwiseLowering {
     // 1. every load of every vector
     for (size_t a = 0; a < accesses_.size(); ++a) {
       const Access& acc = accesses_[a];
-      for (int u = 0; u < U; ++u) {
+      for (int u = u0; u < u1; ++u) {
         std::vector<Lane>& ls = lanes[u];
         if (V > 1 && (acc.contiguous || (rows && acc.row_vector))) {
           std::vector<Value*> elems = load_vector(acc, offset_of(acc, ls[0]));
@@ -401,7 +405,7 @@ class PointwiseLowering {
       }
     }
     // Gathers of whole vectors (rows only): lane 0's address, one vector, a lane each.
-    for (int u = 0; rows && V > 1 && u < U; ++u) {
+    for (int u = u0; rows && V > 1 && u < u1; ++u) {
       for (const Expr& e : vector_gathers_) {
         const Gather& g = *e.as<Gather>();
         Value* v = em_.load_vector(em_.gather_pointer(e, lanes[u][0].memo, leaf_fn(lanes[u][0])),
@@ -412,7 +416,7 @@ class PointwiseLowering {
     }
     // 2. compute and store
     for (const StepStore& s : step_.stores) {
-      for (int u = 0; u < U; ++u) {
+      for (int u = u0; u < u1; ++u) {
         std::vector<Value*> vals;
         for (int l = 0; l < V; ++l) vals.push_back(eval(s.value, lanes[u][l]));
         store_vector(s.param, starts[u], vals);

@@ -21,6 +21,8 @@ require=0
 # KILN_GPU_SHARD=i/n runs only every n-th case line from the i-th (0-based): shards can run at
 # once, each with its own OUT_DIR.
 IFS=/ read -r shard shards <<< "${KILN_GPU_SHARD:-0/1}"
+# KILN_GPU_EXAMPLES="a b": only the cases of those examples (a run after a change to them).
+only=" ${KILN_GPU_EXAMPLES:-} "
 pass=0 fail=0 skip=0 line=0
 # One line per case: INPUTS EXAMPLE KERNEL SHAPES...
 cases() {
@@ -29,6 +31,7 @@ cases() {
 }
 while read -r inputs example kernel shapes; do
   (( line++ % shards == shard )) || continue
+  [[ $only == "  " || $only == *" $example "* ]] || continue
   bundle="$out/bundles/$example"
   if [[ ! -f "$bundle/manifest.json" ]]; then
     "$kiln" compile "$root/examples/$example.kiln" -o "$bundle" > /dev/null || { echo "FAIL compile $example"; fail=$((fail+1)); continue; }
