@@ -273,14 +273,19 @@ std::vector<ScanConfig> row_scan_space(int max_vec) {
   return space;
 }
 
+// Measured on an H200 (bench/results/2026-11-24-h200-shapes): a warp per row is the fastest
+// on rows of f32 8192 (284 us against 287 for the next) and bf16 32768 (64 KiB: 160 against
+// 173), so it is the tier up to 64 KiB (f32 16384 was not measured); 256 threads loading two
+// chunks ahead beyond (f32 32768 and 131072: 291 and 297 us against 387 and 389 for 512
+// threads with one chunk; 262144: 206 against 203).
 ScanConfig default_row_scan_config(int max_vec) {
-  return {512, 512, max_vec, 1, false};
+  return {256, 256, max_vec, 2, false};
 }
 
 int64_t row_scan_tier_limit(const ScanConfig& c, int max_vec) {
-  if (c.split || c.vec != max_vec || c.items != 1) return 0;
-  if (c.group == 32 && c.block == 256) return kWarpScanLimit;
-  if (c.group == 512 && c.block == 512) return std::numeric_limits<int64_t>::max();
+  if (c.split || c.vec != max_vec) return 0;
+  if (c.group == 32 && c.block == 256 && c.items == 1) return warp_scan_limit(max_vec);
+  if (c == default_row_scan_config(max_vec)) return std::numeric_limits<int64_t>::max();
   return 0;
 }
 

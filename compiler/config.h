@@ -156,17 +156,21 @@ struct ScanConfig {
   friend bool operator==(const ScanConfig&, const ScanConfig&) = default;
 };
 
-/// Row scans: a warp per row (the tier for rows of up to kWarpScanLimit elements), a block
-/// of 512 per row (the tier for longer rows, the default), other block sizes for the tuner,
-/// scalar copies (the fallback for pointers that are not aligned to the vectors), the
-/// split variant, which the rule runs for few, very long rows, and blocks that load `items`
-/// chunks ahead (compiler/lower_scan.cpp) for the tuner.
+/// Row scans: a warp per row (the tier for rows of up to warp_scan_limit elements), a block
+/// of 256 per row loading 2 chunks ahead (compiler/lower_scan.cpp: the tier for longer rows,
+/// the default), other block sizes and depths for the tuner, scalar copies (the fallback for
+/// pointers that are not aligned to the vectors), and the split variant, which the rule runs
+/// for few, very long rows.
 std::vector<ScanConfig> row_scan_space(int max_vec);
 ScanConfig default_row_scan_config(int max_vec);
-/// The tier limit of a row scan config: kWarpScanLimit for a vector warp per row, INT64_MAX
-/// for a vector block per row of 512 threads, 0 (not a tier) for the others.
+/// The tier limit of a row scan config: warp_scan_limit for a vector warp per row, INT64_MAX
+/// for the default, 0 (not a tier) for the others.
 int64_t row_scan_tier_limit(const ScanConfig& c, int max_vec);
-inline constexpr int64_t kWarpScanLimit = 2048;
+/// The longest row a warp scans in the heuristic: 64 KiB of 16 / max_vec-byte elements (16384
+/// f32, 32768 bf16).
+constexpr int64_t warp_scan_limit(int max_vec) {
+  return int64_t{4096} * max_vec;
+}
 /// Outer scans: 128 threads of one column each with 16 steps loaded ahead (the default),
 /// other blocks, depths and columns per thread for the tuner. For outer scans `vec` is the
 /// columns a thread owns (block apart, so each access is coalesced across the warp), not a

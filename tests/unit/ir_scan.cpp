@@ -220,7 +220,7 @@ TEST_CASE("plan: scan variants, tiers and the split for one long row", "[compile
   CHECK(product_text(st.reduced) == "N");
   const auto& def =
       std::get<ScanConfig>(st.variants[static_cast<size_t>(st.default_variant)].config);
-  CHECK(def == ScanConfig{512, 512, 4, 1, false});
+  CHECK(def == ScanConfig{256, 256, 4, 2, false});
 
   const bundle::Step written = manifest_step(*rows, 0, {"sm_90"});
   CHECK(written.kind == StepKind::scan);
@@ -231,9 +231,10 @@ TEST_CASE("plan: scan variants, tiers and the split for one long row", "[compile
     const int v = bundle::heuristic_variant(written, rule, rows_n, len, h100);
     return std::get<ScanConfig>(st.variants[static_cast<size_t>(v)].config);
   };
-  CHECK(pick(4096, 32768).group == 512);
+  CHECK(pick(4096, 32768) == def);
   CHECK(pick(4096, 1000).group == 32);
-  CHECK(pick(4096, 2048).group == 32);
+  CHECK(pick(4096, 16384).group == 32);  // rows of up to 64 KiB: a warp each
+  CHECK(pick(4096, 16385) == def);
   CHECK(pick(1, 67108864).split);
   CHECK(pick(3, 100003).split);
   CHECK_FALSE(pick(1, 5000).split);  // too short to give each of its blocks two chunks
