@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine runs in one call (docs/testing.md), in this order:
 #  1. the benchmarks named by BENCH (default "pointwise reductions"), alone on the GPU;
-#  2. the GPU end-to-end cases, every variant at every shape, in 4 shards at once;
+#  2. the GPU end-to-end cases, every variant at every shape, in KILN_GPU_SHARDS (default 4)
+#     shards at once;
 #  3. the runtime's launch tests and the C API tests; the hostile-bundle tests and concurrent
 #     tuners (issue 7) when build/tests/kiln_gpu_hostile_tests was carried;
 #  4. compute-sanitizer (memcheck, racecheck, initcheck, one tool per shard at once) on the
@@ -54,13 +55,13 @@ fi
 
 if wants e2e; then
   t0=$(date +%s)
-  pids=()
-  for i in 0 1 2 3; do
-    KILN_GPU_SHARD=$i/4 tests/gpu/run_gpu_tests.sh "$kiln" "$out/gpu/$i" > "$out/gpu_tests.$i.txt" 2>&1 &
+  pids=() n=${KILN_GPU_SHARDS:-4}
+  for ((i = 0; i < n; i++)); do
+    KILN_GPU_SHARD=$i/$n tests/gpu/run_gpu_tests.sh "$kiln" "$out/gpu/$i" > "$out/gpu_tests.$i.txt" 2>&1 &
     pids+=($!)
   done
-  for i in 0 1 2 3; do wait "${pids[$i]}"; check "gpu end-to-end shard $i/4" $?; done
-  cat "$out"/gpu_tests.[0-3].txt > "$out/gpu_tests.txt"
+  for ((i = 0; i < n; i++)); do wait "${pids[$i]}"; check "gpu end-to-end shard $i/$n" $?; done
+  cat "$out"/gpu_tests.[0-9]*.txt > "$out/gpu_tests.txt"
   totals=$(awk '/passed,.*failed/ {p+=$1; f+=$3; s+=$5} END {printf "%d passed, %d failed, %d skipped", p, f, s}' "$out/gpu_tests.txt")
   note "gpu end-to-end (all variants): $totals ($(seconds "$t0") s)"
 fi
