@@ -10,16 +10,15 @@
 set -euo pipefail
 dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.sh"
 mkdir -p "$out"
 fail=0
 "$cxx" -O1 -std=c++20 -DK=7 -c "$here/driver.cpp" -o "$out/driver7.o"
 run() {
   local v=$1 force=$2; shift 2
-  local block epb tiled
-  read -r block epb tiled < <("$dump" "$spec" dropout_mask "$v" 2>&1 > "$out/k.ll" | tail -1)
-  python3 "$here/to_host.py" "$out/k.ll" "$out/k.host.ll" $force
-  "$llc" -O2 -filetype=obj -relocation-model=pic "$out/k.host.ll" -o "$out/k.o"
-  "$cxx" "$out/driver7.o" "$out/k.o" -o "$out/sim" -lpthread
+  local block epb tiled stats
+  stats=$(sim_build "$out/driver7.o" "$spec" dropout_mask "$v" "$out/sim" $force)
+  read -r block epb tiled <<< "$stats"
   for shape in "$@"; do
     if ! r=$("$out/sim" "$block" "$epb" 3 $shape); then
       echo "FAIL dropout_mask v$v $force [$shape]: $r"; fail=1

@@ -9,6 +9,7 @@
 set -euo pipefail
 dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.sh"
 mkdir -p "$out"
 fail=0
 # K kernel shapes... (extents in the order driver.cpp reads them)
@@ -17,12 +18,10 @@ check() {
   [[ -f $out/driver$K.o ]] || "$cxx" -O1 -std=c++20 -DK=$K -c "$here/driver.cpp" -o "$out/driver$K.o"
   local n; n=$("$dump" "$spec" "$kernel" -1)
   for ((v = 0; v < n; v++)); do
-    local block epb tiled
-    read -r block epb tiled < <("$dump" "$spec" "$kernel" $v 2>&1 > "$out/k.ll" | tail -1)
+    local block epb tiled stats
+    stats=$(sim_build "$out/driver$K.o" "$spec" "$kernel" $v "$out/sim" $force)
+    read -r block epb tiled <<< "$stats"
     [[ -n $force && $tiled == 0 ]] && continue  # the flat kernel's 64-bit path: not the point
-    python3 "$here/to_host.py" "$out/k.ll" "$out/k.host.ll" $force
-    "$llc" -O2 -filetype=obj -relocation-model=pic "$out/k.host.ll" -o "$out/k.o"
-    "$cxx" "$out/driver$K.o" "$out/k.o" -o "$out/sim" -lpthread
     for shape in "$@"; do
       if ! r=$("$out/sim" "$block" "$epb" 3 $shape); then
         echo "FAIL $kernel v$v $force [$shape]: $r"; fail=1

@@ -9,6 +9,7 @@
 set -euo pipefail
 dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.sh"
 mkdir -p "$out"
 fail=0
 # K kernel shapes ("M N")...
@@ -18,11 +19,9 @@ check() {
     "$cxx" -O1 -std=c++20 -DK=$K -c "$here/scan_driver.cpp" -o "$out/scan_driver$K.o"
   local n; n=$("$dump" "$spec" "$kernel" -1)
   for ((v = 0; v < n; v++)); do
-    local block epb phases
-    read -r block epb phases < <("$dump" "$spec" "$kernel" $v 2>&1 > "$out/k.ll" | tail -1)
-    python3 "$here/to_host.py" "$out/k.ll" "$out/k.host.ll"
-    "$llc" -O2 -filetype=obj -relocation-model=pic "$out/k.host.ll" -o "$out/k.o"
-    "$cxx" "$out/scan_driver$K.o" "$out/k.o" -o "$out/scan_sim" -lpthread
+    local block epb phases stats
+    stats=$(sim_build "$out/scan_driver$K.o" "$spec" "$kernel" $v "$out/scan_sim")
+    read -r block epb phases <<< "$stats"
     for shape in "$@"; do
       if ! r=$("$out/scan_sim" "$block" "$epb" "$phases" 3 $shape); then
         echo "FAIL $kernel v$v [$shape]: $r"; fail=1

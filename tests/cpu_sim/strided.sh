@@ -10,17 +10,16 @@
 set -euo pipefail
 dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.sh"
 mkdir -p "$out"
 fail=0
 "$cxx" -O1 -std=c++20 -DK=6 -c "$here/driver.cpp" -o "$out/driver6.o"
 read -r strided default < <("$dump" "$spec" add_strided -2)
 run() {
   local v=$1; shift
-  local block epb tiled
-  read -r block epb tiled < <("$dump" "$spec" add_strided "$v" 2>&1 > "$out/k.ll" | tail -1)
-  python3 "$here/to_host.py" "$out/k.ll" "$out/k.host.ll"
-  "$llc" -O2 -filetype=obj -relocation-model=pic "$out/k.host.ll" -o "$out/k.o"
-  "$cxx" "$out/driver6.o" "$out/k.o" -o "$out/sim" -lpthread
+  local block epb tiled stats
+  stats=$(sim_build "$out/driver6.o" "$spec" add_strided "$v" "$out/sim")
+  read -r block epb tiled <<< "$stats"
   for shape in "$@"; do
     if ! r=$("$out/sim" "$block" "$epb" 3 $shape); then
       echo "FAIL add_strided v$v [$shape]: $r"; fail=1
