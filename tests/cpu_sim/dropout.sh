@@ -7,18 +7,13 @@
 # vector starts at a multiple of 4: compiler/lower_pointwise.cpp), and on the default variant's
 # 64-bit index path. No GPU: this checks the numbers, not the speed.
 #   tests/cpu_sim/dropout.sh DUMP LLC CXX OUT_DIR SPEC
-set -euo pipefail
-dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/common.sh"
-mkdir -p "$out"
-fail=0
-"$cxx" -O1 -std=c++20 -DK=7 -c "$here/driver.cpp" -o "$out/driver7.o"
+source "$(dirname "$0")/common.sh"
+sim_driver driver.cpp 7
 run() {
   local v=$1 force=$2; shift 2
-  local block epb tiled stats
-  stats=$(sim_build "$out/driver7.o" "$spec" dropout_mask "$v" "$out/sim" $force)
-  read -r block epb tiled <<< "$stats"
+  local block epb tiled
+  sim_build "$out/driver7.o" "$spec" dropout_mask "$v" "$out/sim" $force
+  read -r block epb tiled <<< "$sim_stats"
   for shape in "$@"; do
     if ! r=$("$out/sim" "$block" "$epb" 3 $shape); then
       echo "FAIL dropout_mask v$v $force [$shape]: $r"; fail=1

@@ -6,21 +6,16 @@
 # their 64-bit index path (the tiled variants). No GPU: this checks the kernel's logic (indices, bounds, tiles,
 # barriers), not its speed or the NVPTX backend.
 #   tests/cpu_sim/run.sh DUMP LLC CXX OUT_DIR SPEC
-set -euo pipefail
-dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/common.sh"
-mkdir -p "$out"
-fail=0
+source "$(dirname "$0")/common.sh"
 # K kernel shapes... (extents in the order driver.cpp reads them)
 check() {
   local K=$1 kernel=$2 force=$3; shift 3
-  [[ -f $out/driver$K.o ]] || "$cxx" -O1 -std=c++20 -DK=$K -c "$here/driver.cpp" -o "$out/driver$K.o"
+  sim_driver driver.cpp "$K"
   local n; n=$("$dump" "$spec" "$kernel" -1)
   for ((v = 0; v < n; v++)); do
-    local block epb tiled stats
-    stats=$(sim_build "$out/driver$K.o" "$spec" "$kernel" $v "$out/sim" $force)
-    read -r block epb tiled <<< "$stats"
+    local block epb tiled
+    sim_build "$out/driver$K.o" "$spec" "$kernel" $v "$out/sim" $force
+    read -r block epb tiled <<< "$sim_stats"
     [[ -n $force && $tiled == 0 ]] && continue  # the flat kernel's 64-bit path: not the point
     for shape in "$@"; do
       if ! r=$("$out/sim" "$block" "$epb" 3 $shape); then

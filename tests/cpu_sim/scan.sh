@@ -6,22 +6,16 @@
 # chunk, not a multiple of the vector, several chunks, more rows than the grid. No GPU: this
 # checks the kernel's logic (prefixes, carries, tails, barriers, split phases), not its speed.
 #   tests/cpu_sim/scan.sh DUMP LLC CXX OUT_DIR SPEC
-set -euo pipefail
-dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/common.sh"
-mkdir -p "$out"
-fail=0
+source "$(dirname "$0")/common.sh"
 # K kernel shapes ("M N")...
 check() {
   local K=$1 kernel=$2; shift 2
-  [[ -f $out/scan_driver$K.o ]] ||
-    "$cxx" -O1 -std=c++20 -DK=$K -c "$here/scan_driver.cpp" -o "$out/scan_driver$K.o"
+  sim_driver scan_driver.cpp "$K"
   local n; n=$("$dump" "$spec" "$kernel" -1)
   for ((v = 0; v < n; v++)); do
-    local block epb phases stats
-    stats=$(sim_build "$out/scan_driver$K.o" "$spec" "$kernel" $v "$out/scan_sim")
-    read -r block epb phases <<< "$stats"
+    local block epb phases
+    sim_build "$out/scan_driver$K.o" "$spec" "$kernel" $v "$out/scan_sim"
+    read -r block epb phases <<< "$sim_stats"
     for shape in "$@"; do
       if ! r=$("$out/scan_sim" "$block" "$epb" "$phases" 3 $shape); then
         echo "FAIL $kernel v$v [$shape]: $r"; fail=1

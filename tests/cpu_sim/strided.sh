@@ -7,19 +7,14 @@
 # (vector) variant runs the contiguous view. No GPU: this checks the strided offsets (the
 # strides as the entry's last arguments, 64-bit products), not speed.
 #   tests/cpu_sim/strided.sh DUMP LLC CXX OUT_DIR SPEC
-set -euo pipefail
-dump=$1 llc=$2 cxx=$3 out=$4 spec=$5
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/common.sh"
-mkdir -p "$out"
-fail=0
-"$cxx" -O1 -std=c++20 -DK=6 -c "$here/driver.cpp" -o "$out/driver6.o"
+source "$(dirname "$0")/common.sh"
+sim_driver driver.cpp 6
 read -r strided default < <("$dump" "$spec" add_strided -2)
 run() {
   local v=$1; shift
-  local block epb tiled stats
-  stats=$(sim_build "$out/driver6.o" "$spec" add_strided "$v" "$out/sim")
-  read -r block epb tiled <<< "$stats"
+  local block epb tiled
+  sim_build "$out/driver6.o" "$spec" add_strided "$v" "$out/sim"
+  read -r block epb tiled <<< "$sim_stats"
   for shape in "$@"; do
     if ! r=$("$out/sim" "$block" "$epb" 3 $shape); then
       echo "FAIL add_strided v$v [$shape]: $r"; fail=1
