@@ -151,7 +151,15 @@ BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::st
                        const std::string& arch, bool assemble, int threads) {
   // A contraction's persistent grid counts on its blocks per SM fitting (registers).
   if (const auto* cc = std::get_if<ContractionConfig>(&cfg)) {
-    return build_image_once(step, cfg, entry, arch, assemble, cc->ctas_per_sm);
+    BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, cc->ctas_per_sm);
+    if (out.cubin.ok() && out.ptx.find("setmaxnreg") != std::string::npos &&
+        out.cubin->registers * cc->threads() < specialized_register_pool(*cc)) {
+      out.cubin = Status::error(fmt::format(
+          "ptxas gave {} registers a thread to {}, whose setmaxnreg requests need {} in all "
+          "for {} threads: it would wait forever",
+          out.cubin->registers, entry, specialized_register_pool(*cc), cc->threads()));
+    }
+    return out;
   }
   BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, 0);
   if (!out.cubin.ok() || !wants_occupancy_hint(step, cfg)) return out;

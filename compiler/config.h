@@ -201,6 +201,12 @@ struct ContractionConfig {
   // mbarriers, while the MMA warpgroups only compute; the images for other architectures run
   // mma.sync on the MMA warps and leave the producer's warps idle.
   int tma = 0;
+  // With `tma`, ping-pong: each of the two MMA warpgroups computes whole tiles of its own
+  // (tile_m / 64 wgmmas of 64 x tile_n per 16 of K), the block's tiles alternating between
+  // them, so that one warpgroup's epilogue runs while the other's MMAs keep the tensor cores
+  // busy; an ordering barrier hands the tensor cores from one mainloop to the next. Without,
+  // the two warpgroups share each tile (64 rows each). warps_m stays 8 (the two warpgroups).
+  int pingpong = 0;
 
   /// The warps that compute (and, without `tma`, copy).
   int math_threads() const { return 32 * warps_m * warps_n; }
@@ -210,9 +216,11 @@ struct ContractionConfig {
   int64_t stage_bytes(int element_bytes) const {
     return int64_t{tile_m + tile_n} * tile_k * element_bytes;
   }
-  /// Dynamic shared memory: the stages, and with `tma` their two mbarriers each (full, empty).
+  /// Dynamic shared memory: the stages, with `tma` their two mbarriers each (full, empty),
+  /// and with `pingpong` one more per MMA warpgroup (its mainloop is done).
   int64_t smem_bytes(int element_bytes) const {
-    return stages * stage_bytes(element_bytes) + (tma ? int64_t{16} * stages : 0);
+    return stages * stage_bytes(element_bytes) + (tma ? int64_t{16} * stages : 0) +
+           (pingpong ? 16 : 0);
   }
   std::map<std::string, int64_t> as_map() const;
   friend bool operator==(const ContractionConfig&, const ContractionConfig&) = default;
@@ -224,5 +232,8 @@ std::vector<ContractionConfig> contraction_config_space();
 /// wgmma fed by TMA, 128 x 256 x 64, two MMA warpgroups and a producer, 4 stages, bands of 8
 /// tile rows, 1 block per SM.
 ContractionConfig default_contraction_config();
+/// ... and for an epilogue that evaluates a transcendental function (erf, exp, tanh, ...):
+/// the same with 128 x 128 tiles in 6 stages.
+ContractionConfig default_contraction_config_heavy();
 
 }  // namespace kiln

@@ -26,8 +26,21 @@ using llvm::Value;
 constexpr int kChunkBytes = 16;  // one cp.async, one row of an 8 x 8 ldmatrix matrix
 constexpr size_t kOperands = 2;  // tensor maps of a TMA config: A's, then B's
 // Registers per thread after setmaxnreg: the producer needs few, the MMA warpgroups hold the
-// accumulators (128 x 48 + 256 x 232 = 64K, the SM's register file).
-constexpr int kProducerRegisters = 48, kConsumerRegisters = 232;
+// accumulators. setmaxnreg.inc waits until the block's pool (what ptxas allocated it: 168 a
+// thread at 384 threads) holds the registers asked for, so 128 x 40 + 256 x 232 = 168 x 384
+// exactly (48 for the producer, as before, hung on an H200 once ptxas honoured setmaxnreg).
+constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
+
+// The config an image of `cfg` for `arch` runs: a ping-pong config's images without wgmma share
+// each tile among the 8 MMA warps as 2 x 4 warps of mma.sync, like the other configs.
+ContractionConfig image_config(ContractionConfig cfg, const std::string& arch) {
+  if (cfg.pingpong && !(cfg.wgmma && arch == "sm_90a")) {
+    cfg.warps_m = 2;
+    cfg.warps_n = 4;
+    cfg.pingpong = 0;
+  }
+  return cfg;
+}
 
 // One operand as the kernel reads it.
 struct Operand {
@@ -50,13 +63,14 @@ class ContractionLowering {
                       const ContractionConfig& cfg, const std::string& arch)
       : wgmma_(cfg.wgmma != 0 && arch == "sm_90a"),
         specialized_(wgmma_ && cfg.tma != 0),
+        pingpong_(specialized_ && cfg.pingpong != 0),
         m_(m),
         b_(m.getContext()),
         em_(m, b_),
         abi_(abi),
         sk_(sk),
         c_(*sk.contraction),
-        cfg_(cfg),
+        cfg_(image_config(cfg, arch)),
         params_(abi.params()),
         symbols_(abi.symbols()),
         dtype_(c_.a.dtype),
@@ -158,17 +172,22 @@ class ContractionLowering {
 
   void check_config() const {
     if (wgmma_) {
-      internal_check(cfg_.tile_k * elem_bytes_ == 128 && cfg_.tile_m % 64 == 0 &&
-                         cfg_.warps_m * 16 == cfg_.tile_m && cfg_.warps_n == 1 &&
-                         cfg_.tile_n % 64 == 0 && cfg_.tile_n <= 256 && cfg_.stages >= 3,
+      // Ping-pong: a warpgroup holds the whole tile, at most 128 accumulators a thread.
+      const bool rows = pingpong_ ? cfg_.warps_m == 8 && cfg_.tile_m / 64 * cfg_.tile_n / 2 <= 128
+                                  : cfg_.warps_m * 16 == cfg_.tile_m;
+      internal_check(cfg_.tile_k * elem_bytes_ == 128 && cfg_.tile_m % 64 == 0 && rows &&
+                         cfg_.warps_n == 1 && cfg_.tile_n % 64 == 0 && cfg_.tile_n <= 256 &&
+                         cfg_.stages >= 3,
                      "contraction: a wgmma config takes 128-byte rows of K, one warpgroup "
-                     "per 64 rows and N up to 256");
+                     "per 64 rows (or per tile, ping-pong) and N up to 256");
     }
     internal_check(!cfg_.tma || (cfg_.wgmma && cfg_.math_threads() == 256),
                    "contraction: a TMA config is a wgmma config of two MMA warpgroups");
+    internal_check(!cfg_.pingpong || cfg_.tma, "contraction: ping-pong is a TMA config");
     const int wm = cfg_.tile_m / cfg_.warps_m, wn = cfg_.tile_n / cfg_.warps_n;
-    internal_check(wm % 16 == 0 && wn % 16 == 0 && cfg_.tile_k % 16 == 0 && cfg_.stages >= 2,
-                   "contraction: warp tiles must be multiples of 16 x 16");
+    internal_check(
+        (pingpong_ || wm % 16 == 0) && wn % 16 == 0 && cfg_.tile_k % 16 == 0 && cfg_.stages >= 2,
+        "contraction: warp tiles must be multiples of 16 x 16");
     for (int mn : {cfg_.tile_m, cfg_.tile_n}) {
       // Both layouts of each operand: chunks per row of 4 or a multiple of 8 (the swizzle),
       // and chunks that the block's threads share out evenly.
@@ -237,6 +256,17 @@ class ContractionLowering {
     Value* warp = b_.CreateLShr(tid_, i32(5));
     warp_m_ = b_.CreateUDiv(warp, i32(cfg_.warps_n));
     warp_n_ = b_.CreateURem(warp, i32(cfg_.warps_n));
+    if (pingpong_) {
+      // Warp w of its warpgroup holds rows 16 w .. of each 64-row slab of the tile.
+      slabs_ = cfg_.tile_m / 64;
+      slab_rows_ = 64;
+      warp_row0_ = b_.CreateMul(b_.CreateAnd(warp, i32(3)), i32(16));
+    } else {
+      const int wm = cfg_.tile_m / cfg_.warps_m;
+      slabs_ = wm / 16;
+      slab_rows_ = 16;
+      warp_row0_ = b_.CreateMul(warp_m_, i32(wm));
+    }
 
     set_operand(a_, c_.a, m_extent_, cfg_.tile_m, 0);
     set_operand(b_op_, c_.b, n_extent_, cfg_.tile_n, cfg_.tile_m * cfg_.tile_k * elem_bytes_);
@@ -328,8 +358,8 @@ class ContractionLowering {
 
   // The accumulators, zeroed (allocas: mem2reg keeps them in registers).
   void zero_accumulators() {
-    const int mt = cfg_.tile_m / cfg_.warps_m / 16, nt = cfg_.tile_n / cfg_.warps_n / 8;
-    acc_.assign(static_cast<size_t>(mt * nt * 4), nullptr);
+    const int nt = cfg_.tile_n / cfg_.warps_n / 8;
+    acc_.assign(static_cast<size_t>(slabs_ * nt * 4), nullptr);
     for (size_t i = 0; i < acc_.size(); ++i) {
       acc_[i] = entry_alloca(b_.getFloatTy(), "acc");
       b_.CreateStore(llvm::ConstantFP::get(b_.getFloatTy(), 0.0), acc_[i]);
@@ -364,9 +394,19 @@ class ContractionLowering {
     if (wgmma_) asm_void("wgmma.wait_group.sync.aligned 0;");
   }
 
+  // Inline PTX is convergent: the `.sync.aligned` instructions (wgmma, setmaxnreg) must be
+  // executed at the same place by every thread of the warp, and without the attribute LLVM
+  // may copy one into both arms of a branch on the lane (seen: a ping-pong kernel's
+  // wgmma.wait_group duplicated around a lane-0 mbarrier arrive hung on an H200).
+  llvm::CallInst* convergent(llvm::CallInst* call) {
+    call->addFnAttr(llvm::Attribute::Convergent);
+    return call;
+  }
+
   void asm_void(const char* text) {
     auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {}, false);
-    b_.CreateCall(llvm::InlineAsm::get(fty, text, "~{memory}", /*hasSideEffects=*/true), {});
+    convergent(
+        b_.CreateCall(llvm::InlineAsm::get(fty, text, "~{memory}", /*hasSideEffects=*/true), {}));
   }
 
   // ---- warp-specialized (TMA) ---------------------------------------------------------------
@@ -388,7 +428,11 @@ class ContractionLowering {
           b_.CreateSelect(maps_ok_, i32(1), i32(ContractionConfig::kProducerThreads));
       for (int s = 0; s < cfg_.stages; ++s) {
         mbarrier_init(full_barrier(i32(s)), producers);
-        mbarrier_init(empty_barrier(i32(s)), i32(math / 32));  // lane 0 of each MMA warp
+        // Lane 0 of each MMA warp that reads the stage: both warpgroups', or one's.
+        mbarrier_init(empty_barrier(i32(s)), i32(pingpong_ ? 4 : math / 32));
+      }
+      if (pingpong_) {
+        for (int w = 0; w < 2; ++w) mbarrier_init(order_barrier(i32(w)), i32(4));
       }
       asm_void("fence.mbarrier_init.release.cluster;");
     });
@@ -406,6 +450,11 @@ class ContractionLowering {
     b_.CreateRetVoid();
   }
 
+  // Ping-pong: warpgroup w's mainloop of its latest tile has waited for all its stages (lane 0
+  // of each of its warps arrives).
+  Value* order_barrier(Value* w) {
+    return b_.CreateAdd(barriers_, b_.CreateAdd(b_.CreateMul(w, i32(8)), i32(16 * cfg_.stages)));
+  }
   Value* full_barrier(Value* stage) { return b_.CreateAdd(barriers_, b_.CreateMul(stage, i32(8))); }
   Value* empty_barrier(Value* stage) {
     return b_.CreateAdd(barriers_, b_.CreateMul(b_.CreateAdd(stage, i32(cfg_.stages)), i32(8)));
@@ -417,7 +466,8 @@ class ContractionLowering {
     std::vector<llvm::Type*> types;
     for (Value* v : args) types.push_back(v->getType());
     auto* fty = llvm::FunctionType::get(b_.getVoidTy(), types, false);
-    b_.CreateCall(llvm::InlineAsm::get(fty, text, constraints + ",~{memory}", true), args);
+    convergent(
+        b_.CreateCall(llvm::InlineAsm::get(fty, text, constraints + ",~{memory}", true), args));
   }
   void mbarrier_init(Value* bar, Value* count) {
     asm_call("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {bar, count});
@@ -539,29 +589,51 @@ class ContractionLowering {
     }
   }
 
+  // Each MMA warpgroup's tiles: all of the block's (both share each tile), or with ping-pong
+  // every other one (tile ordinal j = w, w + 2, ...). Tile j's steps are the block's steps
+  // j * k_tiles ... With ping-pong, warpgroup w starts waiting for tile j's stages only once
+  // the other has waited for all of tile j - 1's (order barrier 1 - w, phase (j - 1) / 2):
+  // a stage's full barrier is then at most one phase from the one awaited, which its parity
+  // tells apart. That also hands the tensor cores from one mainloop to the next while the
+  // finished warpgroup runs its epilogue.
   void consume(Value* bid) {
-    llvm::AllocaInst* it = entry_alloca(b_.getInt64Ty(), "kstep.count");
-    b_.CreateStore(i64(0), it);
+    Value* wg = b_.CreateLShr(tid_, i32(7));
+    const int64_t per = pingpong_ ? 2 : 1;
+    Value* first = pingpong_ ? b_.CreateZExt(wg, b_.getInt64Ty()) : i64(0);
+    llvm::AllocaInst* ordinal = entry_alloca(b_.getInt64Ty(), "tile.ordinal");
+    b_.CreateStore(first, ordinal);
     Value* signals = b_.CreateICmpEQ(lane_, i32(0));
     auto release = [&](Value* n) {  // frees the stage of step n
       if_then(signals, [&] { mbarrier_arrive(empty_barrier(stage_phase(n).first)); });
     };
-    loop(bid, tiles_, nblocks_, "tile", [&](Value* t) {
+    Value* start = b_.CreateAdd(bid, b_.CreateMul(first, nblocks_));
+    loop(start, tiles_, b_.CreateMul(nblocks_, i64(per)), "tile", [&](Value* t) {
+      Value* j = b_.CreateLoad(b_.getInt64Ty(), ordinal);
       place(t);
       zero_accumulators();
+      if (pingpong_) {
+        if_then(b_.CreateICmpUGT(j, i64(0)), [&] {
+          Value* prev = b_.CreateSub(j, i64(1));
+          mbarrier_wait(
+              order_barrier(b_.CreateSub(i32(1), wg)),
+              b_.CreateTrunc(b_.CreateAnd(b_.CreateLShr(prev, i64(1)), i64(1)), b_.getInt32Ty()));
+        });
+      }
+      Value* n0 = b_.CreateMul(j, k_tiles_);
       loop(i64(0), k_tiles_, i64(1), "kstep", [&](Value* kt) {
-        Value* n = b_.CreateLoad(b_.getInt64Ty(), it);
+        Value* n = b_.CreateAdd(n0, kt);
         auto [stage, phase] = stage_phase(n);
         mbarrier_wait(full_barrier(stage), phase);
         wgmma_math(stage);
         // The step before this one's MMAs are complete: its stage is free.
         asm_void("wgmma.wait_group.sync.aligned 1;");
         if_then(b_.CreateICmpUGT(kt, i64(0)), [&] { release(b_.CreateSub(n, i64(1))); });
-        b_.CreateStore(b_.CreateAdd(n, i64(1)), it);
       });
+      if (pingpong_) if_then(signals, [&] { mbarrier_arrive(order_barrier(wg)); });
       asm_void("wgmma.wait_group.sync.aligned 0;");
-      release(b_.CreateSub(b_.CreateLoad(b_.getInt64Ty(), it), i64(1)));
+      release(b_.CreateSub(b_.CreateAdd(n0, k_tiles_), i64(1)));
       epilogue();
+      b_.CreateStore(b_.CreateAdd(j, i64(per)), ordinal);
     });
   }
 
@@ -615,25 +687,30 @@ class ContractionLowering {
     ins.insert(ins.end(), outs.begin(), outs.end());
     auto* fty = llvm::FunctionType::get(llvm::StructType::get(m_.getContext(), outs), ins, false);
     auto* mma = llvm::InlineAsm::get(fty, text, cons, /*hasSideEffects=*/true);
-    // Warpgroup w owns rows 64 w ..: its warps are 4 w .. 4 w + 3.
+    // Warpgroup w owns rows 64 w ..: its warps are 4 w .. 4 w + 3. With ping-pong it owns
+    // every slab of 64 rows, each with its own accumulators.
     Value* wg = b_.CreateLShr(warp_m_, i32(2));
     asm_void("wgmma.fence.sync.aligned;");
     for (int ks = 0; ks < cfg_.tile_k / 16; ++ks) {
-      // Each warpgroup's A rows: select among the tile's 64-row slabs.
-      Value* da = nullptr;
-      for (int g = 0; g < cfg_.tile_m / 64; ++g) {
-        Value* d = operand_descriptor(a_, stage, g * 64, ks);
-        da = g == 0 ? d : b_.CreateSelect(b_.CreateICmpEQ(wg, i32(g)), d, da);
-      }
       Value* db = operand_descriptor(b_op_, stage, 0, ks);
-      std::vector<Value*> args{da, db, i32(1)};
-      for (int i = 0; i < regs; ++i) {
-        args.push_back(b_.CreateLoad(b_.getFloatTy(), acc_[static_cast<size_t>(i)]));
-      }
-      Value* d = b_.CreateCall(mma, args);
-      for (int i = 0; i < regs; ++i) {
-        b_.CreateStore(b_.CreateExtractValue(d, static_cast<unsigned>(i)),
-                       acc_[static_cast<size_t>(i)]);
+      for (int slab = 0; slab < slabs_; ++slab) {
+        Value* da = nullptr;
+        if (pingpong_) {
+          da = operand_descriptor(a_, stage, slab * 64, ks);
+        } else {
+          // Each warpgroup's A rows: select among the tile's 64-row slabs.
+          for (int g = 0; g < cfg_.tile_m / 64; ++g) {
+            Value* d = operand_descriptor(a_, stage, g * 64, ks);
+            da = g == 0 ? d : b_.CreateSelect(b_.CreateICmpEQ(wg, i32(g)), d, da);
+          }
+        }
+        std::vector<Value*> args{da, db, i32(1)};
+        const auto acc = [&](int i) { return acc_[static_cast<size_t>(slab * regs + i)]; };
+        for (int i = 0; i < regs; ++i) args.push_back(b_.CreateLoad(b_.getFloatTy(), acc(i)));
+        Value* d = convergent(b_.CreateCall(mma, args));
+        for (int i = 0; i < regs; ++i) {
+          b_.CreateStore(b_.CreateExtractValue(d, static_cast<unsigned>(i)), acc(i));
+        }
       }
     }
     asm_void("wgmma.commit_group.sync.aligned;");
@@ -762,33 +839,46 @@ class ContractionLowering {
                 i64(0));
             Value* off =
                 b_.CreateSelect(b_.CreateICmpEQ(count, i64(0)), i64(0), offset(ch.mn, ch.k));
-            b_.CreateCall(scalar_copy(), {o.base, off, count, ch.smem});
+            if (wgmma_) {
+              copy_elements(b_, o.base, off, count, ch.smem);
+            } else {
+              b_.CreateCall(scalar_copy(), {o.base, off, count, ch.smem});
+            }
           }
         });
   }
 
   // A function (kept out of line, so that the values it computes are not hoisted into the
   // kernel's loops and held in registers there) that copies `count` <= 8 elements from
-  // base + off to a 16-byte chunk of shared memory, zeros after them.
+  // base + off to a 16-byte chunk of shared memory, zeros after them. Not for wgmma images:
+  // ptxas, compiling through nvJitLink, then serializes every wgmma ("Extern calls", C7509)
+  // and ignores setmaxnreg (C7504); they copy inline (copy_elements).
   llvm::Function* scalar_copy() {
     if (scalar_copy_) return scalar_copy_;
-    llvm::LLVMContext& ctx = m_.getContext();
-    const int vec = kChunkBytes / elem_bytes_;
-    llvm::Type* et = b_.getInt16Ty();
     auto* fty = llvm::FunctionType::get(
         b_.getVoidTy(), {b_.getPtrTy(1), b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy(3)}, false);
     scalar_copy_ = llvm::Function::Create(fty, llvm::Function::InternalLinkage,
                                           fn_->getName() + "_copy_elements", &m_);
     scalar_copy_->addFnAttr(llvm::Attribute::NoInline);
-    llvm::IRBuilder<> fb(BasicBlock::Create(ctx, "entry", scalar_copy_));
-    Value* base = scalar_copy_->getArg(0);
-    Value* off = scalar_copy_->getArg(1);
-    Value* count = scalar_copy_->getArg(2);
+    llvm::IRBuilder<> fb(BasicBlock::Create(m_.getContext(), "entry", scalar_copy_));
+    copy_elements(fb, scalar_copy_->getArg(0), scalar_copy_->getArg(1), scalar_copy_->getArg(2),
+                  scalar_copy_->getArg(3));
+    fb.CreateRetVoid();
+    return scalar_copy_;
+  }
+
+  // Emits, at fb's insertion point, the copy of `count` <= 8 elements from base + off to the
+  // 16-byte chunk `dst`, zeros after them.
+  void copy_elements(llvm::IRBuilder<>& fb, Value* base, Value* off, Value* count, Value* dst) {
+    llvm::LLVMContext& ctx = m_.getContext();
+    llvm::Function* fn = fb.GetInsertBlock()->getParent();
+    const int vec = kChunkBytes / elem_bytes_;
+    llvm::Type* et = fb.getInt16Ty();
     Value* packed = llvm::Constant::getNullValue(llvm::FixedVectorType::get(et, vec));
     for (int e = 0; e < vec; ++e) {
       BasicBlock* from = fb.GetInsertBlock();
-      BasicBlock* yes = BasicBlock::Create(ctx, "load", scalar_copy_);
-      BasicBlock* done = BasicBlock::Create(ctx, "next", scalar_copy_);
+      BasicBlock* yes = BasicBlock::Create(ctx, "load", fn);
+      BasicBlock* done = BasicBlock::Create(ctx, "next", fn);
       fb.CreateCondBr(fb.CreateICmpSLT(fb.getInt64(e), count), yes, done);
       fb.SetInsertPoint(yes);
       Value* p = fb.CreateInBoundsGEP(et, base, fb.CreateAdd(off, fb.getInt64(e)));
@@ -800,9 +890,7 @@ class ContractionLowering {
       phi->addIncoming(with, yes);
       packed = phi;
     }
-    fb.CreateAlignedStore(packed, scalar_copy_->getArg(3), llvm::Align(kChunkBytes));
-    fb.CreateRetVoid();
-    return scalar_copy_;
+    fb.CreateAlignedStore(packed, dst, llvm::Align(kChunkBytes));
   }
 
   // ---- math --------------------------------------------------------------------------------
@@ -935,12 +1023,11 @@ class ContractionLowering {
     const bool rounded = target.role == TensorRole::output &&
                          (target.dtype == DType::bf16 || target.dtype == DType::f16);
 
-    const int wm = cfg_.tile_m / cfg_.warps_m, wn = cfg_.tile_n / cfg_.warps_n;
-    const int mt_count = wm / 16, nt_count = wn / 8;
+    const int wn = cfg_.tile_n / cfg_.warps_n;
+    const int nt_count = wn / 8;
     Value* g = b_.CreateZExt(b_.CreateLShr(lane_, i32(2)), b_.getInt64Ty());
     Value* c2 = b_.CreateZExt(b_.CreateMul(b_.CreateAnd(lane_, i32(3)), i32(2)), b_.getInt64Ty());
-    Value* m_warp =
-        b_.CreateAdd(m0_, b_.CreateZExt(b_.CreateMul(warp_m_, i32(wm)), b_.getInt64Ty()));
+    Value* m_warp = b_.CreateAdd(m0_, b_.CreateZExt(warp_row0_, b_.getInt64Ty()));
     Value* n_warp =
         b_.CreateAdd(n0_, b_.CreateZExt(b_.CreateMul(warp_n_, i32(wn)), b_.getInt64Ty()));
     // A thread holds pairs of adjacent columns (n even): one store of both elements of each
@@ -958,11 +1045,11 @@ class ContractionLowering {
       pairs_ok =
           b_.CreateAnd(pairs_ok, b_.CreateICmpEQ(b_.CreateAnd(addr, i64(pair_bytes - 1)), i64(0)));
     }
-    for (int mt = 0; mt < mt_count; ++mt) {
+    for (int mt = 0; mt < slabs_; ++mt) {
       for (int nt = 0; nt < nt_count; ++nt) {
         for (int half = 0; half < 2; ++half) {
           const size_t first = static_cast<size_t>((mt * nt_count + nt) * 4 + half * 2);
-          Value* m = b_.CreateAdd(m_warp, b_.CreateAdd(g, i64(mt * 16 + half * 8)));
+          Value* m = b_.CreateAdd(m_warp, b_.CreateAdd(g, i64(mt * slab_rows_ + half * 8)));
           Value* n = b_.CreateAdd(n_warp, b_.CreateAdd(c2, i64(nt * 8)));
           Value* n1 = b_.CreateAdd(n, i64(1));
           Value* sums[2] = {b_.CreateLoad(b_.getFloatTy(), acc_[first]),
@@ -1045,13 +1132,14 @@ class ContractionLowering {
 
   const bool wgmma_;
   const bool specialized_;  // a TMA producer warpgroup and MMA warpgroups (run_specialized)
+  const bool pingpong_;     // ... each MMA warpgroup on tiles of its own (consume)
   llvm::Module& m_;
   llvm::IRBuilder<> b_;
   Emitter em_;
   const KernelDef& abi_;
   const ScheduledKernel& sk_;
   const ContractionShape& c_;
-  const ContractionConfig& cfg_;
+  const ContractionConfig cfg_;  // image_config's
   std::vector<const TensorDecl*> params_;
   std::vector<std::string> symbols_;
   DType dtype_;
@@ -1066,6 +1154,10 @@ class ContractionLowering {
   Value* k_tiles_ = nullptr;
   Value* nblocks_ = nullptr;  // gridDim.x
   Value *tid_ = nullptr, *lane_ = nullptr, *warp_m_ = nullptr, *warp_n_ = nullptr;
+  // A warp's accumulator rows: `slabs_` groups of 16 rows, `slab_rows_` apart, the first at row
+  // warp_row0_ (i32) of the tile.
+  int slabs_ = 0, slab_rows_ = 0;
+  Value* warp_row0_ = nullptr;
   // The threads that copy operand tiles (the MMA warps, or the producer warpgroup without
   // tensor maps) and this thread's index among them.
   Value* copy_tid_ = nullptr;
@@ -1104,6 +1196,11 @@ std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
     maps.push_back(std::move(t));
   }
   return maps;
+}
+
+int specialized_register_pool(const ContractionConfig& cfg) {
+  return ContractionConfig::kProducerThreads * kProducerRegisters +
+         cfg.math_threads() * kConsumerRegisters;
 }
 
 void lower_contraction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,

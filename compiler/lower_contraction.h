@@ -29,6 +29,11 @@
 // signal each stage empty once its MMAs are complete; no block-wide barrier in the mainloop,
 // and the producer fills the next tile's stages during the epilogue. Without encoded tensor
 // maps (a misaligned operand: the runtime's flag) the producer warpgroup copies as above.
+// A `pingpong` config gives each MMA warpgroup whole tiles of its own, alternately (64 x 256:
+// one wgmma per 16 of K; 128 x 128: two, one per 64-row slab): an ordering barrier lets one
+// warpgroup's mainloop start when the other's has waited for its last stage, so that the
+// tensor cores run one tile's MMAs while the other warpgroup stores the tile before. Its images
+// without wgmma run the tile as 2 x 4 warps of mma.sync.
 #pragma once
 
 #include <string>
@@ -48,6 +53,12 @@ namespace kiln {
 std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
                                                            const ContractionShape& c,
                                                            const ContractionConfig& cfg);
+
+/// The registers the block of `cfg`'s warp-specialized image (a `tma` config on sm_90a) must be
+/// allocated: its producer warpgroup gives registers up with setmaxnreg and its MMA warpgroups
+/// take them; setmaxnreg.inc waits until the block's pool holds them, so a smaller allocation
+/// would hang (compile.cpp refuses such an image).
+int specialized_register_pool(const ContractionConfig& cfg);
 
 /// Adds to `m` the kernel `entry` computing `sk` (a contraction kernel of a schedule of `abi`)
 /// with `cfg`. Its parameters are `abi`'s (bundle/manifest.h); it needs cfg.smem_bytes() of

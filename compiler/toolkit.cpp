@@ -2,12 +2,20 @@
 #include "compiler/toolkit.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <nvJitLink.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <regex>
+#include <sstream>
 
 #ifndef KILN_DEFAULT_CUDA_ROOT
 #define KILN_DEFAULT_CUDA_ROOT "/usr/local/cuda"
@@ -66,6 +74,93 @@ int log_number(const std::string& log, const char* pattern) {
   return 0;
 }
 
+void read_numbers(Cubin& c) {
+  c.registers = log_number(c.info_log, R"(Used (\d+) registers)");
+  c.spill_bytes = log_number(c.info_log, R"((\d+) bytes spill stores)") +
+                  log_number(c.info_log, R"((\d+) bytes spill loads)");
+  c.shared_bytes = log_number(c.info_log, R"((\d+) bytes smem)");
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A directory of its own under $TMPDIR (or /tmp), removed with everything in it on exit.
+class TempDir {
+ public:
+  TempDir() {
+    const char* t = std::getenv("TMPDIR");
+    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/kiln-ptxas-XXXXXX";
+    if (::mkdtemp(tmpl.data())) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The toolkit's ptxas, whole-program: `ptxas -arch=ARCH -O3 -v kernel.ptx -o kernel.cubin`,
+// its output (the -v report, or the errors) in the log.
+Result<Cubin> ptxas_cubin(const std::string& ptxas, const std::string& ptx,
+                          const std::string& arch) {
+  TempDir dir;
+  if (dir.path().empty()) return Status::error("ptxas: cannot create a temporary directory");
+  const std::filesystem::path in = dir.path() / "kernel.ptx", out = dir.path() / "kernel.cubin",
+                              log = dir.path() / "ptxas.log";
+  {
+    std::ofstream f(in, std::ios::binary);
+    f << ptx;
+    if (!f.flush()) return Status::error("ptxas: cannot write " + in.string());
+  }
+  const std::string arch_opt = "-arch=" + arch;
+  std::vector<std::string> args{ptxas, arch_opt, "-O3", "-v", in.string(), "-o", out.string()};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = 0;
+  const int err = ::posix_spawn(&pid, ptxas.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) return Status::error(fmt::format("ptxas: cannot run {}", ptxas));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  Cubin c;
+  c.info_log = read_file(log);
+  while (!c.info_log.empty() && c.info_log.back() == '\n') c.info_log.pop_back();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Status::error(fmt::format("ptxas rejected the PTX for {}: {}", arch, c.info_log));
+  }
+  c.bytes = read_file(out);
+  if (c.bytes.empty()) return Status::error("ptxas wrote no cubin for " + arch);
+  read_numbers(c);
+  return c;
+}
+
+// ptxas compiling for a link (what nvJitLink does with PTX: separate compilation) serializes
+// every wgmma.mma_async of a kernel ("wgmma.mma_async instructions are serialized due to the
+// presence of Extern calls", C7509) and ignores setmaxnreg (C7504), even in a kernel that
+// calls nothing: measured on an H200, a warpgroup of the TMA contraction then waits for each
+// wgmma before issuing the next. Kernels that use either are assembled whole-program by the
+// toolkit's ptxas instead.
+bool wants_whole_program(const std::string& ptx) {
+  return ptx.find("wgmma.mma_async") != std::string::npos ||
+         ptx.find("setmaxnreg") != std::string::npos;
+}
+
 }  // namespace
 
 std::string cuda_root() {
@@ -80,6 +175,16 @@ std::string libdevice_path() {
 }
 
 Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch) {
+  if (wants_whole_program(ptx)) {
+    const std::string ptxas = cuda_root() + "/bin/ptxas";
+    if (::access(ptxas.c_str(), X_OK) != 0) {
+      return Status::error(fmt::format(
+          "{} not found: kernels with wgmma or setmaxnreg are assembled by ptxas (whole "
+          "program; nvJitLink would serialize their MMAs)",
+          ptxas));
+    }
+    return ptxas_cubin(ptxas, ptx, arch);
+  }
   const JitLinkApi& api = jitlink();
   if (!api.error.empty()) return Status::error(api.error);
   std::string arch_opt = "-arch=" + arch;
@@ -109,10 +214,7 @@ Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch) {
     out.bytes.resize(n);
     api.cubin(h, out.bytes.data());
     out.info_log = read_log(api.info_log_size, api.info_log);
-    out.registers = log_number(out.info_log, R"(Used (\d+) registers)");
-    out.spill_bytes = log_number(out.info_log, R"((\d+) bytes spill stores)") +
-                      log_number(out.info_log, R"((\d+) bytes spill loads)");
-    out.shared_bytes = log_number(out.info_log, R"((\d+) bytes smem)");
+    read_numbers(out);
   }
   api.destroy(&h);
   if (!st.ok()) return st;

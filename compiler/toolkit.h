@@ -23,8 +23,10 @@ struct Cubin {
   std::string info_log;
 };
 
-/// Assembles `ptx` for `arch` ("sm_90") with nvJitLink. Fails (never throws) when nvJitLink
-/// is missing or rejects the PTX; the message carries its error log.
+/// Assembles `ptx` for `arch` ("sm_90") with nvJitLink, or with the toolkit's ptxas
+/// (whole-program, a process per call) when it uses wgmma or setmaxnreg, which nvJitLink's
+/// separate compilation degrades (toolkit.cpp). Fails (never throws) when the assembler is
+/// missing or rejects the PTX; the message carries its error log.
 Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch);
 
 }  // namespace kiln

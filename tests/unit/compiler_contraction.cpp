@@ -10,9 +10,12 @@
 
 #include "bundle/manifest.h"
 #include "bundle/rule.h"
+#include "compiler/compile.h"
 #include "compiler/contraction.h"
 #include "compiler/kernel_plan.h"
+#include "compiler/lower_contraction.h"
 #include "compiler/schedule.h"
+#include "compiler/toolkit.h"
 #include "ir/text.h"
 #include "runtime/launch.h"
 
@@ -265,7 +268,7 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
     CHECK(v.tile.tensor_maps[0] == bundle::TensorMapInfo{0, {64, 1, v.tile.m}});
     CHECK(v.tile.tensor_maps[1] == bundle::TensorMapInfo{1, {64, v.tile.n, 1}});
   }
-  CHECK(with_maps == 2);
+  CHECK(with_maps == 4);  // 128 x 256, 128 x 128 and the two ping-pong tiles
   CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].config.count("tma") == 1);
 
   // What the runtime asks the driver for: a's dims innermost first, byte strides of the outer
@@ -399,4 +402,46 @@ TEST_CASE("contraction: a default-only bundle names no map fallback it lacks", "
   CHECK_FALSE(one.variants[0].tile.tensor_maps.empty());
   CHECK(one.variants[0].tile.map_fallback == -1);
   CHECK(all.variants[static_cast<size_t>(plan->steps[0].default_variant)].tile.map_fallback >= 0);
+}
+
+// ptxas compiling for a link (nvJitLink's mode) serializes every wgmma and ignores setmaxnreg
+// (compiler/toolkit.cpp): the sm_90a images of the warp-specialized variants must come out of
+// a whole-program assembly, with registers enough for their setmaxnreg requests.
+TEST_CASE("contraction: warp-specialized images keep their wgmma pipeline and setmaxnreg",
+          "[contraction]") {
+  Program p = parse_program(
+      "kernel f(a: bf16[M, K], w: bf16[K, N], bias: bf16[N]) -> (c: bf16[M, N]) {\n"
+      "  c[i, j] = sum(a[i, k] * w[k, j], k) + bias[j]\n}\n");
+  CompileOptions opts;
+  opts.archs = {"sm_90"};
+  const CompiledBundle b = compile_program(p, opts);
+  if (!b.warnings.empty()) {
+    WARN("no cubins (" << b.warnings[0] << "): not tested");
+    return;
+  }
+  const bundle::Step& st = b.manifest.kernels.at(0).steps.at(0);
+  int checked = 0, pingpong = 0;
+  for (const bundle::Variant& v : st.variants) {
+    if (!v.config.count("tma")) continue;
+    const bundle::ArchImage& im = v.images.at(0);
+    REQUIRE(im.arch == "sm_90a");
+    const std::string& ptx = b.files.at(im.ptx);
+    REQUIRE(ptx.find("setmaxnreg.inc") != std::string::npos);
+    // The assembler compile_program used, again, for its report.
+    Result<Cubin> cubin = assemble_cubin(ptx, "sm_90a");
+    REQUIRE(cubin.ok());
+    INFO(im.ptx << ": " << cubin->info_log);
+    CHECK(cubin->info_log.find("serialized") == std::string::npos);
+    CHECK(cubin->info_log.find("ignored") == std::string::npos);
+    CHECK(cubin->registers == im.registers);
+    ContractionConfig cfg;
+    cfg.warps_m = static_cast<int>(v.config.at("warps_m"));
+    cfg.warps_n = static_cast<int>(v.config.at("warps_n"));
+    cfg.tma = 1;
+    CHECK(im.registers * v.block_threads >= specialized_register_pool(cfg));
+    ++checked;
+    pingpong += v.config.count("pingpong") > 0;
+  }
+  CHECK(checked >= 3);
+  CHECK(pingpong >= 1);
 }
