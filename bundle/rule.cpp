@@ -17,9 +17,16 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     if (v.align_bytes == 1 && (r.scalar_fallback < 0 || v.is_default)) r.scalar_fallback = id;
     if (v.max_reduced > 0 && !step.reduced.empty()) r.tiers.emplace_back(v.max_reduced, id);
     if (v.strided && r.strided < 0) r.strided = id;
-    if (step.kind == StepKind::contraction &&
-        (r.small < 0 || v.elements_per_block < step.variants[r.small].elements_per_block)) {
-      r.small = id;
+  }
+  // Contraction steps: the smallest tiles of the chosen variant's kind (TMA-fed or not).
+  for (size_t vi = 0; vi < step.variants.size() && step.kind == StepKind::contraction; ++vi) {
+    const Variant& v = step.variants[vi];
+    if (!loadable[vi] || r.chosen < 0 ||
+        v.config.count("tma") != step.variants[static_cast<size_t>(r.chosen)].config.count("tma")) {
+      continue;
+    }
+    if (r.small < 0 || v.elements_per_block < step.variants[r.small].elements_per_block) {
+      r.small = static_cast<int>(vi);
     }
   }
   r.map_fallback.assign(step.variants.size(), -1);
@@ -57,7 +64,11 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
         ceil_div(rows, step.variants[static_cast<size_t>(rule.chosen)].elements_per_block);
     // Fewer tiles than half the SMs: smaller tiles fill more of the GPU. Measured on an H200
     // (bench/results/2026-11-24-h200-contractions): at 1024^3 the 64 x 64 tiles beat 128 x 256
-    // (32 tiles), at 2048^3 128 x 256 (128 tiles) beat them by 1.6x.
+    // (32 tiles), at 2048^3 128 x 256 (128 tiles) beat them by 1.6x. Among the TMA variants
+    // (bench/results/2026-11-24-h200-session7/variants_small.txt) the 128 x 128 tiles beat the
+    // 64 x 64 mma.sync ones at all 5 shapes this rule sends to them (1.1x at 512^3, 1.5x at
+    // 1024^3, 2.0x at 1024 x 1024 x 4096, 2.8x at 4096 x 512 x 4096), and 128 x 256 stayed the
+    // fastest at the 3 shapes just past the threshold.
     return 2 * tiles < device.sm_count ? rule.small : rule.chosen;
   }
   if (rule.split >= 0) {

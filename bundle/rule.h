@@ -40,7 +40,9 @@ struct StepRule {
   int scalar_fallback = -1;  // the best loadable variant with align_bytes == 1, or -1
   std::vector<std::pair<int64_t, int>> tiers;  // (max_reduced, variant), loadable, ascending
   int split = -1;  // the split variant for few, very long rows (or few column tiles), or -1
-  int small = -1;  // contraction steps: the loadable variant with the smallest tiles, or -1
+  // Contraction steps: the loadable variant with the smallest tiles among those of the chosen
+  // one's kind (TMA-fed, or copied by the MMA warps), or -1.
+  int small = -1;
   // [variant]: its tile.map_fallback when that loaded, else -1 (contraction steps).
   std::vector<int> map_fallback;
   // Steps that read strided inputs (a variant is strided, manifest.h): the strided variant

@@ -195,6 +195,9 @@ TEST_CASE("contraction: plan, manifest and the rule", "[contraction]") {
   const bundle::DeviceFacts h200{132, true};
   bundle::StepRule rule = bundle::step_rule(bs, std::vector<bool>(bs.variants.size(), true), h200);
   REQUIRE(rule.small >= 0);
+  // The small tiles are of the default's kind: TMA-fed like it, 128 x 128.
+  CHECK(bs.variants[static_cast<size_t>(rule.small)].config.count("tma") == 1);
+  CHECK(bs.variants[static_cast<size_t>(rule.small)].elements_per_block == 128 * 128);
   const int64_t area = bs.variants[static_cast<size_t>(rule.chosen)].elements_per_block;
   CHECK(bundle::heuristic_variant(bs, rule, 4096 * 4096, 4096, h200) == rule.chosen);
   CHECK(bundle::heuristic_variant(bs, rule, area * 66, 64, h200) == rule.chosen);
