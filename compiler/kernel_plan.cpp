@@ -197,8 +197,11 @@ void plan_variants(StepPlan& step) {
       for (const ContractionConfig& c : contraction_config_space()) {
         if (tma || !c.tma) space.push_back(c);
       }
-      ContractionConfig d = transcendental_epilogue(*step.sk) ? default_contraction_config_heavy()
-                                                              : default_contraction_config();
+      // (The heavy default is a TMA config: without TMA the 128 x 256 tiles copied by the MMA
+      // warps, as before.)
+      ContractionConfig d = tma && transcendental_epilogue(*step.sk)
+                                ? default_contraction_config_heavy()
+                                : default_contraction_config();
       d.tma = d.tma && tma;
       def = d;
       break;

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -93,8 +94,15 @@ class TempDir {
  public:
   TempDir() {
     const char* t = std::getenv("TMPDIR");
-    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/kiln-ptxas-XXXXXX";
-    if (::mkdtemp(tmpl.data())) path_ = tmpl;
+    for (std::string root : {std::string(t && *t ? t : "/tmp"), std::string("/tmp")}) {
+      std::string tmpl = root + "/kiln-ptxas-XXXXXX";
+      if (::mkdtemp(tmpl.data())) {
+        path_ = tmpl;
+        return;
+      }
+      error_ =
+          fmt::format("cannot create a temporary directory in {}: {}", root, std::strerror(errno));
+    }
   }
   ~TempDir() {
     std::error_code ec;
@@ -103,9 +111,11 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
+  const std::string& error() const { return error_; }
 
  private:
   std::filesystem::path path_;
+  std::string error_;
 };
 
 // The toolkit's ptxas, whole-program: `ptxas -arch=ARCH -O3 -v kernel.ptx -o kernel.cubin`,
@@ -113,7 +123,7 @@ class TempDir {
 Result<Cubin> ptxas_cubin(const std::string& ptxas, const std::string& ptx,
                           const std::string& arch) {
   TempDir dir;
-  if (dir.path().empty()) return Status::error("ptxas: cannot create a temporary directory");
+  if (dir.path().empty()) return Status::error("ptxas: " + dir.error());
   const std::filesystem::path in = dir.path() / "kernel.ptx", out = dir.path() / "kernel.cubin",
                               log = dir.path() / "ptxas.log";
   {
@@ -134,13 +144,23 @@ Result<Cubin> ptxas_cubin(const std::string& ptxas, const std::string& ptx,
   pid_t pid = 0;
   const int err = ::posix_spawn(&pid, ptxas.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) return Status::error(fmt::format("ptxas: cannot run {}", ptxas));
+  if (err != 0) {
+    return Status::error(fmt::format("ptxas: cannot run {}: {}", ptxas, std::strerror(err)));
+  }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited = 0;
+  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (waited != pid) {
+    return Status::error(fmt::format("ptxas: cannot wait for {}: {}", ptxas, std::strerror(errno)));
   }
   Cubin c;
   c.info_log = read_file(log);
   while (!c.info_log.empty() && c.info_log.back() == '\n') c.info_log.pop_back();
+  if (WIFSIGNALED(status)) {
+    return Status::error(fmt::format("ptxas was killed by signal {} assembling for {}: {}",
+                                     WTERMSIG(status), arch, c.info_log));
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return Status::error(fmt::format("ptxas rejected the PTX for {}: {}", arch, c.info_log));
   }
@@ -158,7 +178,7 @@ Result<Cubin> ptxas_cubin(const std::string& ptxas, const std::string& ptx,
 // toolkit's ptxas instead.
 bool wants_whole_program(const std::string& ptx) {
   return ptx.find("wgmma.mma_async") != std::string::npos ||
-         ptx.find("setmaxnreg") != std::string::npos;
+         ptx.find("setmaxnreg.") != std::string::npos;
 }
 
 }  // namespace

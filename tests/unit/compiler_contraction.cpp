@@ -418,6 +418,11 @@ TEST_CASE("contraction: warp-specialized images keep their wgmma pipeline and se
   CompileOptions opts;
   opts.archs = {"sm_90"};
   const CompiledBundle b = compile_program(p, opts);
+  // Only a missing toolkit skips; any other warning (ptxas refused an image) fails.
+  for (const std::string& w : b.warnings) {
+    INFO("compile warning: " << w);
+    CHECK(w.find(" not found") != std::string::npos);
+  }
   if (!b.warnings.empty()) {
     WARN("no cubins (" << b.warnings[0] << "): not tested");
     return;
@@ -447,4 +452,26 @@ TEST_CASE("contraction: warp-specialized images keep their wgmma pipeline and se
   }
   CHECK(checked >= 3);
   CHECK(pingpong >= 1);
+}
+
+// The default for a transcendental epilogue is a TMA config; operands TMA cannot read (rank
+// > 5) keep the 128 x 256 tiles copied by the MMA warps (this once failed to plan at all).
+TEST_CASE("contraction: a transcendental epilogue's default, with and without TMA",
+          "[contraction]") {
+  for (const bool deep : {false, true}) {
+    const std::string b = deep ? "P, Q, R, S, " : "";
+    const std::string i = deep ? "p, q, r, s, " : "";
+    KernelDef k =
+        kernel_of(fmt::format("kernel f(a: bf16[{0}M, K], w: bf16[K, N]) -> (c: bf16[{0}M, N]) {{\n"
+                              "  c[{1}m, n] = tanh(sum(a[{1}m, k] * w[k, n], k))\n}}\n",
+                              b, i));
+    std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+    REQUIRE(plan->steps.size() == 1);
+    const StepPlan& st = plan->steps[0];
+    const auto& d =
+        std::get<ContractionConfig>(st.variants[static_cast<size_t>(st.default_variant)].config);
+    INFO("rank " << (deep ? 6 : 2));
+    CHECK(d.tma == (deep ? 0 : 1));
+    CHECK(d.tile_n == (deep ? 256 : 128));
+  }
 }
