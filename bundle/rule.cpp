@@ -19,14 +19,14 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     if (v.strided && r.strided < 0) r.strided = id;
   }
   // Contraction steps: the smallest tiles of the chosen variant's kind (TMA-fed or not).
-  for (size_t vi = 0; vi < step.variants.size() && step.kind == StepKind::contraction; ++vi) {
-    const Variant& v = step.variants[vi];
-    if (!loadable[vi] || r.chosen < 0 ||
-        v.config.count("tma") != step.variants[static_cast<size_t>(r.chosen)].config.count("tma")) {
-      continue;
-    }
-    if (r.small < 0 || v.elements_per_block < step.variants[r.small].elements_per_block) {
-      r.small = static_cast<int>(vi);
+  if (step.kind == StepKind::contraction && r.chosen >= 0) {
+    const size_t tma = step.variants[static_cast<size_t>(r.chosen)].config.count("tma");
+    for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+      const Variant& v = step.variants[vi];
+      if (loadable[vi] && v.config.count("tma") == tma &&
+          (r.small < 0 || v.elements_per_block < step.variants[r.small].elements_per_block)) {
+        r.small = static_cast<int>(vi);
+      }
     }
   }
   r.map_fallback.assign(step.variants.size(), -1);

@@ -545,9 +545,9 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                     "them",
                     rule.small != step.default_variant ? "  " : "", step.default_variant,
                     config_text(def.config), def.tile.m, def.tile.n, def.tile.ctas_per_sm));
+    // plan_variants made it the default only for a transcendental epilogue.
     if (const auto* dc = std::get_if<ContractionConfig>(&def.config);
-        dc && dc->tile_n == default_contraction_config_heavy().tile_n &&
-        transcendental_epilogue(*step.sk)) {
+        dc && *dc == default_contraction_config_heavy()) {
       line(
           "its epilogue evaluates a transcendental function: 128 x 128 tiles (with an erf-GELU "
           "epilogue 1.35-1.5x faster than 128 x 256 on an H200, measured)");
