@@ -59,9 +59,11 @@ PointwiseConfig default_pointwise_config(int max_vec, bool gathers = false);
 /// default fits when smem_bytes_per_element <= 12: compiler/plan.h tiles no more).
 std::vector<PointwiseConfig> tiled_config_space(int max_vec, int smem_bytes_per_element);
 
-/// The heuristic default of a tiled step: 64 x 64 tiles, full vectors, one vec x vec block
-/// per thread (256 threads for 4-byte vectors, 64 for 16-byte ones of halves).
-PointwiseConfig default_tiled_config(int max_vec);
+/// The heuristic default of a tiled step: square tiles of 16 x vec (at least 64) on a side,
+/// halved until they fit the static shared memory at `smem_bytes_per_element`, full vectors,
+/// 16 vectors per thread on at least 64 threads: 64 x 64 on 64 threads for f32, 128 x 128 on
+/// 128 threads for bf16 and f16.
+PointwiseConfig default_tiled_config(int max_vec, int smem_bytes_per_element);
 
 /// A reduction kernel (compiler/lower_reduction.h).
 /// Row reduction: `group` threads share a row (a power of two, 1..1024; several rows per warp

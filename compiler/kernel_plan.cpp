@@ -159,7 +159,7 @@ void plan_variants(StepPlan& step) {
         for (const PointwiseConfig& c : pointwise_config_space(step.max_vec)) {
           if (c.vec == step.max_vec) space.push_back(c);
         }
-        def = default_tiled_config(step.max_vec);
+        def = default_tiled_config(step.max_vec, t.smem_bytes_per_element());
         break;  // no tune ranges: a tile's knobs constrain one another (config.h)
       }
       for (const PointwiseConfig& c : pointwise_config_space(step.max_vec)) space.push_back(c);

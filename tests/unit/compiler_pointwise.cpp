@@ -192,14 +192,17 @@ TEST_CASE("the tiled config space", "[compiler]") {
   for (int vec : {4, 8}) {
     for (int bytes : {2, 4, 12}) {
       std::vector<PointwiseConfig> space = tiled_config_space(vec, bytes);
-      PointwiseConfig def = default_tiled_config(vec);
+      PointwiseConfig def = default_tiled_config(vec, bytes);
       REQUIRE(!space.empty());
       CHECK(space[0] == def);
-      CHECK(def.tile_in == 64);
-      CHECK(def.tile_out == 64);
+      // 16 x vec on a side where that fits 48 KiB of shared memory (bf16: 128 x 128 of one
+      // input; 64 x 64 otherwise), 16 vectors per thread on at least 64 threads.
+      const int side = vec == 8 && bytes == 2 ? 128 : 64;
+      CHECK(def.tile_in == side);
+      CHECK(def.tile_out == side);
       CHECK(def.vec == vec);
-      CHECK(def.block == (vec == 4 ? 256 : 64));
-      CHECK(def.elements_per_block() == 64 * 64);
+      CHECK(def.block == (side == 128 ? 128 : 64));
+      CHECK(def.elements_per_block() == side * side);
       bool scalar = false;
       for (const PointwiseConfig& c : space) {
         INFO(config_text(c.as_map()));
@@ -244,8 +247,8 @@ kernel t(x: f32[N, M], z: f32[M, N], v: f32[M]) -> (y: f32[M, N]) {
   const bundle::Variant& def = step.variants[static_cast<size_t>(rule.chosen)];
   CHECK(def.is_default);
   CHECK(def.config == std::map<std::string, int64_t>{
-                          {"block", 256}, {"vec", 4}, {"tile_in", 64}, {"tile_out", 64}});
-  CHECK(def.block_threads == 256);
+                          {"block", 64}, {"vec", 4}, {"tile_in", 64}, {"tile_out", 64}});
+  CHECK(def.block_threads == 64);
   CHECK(def.elements_per_block == 64 * 64);
   // x (tiled), z (contiguous) and y (stored) move 16-byte vectors; v (one per row) does not.
   CHECK(def.align_bytes == 16);
