@@ -266,12 +266,13 @@ std::optional<InputMode> parse_input_mode(std::string_view name) {
   return std::nullopt;
 }
 
-Tolerance Tolerance::of(DType t, int64_t reduced_extent, double rtol_override) {
+Tolerance Tolerance::of(DType t, int64_t reduced_extent, double rtol_override,
+                        double approx_error) {
   if (!is_float(t)) return {};
   constexpr double kU32 = 0x1p-24;
   const double levels = reduced_extent > 1 ? std::ceil(std::log2(double(reduced_extent))) : 0;
   Tolerance tol;
-  tol.gamma = 16 * kU32 * (1 + levels);
+  tol.gamma = 16 * kU32 * (1 + levels) + approx_error;
   const double u_out = t == DType::bf16 ? 0x1p-8 : t == DType::f16 ? 0x1p-11 : 0;
   tol.rel = rtol_override >= 0 ? rtol_override : u_out + tol.gamma;
   tol.u_out = rtol_override >= 0 ? 0 : u_out;
@@ -482,6 +483,7 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
     int64_t r = 1;
     for (int64_t e : resolve_shape(step.reduced, shape)) r *= e;
     if (!step.reduced.empty()) reduced_extent_ = std::max(reduced_extent_, r);
+    approx_error_ = std::max(approx_error_, step.approx_error);
   }
   // A copy from pageable memory may return before its DMA lands (the driver stages it), and
   // kernels on stream_ (non-blocking) do not wait for the default stream it is queued on:
@@ -593,7 +595,7 @@ std::vector<std::string> KernelHarness::check(const std::function<void()>& launc
     if (int64_t n = same ? 0 : count_poisoned(runs[0][i], runs[1][i], kPoison[0], kPoison[1])) {
       problems.push_back(fmt::format("{}: {} elements never written", name, n));
     }
-    const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, rtol);
+    const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, rtol, approx_error_);
     for (int r = 0; r < (same ? 1 : 2); ++r) {
       Comparison c = compare(runs[r][i], ref.stored[i], ref.wide[i], tol, ref.scale[i]);
       worst = std::max(worst, c.max_scaled_err);
@@ -678,7 +680,7 @@ std::vector<std::string> KernelHarness::check_fast(const GpuComparator& cmp,
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i]->role != TensorRole::output) continue;
     const HostTensor& stored = ref.stored[i];
-    const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, -1);
+    const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, -1, approx_error_);
     // As compare_range computes them.
     const GpuRule rule{tol.rel + tol.u_out, tol.rel, tol.gamma * ref.scale[i]};
     const CUdeviceptr wide = dref_[i].wide ? dref_[i].wide->get() : dref_[i].stored->get();

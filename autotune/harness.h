@@ -65,11 +65,17 @@ std::optional<InputMode> parse_input_mode(std::string_view name);
 /// When the interpreter's value before the output's rounding is itself representable in the
 /// output type (a cast in the spec, e.g. f16(...), rounded it already), the exact value is
 /// unknown within that rounding, and a flip of it costs up to one ulp: u_out is allowed twice.
+///
+/// A kernel with approximate functions (the manifest's steps[].approx_error: tanh.approx.f32
+/// where every output of the step is f16 or bf16) adds their error to gamma: an absolute error
+/// of at most 2^-10 in tanh, scaled by what multiplies it, is at most that of the output's
+/// largest value where the factors are no larger than it (GELU's 0.5 h, a scaled tanh).
 struct Tolerance {
   double rel = 0;    // u_out + gamma, or --rtol when given
   double gamma = 0;  // the coefficient of scale
   double u_out = 0;  // the output type's unit roundoff (0 for f32, i32 and under --rtol)
-  static Tolerance of(DType t, int64_t reduced_extent, double rtol_override = -1);
+  static Tolerance of(DType t, int64_t reduced_extent, double rtol_override = -1,
+                      double approx_error = 0);
 };
 
 /// The interpreter's outputs, one per parameter (inputs copied): `stored` in the outputs'
@@ -229,6 +235,7 @@ class KernelHarness {
   SymbolValues shape_;
   double bytes_moved_ = 0;
   int64_t reduced_extent_ = 1;
+  double approx_error_ = 0;  // the largest steps[].approx_error of the kernel
   // check_fast's device memory, made at its first call: per output, the reference in the
   // output's type, its values before rounding as f32, and the first run's copy; counters.
   struct DeviceReference {

@@ -105,11 +105,13 @@ OrderedJson variant_json(const Variant& v) {
 OrderedJson step_json(const Step& s) {
   OrderedJson variants = OrderedJson::array();
   for (const Variant& v : s.variants) variants.push_back(variant_json(v));
-  return {{"name", s.name},
-          {"kind", std::string(to_string(s.kind))},
-          {"space", dims_json(s.space)},
-          {"reduced", dims_json(s.reduced)},
-          {"variants", variants}};
+  OrderedJson out = {{"name", s.name},
+                     {"kind", std::string(to_string(s.kind))},
+                     {"space", dims_json(s.space)},
+                     {"reduced", dims_json(s.reduced)}};
+  if (s.approx_error > 0) out["approx_error"] = s.approx_error;
+  out["variants"] = variants;
+  return out;
 }
 
 OrderedJson kernel_json(const KernelInfo& k) {
@@ -339,6 +341,10 @@ Step read_step(const Obj& o, const KernelInfo& k) {
         s.kind != StepKind::outer_reduction) {
       fail(o.at("reduced"), "expected at most one dimension");
     }
+  }
+  if (o.find("approx_error")) {
+    s.approx_error = o.nonnegative("approx_error");
+    if (s.approx_error >= 1) fail(o.at("approx_error"), "expected a number below 1");
   }
   const Json& variants = o.array("variants");
   if (variants.empty()) fail(o.at("variants"), "expected at least one variant");

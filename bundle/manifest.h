@@ -218,6 +218,11 @@ struct Step {
   std::vector<Dim> reduced;  // a reduction's reduced extents, R their product (several only
                              // for a row or outer reduction over several indices), else empty
   std::vector<Variant> variants;
+  // The largest error the step's approximate functions add, as a fraction of an output's
+  // largest value (tanh.approx.f32 in steps whose outputs are all f16 or bf16:
+  // compiler/plan.h PointwiseStep::approx_tanh); the harness adds it to its tolerance
+  // (autotune/harness.h). "approx_error" in JSON, present only when > 0.
+  double approx_error = 0;
   friend bool operator==(const Step&, const Step&) = default;
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "bundle/rule.h"
 #include "compiler/codegen.h"
@@ -73,13 +74,7 @@ bool reads(const Expr& e, const std::string& name) {
 
 // Whether a pointwise step gathers (reads at positions computed from other reads).
 bool gathers(const PointwiseStep& step) {
-  auto any = [](auto&& self, const Expr& e) -> bool {
-    bool found = e.as<Gather>() != nullptr;
-    for_each_child(e, [&](const Expr& c) { found = found || self(self, c); });
-    return found;
-  };
-  return std::any_of(step.stores.begin(), step.stores.end(),
-                     [&](const StepStore& st) { return any(any, st.value); });
+  return any_node(step, [](const Expr& e) { return e.as<Gather>() != nullptr; });
 }
 
 // Whether a contraction kernel's epilogue evaluates a transcendental function (exp, log, tanh,
@@ -448,6 +443,9 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   bs.kind = step.kind;
   bs.space = step.space;
   bs.reduced = step.reduced;
+  if (step.kind == bundle::StepKind::pointwise && step.pointwise.approx_tanh) {
+    bs.approx_error = kApproxTanhError;
+  }
   std::vector<int> written(step.variants.size(), -1);  // plan index -> manifest id
   for (size_t pi = 0; pi < step.variants.size(); ++pi) {
     const PlannedVariant& pv = step.variants[pi];
@@ -515,6 +513,11 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   }
   if (step.kind == bundle::StepKind::pointwise) {
     line(fmt::format("every size: variant {} ({})", step.default_variant, config_text(def.config)));
+    if (step.pointwise.approx_tanh) {
+      line(
+          "  every output is f16 or bf16: tanh runs on tanh.approx.f32 (its error: "
+          "docs/language.md)");
+    }
     if (gathers(step.pointwise) && !step.pointwise.tiling.tiled()) {
       line(
           fmt::format("  a gather: {} vectors in flight per thread, as the addresses wait on "

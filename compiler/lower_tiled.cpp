@@ -88,7 +88,9 @@ class TiledLowering {
         symbols_(k.symbols()),
         rank_(static_cast<int>(step.vars.size())),
         across_(step.tiling.across),
-        inner_(rank_ - 1) {}
+        inner_(rank_ - 1) {
+    em_.set_approx_tanh(step.approx_tanh);
+  }
 
   void run(const std::string& entry, VariantLayout* layout) {
     const int V = cfg_.vec;

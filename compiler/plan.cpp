@@ -94,8 +94,35 @@ std::vector<PointwiseStep> plan_pointwise(const KernelDef& k) {
     }
     it->stores.push_back(StepStore{param, value});
   }
-  for (PointwiseStep& st : steps) st.tiling = plan_tiling(st);
+  for (PointwiseStep& st : steps) {
+    st.tiling = plan_tiling(st);
+    st.approx_tanh = approx_tanh(k, st);
+  }
   return steps;
+}
+
+bool any_node(const PointwiseStep& step, const std::function<bool(const Expr&)>& pred) {
+  auto any = [&](auto&& self, const Expr& e) -> bool {
+    bool found = pred(e);
+    for_each_child(e, [&](const Expr& c) { found = found || self(self, c); });
+    return found;
+  };
+  return std::any_of(step.stores.begin(), step.stores.end(),
+                     [&](const StepStore& st) { return any(any, st.value); });
+}
+
+bool approx_tanh(const KernelDef& k, const PointwiseStep& step) {
+  std::vector<const TensorDecl*> params = k.params();
+  auto half = [&](const StepStore& s) {
+    DType t = params[static_cast<size_t>(s.param)]->dtype;
+    return t == DType::f16 || t == DType::bf16;
+  };
+  auto is_tanh = [](const Expr& e) {
+    const Unary* u = e.as<Unary>();
+    return u && u->op == UnaryOp::tanh;
+  };
+  return !step.stores.empty() && std::all_of(step.stores.begin(), step.stores.end(), half) &&
+         any_node(step, is_tanh);
 }
 
 int Tiling::smem_bytes_per_element() const {

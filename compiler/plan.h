@@ -53,11 +53,20 @@ struct Tiling {
   int smem_bytes_per_element() const;  // the loads' element sizes, summed
 };
 
+/// The largest absolute error of tanh.approx.f32 over every f32 input, rounded up to a power
+/// of two (measured on an H200: bench/experiments/tanh_approx, docs/language.md). The manifest
+/// carries it (bundle::Step::approx_error) for the harness's tolerance.
+inline constexpr double kApproxTanhError = 0x1p-10;
+
 struct PointwiseStep {
   std::vector<std::string> vars;  // "s0", "s1", ...
   std::vector<Dim> space;         // extent of each var
   std::vector<StepStore> stores;
   Tiling tiling;  // plan_tiling
+  /// tanh runs on the hardware's tanh.approx.f32 (Emitter::approx_tanh): the step evaluates
+  /// tanh and every store is f16 or bf16, whose rounding (2^-8, 2^-11 relative) is of the
+  /// order of its error (kApproxTanhError). plan_pointwise sets it.
+  bool approx_tanh = false;
 };
 
 using Rename = std::map<std::string, std::string>;
@@ -88,6 +97,12 @@ class Inliner {
 /// whose schedule is all pointwise) into pointwise steps. Reductions are planned by the kernel
 /// plan (compiler/kernel_plan.h); one left here throws UserError at its location.
 std::vector<PointwiseStep> plan_pointwise(const KernelDef& k);
+
+/// Whether an expression `step` stores holds a node for which `pred` holds.
+bool any_node(const PointwiseStep& step, const std::function<bool(const Expr&)>& pred);
+
+/// Whether `step` evaluates tanh and every store is f16 or bf16 (PointwiseStep::approx_tanh).
+bool approx_tanh(const KernelDef& k, const PointwiseStep& step);
 
 /// The tiling of `step`'s transposed loads (step 3 above); plan_pointwise sets it.
 Tiling plan_tiling(const PointwiseStep& step);

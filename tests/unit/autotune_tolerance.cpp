@@ -57,6 +57,10 @@ TEST_CASE("tolerances follow the output type and the reduced extent", "[autotune
   CHECK(Tolerance::of(DType::bf16, 1000, 0.05).rel == 0.05);  // --rtol
   CHECK(Tolerance::of(DType::i32, 1000).rel == 0);
   CHECK(Tolerance::of(DType::i32, 1000).gamma == 0);
+  // A step's approximate functions (manifest steps[].approx_error) add to gamma.
+  CHECK(Tolerance::of(DType::bf16, 1, -1, 0x1p-10).gamma == 16 * u + 0x1p-10);
+  CHECK(Tolerance::of(DType::bf16, 1, -1, 0x1p-10).rel == 0x1p-8 + 16 * u + 0x1p-10);
+  CHECK(Tolerance::of(DType::i32, 1, -1, 0x1p-10).gamma == 0);
 }
 
 TEST_CASE("bf16 rounded to nearest passes, rounded toward zero fails", "[autotune]") {

@@ -48,6 +48,25 @@ TEST_CASE("temporaries are inlined and never loaded", "[compiler]") {
   CHECK(loaded(steps[0].stores[0].value) == std::set<std::string>{"x", "b"});
 }
 
+TEST_CASE("tanh is approximate only where every output of the step is 16-bit", "[compiler]") {
+  auto approx = [](const char* src) {
+    Program p = parse_program(src);
+    std::vector<PointwiseStep> steps = plan_pointwise(p.kernels[0]);
+    REQUIRE(steps.size() == 1);
+    return steps[0].approx_tanh;
+  };
+  CHECK(approx("kernel k(x: f32[N]) -> (y: bf16[N]) { y[i] = tanh(x[i]) }"));
+  CHECK(
+      approx("kernel k(x: bf16[N]) -> (y: f16[N], z: bf16[N]) {\n"
+             "  y[i] = tanh(x[i])\n  z[i] = x[i] * 2.0\n}"));
+  // An f32 output beside it, an f32 output, or no tanh: libdevice (or nothing to approximate).
+  CHECK_FALSE(
+      approx("kernel k(x: bf16[N]) -> (y: bf16[N], z: f32[N]) {\n"
+             "  y[i] = tanh(x[i])\n  z[i] = x[i] * 2.0\n}"));
+  CHECK_FALSE(approx("kernel k(x: bf16[N]) -> (y: f32[N]) { y[i] = tanh(x[i]) }"));
+  CHECK_FALSE(approx(kBiasGelu));
+}
+
 TEST_CASE("outputs of one iteration space share a step; others get their own", "[compiler]") {
   Program p = parse_program(R"(
 kernel k(x: f32[M, N], v: f32[N]) -> (y: f32[M, N], a: f32[N], z: f32[M, N], c: f32[N]) {

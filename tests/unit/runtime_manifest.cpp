@@ -530,6 +530,24 @@ TEST_CASE("manifest: a many-rows tier round-trips; absent means an ordinary tier
   CHECK_THAT(bad.message(), Catch::Contains("min_rows_per_sm"));
 }
 
+TEST_CASE("manifest: a step's approximation error round-trips; absent means none", "[runtime]") {
+  Manifest m = sample();
+  m.kernels[0].steps[0].approx_error = 0x1p-10;
+  std::string text = to_json(m);
+  CHECK(Json::parse(text)["kernels"][0]["steps"][0]["approx_error"] == 0x1p-10);
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  CHECK_FALSE(Json::parse(to_json(sample()))["kernels"][0]["steps"][0].contains("approx_error"));
+  for (double bad_value : {-0.5, 1.0}) {
+    Json j = Json::parse(text);
+    j["kernels"][0]["steps"][0]["approx_error"] = bad_value;
+    Result<Manifest> bad = parse_manifest(j.dump(), kOrigin);
+    REQUIRE_FALSE(bad.ok());
+    CHECK_THAT(bad.message(), Catch::Contains("approx_error"));
+  }
+}
+
 TEST_CASE("manifest: strided inputs and variants (format 8) round-trip; older bundles have none",
           "[runtime]") {
   Manifest m = sample();
