@@ -20,6 +20,7 @@ NaN must be NaN where the reference is NaN, infinities must match exactly, i32 i
 
 Bundles: $KILN_TEST_BUNDLES/<example> when it holds a manifest (the build tree's
 tests/gpu_bundles, compiled by ctest), else kiln.compile of the example (cached)."""
+import json
 import math
 import os
 import re
@@ -168,6 +169,11 @@ REFERENCES = {
     "add": (lambda x, y: x + y, False, ("nan", "inf")),
     "add_rmsnorm": (_add_rmsnorm(torch.bfloat16), True, ("nan",)),
     "bias_gelu": (_gelu, False, ("nan",)),
+    "gelu_tanh": (lambda x, b: torch.nn.functional.gelu(x + b, approximate="tanh"), False,
+                  ("nan",)),
+    "gelu_tanh_f32": (lambda x, b: torch.nn.functional.gelu(x + b, approximate="tanh"), False,
+                      ("nan",)),
+    "tanh_f16": (lambda x: torch.tanh(x * 4.0), False, ("nan", "inf")),
     "causal_mask": (_causal, False, ("nan", "inf")),
     "colsum": (lambda x: x.sum(0), True, ("nan",)),
     "global_max_norm": (lambda x: x / x.amax(), True, ("nan",)),
@@ -386,7 +392,16 @@ def poisoned_outputs(kernel, syms):
     return outs
 
 
-def check_close(where, p, got, exact, K):
+def approx_error(b, name):
+    """The largest steps[].approx_error of kernel `name` in bundle `b`'s manifest: the error of
+    approximate functions (tanh.approx.f32 in 16-bit steps), which the harness's tolerance
+    adds to gamma too (docs/testing.md, "Tolerances")."""
+    manifest = json.loads((b.path / "manifest.json").read_text())
+    kernel = next(k for k in manifest["kernels"] if k["name"] == name)
+    return max((s.get("approx_error", 0.0) for s in kernel["steps"]), default=0.0)
+
+
+def check_close(where, p, got, exact, K, approx=0.0):
     if p.dtype == "i32":
         bad = got.to(torch.int64) != exact.to(torch.int64)
         assert not bad.any(), (f"{where}: {int(bad.sum())} of {bad.numel()} i32 elements "
@@ -404,7 +419,7 @@ def check_close(where, p, got, exact, K):
     if not fin.any():
         return
     u = 2.0 * UNIT[p.dtype]
-    gamma = 16 * 2.0 ** -24 * (1 + math.ceil(math.log2(max(K, 1))))
+    gamma = 16 * 2.0 ** -24 * (1 + math.ceil(math.log2(max(K, 1)))) + approx
     scale = e[fin].abs().max()
     tol = u * e.abs() + gamma * (e.abs() + scale)
     err = (g - e).abs()
@@ -459,7 +474,7 @@ def test_kernel_matches_torch(example, name, mode):
                  else max(syms.values())) if reduces else 1
             for p in kernel.outputs:
                 check_close(f"{name} {syms} {special or 'random'} output {p.name}", p,
-                            outs[p.name], exact[p.name], K)
+                            outs[p.name], exact[p.name], K, approx_error(b, name))
             cases += 1
     assert cases > 0
 
