@@ -1,10 +1,12 @@
 """Rewrites a kernel's LLVM IR (tests/cpu_sim/dump.cpp) to run on the host: the
 thread and block registers, the barrier and the warp shuffles become calls into the driver,
 mul.hi.u32 an IR function, the bf16 pair
-conversion an IR function rounding to nearest even, and the shared-memory tile an ordinary
-global (blocks run one after another).
+conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, the reduction
+kernels' inline assembly plain IR (see below), and the shared-memory tile an ordinary global
+(blocks run one after another).
     python3 to_host.py IN.ll OUT.ll [--force64]
 --force64 makes the kernel take its 64-bit index path at any size."""
+import re
 import sys
 
 src, dst = sys.argv[1], sys.argv[2]
@@ -19,8 +21,29 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
                  ("@llvm.nvvm.shfl.sync.up.f32(", "@sim_shfl_up_f32("),
                  ("@llvm.nvvm.shfl.sync.up.i32(", "@sim_shfl_up_i32("),
                  ("@llvm.nvvm.shfl.sync.idx.f32(", "@sim_shfl_idx_f32("),
-                 ("@llvm.nvvm.shfl.sync.idx.i32(", "@sim_shfl_idx_i32(")]:
+                 ("@llvm.nvvm.shfl.sync.idx.i32(", "@sim_shfl_idx_i32("),
+                 ("@llvm.nvvm.shfl.sync.bfly.f32(", "@sim_shfl_bfly_f32("),
+                 ("@llvm.nvvm.shfl.sync.bfly.i32(", "@sim_shfl_bfly_i32("),
+                 ("@llvm.nvvm.ex2.approx.ftz.f(", "@sim_ex2(")]:
     s = s.replace(old, new)
+# The reduction kernels' inline assembly (compiler/emit.cpp, lower/reduction_rows.cpp): the L2
+# policy is any number, the hinted vector loads plain loads, the passes' opaque copies copies,
+# and a launch gives no dynamic shared memory (staging variants run unstaged).
+for pattern, repl in [
+        (r'call i64 asm "createpolicy[^"]*", "=l"\(\)', "add i64 0, 0"),
+        (r'call \{ i32, i32, i32, i32 \} asm "ld\.global\.nc\.L1::evict_last[^"]*", "[^"]*"\(',
+         "call { i32, i32, i32, i32 } @sim_ld_v4("),
+        (r'call \{ i32, i32 \} asm "ld\.global\.nc\.L1::evict_last[^"]*", "[^"]*"\(',
+         "call { i32, i32 } @sim_ld_v2("),
+        (r'call i32 asm "mov\.b32 \$0, \$1; // pass \d+", "=r,r"\(', "call i32 @sim_mov32("),
+        (r'call i16 asm "mov\.b16 \$0, \$1; // pass \d+", "=h,h"\(', "call i16 @sim_mov16("),
+        (r'call i32 asm "mov\.u32 \$0, %dynamic_smem_size;", "=r"\(\)', "add i32 0, 0"),
+        (r'= external addrspace\(3\) global \[0 x i8\]',
+         "= addrspace(3) global [16 x i8] zeroinitializer")]:
+    s = re.sub(pattern, repl, s)
+if " asm " in s:
+    sys.exit("to_host.py: inline assembly it does not know: " +
+             next(l for l in s.splitlines() if " asm " in l))
 if "llvm.nvvm" in s:
     sys.exit("to_host.py: an NVVM intrinsic it does not know: " +
              next(l for l in s.splitlines() if "llvm.nvvm" in l))
@@ -37,6 +60,35 @@ declare float @sim_shfl_up_f32(i32, float, i32, i32)
 declare i32 @sim_shfl_up_i32(i32, i32, i32, i32)
 declare float @sim_shfl_idx_f32(i32, float, i32, i32)
 declare i32 @sim_shfl_idx_i32(i32, i32, i32, i32)
+declare float @sim_shfl_bfly_f32(i32, float, i32, i32)
+declare i32 @sim_shfl_bfly_i32(i32, i32, i32, i32)
+declare float @sim_ex2(float)
+define internal { i32, i32, i32, i32 } @sim_ld_v4(ptr addrspace(1) %p, i64 %policy) {
+  %v = load <4 x i32>, ptr addrspace(1) %p, align 16
+  %a = extractelement <4 x i32> %v, i32 0
+  %b = extractelement <4 x i32> %v, i32 1
+  %c = extractelement <4 x i32> %v, i32 2
+  %d = extractelement <4 x i32> %v, i32 3
+  %r0 = insertvalue { i32, i32, i32, i32 } poison, i32 %a, 0
+  %r1 = insertvalue { i32, i32, i32, i32 } %r0, i32 %b, 1
+  %r2 = insertvalue { i32, i32, i32, i32 } %r1, i32 %c, 2
+  %r3 = insertvalue { i32, i32, i32, i32 } %r2, i32 %d, 3
+  ret { i32, i32, i32, i32 } %r3
+}
+define internal { i32, i32 } @sim_ld_v2(ptr addrspace(1) %p, i64 %policy) {
+  %v = load <2 x i32>, ptr addrspace(1) %p, align 8
+  %a = extractelement <2 x i32> %v, i32 0
+  %b = extractelement <2 x i32> %v, i32 1
+  %r0 = insertvalue { i32, i32 } poison, i32 %a, 0
+  %r1 = insertvalue { i32, i32 } %r0, i32 %b, 1
+  ret { i32, i32 } %r1
+}
+define internal i32 @sim_mov32(i32 %x) {
+  ret i32 %x
+}
+define internal i16 @sim_mov16(i16 %x) {
+  ret i16 %x
+}
 define internal i32 @sim_mulhi_ui(i32 %a, i32 %b) {
   %a64 = zext i32 %a to i64
   %b64 = zext i32 %b to i64

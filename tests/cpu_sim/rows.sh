@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# CPU check of the row reduction kernels of tests/cpu_sim/rows.kiln (compiler/lower/
+# reduction_rows.cpp): unsplit variants' LLVM IR is lowered to the host (to_host.py),
+# compiled with llc and run by rows_driver.cpp with one host thread per GPU thread (a barrier
+# per warp for the shuffles), then compared with an f64 reference at awkward row lengths:
+# shorter than 2 vectors, odd (every row at another alignment: shifted rows, their head and
+# tail), multiples of the vector, longer than every variant holds (looped rows). No GPU: this
+# checks the kernel's logic (indices, bounds, masks, edges, combines), not its speed.
+#   tests/cpu_sim/rows.sh DUMP LLC CXX OUT_DIR SPEC
+source "$(dirname "$0")/common.sh"
+# K kernel "variants" shapes ("M N")... Host threads are slow to start and to meet at every
+# shuffle, so a sample of the variants runs: threads per row of 8 (16 rows per block), 32,
+# 128 and 512, 8 rows of 32 per block, scalar (vec 1), and fused copies (looped rows walked
+# once for max+sum or mean+M2) of 8 and 256 threads per row.
+check() {
+  local K=$1 kernel=$2 variants=$3; shift 3
+  sim_driver rows_driver.cpp "$K"
+  for v in $variants; do
+    local block epb phases
+    sim_build "$out/rows_driver$K.o" "$spec" "$kernel" $v "$out/rows_sim"
+    read -r block epb phases <<< "$sim_stats"
+    for shape in "$@"; do
+      if ! r=$("$out/rows_sim" "$block" "$epb" $shape); then
+        echo "FAIL $kernel v$v [$shape]: $r"; fail=1
+      fi
+    done
+  done
+  echo "$kernel: variants $variants checked at $# shapes"
+}
+shapes=("1 1" "5 3" "9 17" "3 24" "9 1001" "9 4095" "3 4097" "2 20001")
+check 1 softmax "0 2 5 7 15 17 23 29" "${shapes[@]}"
+check 2 softmax_f32 "0 2 5 7 15 17 23 29" "${shapes[@]}"
+check 3 layernorm "0 2 5 7 15 17 23 29" "${shapes[@]}"
+check 4 layernorm_f32 "0 2 7 15 23 29" "${shapes[@]}"
+# rmsnorm: its v23 stages (the launch gives it no shared memory: it runs unstaged)
+check 5 rmsnorm "0 2 7 15 17 23" "${shapes[@]}"
+exit $fail

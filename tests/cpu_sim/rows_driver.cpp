@@ -1,0 +1,193 @@
+// Runs a row reduction of tests/cpu_sim/rows.kiln, lowered to the host (to_host.py), the way
+// a GPU would: each block's threads are host threads meeting at a std::barrier for bar.sync,
+// and the 32 threads of each warp meet at a barrier of their own for every shuffle; blocks
+// run one after another over a grid of ceil(M / rows per block). The output is compared with
+// an f64 host reference within the output type's tolerance; where the reference is NaN (row 1
+// holds a NaN) the output must be NaN. Row 2 holds -inf elements (softmax: zeros). Inputs
+// are random; the output starts poisoned (-7777), so an element never written fails. Every tensor
+// ends (rounded up to 16 bytes) at a page that cannot be read, and starts a page after
+// another: a whole vector read past the end or an access before the start faults.
+//   rows_driver BLOCK ELEMENTS_PER_BLOCK M N      (compiled with -DK=1..5: K names the kernel)
+#include <sys/mman.h>
+
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+static thread_local int g_tid, g_ctaid;
+static int g_nctaid;
+static thread_local std::barrier<>* g_bar;
+static thread_local std::barrier<>* g_warp_bar;
+static thread_local uint32_t* g_warp_slots;
+extern "C" int sim_tid() {
+  return g_tid;
+}
+extern "C" int sim_ctaid() {
+  return g_ctaid;
+}
+extern "C" int sim_nctaid() {
+  return g_nctaid;
+}
+extern "C" void sim_barrier() {
+  g_bar->arrive_and_wait();
+}
+static uint32_t shuffle_xor(uint32_t v, int mask) {
+  const int lane = g_tid % 32;
+  g_warp_slots[lane] = v;
+  g_warp_bar->arrive_and_wait();
+  uint32_t r = g_warp_slots[lane ^ mask];
+  g_warp_bar->arrive_and_wait();
+  return r;
+}
+static uint32_t bits(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  return b;
+}
+static float from_bits(uint32_t b) {
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+extern "C" float sim_shfl_bfly_f32(int, float v, int m, int) {
+  return from_bits(shuffle_xor(bits(v), m));
+}
+extern "C" int sim_shfl_bfly_i32(int, int v, int m, int) {
+  return static_cast<int>(shuffle_xor(static_cast<uint32_t>(v), m));
+}
+extern "C" float sim_ex2(float x) {
+  return exp2f(x);
+}
+extern "C" float __nv_rsqrtf(float x) {
+  return 1.0f / sqrtf(x);
+}
+template <class F>
+void launch(long grid, int block, F f) {
+  g_nctaid = static_cast<int>(grid);
+  for (long b = 0; b < grid; ++b) {
+    std::barrier<> bar(block);
+    const int warps = (block + 31) / 32;
+    std::vector<std::unique_ptr<std::barrier<>>> warp_bars;
+    for (int w = 0; w < warps; ++w) warp_bars.push_back(std::make_unique<std::barrier<>>(32));
+    std::vector<uint32_t> slots(static_cast<size_t>(warps) * 32);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < block; ++t)
+      ts.emplace_back([&, t] {
+        g_tid = t;
+        g_ctaid = static_cast<int>(b);
+        g_bar = &bar;
+        g_warp_bar = warp_bars[t / 32].get();
+        g_warp_slots = &slots[static_cast<size_t>(t / 32) * 32];
+        f();
+      });
+    for (auto& t : ts) t.join();
+  }
+}
+
+// n elements of type E between two pages that fault, the last 16 bytes before the second.
+template <class E>
+static E* guarded(long n) {
+  const long page = 4096, bytes = (n * long(sizeof(E)) + 15) / 16 * 16;
+  const long pages = (bytes + page - 1) / page + 2;
+  char* base = static_cast<char*>(
+      mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (base == MAP_FAILED) abort();
+  mprotect(base, page, PROT_NONE);
+  mprotect(base + (pages - 1) * page, page, PROT_NONE);
+  return reinterpret_cast<E*>(base + (pages - 1) * page - bytes);
+}
+
+#if K == 2 || K == 4
+using T = float;
+static float value(T v) {
+  return v;
+}
+static T store(float f) {
+  return f;
+}
+static const double kTol = 1e-4;
+#else
+using T = uint16_t;  // bf16
+static float value(T v) {
+  return from_bits(uint32_t(v) << 16);
+}
+static T store(float f) {  // round to nearest even
+  const uint32_t b = bits(f);
+  return static_cast<T>((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+}
+static const double kTol = 1.0 / 64;
+#endif
+
+int main(int argc, char** argv) {
+  if (argc != 5) return 2;
+  const int block = atoi(argv[1]);
+  const long epb = atol(argv[2]);
+  const long M = atol(argv[3]), N = atol(argv[4]);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-3, 3);
+  T *x = guarded<T>(M * N), *w = guarded<T>(N), *b = guarded<T>(N), *y = guarded<T>(M * N);
+  for (long k = 0; k < M * N; ++k) x[k] = store(dist(rng)), y[k] = store(-7777.0f);
+  for (long k = 0; k < N; ++k) w[k] = store(dist(rng)), b[k] = store(dist(rng));
+  if (M > 1) x[1 * N + N / 2] = store(NAN);
+  if (M > 2) {
+    for (long j = 0; j < N; j += 3) x[2 * N + j] = store(-INFINITY);
+  }
+  const long grid = (M + epb - 1) / epb;
+#if K <= 2  // softmax(x) -> y
+  extern void kern(T*, T*, long, long) asm("kern");
+  launch(grid, block, [&] { kern(x, y, M, N); });
+#elif K <= 4  // layernorm(x, w, b) -> y
+  extern void kern(T*, T*, T*, T*, long, long) asm("kern");
+  launch(grid, block, [&] { kern(x, w, b, y, M, N); });
+#else         // rmsnorm(x, w) -> y
+  extern void kern(T*, T*, T*, long, long) asm("kern");
+  launch(grid, block, [&] { kern(x, w, y, M, N); });
+#endif
+  long bad = 0;
+  std::vector<double> want(N);
+  for (long i = 0; i < M; ++i) {
+    const T* row = &x[i * N];
+#if K <= 2
+    double mx = -INFINITY, s = 0;
+    bool nan = false;
+    for (long j = 0; j < N; ++j) {
+      nan |= std::isnan(value(row[j]));
+      mx = std::max(mx, double(value(row[j])));
+    }
+    for (long j = 0; j < N; ++j) s += std::exp(double(value(row[j])) - mx);
+    for (long j = 0; j < N; ++j) want[j] = nan ? NAN : std::exp(double(value(row[j])) - mx) / s;
+#else
+    double mean = 0, var = 0;
+    for (long j = 0; j < N; ++j) mean += value(row[j]);
+#if K <= 4
+    mean /= N;
+    for (long j = 0; j < N; ++j) var += (value(row[j]) - mean) * (value(row[j]) - mean);
+    var /= N;
+    const double scale = 1 / std::sqrt(var + 1e-5);
+    for (long j = 0; j < N; ++j) {
+      want[j] = (value(row[j]) - mean) * scale * value(w[j]) + value(b[j]);
+    }
+#else
+    for (long j = 0; j < N; ++j) var += double(value(row[j])) * value(row[j]);
+    const double scale = 1 / std::sqrt(var / N + 1e-6);
+    for (long j = 0; j < N; ++j) want[j] = value(row[j]) * scale * value(w[j]);
+#endif
+#endif
+    for (long j = 0; j < N; ++j) {
+      const double got = value(y[i * N + j]);
+      const bool ok = std::isnan(want[j])
+                          ? std::isnan(got)
+                          : std::fabs(got - want[j]) <= kTol * (std::fabs(want[j]) + 1);
+      if (!ok && bad++ < 5) printf("bad y at %ld,%ld: %g want %g\n", i, j, got, want[j]);
+    }
+  }
+  printf("%s M=%ld N=%ld bad=%ld\n", bad ? "FAIL" : "ok", M, N, bad);
+  return bad != 0;
+}
