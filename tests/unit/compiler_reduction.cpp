@@ -369,6 +369,8 @@ TEST_CASE("a split grid is one wave of the blocks an SM holds", "[compiler][redu
   v.block_threads = 64;
   CHECK(bundle::resident_blocks(v, h200) == 18);  // 65536 / (56 x 64)
   v.images[0].registers = 16;
+  CHECK(bundle::resident_blocks(v, h200) == 22);  // shared memory: 233472 / (9216 + 1024)
+  v.images[0].shared_bytes = 0;
   CHECK(bundle::resident_blocks(v, h200) == 32);  // the most blocks an SM holds
   v.images[0].shared_bytes = 100000;
   CHECK(bundle::resident_blocks(v, h200) == 2);  // shared memory: 233472 / 101024
