@@ -1,6 +1,7 @@
 // Prints the LLVM IR (unoptimized, NVPTX intrinsics and all) of one variant of step 0 of a
 // kernel of a spec, for tests/cpu_sim/run.sh and scan.sh; on stderr, "block
-// elements_per_block tiled" (pointwise) or "block elements_per_block split_phases" (scans).
+// elements_per_block tiled" (pointwise) or "block elements_per_block split_phases" (scans and
+// reductions).
 //   kiln_cpu_sim_dump SPEC KERNEL VARIANT      (VARIANT -1: print the number of variants;
 //                                               -2: the strided variant and the default)
 #include <llvm/IR/LLVMContext.h>
@@ -12,6 +13,7 @@
 
 #include "compiler/codegen.h"
 #include "compiler/kernel_plan.h"
+#include "compiler/lower_reduction.h"
 #include "compiler/lower_scan.h"
 #include "ir/text.h"
 
@@ -45,6 +47,13 @@ int main(int argc, char** argv) {
     VariantLayout layout;
     if (const auto* sc = std::get_if<ScanConfig>(&pv.config)) {
       lower_scan(m, *st.abi, *st.sk, *sc, "kern", &layout);
+      std::cerr << pv.block_threads << " " << pv.elements_per_block << " " << pv.split.phases
+                << "\n";
+      std::cout << module_text(m);
+      return 0;
+    }
+    if (const auto* rc = std::get_if<ReductionConfig>(&pv.config)) {
+      lower_reduction(m, *st.abi, *st.sk, *rc, "kern", &layout);
       std::cerr << pv.block_threads << " " << pv.elements_per_block << " " << pv.split.phases
                 << "\n";
       std::cout << module_text(m);

@@ -19,7 +19,9 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
                  ("@llvm.nvvm.shfl.sync.up.f32(", "@sim_shfl_up_f32("),
                  ("@llvm.nvvm.shfl.sync.up.i32(", "@sim_shfl_up_i32("),
                  ("@llvm.nvvm.shfl.sync.idx.f32(", "@sim_shfl_idx_f32("),
-                 ("@llvm.nvvm.shfl.sync.idx.i32(", "@sim_shfl_idx_i32(")]:
+                 ("@llvm.nvvm.shfl.sync.idx.i32(", "@sim_shfl_idx_i32("),
+                 ("@llvm.nvvm.shfl.sync.bfly.f32(", "@sim_shfl_bfly_f32("),
+                 ("@llvm.nvvm.shfl.sync.bfly.i32(", "@sim_shfl_bfly_i32(")]:
     s = s.replace(old, new)
 if "llvm.nvvm" in s:
     sys.exit("to_host.py: an NVVM intrinsic it does not know: " +
@@ -37,6 +39,8 @@ declare float @sim_shfl_up_f32(i32, float, i32, i32)
 declare i32 @sim_shfl_up_i32(i32, i32, i32, i32)
 declare float @sim_shfl_idx_f32(i32, float, i32, i32)
 declare i32 @sim_shfl_idx_i32(i32, i32, i32, i32)
+declare float @sim_shfl_bfly_f32(i32, float, i32, i32)
+declare i32 @sim_shfl_bfly_i32(i32, i32, i32, i32)
 define internal i32 @sim_mulhi_ui(i32 %a, i32 %b) {
   %a64 = zext i32 %a to i64
   %b64 = zext i32 %b to i64
