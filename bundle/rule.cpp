@@ -44,12 +44,40 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       r.split = static_cast<int>(vi);
     }
   }
+  for (size_t vi = 0; vi < step.variants.size() && r.split >= 0; ++vi) {
+    if (step.kind != StepKind::outer_reduction || !loadable[vi] ||
+        step.variants[vi].split.phases == 0) {
+      continue;
+    }
+    const int64_t fewest =
+        step.variants[static_cast<size_t>(r.narrow_split >= 0 ? r.narrow_split : r.split)]
+            .elements_per_block;
+    if (step.variants[vi].elements_per_block < fewest) r.narrow_split = static_cast<int>(vi);
+  }
   return r;
 }
 
-int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count) {
+int resident_blocks(const Variant& v, const DeviceFacts& device) {
+  int registers = 0;
+  int64_t shared = 0;
+  for (const ArchImage& im : v.images) {
+    registers = std::max(registers, im.registers);
+    shared = std::max<int64_t>(shared, im.shared_bytes);
+  }
+  if (registers <= 0 || v.block_threads <= 0) return 0;
+  const int64_t warps = ceil_div(v.block_threads, 32);
+  const int64_t per_warp = ceil_div(int64_t{registers} * 32, 256) * 256;
+  int64_t blocks = std::min<int64_t>(32, device.threads_per_sm / (warps * 32));
+  blocks = std::min(blocks, device.registers_per_sm / (per_warp * warps));
+  blocks = std::min(blocks, device.shared_per_sm / (shared + 1024));
+  return static_cast<int>(std::max<int64_t>(blocks, 0));
+}
+
+int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count, int resident) {
   tiles = std::max<int64_t>(tiles, 1);
-  const int64_t want = ceil_div(int64_t{kSplitBlocksPerSm} * std::max(sm_count, 1), tiles);
+  const int64_t sms = std::max(sm_count, 1);
+  const int64_t want = resident > 0 ? std::max<int64_t>(1, int64_t{resident} * sms / tiles)
+                                    : ceil_div(int64_t{kSplitBlocksPerSm} * sms, tiles);
   const int64_t most =
       std::max<int64_t>(1, reduced / (int64_t{kSplitMinChunks} * std::max<int64_t>(chunk, 1)));
   return std::max<int64_t>(1, std::min({want, most, kMaxGridX / tiles}));
@@ -73,11 +101,16 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
   }
   if (rule.split >= 0) {
     // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth kSplitMinBlocks+ blocks.
-    const Variant& sv = step.variants[static_cast<size_t>(rule.split)];
+    int split = rule.split;
+    if (rule.narrow_split >= 0 &&
+        rows < step.variants[static_cast<size_t>(split)].elements_per_block) {
+      split = rule.narrow_split;
+    }
+    const Variant& sv = step.variants[static_cast<size_t>(split)];
     const int64_t tiles = ceil_div(rows, sv.elements_per_block);
-    if (tiles < device.sm_count &&
-        split_blocks(tiles, reduced, sv.split.chunk, device.sm_count) >= kSplitMinBlocks) {
-      return rule.split;
+    if (tiles < device.sm_count && split_blocks(tiles, reduced, sv.split.chunk, device.sm_count,
+                                                resident_blocks(sv, device)) >= kSplitMinBlocks) {
+      return split;
     }
   }
   if (rule.tiers.empty()) return rule.chosen;

@@ -23,10 +23,23 @@ inline int64_t ceil_div(int64_t a, int64_t b) {
 struct DeviceFacts {
   int sm_count = 1;
   bool memory_pools = false;  // stream-ordered allocation: split variants and buffers need it
+  // What one SM holds (resident_blocks): threads, 32-bit registers, shared memory (bytes).
+  // Hopper's and the A100's by default; the runtime sets them from the compute capability.
+  int threads_per_sm = 2048;
+  int registers_per_sm = 65536;
+  int64_t shared_per_sm = 167936;
 };
 
-/// A split launch gives each tile (a block's rows; one row for split rows) blocks for
-/// kSplitBlocksPerSm per SM in all, each walking at least kSplitMinChunks chunks of the
+/// The blocks of variant `v` that one SM of `device` holds at once: the fewest that its
+/// threads, its registers (the most of any of its images, allocated per warp in units of 256)
+/// and its static shared memory (plus the 1 KiB the driver reserves per block) allow, at most
+/// 32. 0 when no image records its registers (the bundle then carries PTX only).
+int resident_blocks(const Variant& v, const DeviceFacts& device);
+
+/// A split launch gives each tile (a block's rows; one row for split rows) as many blocks as
+/// fill one wave: `resident` blocks per SM (resident_blocks) on every SM, over the tiles,
+/// rounded down, so that no second wave runs mostly idle; kSplitBlocksPerSm per SM, rounded
+/// up, when the residency is unknown. Each block walks at least kSplitMinChunks chunks of the
 /// reduced extent; the rule splits only when that gives every tile kSplitMinBlocks or more.
 inline constexpr int kSplitBlocksPerSm = 4;
 inline constexpr int kSplitMinChunks = 2;
@@ -40,6 +53,9 @@ struct StepRule {
   int scalar_fallback = -1;  // the best loadable variant with align_bytes == 1, or -1
   std::vector<std::pair<int64_t, int>> tiers;  // (max_reduced, variant), loadable, ascending
   int split = -1;  // the split variant for few, very long rows (or few column tiles), or -1
+  // Outer steps: the loadable split variant of the fewest columns per tile when they are
+  // fewer than split's, else -1; it runs instead of split for fewer columns than split's tile.
+  int narrow_split = -1;
   // Contraction steps: the loadable variant with the smallest tiles among those of the chosen
   // one's kind (TMA-fed, or copied by the MMA warps), or -1.
   int small = -1;
@@ -65,13 +81,15 @@ inline bool contiguous_strides(std::span<const int64_t> extents, std::span<const
 /// `loadable[v]`: whether variant v of `step` loaded on this device. chosen is -1 when none did.
 StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const DeviceFacts& device);
 
-/// Blocks per tile of a split launch (above), the grid within kMaxGridX. Defined for any
-/// tiles, reduced, chunk >= 1 and sm_count >= 1.
-int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count);
+/// Blocks per tile of a split launch (above), the grid within kMaxGridX, for `resident` blocks
+/// per SM (0: unknown). Defined for any tiles, reduced, chunk >= 1, sm_count >= 1 and
+/// resident >= 0.
+int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count, int resident);
 
 /// The variant the rule runs for a step whose space holds `rows` and whose reduced extent is
-/// `reduced` elements (1 for a pointwise step): the split variant when the unsplit kernel
-/// would have fewer tiles than SMs and the split gives each at least kSplitMinBlocks blocks;
+/// `reduced` elements (1 for a pointwise step): the split variant (narrow_split for fewer rows
+/// than a tile of split's) when it would have fewer tiles than SMs and the split gives each at
+/// least kSplitMinBlocks blocks;
 /// else the tier with the smallest max_reduced >= reduced (the largest tier when none; of the
 /// tiers with that max_reduced, the one with the largest min_rows_per_sm that rows reach,
 /// rows >= min_rows_per_sm * SMs); else

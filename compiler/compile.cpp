@@ -125,9 +125,12 @@ BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const st
 // elements 162.78 -> 137.15 us, rmsnorm 138.53 -> 133.12 us, 512 x 16 238.78 -> 189.60 us;
 // but blocks of several rows often lost (rmsnorm 128 threads, 64 per row: 148.48 -> 166.14 us;
 // layernorm 256 threads, 32 per row: 189.09 -> 263.36 us), so they keep ptxas's choice, as do
-// staging variants (their shared memory bounds them) and outer and pointwise kernels (not
-// measured). The hint is not pushed to a full SM: there ptxas spills (rmsnorm 256 x 16 at 32
-// registers: 12 bytes).
+// staging variants (their shared memory bounds them) and pointwise kernels (not measured).
+// Outer kernels are bound by the loads in flight per SM, that is by their blocks per SM, and
+// nvJitLink gave them half again the registers plain ptxas needs (bf16 column sums, 8-byte
+// loads: 64 against 40; 16-byte: 107 against 75), so they take the hint too, and when it
+// spills, one block more than ptxas's choice (expected, not measured yet). The hint is not
+// pushed to a full SM: there ptxas spills (rmsnorm 256 x 16 at 32 registers: 12 bytes).
 // Measured on an H200; 3/4 of sm_80's and sm_90's 2048 threads per SM (on sm_86 and sm_89,
 // whose SMs hold 1536, the hint asks for a full SM: not measured there).
 constexpr int kTargetThreads = 1536;
@@ -143,6 +146,7 @@ int blocks_by_registers(const TargetFacts& t, int registers, int threads) {
 // Whether build_image may ask for more blocks per SM (above).
 bool wants_occupancy_hint(const StepPlan& step, const AnyConfig& cfg) {
   const auto* rc = std::get_if<ReductionConfig>(&cfg);
+  if (rc && step.kind == StepKind::outer_reduction) return true;
   return rc && step.kind == StepKind::row_reduction &&
          rows_per_block(StepKind::row_reduction, *rc) == 1 && !rc->stage;
 }
@@ -164,12 +168,18 @@ BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::st
   }
   BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, 0);
   if (!out.cubin.ok() || !wants_occupancy_hint(step, cfg)) return out;
-  int target = kTargetThreads / threads;
-  if (target <= blocks_by_registers(target_facts(arch), out.cubin->registers, threads)) return out;
-  BuiltImage hinted = build_image_once(step, cfg, entry, arch, assemble, target);
-  if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 &&
-      hinted.cubin->registers < out.cubin->registers) {
-    return hinted;
+  const int target = kTargetThreads / threads;
+  const int blocks = blocks_by_registers(target_facts(arch), out.cubin->registers, threads);
+  if (target <= blocks) return out;
+  // Outer kernels: the target, else one block more than ptxas's choice.
+  std::vector<int> tries{target};
+  if (step.kind == StepKind::outer_reduction && blocks + 1 < target) tries.push_back(blocks + 1);
+  for (int t : tries) {
+    BuiltImage hinted = build_image_once(step, cfg, entry, arch, assemble, t);
+    if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 &&
+        hinted.cubin->registers < out.cubin->registers) {
+      return hinted;
+    }
   }
   return out;
 }

@@ -239,12 +239,18 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec) {
       space.push_back(c);
     }
   }
-  // Split over the reduced extent, for few columns (after the others: their ids stay): the
-  // default's shape, then wider blocks for the tuner.
-  for (ReductionConfig c : {default_outer_config(max_vec), ReductionConfig{512, 16, 1, 4},
-                            ReductionConfig{512, 8, std::max(1, max_vec / 2), 4}}) {
+  // 16-byte loads with 8 steps in flight, for the tuner (after the others: their ids stay).
+  for (ReductionConfig c : {ReductionConfig{256, 8, max_vec, 8}, {128, 4, max_vec, 8}}) {
+    if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
+  }
+  // Split over the reduced extent, for few columns: the rule's two (the default split, then
+  // the narrow one for fewer columns than its tile), then the others for the tuner.
+  for (ReductionConfig c :
+       {default_outer_split_config(max_vec), narrow_outer_split_config(max_vec),
+        ReductionConfig{256, 8, max_vec, 2}, ReductionConfig{256, 8, std::max(1, max_vec / 2), 4},
+        ReductionConfig{512, 16, 1, 4}, ReductionConfig{512, 8, std::max(1, max_vec / 2), 4}}) {
     c.split = true;
-    space.push_back(c);
+    if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
   }
   return space;
 }
@@ -252,8 +258,24 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec) {
 // Measured on an H200 (bench/results/2026-11-21-h200-reductions.md, third run): for column
 // sums, 8-byte loads over 64 columns per block with 8 threads along the rows (134.1 us, 97% of
 // copy) beat scalar loads over 32 columns (140.9 us) and 16-byte loads (143.6 us at best).
+// (Measured before whole chunks walked unmasked, which cut the registers: to be measured again.)
 ReductionConfig default_outer_config(int max_vec) {
   return {256, 8, std::max(1, max_vec / 2), 4};
+}
+
+// Expected, not yet measured (the lead measures every variant): 16-byte loads with 4 steps in
+// flight, 64 bytes a thread, from 256 columns (bf16; 128 f32) per tile, so a warp reads 512
+// contiguous bytes of a row. The default's 8-byte loads (4 blocks of 78 registers per SM)
+// reached 45.6% of DRAM bandwidth on bf16 column sums of 65536 x 2048 (Nsight Compute).
+ReductionConfig default_outer_split_config(int max_vec) {
+  return {256, 8, max_vec, 4, true};
+}
+
+// Expected, not yet measured: for fewer columns than the default split's tile, 8 threads along
+// the rows (64 bf16 columns, 32 f32) and 32 along the reduced index, so no thread idles on
+// 64 columns (the default split's tile of 256 would leave 3 in 4 of its threads idle).
+ReductionConfig narrow_outer_split_config(int max_vec) {
+  return {256, 32, max_vec, 4, true};
 }
 
 std::map<std::string, int64_t> ScanConfig::as_map() const {

@@ -130,11 +130,18 @@ std::vector<ReductionConfig> staged_row_configs(int max_vec);
 ReductionConfig default_row_config(int max_vec);
 
 /// Outer reductions: 64-column blocks and their neighbours, then the split variants (the
-/// heuristic runs the first when the blocks are fewer than the SMs: runtime/runtime.cpp).
+/// heuristic runs the first, or the narrow one for fewer columns than its tile, when the
+/// tiles are fewer than the SMs: bundle/rule.h).
 std::vector<ReductionConfig> outer_reduction_space(int max_vec);
 /// 32 threads along the rows with 8 bytes of them each, 8 along the reduced index, 4 steps in
 /// flight.
 ReductionConfig default_outer_config(int max_vec);
+/// The first split variant: 32 threads along the rows with 16 bytes of them each, 8 along the
+/// reduced index, 4 steps in flight.
+ReductionConfig default_outer_split_config(int max_vec);
+/// The split variant for few columns: 8 threads along the rows with 16 bytes each, 32 along
+/// the reduced index.
+ReductionConfig narrow_outer_split_config(int max_vec);
 
 /// A scan kernel (compiler/lower_scan.h).
 /// Along the contiguous index (a row scan): `group` threads share a row (32: a warp per row; a

@@ -572,15 +572,26 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   } else {
     const std::string R = product_text(step.reduced);
     const int sv = rule.split;
-    if (sv >= 0) {
-      const PlannedVariant& v = step.variants[static_cast<size_t>(sv)];
+    // The split variant's line: when it runs (after `rows`, the narrow split's condition).
+    auto split_line = [&](int vi, const std::string& rows) {
+      const PlannedVariant& v = step.variants[static_cast<size_t>(vi)];
       line(fmt::format(
-          "ceil(rows / {}) < the GPU's SMs and {} >= {} ({}+ blocks per tile, {}+ chunks of {} "
-          "each): variant {} ({}), {} spread over blocks, {} launches through a workspace",
-          v.elements_per_block, R,
+          "{}ceil(rows / {}) < the GPU's SMs and {} >= {} ({}+ blocks per tile in one wave of "
+          "resident blocks, {}+ chunks of {} each): variant {} ({}), {} spread over blocks, {} "
+          "launches through a workspace",
+          rows, v.elements_per_block, R,
           int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk,
-          bundle::kSplitMinBlocks, bundle::kSplitMinChunks, v.split.chunk, sv,
+          bundle::kSplitMinBlocks, bundle::kSplitMinChunks, v.split.chunk, vi,
           config_text(v.config), R, v.split.phases));
+    };
+    if (sv >= 0) {
+      const int64_t tile = step.variants[static_cast<size_t>(sv)].elements_per_block;
+      if (rule.narrow_split >= 0) {
+        split_line(rule.narrow_split, fmt::format("rows < {} and ", tile));
+        split_line(sv, fmt::format("rows >= {} and ", tile));
+      } else {
+        split_line(sv, "");
+      }
       line("else:");
     }
     const std::vector<std::pair<int64_t, int>>& tiers = rule.tiers;

@@ -336,6 +336,18 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
         CUDA_SUCCESS) {
       d.l2_bytes = 0;
     }
+    // Only the split grids size themselves by these (the rule's defaults stand in otherwise).
+    struct {
+      CUdevice_attribute attr;
+      int* out;
+    } per_sm[] = {
+        {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, &d.threads_per_sm},
+        {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, &d.registers_per_sm},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, &d.shared_per_sm},
+    };
+    for (auto& a : per_sm) {
+      if (api.cuDeviceGetAttribute(a.out, a.attr, rt->dev_) != CUDA_SUCCESS) *a.out = 0;
+    }
     if (Status s = check(api.cuDevicePrimaryCtxRetain(&rt->ctx_, rt->dev_),
                          "retaining the "
                          "primary context");
@@ -416,6 +428,9 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
       k->info_ = &info;
       k->enc_ = launch::encode(info);
       k->facts_ = {dev.sm_count, rt.has_memory_pool()};
+      if (dev.threads_per_sm > 0) k->facts_.threads_per_sm = dev.threads_per_sm;
+      if (dev.registers_per_sm > 0) k->facts_.registers_per_sm = dev.registers_per_sm;
+      if (dev.shared_per_sm > 0) k->facts_.shared_per_sm = dev.shared_per_sm;
       for (size_t si = 0; si < info.steps.size(); ++si) {
         const bundle::Step& step = info.steps[si];
         std::vector<Kernel::LoadedVariant>& loaded = k->steps_.emplace_back(step.variants.size());

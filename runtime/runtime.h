@@ -43,6 +43,9 @@ struct DeviceInfo {
   int max_shared_optin = 0;
   // The L2 cache (bytes): 52428800 on an H100 or H200; 0 when unknown.
   int l2_bytes = 0;
+  // What one SM holds: threads, 32-bit registers, shared memory (bytes); 0 when unknown. Only
+  // the rule's split grids size themselves by them (bundle::resident_blocks).
+  int threads_per_sm = 0, registers_per_sm = 0, shared_per_sm = 0;
   std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 

@@ -39,6 +39,9 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
   if (!rows || !reduced) return out;
   out.variant = bundle::heuristic_variant(bs, rule, *rows, *reduced, device);
   const PlannedVariant& v = step.variants[static_cast<size_t>(out.variant)];
+  // Without images the residency is unknown: a split's grid is counted as the rule's default.
+  const int resident =
+      bundle::resident_blocks(bs.variants[static_cast<size_t>(out.variant)], device);
   const int64_t blocks = bundle::ceil_div(*rows, v.elements_per_block);
   if (step.kind == bundle::StepKind::pointwise) {
     out.how = fmt::format("{} element(s) per block, {} block(s) (the grid loops past {})",
@@ -67,8 +70,8 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
       out.how = fmt::format(
           "split: {} row(s), each over {} blocks walking {} in chunks of {}, 2 launches through "
           "a workspace",
-          blocks, bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count), L,
-          v.split.chunk);
+          blocks, bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count, resident),
+          L, v.split.chunk);
     } else if (step.row_scan()) {
       out.how =
           fmt::format("{} row(s) per block, {} block(s), chunks of {} along {}{}",
@@ -85,7 +88,8 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
   const auto& c = std::get<ReductionConfig>(v.config);
   const std::string R = product_text(step.reduced);
   if (v.split.phases > 0) {
-    const int64_t per_tile = bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count);
+    const int64_t per_tile =
+        bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count, resident);
     out.how = fmt::format(
         "split: {} tile(s) of {} row(s), each over {} blocks walking {} in chunks of {}, {} "
         "launches through a workspace",

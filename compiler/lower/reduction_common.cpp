@@ -296,11 +296,13 @@ std::vector<Value*> ReductionLowering::run_pass(const std::vector<int>& pass,
 }
 
 // A loop over the reduced index from `begin` while base < end, `step` per iteration,
-// running the pass on make_groups(base); returns the accumulators after the loop.
+// running the pass on make_groups(base); returns the accumulators after the loop. They start
+// at `start` when given (another chunk_loop's result), else at initial(pass).
 std::vector<Value*> ReductionLowering::chunk_loop(
     const std::vector<int>& pass, const std::vector<std::vector<Value*>>& results, Value* begin,
-    Value* step, Value* end, llvm::function_ref<std::vector<Group>(Value*)> make_groups) {
-  std::vector<Value*> init = initial(pass);
+    Value* step, Value* end, llvm::function_ref<std::vector<Group>(Value*)> make_groups,
+    std::vector<Value*> start) {
+  std::vector<Value*> init = start.empty() ? initial(pass) : std::move(start);
   std::vector<Carried> carried;
   for (Value* v : init) carried.push_back({v, "acc"});
   // f32 sums over a loop are compensated (Kahan): a thread may add up millions of values

@@ -29,6 +29,8 @@ using llvm::Value;
 
 // Elements per iteration of a thread's scalar accesses in a vectorized variant (emit_rows).
 inline constexpr int kUnalignedItems = 4;
+// Records a lane of a split outer kernel's last phase loads at a time (fold_columns).
+inline constexpr int kFoldAhead = 4;
 
 // One element being computed: clamped (always valid) coordinates for loads, and whether it
 // is really in range.
@@ -126,7 +128,8 @@ class ReductionLowering {
   std::vector<Value*> chunk_loop(const std::vector<int>& pass,
                                  const std::vector<std::vector<Value*>>& results, Value* begin,
                                  Value* step, Value* end,
-                                 llvm::function_ref<std::vector<Group>(Value*)> make_groups);
+                                 llvm::function_ref<std::vector<Group>(Value*)> make_groups,
+                                 std::vector<Value*> start = {});
   Value* finish(int item, Value* v);
   // Stores.
   void store_reductions(const std::vector<int>& pass, const Point& p,
@@ -200,7 +203,11 @@ class ReductionLowering {
   void block_loop(int64_t per_block, llvm::function_ref<void(Value*)> body);
   OuterColumns outer_columns(Value* first, Value* tx, bool vector);
   std::vector<Group> outer_groups(const OuterColumns& c, Value* base, Value* ty, Value* end,
-                                  bool vector);
+                                  bool vector, int items, bool masked);
+  std::vector<Value*> outer_chunks(const std::vector<int>& pass,
+                                   const std::vector<std::vector<Value*>>& results,
+                                   const OuterColumns& c, Value* ty, Value* begin, Value* end,
+                                   bool vector);
   void emit_outer(bool vector);
   void combine_outer(const std::vector<int>& reds, const std::vector<Value*>& partial, Value* tx,
                      Value* ty, std::vector<std::vector<Value*>>& results, bool finished);
@@ -211,9 +218,12 @@ class ReductionLowering {
   Value* record_word(Value* record, const SplitPlan& plan, int item);
   void store_record(Value* cond, Value* record, const SplitPlan& plan, int item, Value* v);
   std::vector<Value*> fold_loop(const std::vector<int>& done, int per, Value* first, int64_t stride,
-                                Value* end, llvm::function_ref<Value*(Value*, size_t)> word);
+                                Value* end, llvm::function_ref<Value*(Value*, size_t)> word,
+                                int ahead = 1);
   void fold_records(const std::vector<int>& done, const SplitPlan& plan, Value* record0, Value* S,
                     std::vector<std::vector<Value*>>& results);
+  void fold_columns(const std::vector<int>& done, int phase, const SplitPlan& plan, Value* first,
+                    Value* record0, Value* S, Value* slice, Value* tile_ok);
   void emit_outer_split(Value* vec_ok);
 
   llvm::Module& m_;

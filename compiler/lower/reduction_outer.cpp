@@ -2,7 +2,11 @@
 // items and their passes (its steps 1 and 2); then:
 //  3. Columns: block / group threads along the rows, each owning `vec` consecutive rows (the
 //     contiguous index), and `group` threads along the reduced index, each with `items` steps
-//     in flight.
+//     in flight (outer_chunks). A thread whose columns all exist walks whole chunks unmasked
+//     (no clamps, no selects: fewer registers, so more blocks and more loads in flight per
+//     SM), then the rest one step at a time, masked. Vectors of `vec` columns load as one
+//     access; where the rows are not a multiple of vec, each column loads on its own, with
+//     items / vec steps in flight, so that this path sets no more registers than the vector one.
 //  4. Combining (combine_outer): a column's `group` partials are folded in order by one
 //     thread through shared memory, so the result does not depend on timing. Row-level
 //     outputs and the reductions' outputs are stored by the threads of the first row of
@@ -61,24 +65,26 @@ ReductionLowering::OuterColumns ReductionLowering::outer_columns(Value* first, V
   return c;
 }
 
-// The `items` groups of an outer thread's chunk from reduced index `base` (steps of the
-// reduced index below `end`).
+// The `items` groups of an outer thread's chunk from reduced index `base`: steps base + u *
+// group + ty. Masked, a step at or past `end` (and a column that does not exist) loads a
+// clamped address and folds nothing; unmasked, every step and column exists.
 std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value* base, Value* ty,
-                                                   Value* end, bool vector) {
-  const int Y = cfg_.group, V = cfg_.vec, U = cfg_.items;
-  std::vector<Group> gs(U);
-  for (int u = 0; u < U; ++u) {
+                                                   Value* end, bool vector, int items,
+                                                   bool masked) {
+  const int Y = cfg_.group, V = cfg_.vec;
+  std::vector<Group> gs(items);
+  for (int u = 0; u < items; ++u) {
     Group& g = gs[u];
     g.shared = vector || V == 1;
     g.vector = vector && V > 1;
     Value* r = b_.CreateAdd(base, b_.CreateAdd(i64(int64_t{u} * Y), ty), "r");
-    Value* in = b_.CreateICmpULT(r, end);
-    Value* rc = b_.CreateSelect(in, r, b_.CreateSub(R_, i64(1)));
+    Value* in = masked ? b_.CreateICmpULT(r, end) : b_.getTrue();
+    Value* rc = masked ? b_.CreateSelect(in, r, b_.CreateSub(R_, i64(1))) : r;
     for (int v = 0; v < V; ++v) {
       Point p;
       p.o = c.o[v];
       p.r = rc;
-      p.ok = b_.CreateAnd(c.valid[v], in);
+      p.ok = masked ? b_.CreateAnd(c.valid[v], in) : b_.getTrue();
       p.slot = v;
       g.pts.push_back(std::move(p));
     }
@@ -86,8 +92,31 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
   return gs;
 }
 
+// The accumulators of `pass` over steps [begin, end) of the reduced index for the thread's
+// columns (step 3): whole chunks unmasked while its columns all exist, then single steps,
+// masked.
+std::vector<Value*> ReductionLowering::outer_chunks(const std::vector<int>& pass,
+                                                    const std::vector<std::vector<Value*>>& results,
+                                                    const OuterColumns& c, Value* ty, Value* begin,
+                                                    Value* end, bool vector) {
+  const int Y = cfg_.group;
+  const int U = vector || cfg_.vec == 1 ? cfg_.items : std::max(1, cfg_.items / cfg_.vec);
+  const int64_t chunk = int64_t{Y} * U;
+  Value* len = b_.CreateSelect(b_.CreateICmpULT(begin, end), b_.CreateSub(end, begin), i64(0));
+  Value* whole = b_.CreateAdd(begin, b_.CreateMul(b_.CreateUDiv(len, i64(chunk)), i64(chunk)));
+  Value* unmasked_end = b_.CreateSelect(c.valid[cfg_.vec - 1], whole, begin, "unmasked.end");
+  std::vector<Value*> acc =
+      chunk_loop(pass, results, begin, i64(chunk), unmasked_end,
+                 [&](Value* base) { return outer_groups(c, base, ty, end, vector, U, false); });
+  // A thread none of whose columns exists folds nothing (its partials are never stored).
+  Value* masked_end = b_.CreateSelect(c.valid[0], end, unmasked_end, "masked.end");
+  return chunk_loop(
+      pass, results, unmasked_end, i64(Y), masked_end,
+      [&](Value* base) { return outer_groups(c, base, ty, end, vector, 1, true); }, acc);
+}
+
 void ReductionLowering::emit_outer(bool vector) {
-  const int Y = cfg_.group, V = cfg_.vec, U = cfg_.items;
+  const int Y = cfg_.group, V = cfg_.vec;
   const int X = cfg_.block / Y;
   Value* tx = b_.CreateURem(tid_, i64(X), "tx");
   Value* ty = b_.CreateUDiv(tid_, i64(X), "ty");
@@ -102,9 +131,7 @@ void ReductionLowering::emit_outer(bool vector) {
         }
         continue;
       }
-      std::vector<Value*> partial =
-          chunk_loop(pass, results, i64(0), i64(int64_t{Y} * U), R_,
-                     [&](Value* base) { return outer_groups(c, base, ty, R_, vector); });
+      std::vector<Value*> partial = outer_chunks(pass, results, c, ty, i64(0), R_, vector);
       combine_outer(reductions_of(pass), partial, tx, ty, results, true);
       for (int v = 0; v < V; ++v) {
         store_reductions(pass, c.points[v], results,

@@ -121,10 +121,12 @@ void ReductionLowering::store_record(Value* cond, Value* record, const SplitPlan
 // Folds records j = first, first + stride, ... below `end`, in order, into `per` accumulators
 // per reduction of `done` (accumulator i * per + k is reduction done[i]), each starting at
 // its identity: `word(j, i * per + k)` is the 32-bit word it takes from record j. A loop,
-// not unrolled.
+// not unrolled, whose iterations load `ahead` records before folding them (in order: the
+// result does not depend on `ahead`), so that as many loads are in flight.
 std::vector<Value*> ReductionLowering::fold_loop(const std::vector<int>& done, int per,
                                                  Value* first, int64_t stride, Value* end,
-                                                 llvm::function_ref<Value*(Value*, size_t)> word) {
+                                                 llvm::function_ref<Value*(Value*, size_t)> word,
+                                                 int ahead) {
   std::vector<Carried> folded;
   for (int r : done) {
     for (int k = 0; k < per; ++k) {
@@ -132,13 +134,31 @@ std::vector<Value*> ReductionLowering::fold_loop(const std::vector<int>& done, i
     }
   }
   return counted_loop(
-      {"fold", "fold.body", "fold.done", "j"}, first, end, [&] { return i64(stride); }, folded,
+      {"fold", "fold.body", "fold.done", "j"}, first, end, [&] { return i64(stride * ahead); },
+      folded,
       [&](Value* j, const std::vector<Value*>& accs) {
-        std::vector<Value*> next(accs.size());
-        for (size_t a = 0; a < accs.size(); ++a) {
-          Value* w = b_.CreateAlignedLoad(b_.getInt32Ty(), word(j, a), llvm::Align(4));
-          next[a] = em_.combine(prog_.items[done[a / per]].op, accs[a],
-                                b_.CreateBitCast(w, accs[a]->getType()));
+        // Records past `end` load the iteration's first (which exists) and fold nothing.
+        std::vector<Value*> in(ahead), at(ahead);
+        for (int u = 0; u < ahead; ++u) {
+          Value* ju = b_.CreateAdd(j, i64(stride * u));
+          in[u] = u == 0 ? b_.getTrue() : b_.CreateICmpULT(ju, end);
+          at[u] = u == 0 ? j : b_.CreateSelect(in[u], ju, j);
+        }
+        std::vector<std::vector<Value*>> words(ahead);
+        for (int u = 0; u < ahead; ++u) {
+          for (size_t a = 0; a < accs.size(); ++a) {
+            words[u].push_back(
+                b_.CreateAlignedLoad(b_.getInt32Ty(), word(at[u], a), llvm::Align(4)));
+          }
+        }
+        std::vector<Value*> next = accs;
+        for (int u = 0; u < ahead; ++u) {
+          for (size_t a = 0; a < accs.size(); ++a) {
+            const Item& it = prog_.items[done[a / per]];
+            Value* x = b_.CreateBitCast(words[u][a], accs[a]->getType());
+            if (u > 0) x = b_.CreateSelect(in[u], x, em_.identity(it.op, it.type));
+            next[a] = em_.combine(it.op, next[a], x);
+          }
         }
         return next;
       });
@@ -157,6 +177,62 @@ void ReductionLowering::fold_records(const std::vector<int>& done, const SplitPl
   for (int r : done) alone.push_back({r});
   std::vector<Value*> partial = combine_rows(alone, accs, tid_, i64(0), 0);
   for (size_t i = 0; i < done.size(); ++i) results[done[i]] = {finish(done[i], partial[i])};
+}
+
+// The phase of a split outer kernel that only stores (no pass of it walks the reduced
+// extent: the last, after the sums). Were every block of a tile to fold all S records of all
+// its columns, as a phase that walks must (every block needs every result), 64 columns over
+// 528 blocks would read 140 MB of records: 45 us on an H200. Here the tile's S blocks share its
+// columns, a warp per column: warp w of the tile's S x block / 32 takes columns w,
+// w + S x block / 32, ...; lane l folds records l, l + 32, ... in order, kFoldAhead loaded at
+// a time; a butterfly combines the lanes (every lane gets the same value); lane 0 stores.
+void ReductionLowering::fold_columns(const std::vector<int>& done, int phase, const SplitPlan& plan,
+                                     Value* first, Value* record0, Value* S, Value* slice,
+                                     Value* tile_ok) {
+  const int64_t XV = int64_t{cfg_.block / cfg_.group} * cfg_.vec;
+  const int64_t warps = cfg_.block / 32;
+  Value* lane = b_.CreateAnd(tid_, i64(31), "lane");
+  Value* warp = b_.CreateAdd(b_.CreateMul(slice, i64(warps)), b_.CreateLShr(tid_, i64(5)), "warp");
+  // The tile's columns that exist (records hold words for them only).
+  Value* left = b_.CreateSub(rows_, first);
+  Value* end = b_.CreateSelect(
+      tile_ok, b_.CreateSelect(b_.CreateICmpULT(left, i64(XV)), left, i64(XV)), i64(0), "end");
+  counted_loop(
+      {"column", "column.body", "columns.done", "c"}, warp, end,
+      [&] { return b_.CreateMul(S, i64(warps)); }, {},
+      [&](Value* c, const std::vector<Value*>&) {
+        std::vector<Value*> accs = fold_loop(
+            done, 1, lane, 32, S,
+            [&](Value* j, size_t a) {
+              Value* record = b_.CreateAdd(record0, j);
+              Value* w = b_.CreateAdd(
+                  b_.CreateMul(b_.CreateAdd(b_.CreateMul(record, i64(XV)), c), i64(plan.slots)),
+                  i64(plan.slot_of.at(done[a])));
+              return em_.element_ptr(workspace_, DType::i32, w);
+            },
+            kFoldAhead);
+        std::vector<std::vector<Value*>> results(prog_.items.size());
+        for (size_t a = 0; a < done.size(); ++a) {
+          Value* v = accs[a];
+          for (int off = 16; off >= 1; off /= 2) {
+            v = em_.combine(prog_.items[done[a]].op, v, shuffle_xor(v, off));
+          }
+          results[done[a]] = {finish(done[a], v)};
+        }
+        Point p;
+        p.o = coords_of(b_.CreateAdd(first, c));
+        p.ok = b_.getTrue();
+        Value* lead = b_.CreateICmpEQ(lane, i64(0));
+        for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+          const std::vector<int>& pass = prog_.passes[pi];
+          if (plan.phase_of[pi] == phase - 1) store_reductions(pass, p, results, lead);
+          if (plan.phase_of[pi] == phase && prog_.items[pass[0]].kind == Item::row_store) {
+            store_row_item(prog_.items[pass[0]], p, results, lead);
+          }
+        }
+        return std::vector<Value*>{};
+      });
+  b_.CreateBr(exit_);
 }
 
 // Split outer kernels, for few columns over a long reduced extent (e.g. 8192 columns: 128
@@ -197,9 +273,17 @@ void ReductionLowering::emit_outer_split(Value* vec_ok) {
     b_.CreateCondBr(b_.CreateICmpEQ(phase_, i64(k)), body, next);
     b_.SetInsertPoint(body);
     std::vector<int> done;
+    bool walks = false;  // whether a pass of this phase walks the reduced extent
     for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
+      walks = walks ||
+              (plan.phase_of[pi] == k && prog_.items[prog_.passes[pi][0]].kind != Item::row_store);
       if (plan.phase_of[pi] >= k) continue;
       for (int r : reductions_of(prog_.passes[pi])) done.push_back(r);
+    }
+    if (!walks && !done.empty()) {
+      fold_columns(done, k, plan, first, record0, S, slice, tile_ok);
+      b_.SetInsertPoint(next);
+      continue;
     }
     auto walk = [&](bool vector) {
       OuterColumns c = outer_columns(first, tx, vector);
@@ -239,9 +323,7 @@ void ReductionLowering::emit_outer_split(Value* vec_ok) {
       for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
         const std::vector<int>& pass = prog_.passes[pi];
         if (plan.phase_of[pi] != k || prog_.items[pass[0]].kind == Item::row_store) continue;
-        std::vector<Value*> partial =
-            chunk_loop(pass, results, begin, i64(chunk), end,
-                       [&](Value* base) { return outer_groups(c, base, ty, end, vector); });
+        std::vector<Value*> partial = outer_chunks(pass, results, c, ty, begin, end, vector);
         std::vector<int> reds = reductions_of(pass);
         if (reds.empty()) continue;
         std::vector<std::vector<Value*>> slice_results(prog_.items.size());

@@ -1,5 +1,5 @@
 // Prints the LLVM IR (unoptimized, NVPTX intrinsics and all) of one variant of step 0 of a
-// kernel of a spec, for tests/cpu_sim/run.sh, scan.sh and rows.sh; on stderr, "block
+// kernel of a spec, for tests/cpu_sim/run.sh, scan.sh, rows.sh and outer.sh; on stderr, "block
 // elements_per_block tiled" (pointwise) or "block elements_per_block split_phases" (scans and
 // reductions).
 //   kiln_cpu_sim_dump SPEC KERNEL VARIANT      (VARIANT -1: print the number of variants;

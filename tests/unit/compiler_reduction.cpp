@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bundle/manifest.h"
+#include "bundle/rule.h"
 #include "compiler/compile.h"
 #include "compiler/config.h"
 #include "compiler/lower_reduction.h"
@@ -315,16 +316,17 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
     }
     CHECK(split == 3);
   }
-  // Outer reductions split the reduced extent of a block's columns: the last three variants,
+  // Outer reductions split the reduced extent of a block's columns: the last six variants,
   // a record word per column of the block, chunks of group x items of the reduced index.
   bundle::Manifest cols =
       compile_text("kernel c(x: f32[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }");
   const std::vector<bundle::Variant>& vs = cols.kernels[0].steps[0].variants;
-  REQUIRE(vs.size() > 3);
+  constexpr size_t kSplits = 6;
+  REQUIRE(vs.size() > kSplits);
   for (size_t i = 0; i < vs.size(); ++i) {
     const bundle::Variant& v = vs[i];
     INFO(v.entry);
-    CHECK((v.split.phases > 0) == (i + 3 >= vs.size()));
+    CHECK((v.split.phases > 0) == (i + kSplits >= vs.size()));
     if (v.split.phases == 0) continue;
     CHECK(!v.is_default);
     CHECK(v.split.phases == 2);
@@ -332,12 +334,51 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
     CHECK(v.elements_per_block == v.config.at("block") / v.config.at("group") * v.config.at("vec"));
     CHECK(v.split.chunk == v.config.at("group") * v.config.at("items"));
   }
-  // The first is the default's configuration, split.
-  std::map<std::string, int64_t> first = vs[vs.size() - 3].config;
-  first.erase("split");
-  CHECK(first == std::find_if(vs.begin(), vs.end(), [](const bundle::Variant& v) {
-                   return v.is_default;
-                 })->config);
+  // The first two are the rule's: 16-byte loads over 128 columns (f32), then over 32 for
+  // fewer columns than that.
+  const bundle::Variant& wide = vs[vs.size() - kSplits];
+  const bundle::Variant& narrow = vs[vs.size() - kSplits + 1];
+  CHECK(wide.config == default_outer_split_config(4).as_map());
+  CHECK(narrow.config == narrow_outer_split_config(4).as_map());
+  CHECK(wide.elements_per_block == 128);
+  CHECK(narrow.elements_per_block == 32);
+  const bundle::Step& step = cols.kernels[0].steps[0];
+  const bundle::DeviceFacts h200{132, true};
+  const bundle::StepRule rule = bundle::step_rule(step, std::vector<bool>(vs.size(), true), h200);
+  CHECK(rule.split == static_cast<int>(vs.size() - kSplits));
+  CHECK(rule.narrow_split == rule.split + 1);
+  // 64 columns run the narrow split, 2048 the wide one, 32768 the unsplit default.
+  CHECK(bundle::heuristic_variant(step, rule, 64, 1 << 20, h200) == rule.narrow_split);
+  CHECK(bundle::heuristic_variant(step, rule, 2048, 65536, h200) == rule.split);
+  CHECK(bundle::heuristic_variant(step, rule, 32768, 4096, h200) == rule.chosen);
+}
+
+TEST_CASE("a split grid is one wave of the blocks an SM holds", "[compiler][reduction]") {
+  bundle::Variant v;
+  v.block_threads = 256;
+  v.images = {bundle::ArchImage{"sm_90", "a.ptx", "", 78, 0, 9216}};
+  const bundle::DeviceFacts h200{132, true, 2048, 65536, 233472};
+  // 78 registers: 80 per thread, 20480 per block: 3 blocks of 256 threads per SM.
+  CHECK(bundle::resident_blocks(v, h200) == 3);
+  // 16 tiles share 3 x 132 blocks: 24 each (396 - 12 idle), not 4 x 132 / 16 rounded up (33,
+  // 528 blocks: a second wave a third full).
+  CHECK(bundle::split_blocks(16, 1 << 20, 32, 132, 3) == 24);
+  CHECK(bundle::split_blocks(16, 1 << 20, 32, 132, 0) == 33);  // residency unknown
+  v.images[0].registers = 56;  // 4 blocks by registers; 64 threads per block: 32 by threads
+  CHECK(bundle::resident_blocks(v, h200) == 4);
+  v.block_threads = 64;
+  CHECK(bundle::resident_blocks(v, h200) == 18);  // 65536 / (56 x 64)
+  v.images[0].registers = 16;
+  CHECK(bundle::resident_blocks(v, h200) == 22);  // shared memory: 233472 / (9216 + 1024)
+  v.images[0].shared_bytes = 0;
+  CHECK(bundle::resident_blocks(v, h200) == 32);  // the most blocks an SM holds
+  v.images[0].shared_bytes = 100000;
+  CHECK(bundle::resident_blocks(v, h200) == 2);  // shared memory: 233472 / 101024
+  v.images[0].registers = 0;
+  CHECK(bundle::resident_blocks(v, h200) == 0);  // unknown
+  // Never fewer than one block per tile, never past the reduced extent's chunks.
+  CHECK(bundle::split_blocks(1000, 1 << 20, 32, 132, 1) == 1);
+  CHECK(bundle::split_blocks(1, 256, 32, 132, 4) == 4);
 }
 
 TEST_CASE("staging variants: rows too long for registers, kept in shared memory",

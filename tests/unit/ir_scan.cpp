@@ -310,7 +310,8 @@ TEST_CASE("runtime: the launch layout of row, split and outer scans", "[runtime]
         CHECK(out.steps[0].block == static_cast<unsigned>(v.block_threads));
         if (v.split.phases > 0) {
           // One row per tile, S blocks per row, a word per block in the workspace.
-          const int64_t S = bundle::split_blocks(lines, len, v.split.chunk, 132);
+          const int64_t S = bundle::split_blocks(lines, len, v.split.chunk, 132,
+                                                 bundle::resident_blocks(v, h100));
           CHECK(out.steps[0].grid == lines * S);
           CHECK(out.steps[0].phases == 2);
           CHECK(out.steps[0].workspace_bytes == 4 * lines * S);

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# CPU check of the outer reduction kernels (compiler/lower/reduction_outer.cpp and the split
+# ones, reduction_split.cpp): every variant of examples/colsum.kiln's colsum and of
+# examples/reduction_suite.kiln's ln_wgrad_bf16 is lowered to the host (to_host.py), compiled
+# with llc and run by outer_driver.cpp with one host thread per GPU thread (a barrier per warp
+# for the shuffles), then compared with f64 column sums at awkward shapes: one column, columns
+# not a multiple of the vector or of a tile, extents not a multiple of a chunk, more tiles than
+# the grid (the block loop), split over 1 and 5 blocks per tile, and over 37 on few columns
+# (the last phase's column fold: more records than a warp's lanes). No GPU: this checks the
+# kernels' logic (unmasked chunks and masked tails, combines, workspace records, phases), not
+# their speed.
+#   tests/cpu_sim/outer.sh DUMP LLC CXX OUT_DIR SUITE_SPEC
+source "$(dirname "$0")/common.sh"
+colsum_spec="$here/../../examples/colsum.kiln"
+# K spec kernel shapes ("M N")...
+check() {
+  local K=$1 s=$2 kernel=$3; shift 3
+  sim_driver outer_driver.cpp "$K"
+  local n; n=$("$dump" "$s" "$kernel" -1)
+  for ((v = 0; v < n; v++)); do
+    local block epb phases
+    sim_build "$out/outer_driver$K.o" "$s" "$kernel" $v "$out/outer_sim"
+    read -r block epb phases <<< "$sim_stats"
+    local splits=1 shape S
+    ((phases > 0)) && splits="1 5"
+    for shape in "$@"; do
+      for S in $splits; do
+        if ! r=$("$out/outer_sim" "$block" "$epb" "$phases" 2 "$S" $shape); then
+          echo "FAIL $kernel v$v S=$S [$shape]: $r"; fail=1
+        fi
+      done
+    done
+    # More records than a warp has lanes for the last phase's column fold.
+    if ((phases > 0)) && ! r=$("$out/outer_sim" "$block" "$epb" "$phases" 2 37 1500 3); then
+      echo "FAIL $kernel v$v S=37 [1500 3]: $r"; fail=1
+    fi
+  done
+  echo "$kernel: $n variants checked at $# shapes"
+}
+check 1 "$colsum_spec" colsum "1 1" "9 1" "37 5" "130 257" "75 1024"
+check 2 "$spec" ln_wgrad_bf16 "1 1" "37 3" "130 200" "41 520"
+exit $fail
