@@ -628,21 +628,11 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   }
   const bool outer_scan = step.kind == bundle::StepKind::scan && !step.row_scan();
   if (step.max_vec > 1 && !outer_scan) {
-    const std::string pointers =
-        "pointers not aligned to a variant's vectors run the step's scalar variant";
-    if (step.kind == bundle::StepKind::row_reduction) {
-      line(
-          fmt::format("rows whose length is not a multiple of {0} load vectors from their first "
-                      "element at a multiple of {0} in memory, scalars before it and after "
-                      "their last whole vector, and [N] operands as scalars (split variants, "
-                      "and rows shorter than {1}: scalars only); {2}",
-                      step.max_vec, 2 * step.max_vec, pointers));
-    } else if (step.row_scan()) {
-      line(fmt::format("rows whose length is not a multiple of {} load scalars; {}", step.max_vec,
-                       pointers));
-    } else {
-      line(pointers);
-    }
+    line(step.kind == bundle::StepKind::row_reduction || step.row_scan()
+             ? fmt::format("rows whose length is not a multiple of {} load scalars; pointers not "
+                           "aligned to a variant's vectors run the step's scalar variant",
+                           step.max_vec)
+             : "pointers not aligned to a variant's vectors run the step's scalar variant");
   }
   return out;
 }

@@ -103,12 +103,7 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
   }
   const std::string loads =
       *reduced % c.vec == 0 ? ""
-      : *reduced < 2 * c.vec
-          ? fmt::format(" (scalar loads: {} is not a multiple of {})", R, c.vec)
-          : fmt::format(
-                " (shifted rows: {} is not a multiple of {}; vectors between each "
-                "row's scalar head and tail)",
-                R, c.vec);
+                            : fmt::format(" (scalar loads: {} is not a multiple of {})", R, c.vec);
   if (*reduced <= c.capacity()) {
     out.how = fmt::format("the row on chip, {} pass(es) over it, {} block(s){}", step.passes.held,
                           blocks, loads);
