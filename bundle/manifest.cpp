@@ -85,6 +85,7 @@ OrderedJson variant_json(const Variant& v) {
                     {"vec", v.stage.vec}};
   }
   if (v.strided) out["strided"] = true;
+  if (v.odd_rows >= 0) out["odd_rows"] = v.odd_rows;
   if (v.tile.m > 0) {
     out["tile"] = {{"m", v.tile.m},
                    {"n", v.tile.n},
@@ -277,6 +278,7 @@ Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
   }
   if (o.find("max_reduced")) v.max_reduced = o.integer("max_reduced", 0, kInt64Max);
   if (o.find("min_rows_per_sm")) v.min_rows_per_sm = o.integer("min_rows_per_sm", 1, 1 << 20);
+  if (o.find("odd_rows")) v.odd_rows = static_cast<int>(o.integer("odd_rows", 0, kIntMax));
   if (o.find("split")) {
     Obj so(o.get("split", "an object"), o.at("split"));
     v.split.phases = static_cast<int>(so.integer("phases", 2, 64));
@@ -404,6 +406,24 @@ Step read_step(const Obj& o, const KernelInfo& k) {
       fail(path,
            "a strided variant is scalar (align_bytes 1), neither split nor staged nor a tier, "
            "in a pointwise or reduction step");
+    }
+  }
+  // An odd-row twin is another variant of a row reduction step, one that shifts its vectors.
+  for (size_t i = 0; i < s.variants.size(); ++i) {
+    const int t = s.variants[i].odd_rows;
+    if (t < 0) continue;
+    const Variant* twin = static_cast<size_t>(t) < s.variants.size() && static_cast<size_t>(t) != i
+                              ? &s.variants[static_cast<size_t>(t)]
+                              : nullptr;
+    auto knob = [&](const char* name) {
+      const auto it = twin->config.find(name);
+      return it == twin->config.end() ? int64_t{0} : it->second;
+    };
+    if (s.kind != StepKind::row_reduction || !twin || knob("shift") != 1 || knob("vec") < 2) {
+      fail(key_path(index_path(o.at("variants"), i), "odd_rows"),
+           fmt::format("expected another variant of a row reduction step with config shift 1 "
+                       "and vec > 1, got {}",
+                       t));
     }
   }
   // A map fallback is another variant of the step, one without maps.

@@ -198,6 +198,10 @@ struct Variant {
   // Reads the strided inputs through their strides (the contract above); "strided": true in
   // JSON, present only when set.
   bool strided = false;
+  // A tier of a row reduction: its shifting twin (config "shift": 1, bundle/rule.h), which the
+  // rule runs instead for rows whose length is not a multiple of the twin's config "vec" (> 1),
+  // or -1. "odd_rows" in JSON, present only when >= 0.
+  int odd_rows = -1;
   friend bool operator==(const Variant&, const Variant&) = default;
 };
 

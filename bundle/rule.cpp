@@ -36,6 +36,13 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       r.map_fallback[vi] = f;
     }
   }
+  r.odd_rows.assign(step.variants.size(), -1);
+  for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+    const int t = step.variants[vi].odd_rows;
+    if (t >= 0 && static_cast<size_t>(t) < loadable.size() && loadable[static_cast<size_t>(t)]) {
+      r.odd_rows[vi] = t;
+    }
+  }
   std::sort(r.tiers.begin(), r.tiers.end());
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
   const bool may_split = !r.tiers.empty() || step.kind == StepKind::outer_reduction;
@@ -136,6 +143,14 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     }
   }
   if (best < 0) best = first;
+  const int twin = static_cast<size_t>(best) < rule.odd_rows.size()
+                       ? rule.odd_rows[static_cast<size_t>(best)]
+                       : -1;
+  if (twin >= 0) {
+    const auto& config = step.variants[static_cast<size_t>(twin)].config;
+    const auto vec = config.find("vec");
+    if (vec != config.end() && vec->second > 1 && reduced % vec->second != 0) return twin;
+  }
   return best;
 }
 

@@ -61,6 +61,8 @@ struct StepRule {
   int small = -1;
   // [variant]: its tile.map_fallback when that loaded, else -1 (contraction steps).
   std::vector<int> map_fallback;
+  // [variant]: its odd_rows twin when that loaded, else -1 (row reduction steps).
+  std::vector<int> odd_rows;
   // Steps that read strided inputs (a variant is strided, manifest.h): the strided variant
   // when it loaded, else -1. A launch whose strides are not the contiguous ones runs it.
   bool reads_strided = false;
@@ -92,8 +94,10 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
 /// least kSplitMinBlocks blocks;
 /// else the tier with the smallest max_reduced >= reduced (the largest tier when none; of the
 /// tiers with that max_reduced, the one with the largest min_rows_per_sm that rows reach,
-/// rows >= min_rows_per_sm * SMs); else
-/// rule.chosen. Staging variants are never chosen here (measured slower:
+/// rows >= min_rows_per_sm * SMs), or that tier's odd_rows twin when it has one and `reduced`
+/// is not a multiple of the twin's vec (measured on an H200: a softmax of 16384 x 4095 bf16
+/// took 73.7 us shifted against 181.0 on scalars, bench/results/2026-11-25-h200-memory-bound);
+/// else rule.chosen. Staging variants are never chosen here (measured slower:
 /// docs/architecture.md). A contraction step runs rule.small when rule.chosen would have
 /// fewer tiles than half the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows
 /// being every output element), else rule.chosen. Values below 1 (unchecked input) give

@@ -100,6 +100,7 @@ std::map<std::string, int64_t> ReductionConfig::as_map() const {
   if (fuse) m["fuse"] = 1;
   if (stage) m["stage"] = 1;
   if (strided) m["strided"] = 1;
+  if (shift) m["shift"] = 1;
   return m;
 }
 
@@ -125,7 +126,8 @@ constexpr int kLargestTierGroup = 512;
 constexpr int kManyRowsGroup = 128;
 bool is_tier(const ReductionConfig& c, int max_vec) {
   const int items = tier_items(max_vec);
-  if (c.split || c.fuse || c.stage || c.vec != max_vec || c.block != std::max(c.group, 128)) {
+  if (c.split || c.fuse || c.stage || c.shift || c.vec != max_vec ||
+      c.block != std::max(c.group, 128)) {
     return false;
   }
   return (c.group <= 64 && c.items == items) ||
@@ -190,15 +192,21 @@ std::vector<ReductionConfig> staged_row_configs(int max_vec) {
   return out;
 }
 
-int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_single_pass) {
+int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, LoopedFusion looped) {
   if (!c.fuse) return is_tier(c, max_vec) ? c.capacity() : 0;
   // Measured on an H200 (bench/results/2026-11-21-h200-reductions-run5.log, D): looped rows
   // of 65536, mean_var 132.3 -> 82.4 us and logsumexp 131.1 -> 73.9 us fused (one pass),
   // but softmax 101.3 -> 105.3 us and layernorm 108.4 -> 111.0 us (two passes either way).
+  // Two-pass rows, fused 512-thread tier against unfused, 12 shapes
+  // (bench/results/2026-11-25-h200-rows, fused.txt): f32 softmax 1.19-1.32x faster fused at all
+  // 4 (4096 x 32768 294.8 us against 387.8); bf16 softmax 1.03-1.10x slower at 3 of 4 (4096 x
+  // 65536 357.2 against 342.0; 1.28x faster at 2048 x 131072); layernorm level or slower.
   ReductionConfig unfused = c;
   unfused.fuse = false;
-  if (!fused_single_pass || !is_tier(unfused, max_vec)) return 0;
-  if (c.group != kLargestTierGroup && c.group != kManyRowsGroup) return 0;
+  if (looped == LoopedFusion::none || !is_tier(unfused, max_vec)) return 0;
+  if (c.group != kLargestTierGroup && (c.group != kManyRowsGroup || looped != LoopedFusion::many)) {
+    return 0;
+  }
   return std::numeric_limits<int64_t>::max();
 }
 
@@ -209,9 +217,19 @@ int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_si
 // per SM, below the threshold, which stays on the measured side) 45.2 against 50.3. The two-pass
 // rows (softmax, layernorm) stay on 512 threads: their unfused 512 tier beat every 128-thread
 // variant (softmax f32 4096 x 32768 387.5 us against 415.9 at best).
-int64_t row_many_rows_per_sm(const ReductionConfig& c, int max_vec, bool fused_single_pass) {
+int64_t row_many_rows_per_sm(const ReductionConfig& c, int max_vec, LoopedFusion looped) {
   if (!c.fuse || c.group != kManyRowsGroup) return 0;
-  return row_heuristic_limit(c, max_vec, fused_single_pass) > 0 ? kManyRowsPerSm : 0;
+  return row_heuristic_limit(c, max_vec, looped) > 0 ? kManyRowsPerSm : 0;
+}
+
+std::optional<ReductionConfig> row_shift_twin(const ReductionConfig& c, int max_vec,
+                                              LoopedFusion looped) {
+  if (c.vec == 1 || c.shift || c.strided || row_heuristic_limit(c, max_vec, looped) == 0) {
+    return std::nullopt;
+  }
+  ReductionConfig twin = c;
+  twin.shift = true;
+  return twin;
 }
 
 ReductionConfig default_row_config(int max_vec) {

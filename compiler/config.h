@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,11 @@ struct ReductionConfig {
   bool fuse = false;     // row reductions only, not split: looped rows fuse (see above)
   bool stage = false;    // row reductions only: long rows staged in dynamic shared memory
   bool strided = false;  // reads strided inputs through their strides (PointwiseConfig)
+  // Row reductions only, vec > 1, neither split nor staged: rows of at least 2 x vec elements
+  // take vectors from each row's first element at a multiple of vec in memory, with a scalar
+  // head and tail (compiler/lower/reduction_rows.cpp). The twin of a tier that the rule runs
+  // for rows whose length is not a multiple of vec (row_shift_twin).
+  bool shift = false;
 
   int64_t capacity() const { return int64_t{group} * vec * items; }
   std::map<std::string, int64_t> as_map() const;
@@ -106,17 +112,23 @@ struct ReductionConfig {
 /// and, for a kernel whose looped rows can fuse (`fusable`), a fused copy of every variant
 /// that is not split, after all the others (the unfused variants keep their places).
 std::vector<ReductionConfig> row_reduction_space(int max_vec, bool fusable = false);
+/// How the heuristic runs the rows that loop (longer than the largest tier) of a kernel whose
+/// looped rows fuse (StepPlan::looped_fusion): unfused (`none`); on the fused copy of the
+/// largest tier (`largest`: two-pass rows whose fusions are online max+sum over elements of
+/// 4 bytes or more, f32 softmax); or on that and, from kManyRowsPerSm rows per SM, the fused
+/// 128-thread tier (`many`: rows that fusing leaves one pass, mean+variance, logsumexp).
+enum class LoopedFusion { none, largest, many };
 /// The heuristic picks, for a row of R elements, the tier with the smallest limit >= R (the
 /// largest tier when none): a config's limit, or 0 when it is not a tier. Rows longer than
-/// the largest tier loop; when fusing leaves such rows with one pass over them
-/// (`fused_single_pass`: mean+variance, logsumexp), the fused copy of the largest tier is
-/// the tier for every longer row (limit INT64_MAX); shorter rows, which stay on chip and
-/// never fuse, keep the unfused tiers.
-/// With many rows the fused copy of the 128-thread tier replaces it (row_many_rows_per_sm).
-int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, bool fused_single_pass = false);
+/// the largest tier loop; unless `looped` is none, the fused copy of the largest tier is the
+/// tier for every longer row (limit INT64_MAX), and with `many` the fused copy of the
+/// 128-thread tier too (row_many_rows_per_sm); shorter rows, which stay on chip and never
+/// fuse, keep the unfused tiers.
+int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec,
+                            LoopedFusion looped = LoopedFusion::none);
 /// The rows per SM from which a tier replaces the others of its limit (bundle/rule.h), or 0:
-/// the fused 128-thread tier for looped single-pass rows, from kManyRowsPerSm rows per SM.
-int64_t row_many_rows_per_sm(const ReductionConfig& c, int max_vec, bool fused_single_pass);
+/// the fused 128-thread tier of LoopedFusion::many, from kManyRowsPerSm rows per SM.
+int64_t row_many_rows_per_sm(const ReductionConfig& c, int max_vec, LoopedFusion looped);
 inline constexpr int64_t kManyRowsPerSm = 8;
 /// The split variants of a row reduction: the heuristic runs the first for few, very long
 /// rows (runtime/runtime.cpp); the others are for the tuner.
@@ -126,6 +138,10 @@ std::vector<ReductionConfig> split_row_configs(int max_vec);
 /// more. Only the tuner or an explicit choice runs them (slower than the looped tiers on an
 /// H200: docs/architecture.md).
 std::vector<ReductionConfig> staged_row_configs(int max_vec);
+/// The shifting twin of row config `c` (ReductionConfig::shift), or nullopt when it has none:
+/// every heuristic tier (row_heuristic_limit > 0) with vec > 1 has one.
+std::optional<ReductionConfig> row_shift_twin(const ReductionConfig& c, int max_vec,
+                                              LoopedFusion looped);
 /// The default when the row length is unknown: 256 threads per row, 32 elements each.
 ReductionConfig default_row_config(int max_vec);
 

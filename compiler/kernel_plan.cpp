@@ -162,14 +162,22 @@ void plan_variants(StepPlan& step) {
       // Pointwise variants compile on the fly: the tuner may move these knobs past the grid.
       step.tune_ranges = {{"block", 32, 1024}, {"unroll", 1, 16}};
       break;
-    case bundle::StepKind::row_reduction:
-      for (const ReductionConfig& c : row_reduction_space(step.max_vec, !step.passes.fused.empty()))
-        space.push_back(c);
-      if (step.stage_bytes_per_element > 0) {  // after every other variant: their ids stay
+    case bundle::StepKind::row_reduction: {
+      const std::vector<ReductionConfig> rows =
+          row_reduction_space(step.max_vec, !step.passes.fused.empty());
+      for (const ReductionConfig& c : rows) space.push_back(c);
+      // The tiers' shifting twins, then the staging variants: the ids of the row space stay.
+      for (const ReductionConfig& c : rows) {
+        if (auto twin = row_shift_twin(c, step.max_vec, step.looped_fusion())) {
+          space.push_back(*twin);
+        }
+      }
+      if (step.stage_bytes_per_element > 0) {
         for (const ReductionConfig& c : staged_row_configs(step.max_vec)) space.push_back(c);
       }
       def = default_row_config(step.max_vec);
       break;
+    }
     case bundle::StepKind::outer_reduction:
       for (const ReductionConfig& c : outer_reduction_space(step.max_vec)) space.push_back(c);
       def = default_outer_config(step.max_vec);
@@ -214,6 +222,18 @@ void plan_variants(StepPlan& step) {
   if (reads_strided(step)) {  // last: the other variants keep their ids
     step.strided_variant = static_cast<int>(step.variants.size());
     step.variants.push_back(plan_variant(step, strided_config(step)));
+  }
+  // A row tier's shifting twin (config.h row_shift_twin), planned after the row space.
+  for (PlannedVariant& v : step.variants) {
+    const auto* c = std::get_if<ReductionConfig>(&v.config);
+    const std::optional<ReductionConfig> twin =
+        c && step.kind == bundle::StepKind::row_reduction
+            ? row_shift_twin(*c, step.max_vec, step.looped_fusion())
+            : std::nullopt;
+    for (size_t w = 0; twin && w < step.variants.size(); ++w) {
+      if (step.variants[w].config == AnyConfig(*twin)) v.odd_rows = static_cast<int>(w);
+    }
+    internal_check(!twin || v.odd_rows >= 0, "plan: a row tier without its shifting twin");
   }
   // A TMA variant's fallback, for operands without tensor maps: the first variant of the
   // same tiles, blocks per SM and MMA whose MMA warps copy (measured on an H200, 4096 x 4096
@@ -295,8 +315,10 @@ bool StepPlan::row_scan() const {
   return sk && sk->scan_axis && *sk->scan_axis + 1 == static_cast<int>(sk->space.size());
 }
 
-bool StepPlan::fused_single_pass() const {
-  return !passes.fused.empty() && passes.looped == 1;
+LoopedFusion StepPlan::looped_fusion() const {
+  if (passes.fused.empty()) return LoopedFusion::none;
+  if (passes.looped == 1) return LoopedFusion::many;
+  return !passes.welford && max_vec <= 4 ? LoopedFusion::largest : LoopedFusion::none;
 }
 
 PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
@@ -333,8 +355,8 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
   v.block_threads = c.block;
   v.elements_per_block = rows_per_block(step.kind, c);
   if (row && !c.strided) {
-    v.max_reduced = row_heuristic_limit(c, step.max_vec, step.fused_single_pass());
-    v.min_rows_per_sm = row_many_rows_per_sm(c, step.max_vec, step.fused_single_pass());
+    v.max_reduced = row_heuristic_limit(c, step.max_vec, step.looped_fusion());
+    v.min_rows_per_sm = row_many_rows_per_sm(c, step.max_vec, step.looped_fusion());
   }
   if (c.split) {
     // The elements of the reduced extent a block walks per iteration.
@@ -447,17 +469,22 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
     bs.approx_error = kApproxTanhError;
   }
   std::vector<int> written(step.variants.size(), -1);  // plan index -> manifest id
+  // --default-only keeps the default, its odd-row twin and the strided variant.
+  const int default_twin = step.variants[static_cast<size_t>(step.default_variant)].odd_rows;
   for (size_t pi = 0; pi < step.variants.size(); ++pi) {
     const PlannedVariant& pv = step.variants[pi];
-    if (default_only && !pv.is_default && !pv.strided) continue;
+    if (default_only && !pv.is_default && !pv.strided && static_cast<int>(pi) != default_twin) {
+      continue;
+    }
     const int id = static_cast<int>(bs.variants.size());
     written[pi] = id;
     bs.variants.push_back(manifest_variant(pv, id, entry_name(kernel, si, id), archs));
   }
-  // A map fallback the bundle does not hold (--default-only) is none.
+  // A map fallback or twin the bundle does not hold (--default-only) is none.
   for (bundle::Variant& v : bs.variants) {
     if (v.tile.map_fallback >= 0)
       v.tile.map_fallback = written[static_cast<size_t>(v.tile.map_fallback)];
+    if (v.odd_rows >= 0) v.odd_rows = written[static_cast<size_t>(v.odd_rows)];
   }
   return bs;
 }
@@ -476,6 +503,7 @@ bundle::Variant manifest_variant(const PlannedVariant& pv, int id, const std::st
   v.stage = pv.stage;
   v.tile = pv.tile;
   v.strided = pv.strided;
+  v.odd_rows = pv.odd_rows;
   v.is_default = pv.is_default;
   // A wgmma variant's Hopper image is the arch-specific one (wgmma exists on sm_90a only);
   // the runtime prefers it on sm_90 devices, and its other images run mma.sync.
@@ -622,17 +650,31 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           : last ? fmt::format("the row on chip, or in chunks of {}; {} pass(es) over it",
                                c.capacity(), step.passes.held)
                  : fmt::format("the row on chip, {} pass(es) over it", step.passes.held);
-      line(fmt::format("{}{}: variant {} ({}), {}; {}", sv >= 0 ? "  " : "", when, vi,
-                       config_text(v.config), row_shape_text(c), how));
+      const int twin = rule.odd_rows[static_cast<size_t>(vi)];
+      line(fmt::format(
+          "{}{}: variant {} ({}), {}; {}{}", sv >= 0 ? "  " : "", when, vi, config_text(v.config),
+          row_shape_text(c), how,
+          twin >= 0 ? fmt::format("; {} not a multiple of {}: variant {}, shifted", R, c.vec, twin)
+                    : std::string()));
     }
   }
   const bool outer_scan = step.kind == bundle::StepKind::scan && !step.row_scan();
   if (step.max_vec > 1 && !outer_scan) {
-    line(step.kind == bundle::StepKind::row_reduction || step.row_scan()
-             ? fmt::format("rows whose length is not a multiple of {} load scalars; pointers not "
-                           "aligned to a variant's vectors run the step's scalar variant",
-                           step.max_vec)
-             : "pointers not aligned to a variant's vectors run the step's scalar variant");
+    const std::string pointers =
+        "pointers not aligned to a variant's vectors run the step's scalar variant";
+    if (step.kind == bundle::StepKind::row_reduction) {
+      line(fmt::format(
+          "shifted rows: 16-byte vectors from each row's first element at a multiple of {0} in "
+          "memory, scalars before it and after its last whole vector, [{3}] operands a lane at "
+          "a time (rows shorter than {1}: scalars); other variants (split rows, the staging "
+          "ones) load rows whose length is not a multiple of {0} as scalars; {2}",
+          step.max_vec, 2 * step.max_vec, pointers, product_text(step.reduced)));
+    } else if (step.row_scan()) {
+      line(fmt::format("rows whose length is not a multiple of {} load scalars; {}", step.max_vec,
+                       pointers));
+    } else {
+      line(pointers);
+    }
   }
   return out;
 }
@@ -700,6 +742,7 @@ std::string print_plan(const KernelPlan& plan) {
                          v.is_default ? " default" : "", v.block_threads, v.elements_per_block);
       if (v.max_reduced > 0) out += fmt::format(" tier<={}", limit_text(v.max_reduced));
       if (v.min_rows_per_sm > 0) out += fmt::format(" rows>={}xSMs", v.min_rows_per_sm);
+      if (v.odd_rows >= 0) out += fmt::format(" odd_rows=v{}", v.odd_rows);
       if (v.split.phases > 0) {
         out += fmt::format(" split(phases={} slots={} chunk={})", v.split.phases, v.split.slots,
                            v.split.chunk);

@@ -53,6 +53,7 @@ struct PlannedVariant {
   bundle::StageInfo stage;         // staging variants (bytes_per_element > 0)
   bundle::TileInfo tile;           // contraction variants (m > 0)
   bool strided = false;            // the step's strided variant (StepPlan::strided_variant)
+  int odd_rows = -1;  // a row tier's shifting twin for rows that are not whole vectors (rule.h)
 };
 
 /// A knob the tuner may move beyond the planned variants (pointwise steps only: their
@@ -93,9 +94,10 @@ struct StepPlan {
 
   /// Scans: whether the scanned index is the contiguous one (a row scan, else an outer scan).
   bool row_scan() const;
-  /// Whether fusing leaves a looped row one pass (then the fused copy of the largest tier is
-  /// the tier for every longer row).
-  bool fused_single_pass() const;
+  /// How the rule runs rows that loop (config.h LoopedFusion): `many` when fusing leaves them
+  /// one pass, `largest` for two passes whose fusions are all online max+sum over elements of
+  /// 4 bytes or more (max_vec <= 4), else `none`.
+  LoopedFusion looped_fusion() const;
 };
 
 /// What `config` is as a variant of `step`: the fields the manifest records and the rule

@@ -450,6 +450,7 @@ RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk) {
   RowPasses out{walks(p.passes), walks(p.looped), {}};
   for (const Item& it : p.items) {
     if (it.fusion == Fusion::none) continue;
+    out.welford = out.welford || it.fusion != Fusion::online;
     out.fused.push_back(fmt::format("{}: {} with {}", it.target,
                                     it.fusion == Fusion::online ? "online max+sum" : "welford",
                                     p.items[it.lead].target));

@@ -36,6 +36,7 @@ SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk);
 struct RowPasses {
   int held = 0, looped = 0;
   std::vector<std::string> fused;
+  bool welford = false;  // some fusion is a Welford mean+variance (else all are online max+sum)
 };
 RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk);
 

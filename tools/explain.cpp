@@ -101,10 +101,20 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
                           v.elements_per_block, blocks, c.group, c.items, R);
     return out;
   }
+  // A shifting variant (config.h ReductionConfig::shift) holds rows of 2 x vec or more.
+  const bool shifted = c.shift && *reduced >= 2 * c.vec;
   const std::string loads =
-      *reduced % c.vec == 0 ? ""
-                            : fmt::format(" (scalar loads: {} is not a multiple of {})", R, c.vec);
-  if (*reduced <= c.capacity()) {
+      shifted && *reduced % c.vec != 0
+          ? fmt::format(
+                " (shifted rows: {} is not a multiple of {}; vectors between each row's scalar "
+                "head and tail)",
+                R, c.vec)
+      : *reduced % c.vec == 0 && (!c.shift || shifted)
+          ? ""
+          : fmt::format(" (scalar loads: {} is {})", R,
+                        *reduced % c.vec != 0 ? fmt::format("not a multiple of {}", c.vec)
+                                              : fmt::format("shorter than {}", 2 * c.vec));
+  if (*reduced <= c.capacity() && (!c.shift || shifted)) {
     out.how = fmt::format("the row on chip, {} pass(es) over it, {} block(s){}", step.passes.held,
                           blocks, loads);
   } else {

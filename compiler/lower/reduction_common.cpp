@@ -382,11 +382,10 @@ void ReductionLowering::store_row_item(const Item& it, Point& p,
 
 void ReductionLowering::store_element_item(const Item& it, std::vector<Group>& groups,
                                            const std::vector<std::vector<Value*>>& results) {
-  const bool vec_store = !it.indices.empty() && it.indices.back() == vary_;
   for (Group& g : groups) {
     std::vector<Value*> vals;
     for (Point& p : g.pts) vals.push_back(eval(it.value, p, g, results));
-    if (g.vector && vec_store) {
+    if (vector_access(g, it.param, it.indices)) {
       Value* ok = g.pts[0].ok;
       for (size_t l = 1; l < g.pts.size(); ++l) ok = b_.CreateAnd(ok, g.pts[l].ok);
       store_if(ok, it.param, offset_of(it.param, it.indices, g.pts[0]), vals);
@@ -507,7 +506,7 @@ Value* ReductionLowering::load(const Load& ld, Point& p, Group& g,
   const bool uses_vary = vary_ == kReduced ? uses_reduced(ld.indices) : uses(ld.indices, vary_);
   const bool in_group = !g.pts.empty();  // else p is a row-level point
   const std::string key = load_key(ld);
-  if (in_group && g.vector && !ld.indices.empty() && ld.indices.back() == vary_) {
+  if (in_group && vector_access(g, param, ld.indices)) {
     std::vector<Value*>& raw = g.loads[key];
     if (raw.empty()) raw = {load_vector(param, ld, g.pts[0])};
     // Lanes widen where they are used: a prefetched vector stays packed until then.
@@ -536,6 +535,34 @@ Value* ReductionLowering::load_vector(int param, const Load& ld, const Point& fi
     return em_.load_vector_kept(ptr, ld.stored, cfg_.vec, keep_policy_);
   }
   return em_.load_vector(ptr, ld.stored, cfg_.vec);
+}
+
+// Whether group g reads or writes tensor `param` at `indices` as one vector: a vector group
+// and the vectors' index; in a shifted group, only a tensor laid out like the row.
+bool ReductionLowering::vector_access(const Group& g, int param,
+                                      const std::vector<std::string>& indices) const {
+  if (!g.vector || indices.empty() || indices.back() != vary_) return false;
+  return !g.shifted || aligned_with_row(param, indices);
+}
+
+// Whether tensor `param` read at `indices` has element (row, r) at flat offset row x R + r,
+// the row kernel's own layout: its indices are the row's, in order, then the reduced run, over
+// the same extents. A shifted group's vectors are aligned in that offset; another tensor's
+// element r (a weight w[r], at offset r) is not, and is read a lane at a time.
+bool ReductionLowering::aligned_with_row(int param, const std::vector<std::string>& indices) const {
+  const std::vector<Dim>& shape = params_[param]->shape;
+  const size_t n = sk_.reduced.size();
+  if (indices.size() != static_cast<size_t>(rank_) + n || shape.size() != indices.size()) {
+    return false;
+  }
+  for (int d = 0; d < rank_; ++d) {
+    if (indices[d] != row_var(d) || !(shape[d] == sk_.space[d])) return false;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const char* want = k + 1 == n ? kReduced : kFolded;
+    if (indices[rank_ + k] != want || !(shape[rank_ + k] == sk_.reduced[k])) return false;
+  }
+  return true;
 }
 
 void ReductionLowering::note_aligned(int param, DType t) {

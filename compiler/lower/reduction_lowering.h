@@ -44,10 +44,14 @@ struct Point {
 
 // `vec` points whose `vary` coordinate is consecutive; `shared` when all their other
 // coordinates are equal, `vector` when the first is a multiple of vec (16-byte accesses).
+// `shifted` (row kernels, rows whose length is not a multiple of vec): the vector starts at a
+// multiple of vec of the row's flat index (row x R + r), not of r, so only the tensors laid
+// out like the row (aligned_with_row) are read and written as vectors.
 struct Group {
   std::vector<Point> pts;
   bool shared = false;
   bool vector = false;
+  bool shifted = false;
   std::map<std::string, std::vector<Value*>> loads;  // by access key: a vector or a scalar
 };
 
@@ -144,6 +148,8 @@ class ReductionLowering {
   Value* load(const Load& ld, Point& p, Group& g, const std::vector<std::vector<Value*>>& results);
   Value* load_scalar(int param, const Load& ld, const Point& p);
   Value* load_vector(int param, const Load& ld, const Point& first);
+  bool vector_access(const Group& g, int param, const std::vector<std::string>& indices) const;
+  bool aligned_with_row(int param, const std::vector<std::string>& indices) const;
   void note_aligned(int param, DType t);
   // The GPU's pieces.
   Value* i64(int64_t v) { return b_.getInt64(v); }
@@ -159,16 +165,20 @@ class ReductionLowering {
   // ---- reduction_rows.cpp ----------------------------------------------------------------
   // The thread's groups of a row chunk from element `base` on (i64), for `items` x `vec`
   // elements `threads` apart per group: elements at or past `limit` are out of range (they
-  // load a clamped, valid address and contribute nothing), as are all when !valid.
+  // load a clamped, valid address and contribute nothing), as are all when !valid. With a
+  // `shift` (i64), the vectors start `shift` elements later (shifted groups).
   struct Walk {
     int items, threads, vec;
     bool vector;
+    Value* shift = nullptr;
   };
   void branch_rows(Value* fits, Value* vec_ok);
   void branch_staged();
-  void emit_rows(bool persistent, bool vector, bool staged = false);
+  void emit_rows(bool persistent, bool vector, bool staged = false, bool shifted = false);
   std::vector<Group> row_groups(Value* base, Value* limit, Walk w, Value* lane, Value* valid,
                                 const std::vector<Value*>& o);
+  Group row_edges(Value* shift, Value* body_end, Value* live, Value* lane, Value* valid,
+                  const std::vector<Value*>& o);
   std::vector<Value*> combine_rows(const std::vector<std::vector<int>>& states,
                                    std::vector<Value*> partial, Value* lane, Value* grp,
                                    int64_t base);

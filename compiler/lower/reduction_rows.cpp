@@ -6,10 +6,20 @@
 //     them from registers. Otherwise each pass (of step 3's looped passes) loops over the
 //     row in chunks of that size, re-reading it; its f32 sums (fused states' included) are
 //     compensated (Kahan) across chunks. When R % vec == 0 the vectors are 16-byte
-//     loads and stores; otherwise scalar accesses, `group` apart, 4 per iteration.
-//     Out-of-range elements load a clamped (valid) address and contribute the reduction's
-//     identity. The grid covers the rows (no loop over rows). In a persistent row only the
-//     packed loads stay live between passes: each pass widens and recomputes from them
+//     loads and stores; other rows take scalar accesses, `group` apart, 4 per iteration,
+//     except in a shifting variant (cfg.shift, branch_rows), whose rows of at least 2 x vec
+//     elements are all shifted (an aligned row's shift is 0): row i starts at
+//     flat element i x R, so its vectors start `shift` = (-i x R) mod vec elements in, where
+//     the flat index is a multiple of vec, and its body (whole vectors up to body_end) is
+//     walked as above; its edges (the head before `shift`, the tail from body_end, fewer
+//     than 2 x vec elements) are scalar points of the first chunk (persistent rows: of
+//     every pass, re-read), edge e on lane e % group (row_edges). Only tensors laid out like the
+//     row (x[i, r], y[i, r]) are vectors there; a weight w[r] is misaligned by the shift and loads
+//     a lane at a time. Its shorter rows take scalar accesses as above. No
+//     access reads past its tensor: a vector out of range is clamped to the last whole vector of
+//     the row's body. Out-of-range elements load a clamped (valid) address and contribute the
+//     reduction's identity. The grid covers the rows (no loop over rows). In a persistent row only
+//     the packed loads stay live between passes: each pass widens and recomputes from them
 //     (rematerialize), since registers, not instructions, bound the rows in flight per SM.
 //  4b. Staging (cfg.stage, looped rows whose R is a multiple of vec): the packed vectors of
 //     each row-varying input that more than one looped pass reads (plan_stage) are kept in
@@ -39,10 +49,32 @@
 
 namespace kiln::reduction {
 
-// Persistent rows need R % vec == 0 (vector accesses) when vec > 1; other rows loop.
+// The paths of a row kernel, chosen from R at run time. With vec > 1, a plain variant takes
+// aligned vectors for rows whose length is a multiple of vec and scalars for the others; a
+// shifting variant (cfg.shift: the twin the rule runs for rows whose length is not a multiple
+// of vec, bundle/rule.h) takes shifted vectors (step 4) for every row of at least 2 x vec
+// elements (each then has a whole aligned vector, wherever it starts; an aligned row's shift
+// is 0) and scalars for shorter ones. They are separate variants because a kernel's registers
+// are those of its hungriest path: the shifted persistent path raised a bf16 softmax's from 64
+// to 76 and cost aligned rows 5-12% on an H200 (bench/results/2026-11-25-h200-memory-bound).
 void ReductionLowering::branch_rows(Value* fits, Value* vec_ok) {
   BasicBlock* persistent = BasicBlock::Create(ctx_, "persistent", fn_);
   BasicBlock* looped = BasicBlock::Create(ctx_, "looped", fn_);
+  if (cfg_.shift) {
+    Value* shift_ok = b_.CreateICmpUGE(R_, i64(2 * cfg_.vec), "shift.ok");
+    b_.CreateCondBr(b_.CreateAnd(fits, shift_ok), persistent, looped);
+    b_.SetInsertPoint(persistent);
+    emit_rows(true, true, false, true);
+    b_.SetInsertPoint(looped);
+    BasicBlock* shifted = BasicBlock::Create(ctx_, "shifted", fn_);
+    BasicBlock* scalar = BasicBlock::Create(ctx_, "scalar", fn_);
+    b_.CreateCondBr(shift_ok, shifted, scalar);
+    b_.SetInsertPoint(shifted);
+    emit_rows(false, true, false, true);
+    b_.SetInsertPoint(scalar);
+    emit_rows(false, false);
+    return;
+  }
   b_.CreateCondBr(cfg_.vec > 1 ? b_.CreateAnd(fits, vec_ok) : fits, persistent, looped);
   b_.SetInsertPoint(persistent);
   emit_rows(true, cfg_.vec > 1);
@@ -77,10 +109,10 @@ void ReductionLowering::branch_staged() {
   emit_rows(false, true);
 }
 
-void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged) {
-  // Scalar accesses of a vectorized variant (rows with R % vec != 0) take kUnalignedItems
-  // elements, `group` apart, per iteration: each scalar access needs an address register of
-  // its own, and a kernel's register count is that of its hungriest path.
+void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, bool shifted) {
+  // Scalar accesses of a vectorized variant (rows shorter than 2 x vec, not a multiple of it)
+  // take kUnalignedItems elements, `group` apart, per iteration: each scalar access needs an
+  // address register of its own, and a kernel's register count is that of its hungriest path.
   const bool unaligned = !vector && cfg_.vec > 1;
   const int T = cfg_.group, V = unaligned ? 1 : cfg_.vec;
   const int64_t rpb = cfg_.block / T;
@@ -98,9 +130,23 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged) {
   if (staged) {
     stage_row_ = b_.CreateMul(grp, b_.CreateMul(R_, i64(stage_plan_.bytes_per_element)));
   }
+  // A shifted row (step 4): its head, the `shift` elements before the first multiple of vec
+  // of the flat index (rowc x R + r), and its tail, those from body_end on, are its edges.
+  Value *shift = nullptr, *body_end = R_, *walked_to = R_;
+  if (shifted) {
+    Value* flat = b_.CreateMul(rowc, R_, "row.start");
+    shift = b_.CreateAnd(b_.CreateNeg(flat), i64(V - 1), "shift");
+    walked_to = b_.CreateAnd(b_.CreateSub(R_, shift), i64(-V), "body");
+    body_end = b_.CreateAdd(shift, walked_to, "body.end");
+  }
   auto make_groups = [&](Value* base) {
-    std::vector<Group> gs = row_groups(base, R_, {G, T, V, vector && V > 1}, lane, valid, o);
+    std::vector<Group> gs =
+        row_groups(base, body_end, {G, T, V, vector && V > 1, shift}, lane, valid, o);
     if (staged) stage_groups(gs);
+    if (shifted && !persistent) {  // the edges, with the first chunk
+      gs.push_back(
+          row_edges(shift, body_end, b_.CreateICmpEQ(base, i64(0), "edges"), lane, valid, o));
+    }
     return gs;
   };
   // The row's own inputs load with evict_last priorities in L1 and L2 (Emitter::
@@ -147,9 +193,17 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged) {
     std::vector<Value*> partial;
     if (persistent) {
       if (pi > 0) rematerialize(held, static_cast<int>(pi));
+      // A shifted row's edges are read again by each pass (from L1; the copied shift keeps
+      // LLVM from merging the loads), not held: held, a bf16 layernorm of 256 threads x 16
+      // took 64 registers under nvJitLink's ptxas instead of 40 (76 either way at 256 x 32).
+      if (shifted) {
+        Value* s = pi > 0 ? opaque_copy(shift, static_cast<int>(pi)) : shift;
+        held.push_back(row_edges(s, body_end, nullptr, lane, valid, o));
+      }
       partial = run_pass(pass, held, results, initial(pass));
+      if (shifted) held.pop_back();
     } else {
-      partial = chunk_loop(pass, results, i64(0), i64(int64_t{T} * V * G), R_, make_groups);
+      partial = chunk_loop(pass, results, i64(0), i64(int64_t{T} * V * G), walked_to, make_groups);
     }
     partial =
         combine_rows(states_of(pass), partial, lane, grp, slot_base(passes, static_cast<int>(pi)));
@@ -164,17 +218,20 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged) {
 std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk w, Value* lane,
                                                  Value* valid, const std::vector<Value*>& o) {
   std::vector<Group> gs(w.items);
+  Value* from = w.shift ? b_.CreateAdd(w.shift, base) : base;
+  // A vector ends at or before limit: the row's end, or a shifted row's body_end.
+  Value* last_vector = w.vector ? b_.CreateSub(w.shift ? limit : R_, i64(w.vec)) : nullptr;
   for (int c = 0; c < w.items; ++c) {
     Group& g = gs[c];
     g.shared = true;
     g.vector = w.vector;
+    g.shifted = w.shift != nullptr;
     Value* start = b_.CreateAdd(
-        base, b_.CreateMul(b_.CreateAdd(i64(int64_t{c} * w.threads), lane), i64(w.vec)), "r0");
-    // A vector (limit % vec == 0, start % vec == 0) is in range as a whole or not at all.
+        from, b_.CreateMul(b_.CreateAdd(i64(int64_t{c} * w.threads), lane), i64(w.vec)), "r0");
+    // A vector (limit - start a multiple of vec) is in range as a whole or not at all.
     Value* start_in = g.vector ? b_.CreateICmpULT(start, limit) : nullptr;
     Value* vec_ok = g.vector ? b_.CreateAnd(valid, start_in) : nullptr;
-    Value* start_c =
-        g.vector ? b_.CreateSelect(start_in, start, b_.CreateSub(R_, i64(w.vec))) : nullptr;
+    Value* start_c = g.vector ? b_.CreateSelect(start_in, start, last_vector) : nullptr;
     for (int v = 0; v < w.vec; ++v) {
       Point p;
       p.o = o;
@@ -186,6 +243,29 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
     }
   }
   return gs;
+}
+
+// The edges of a shifted row as scalar points, edge e (of fewer than 2 x vec) on lane
+// e % group: the head's elements 0 .. shift - 1, then the tail's from body_end on. Only when
+// `live` (null: always); points past the edges read element 0 and contribute nothing.
+Group ReductionLowering::row_edges(Value* shift, Value* body_end, Value* live, Value* lane,
+                                   Value* valid, const std::vector<Value*>& o) {
+  const int T = cfg_.group;
+  Value* edges = b_.CreateAdd(shift, b_.CreateSub(R_, body_end), "edges.n");
+  Group g;
+  g.shared = true;
+  for (int j = 0; j < (2 * cfg_.vec - 2) / T + 1; ++j) {
+    Value* e = b_.CreateAdd(lane, i64(int64_t{j} * T), "edge");
+    Value* in = b_.CreateICmpULT(e, edges);
+    Value* r = b_.CreateSelect(b_.CreateICmpULT(e, shift), e,
+                               b_.CreateAdd(body_end, b_.CreateSub(e, shift)));
+    Point p;
+    p.o = o;
+    p.ok = b_.CreateAnd(valid, live ? b_.CreateAnd(in, live) : in);
+    p.r = b_.CreateSelect(in, r, i64(0));
+    g.pts.push_back(std::move(p));
+  }
+  return g;
 }
 
 // Folds the per-thread accumulators `partial` of `states` (merge states, as states_of
@@ -309,8 +389,9 @@ void ReductionLowering::rematerialize(std::vector<Group>& groups, int pass) {
       std::vector<std::tuple<size_t, std::string, const ExprNode*, Value*>> loads;
       for (const auto& [node, v] : p.memo) {
         const Load* ld = std::get_if<Load>(&node->v);
-        if (!ld || (g.vector && ld->indices.back() == vary_)) continue;  // from g.loads
-        if (param_of(ld->tensor) < 0) continue;  // a reduction's result: in `results`
+        if (!ld) continue;
+        const int param = param_of(ld->tensor);  // < 0: a reduction's result, in `results`
+        if (param < 0 || vector_access(g, param, ld->indices)) continue;  // from g.loads
         loads.emplace_back(position(v), load_key(*ld), node, v);
       }
       std::sort(loads.begin(), loads.end(), [](const auto& a, const auto& b) {
@@ -360,7 +441,7 @@ void ReductionLowering::prefetch(std::vector<Group>& groups) {
       if (param >= 0 && params_[param]->role == TensorRole::input && uses_reduced(ld->indices) &&
           uses_row(ld->indices)) {
         for (Group& g : groups) {
-          if (g.vector && ld->indices.back() == vary_) {
+          if (vector_access(g, param, ld->indices)) {
             (void)load(*ld, g.pts[0], g, none);  // fills g.loads; lanes widen at use
             continue;
           }

@@ -1,5 +1,7 @@
 // The reduction code generator as the manifest sees it: steps, kinds, configuration spaces,
 // heuristic tiers and vector layouts (tests/golden/codegen checks the PTX; tests/gpu runs it).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include "bundle/rule.h"
 #include "compiler/compile.h"
 #include "compiler/config.h"
+#include "compiler/kernel_plan.h"
 #include "compiler/lower_reduction.h"
 #include "compiler/schedule.h"
 #include "ir/text.h"
@@ -173,18 +176,18 @@ TEST_CASE("fused copies follow the unfused row variants; one is the tier of long
     CHECK(fused ==
           static_cast<size_t>(std::count_if(plain.begin(), plain.end(),
                                             [](const ReductionConfig& c) { return !c.split; })));
-    for (bool single : {false, true}) {
+    for (LoopedFusion looped : {LoopedFusion::none, LoopedFusion::largest, LoopedFusion::many}) {
       std::vector<int64_t> limits;
       for (const ReductionConfig& c : space) {
-        const int64_t l = row_heuristic_limit(c, max_vec, single);
+        const int64_t l = row_heuristic_limit(c, max_vec, looped);
         if (!c.fuse) CHECK(l == row_heuristic_limit(c, max_vec));  // the unfused tiers stay
-        // Two tiers for looped rows: the fused 512-thread one, and the fused 128-thread one
+        // Looped rows: the fused 512-thread tier, and with `many` the fused 128-thread one
         // that replaces it from kManyRowsPerSm rows per SM.
-        const int64_t many = row_many_rows_per_sm(c, max_vec, single);
+        const int64_t many = row_many_rows_per_sm(c, max_vec, looped);
         if (l > 0 && many == 0) limits.push_back(l);
         if (c.fuse && l > 0) {
-          CHECK(single);
-          CHECK((c.group == 512 || c.group == 128));
+          CHECK(looped != LoopedFusion::none);
+          CHECK((c.group == 512 || (c.group == 128 && looped == LoopedFusion::many)));
           CHECK(many == (c.group == 128 ? kManyRowsPerSm : 0));
           CHECK(l == std::numeric_limits<int64_t>::max());
         } else {
@@ -193,7 +196,8 @@ TEST_CASE("fused copies follow the unfused row variants; one is the tier of long
       }
       std::sort(limits.begin(), limits.end());
       CHECK(std::adjacent_find(limits.begin(), limits.end()) == limits.end());
-      CHECK((limits.back() == std::numeric_limits<int64_t>::max()) == single);
+      CHECK((limits.back() == std::numeric_limits<int64_t>::max()) ==
+            (looped != LoopedFusion::none));
     }
   }
 }
@@ -220,16 +224,30 @@ TEST_CASE("fused variants only for kernels whose looped rows fuse", "[compiler][
     const size_t plain = row_reduction_space(max_vec).size();
     std::vector<const bundle::Variant*> fused, longer;
     size_t staged = 0;  // appended after the others (every kernel here but rowsum stages)
+    size_t shifted = 0, tiers = 0;
     for (const bundle::Variant& v : st.variants) {
       staged += v.stage.bytes_per_element > 0;
+      // Every tier has a shifting twin: its config and shift=1, not a tier itself.
+      shifted += v.config.count("shift");
+      tiers += v.max_reduced > 0;
+      CHECK((v.max_reduced > 0) == (v.odd_rows >= 0));
+      if (v.odd_rows >= 0) {
+        std::map<std::string, int64_t> want = v.config;
+        want["shift"] = 1;
+        CHECK(st.variants[static_cast<size_t>(v.odd_rows)].config == want);
+        CHECK(st.variants[static_cast<size_t>(v.odd_rows)].max_reduced == 0);
+        CHECK(st.variants[static_cast<size_t>(v.odd_rows)].odd_rows == -1);
+      }
+      if (v.config.count("shift")) continue;
       if (v.config.count("fuse")) fused.push_back(&v);
       if (v.max_reduced == std::numeric_limits<int64_t>::max()) longer.push_back(&v);
       if (v.config.count("fuse") && v.max_reduced > 0)
         CHECK(v.max_reduced == std::numeric_limits<int64_t>::max());
     }
-    CHECK(st.variants.size() - staged ==
+    CHECK(shifted == tiers);
+    CHECK(st.variants.size() - staged - shifted ==
           (c.fusable ? row_reduction_space(max_vec, true).size() : plain));
-    CHECK(fused.size() == st.variants.size() - staged - plain);
+    CHECK(fused.size() == st.variants.size() - staged - shifted - plain);
     CHECK(staged == (std::string(c.kernel) == "rowsum" ? 0u : 3u));
     CHECK(longer.size() == (c.single_pass ? 2u : 0u));
     for (const bundle::Variant* v : longer) {
@@ -351,6 +369,85 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(bundle::heuristic_variant(step, rule, 64, 1 << 20, h200) == rule.narrow_split);
   CHECK(bundle::heuristic_variant(step, rule, 2048, 65536, h200) == rule.split);
   CHECK(bundle::heuristic_variant(step, rule, 32768, 4096, h200) == rule.chosen);
+}
+
+TEST_CASE("two-pass rows loop fused where it was measured faster: f32 softmax",
+          "[compiler][reduction]") {
+  auto looped_tiers = [](const std::string& dtype, bool layernorm) {
+    const std::string spec = layernorm ? "kernel k(x: " + dtype + "[M, N]) -> (y: " + dtype +
+                                             "[M, N]) {\n"
+                                             "  mean[i] = sum(x[i, j], j) / N\n"
+                                             "  d[i, j] = x[i, j] - mean[i]\n"
+                                             "  var[i] = sum(d[i, j] * d[i, j], j) / N\n"
+                                             "  y[i, j] = d[i, j] * rsqrt(var[i] + 1e-5)\n"
+                                             "}\n"
+                                       : "kernel k(x: " + dtype + "[M, N]) -> (y: " + dtype +
+                                             "[M, N]) {\n"
+                                             "  mx[i] = max(x[i, j], j)\n"
+                                             "  e[i, j] = exp(x[i, j] - mx[i])\n"
+                                             "  s[i] = sum(e[i, j], j)\n"
+                                             "  y[i, j] = e[i, j] / s[i]\n"
+                                             "}\n";
+    std::unique_ptr<KernelPlan> plan = plan_kernel(parse_program(spec).kernels[0]);
+    const StepPlan& st = plan->steps[0];
+    CHECK(st.passes.looped == 2);
+    std::vector<int> groups;  // the fused tiers' threads per row
+    for (const PlannedVariant& v : st.variants) {
+      const auto& c = std::get<ReductionConfig>(v.config);
+      if (v.max_reduced == std::numeric_limits<int64_t>::max()) {
+        CHECK(c.fuse);
+        CHECK(v.min_rows_per_sm == 0);
+        CHECK(v.odd_rows >= 0);
+        groups.push_back(c.group);
+      }
+    }
+    return groups;
+  };
+  CHECK(looped_tiers("f32", false) == std::vector<int>{512});
+  CHECK(looped_tiers("bf16", false).empty());
+  CHECK(looped_tiers("f32", true).empty());
+  CHECK(looped_tiers("bf16", true).empty());
+}
+
+TEST_CASE("rows that are not whole vectors run their tier's shifting twin",
+          "[compiler][reduction]") {
+  const std::string spec =
+      "kernel softmax(x: bf16[M, N]) -> (y: bf16[M, N]) {\n"
+      "  mx[i] = max(x[i, j], j)\n"
+      "  e[i, j] = exp(x[i, j] - mx[i])\n"
+      "  s[i] = sum(e[i, j], j)\n"
+      "  y[i, j] = e[i, j] / s[i]\n"
+      "}\n";
+  bundle::Manifest m = compile_text(spec);
+  const bundle::Step& st = m.kernels[0].steps[0];
+  const bundle::DeviceFacts h200{132, true};
+  std::vector<bool> all(st.variants.size(), true);
+  const bundle::StepRule rule = bundle::step_rule(st, all, h200);
+  for (int64_t R :
+       {1, 7, 8, 9, 15, 16, 17, 127, 129, 1000, 1001, 4095, 4096, 16383, 16384, 16385, 20001}) {
+    INFO("R = " << R);
+    const int v = bundle::heuristic_variant(st, rule, 4096, R, h200);
+    // The tier of the next multiple of 8 (every tier's limit is one).
+    const int tier = bundle::heuristic_variant(st, rule, 4096, (R + 7) / 8 * 8, h200);
+    CHECK(st.variants[static_cast<size_t>(tier)].max_reduced > 0);
+    CHECK(v == (R % 8 == 0 ? tier : st.variants[static_cast<size_t>(tier)].odd_rows));
+  }
+  // A twin that did not load leaves its tier to run odd rows (on scalars).
+  const int tier = bundle::heuristic_variant(st, rule, 4096, 1000, h200);
+  const int twin = st.variants[static_cast<size_t>(tier)].odd_rows;
+  REQUIRE(twin >= 0);
+  all[static_cast<size_t>(twin)] = false;
+  CHECK(bundle::heuristic_variant(st, bundle::step_rule(st, all, h200), 4096, 1001, h200) == tier);
+  // The manifest refuses a twin that is not a shifting variant of the step.
+  std::string json = bundle::to_json(m);
+  REQUIRE(bundle::parse_manifest(json, "m.json").ok());
+  const std::string field = fmt::format("\"odd_rows\": {}", twin);
+  REQUIRE(json.find(field) != std::string::npos);
+  json.replace(json.find(field), field.size(), fmt::format("\"odd_rows\": {}", tier));
+  const Result<bundle::Manifest> parsed = bundle::parse_manifest(json, "m.json");
+  REQUIRE_FALSE(parsed.ok());
+  CHECK_THAT(parsed.message(), Catch::Contains("odd_rows: expected another variant of a row "
+                                               "reduction step with config shift 1"));
 }
 
 TEST_CASE("a split grid is one wave of the blocks an SM holds", "[compiler][reduction]") {

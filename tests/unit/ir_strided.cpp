@@ -113,10 +113,13 @@ TEST_CASE("a step that reads a strided input gets one strided variant, last, and
   CHECK(rule.reads_strided);
   CHECK(rule.strided == st.strided_variant);
   CHECK(rule.chosen == st.default_variant);
-  // --default-only keeps the strided variant beside the default.
+  // --default-only keeps the strided variant beside the default and its odd-row twin.
   const bundle::Step lean = manifest_step(*plan, 0, {"sm_90"}, true);
-  REQUIRE(lean.variants.size() == 2);
-  CHECK(lean.variants[1].strided);
+  REQUIRE(lean.variants.size() == 3);
+  CHECK(lean.variants[0].is_default);
+  CHECK(lean.variants[0].odd_rows == 1);
+  CHECK(lean.variants[1].config.at("shift") == 1);
+  CHECK(lean.variants[2].strided);
 }
 
 TEST_CASE("steps that do not read a strided input get no strided variant", "[compiler]") {
@@ -155,15 +158,16 @@ TEST_CASE("every entry of a kernel with strided inputs takes their strides, last
   const bundle::KernelInfo& k = b.manifest.kernels[0];
   CHECK(k.params[0].strided);
   CHECK_FALSE(k.params[1].strided);
-  REQUIRE(k.steps[0].variants.size() == 2);  // the default and the strided variant
+  // The default, its odd-row twin and the strided variant.
+  REQUIRE(k.steps[0].variants.size() == 3);
   for (const bundle::Variant& v : k.steps[0].variants) {
     const std::string& ptx = b.files.at(v.images[0].ptx);
     // x, w, y, M, N, then x's two strides.
     CHECK(ptx.find(v.entry + "_param_6") != std::string::npos);
     CHECK(ptx.find(v.entry + "_param_7") == std::string::npos);
   }
-  CHECK(k.steps[0].variants[1].strided);
-  CHECK(k.steps[0].variants[1].align_bytes == 1);
+  CHECK(k.steps[0].variants[2].strided);
+  CHECK(k.steps[0].variants[2].align_bytes == 1);
 }
 
 TEST_CASE("launch checks: stride counts, negative strides, footprints, the strided choice",

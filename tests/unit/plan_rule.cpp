@@ -151,7 +151,12 @@ TEST_CASE("explain's text says what runs, and how, at given sizes", "[plan][expl
   for (const Case& c :
        {Case{4096, 1024, "the row on chip"}, Case{4096, 16384, "the row on chip"},
         Case{4096, 16385, "loops over the row"}, Case{4, 1 << 20, "split: 4 tile(s)"},
-        Case{4096, 1001, "scalar loads: N is not a multiple of 8"}}) {
+        Case{4096, 1001, "shifted rows: N is not a multiple of 8"},
+        Case{4096, 1000, "the row on chip, 3 pass(es) over it, 2048 block(s)\n"},
+        Case{4096, 9, "scalar loads: N is not a multiple of 8"},
+        Case{4096, 20001,
+             "loops over the row in chunks of 16384, 3 pass(es), 4096 block(s) "
+             "(shifted rows"}}) {
     INFO(c.M << " x " << c.N);
     const SymbolValues sizes{{"M", c.M}, {"N", c.N}};
     const std::string text = explain_kernel(k, sizes, h200);
