@@ -498,6 +498,9 @@ constexpr std::pair<std::string_view, std::string_view> kKnobs[] = {
      "1: each row or column tile spread over several blocks, partial results folded "
      "through a workspace in a later phase (few, long rows)"},
     {"fuse", "1: online max+sum or Welford, one walk fewer over looped rows"},
+    {"shift",
+     "1: rows whose length is not a multiple of vec take vectors from each row's first "
+     "aligned element, with a scalar head and tail"},
     {"stage", "1: a long row's re-read inputs kept in shared memory"},
     {"tile_in", "tiled pointwise: the tile's extent along the transposed inputs' rows"},
     {"tile_out", "tiled pointwise: the tile's extent along the output's rows"},

@@ -419,10 +419,13 @@ Step read_step(const Obj& o, const KernelInfo& k) {
       const auto it = twin->config.find(name);
       return it == twin->config.end() ? int64_t{0} : it->second;
     };
-    if (s.kind != StepKind::row_reduction || !twin || knob("shift") != 1 || knob("vec") < 2) {
+    const auto vec = s.variants[i].config.find("vec");
+    if (s.kind != StepKind::row_reduction || !twin || knob("shift") != 1 || knob("vec") < 2 ||
+        vec == s.variants[i].config.end() || vec->second != knob("vec") || twin->max_reduced > 0 ||
+        twin->split.phases > 0 || twin->stage.bytes_per_element > 0) {
       fail(key_path(index_path(o.at("variants"), i), "odd_rows"),
            fmt::format("expected another variant of a row reduction step with config shift 1 "
-                       "and vec > 1, got {}",
+                       "and this one's vec (> 1), neither a tier, split nor staged, got {}",
                        t));
     }
   }

@@ -51,15 +51,35 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       r.split = static_cast<int>(vi);
     }
   }
+  // The narrow split loads vectors as wide as the split's: a scalar split variant (for the
+  // tuner) has fewer columns per tile, and measured 1.4x slower on bf16 column sums of
+  // 1048576 x 64 than the narrow 16-byte one (bench/results/2026-11-25-h200-memory-bound).
+  auto vec_of = [&](size_t vi) {
+    const auto it = step.variants[vi].config.find("vec");
+    return it == step.variants[vi].config.end() ? int64_t{1} : it->second;
+  };
   for (size_t vi = 0; vi < step.variants.size() && r.split >= 0; ++vi) {
     if (step.kind != StepKind::outer_reduction || !loadable[vi] ||
-        step.variants[vi].split.phases == 0) {
+        step.variants[vi].split.phases == 0 || vec_of(vi) != vec_of(static_cast<size_t>(r.split))) {
       continue;
     }
     const int64_t fewest =
         step.variants[static_cast<size_t>(r.narrow_split >= 0 ? r.narrow_split : r.split)]
             .elements_per_block;
     if (step.variants[vi].elements_per_block < fewest) r.narrow_split = static_cast<int>(vi);
+  }
+  // Measured there (bench/results/2026-11-25-h200-rows, outer/): bf16 column sums of
+  // 1000003 x 7 took 38.1 us on the scalar split, 64.9 on the 16-byte narrow split's scalar path.
+  for (size_t vi = 0; vi < step.variants.size() && r.narrow_split >= 0; ++vi) {
+    if (!loadable[vi] || step.variants[vi].split.phases == 0 || vec_of(vi) != 1 ||
+        vec_of(static_cast<size_t>(r.narrow_split)) == 1) {
+      continue;
+    }
+    if (r.narrow_scalar_split < 0 ||
+        step.variants[vi].elements_per_block <
+            step.variants[static_cast<size_t>(r.narrow_scalar_split)].elements_per_block) {
+      r.narrow_scalar_split = static_cast<int>(vi);
+    }
   }
   return r;
 }
@@ -112,6 +132,12 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     if (rule.narrow_split >= 0 &&
         rows < step.variants[static_cast<size_t>(split)].elements_per_block) {
       split = rule.narrow_split;
+      const auto vec = step.variants[static_cast<size_t>(split)].config.find("vec");
+      if (rule.narrow_scalar_split >= 0 &&
+          vec != step.variants[static_cast<size_t>(split)].config.end() &&
+          rows % vec->second != 0) {
+        split = rule.narrow_scalar_split;
+      }
     }
     const Variant& sv = step.variants[static_cast<size_t>(split)];
     const int64_t tiles = ceil_div(rows, sv.elements_per_block);
@@ -143,15 +169,16 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     }
   }
   if (best < 0) best = first;
-  const int twin = static_cast<size_t>(best) < rule.odd_rows.size()
-                       ? rule.odd_rows[static_cast<size_t>(best)]
-                       : -1;
-  if (twin >= 0) {
-    const auto& config = step.variants[static_cast<size_t>(twin)].config;
-    const auto vec = config.find("vec");
-    if (vec != config.end() && vec->second > 1 && reduced % vec->second != 0) return twin;
-  }
-  return best;
+  return odd_rows_variant(step, rule, best, reduced);
+}
+
+int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_t reduced) {
+  if (variant < 0 || static_cast<size_t>(variant) >= rule.odd_rows.size()) return variant;
+  const int twin = rule.odd_rows[static_cast<size_t>(variant)];
+  if (twin < 0) return variant;
+  const auto& config = step.variants[static_cast<size_t>(twin)].config;
+  const auto vec = config.find("vec");
+  return vec != config.end() && vec->second > 1 && reduced % vec->second != 0 ? twin : variant;
 }
 
 }  // namespace kiln::bundle

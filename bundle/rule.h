@@ -53,9 +53,14 @@ struct StepRule {
   int scalar_fallback = -1;  // the best loadable variant with align_bytes == 1, or -1
   std::vector<std::pair<int64_t, int>> tiers;  // (max_reduced, variant), loadable, ascending
   int split = -1;  // the split variant for few, very long rows (or few column tiles), or -1
-  // Outer steps: the loadable split variant of the fewest columns per tile when they are
-  // fewer than split's, else -1; it runs instead of split for fewer columns than split's tile.
+  // Outer steps: the loadable split variant of split's vector width with the fewest columns
+  // per tile when they are fewer than split's, else -1; it runs instead of split for fewer
+  // columns than split's tile. narrow_scalar_split: the scalar (vec 1) split variant of the
+  // fewest columns, or -1; it runs instead of narrow_split when the columns are not a
+  // multiple of narrow_split's vec (then the contiguous extent is not either, and
+  // narrow_split would run its scalar path).
   int narrow_split = -1;
+  int narrow_scalar_split = -1;
   // Contraction steps: the loadable variant with the smallest tiles among those of the chosen
   // one's kind (TMA-fed, or copied by the MMA warps), or -1.
   int small = -1;
@@ -104,5 +109,11 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
 /// rule.chosen.
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
+
+/// `variant`'s odd-row twin (StepRule::odd_rows) when it has one and `reduced` is not a
+/// multiple of the twin's vec, else `variant`: what the rule runs for rows of `reduced`
+/// elements instead of a tier, whether the rule or a cache entry tuned for another shape of the
+/// same bucket (runtime/kernel.h) picked it.
+int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_t reduced);
 
 }  // namespace kiln::bundle

@@ -289,13 +289,12 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
     info.steps.reserve(plans[ki]->steps.size());
     for (size_t si = 0; si < plans[ki]->steps.size(); ++si) {
       const StepPlan& step = plans[ki]->steps[si];
-      bundle::Step& bs =
-          info.steps.emplace_back(manifest_step(*plans[ki], si, opts.archs, !opts.all_variants));
+      std::vector<int> planned;  // manifest id -> plan index
+      bundle::Step& bs = info.steps.emplace_back(
+          manifest_step(*plans[ki], si, opts.archs, !opts.all_variants, &planned));
       for (bundle::Variant& v : bs.variants) {
-        const int planned = opts.all_variants ? v.id
-                            : v.strided       ? step.strided_variant
-                                              : step.default_variant;
-        const AnyConfig& cfg = step.variants[static_cast<size_t>(planned)].config;
+        const AnyConfig& cfg =
+            step.variants[static_cast<size_t>(planned[static_cast<size_t>(v.id)])].config;
         for (size_t im = 0; im < v.images.size(); ++im) jobs.push_back({&step, cfg, &v, im});
       }
     }

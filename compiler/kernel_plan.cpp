@@ -457,7 +457,7 @@ std::string entry_name(const std::string& kernel, size_t step, size_t variant) {
 }
 
 bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<std::string>& archs,
-                           bool default_only) {
+                           bool default_only, std::vector<int>* planned) {
   const StepPlan& step = plan.steps[si];
   const std::string& kernel = plan.kernel->name;
   bundle::Step bs;
@@ -479,6 +479,7 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
     const int id = static_cast<int>(bs.variants.size());
     written[pi] = id;
     bs.variants.push_back(manifest_variant(pv, id, entry_name(kernel, si, id), archs));
+    if (planned) planned->push_back(static_cast<int>(pi));
   }
   // A map fallback or twin the bundle does not hold (--default-only) is none.
   for (bundle::Variant& v : bs.variants) {
@@ -614,7 +615,16 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     };
     if (sv >= 0) {
       const int64_t tile = step.variants[static_cast<size_t>(sv)].elements_per_block;
-      if (rule.narrow_split >= 0) {
+      if (rule.narrow_split >= 0 && rule.narrow_scalar_split >= 0) {
+        const int64_t vec =
+            std::get<ReductionConfig>(step.variants[static_cast<size_t>(rule.narrow_split)].config)
+                .vec;
+        split_line(rule.narrow_split,
+                   fmt::format("rows < {} and a multiple of {} and ", tile, vec));
+        split_line(rule.narrow_scalar_split,
+                   fmt::format("rows < {} and not a multiple of {} and ", tile, vec));
+        split_line(sv, fmt::format("rows >= {} and ", tile));
+      } else if (rule.narrow_split >= 0) {
         split_line(rule.narrow_split, fmt::format("rows < {} and ", tile));
         split_line(sv, fmt::format("rows >= {} and ", tile));
       } else {

@@ -129,10 +129,11 @@ struct KernelPlan {
 std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k);
 
 /// The manifest entry of step `si`: its kind, space and every planned variant with its rule
-/// fields, entries named `<kernel>_s<si>_v<id>`, images for `archs` not yet built (only
-/// `default_only`: the default variant alone, as id 0).
+/// fields, entries named `<kernel>_s<si>_v<id>`, images for `archs` not yet built
+/// (`default_only`: the default variant, as id 0, its odd-row twin and the strided variant).
+/// `planned`, when given, receives the plan index of each manifest variant.
 bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<std::string>& archs,
-                           bool default_only = false);
+                           bool default_only = false, std::vector<int>* planned = nullptr);
 
 /// The entry name of variant `variant` of step `step` of kernel `kernel`.
 std::string entry_name(const std::string& kernel, size_t step, size_t variant);

@@ -67,7 +67,14 @@ Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> v
   if (!t) src = Source::default_config;
   if (t) {
     for (size_t s = 0; s < variants.size() && s < t->variants.size(); ++s) {
-      if (t->variants[s] >= 0) variants[s] = t->variants[s];
+      if (t->variants[s] < 0) continue;
+      variants[s] = t->variants[s];
+      // Tuned for another shape of the bucket: rows of this length may not be whole vectors,
+      // where the tuned tier's shifting twin runs (bundle/rule.h odd_rows_variant).
+      const std::optional<int64_t> reduced = launch::numel(enc_.reduced[s], symbols);
+      if (src == Source::tuned_bucket && reduced && s < rules_.size()) {
+        variants[s] = bundle::odd_rows_variant(info_->steps[s], rules_[s], variants[s], *reduced);
+      }
     }
   }
   if (!strides.empty() && strides.size() == launch::stride_count(*info_)) {

@@ -144,7 +144,9 @@ class Kernel {
   /// Where a launch's variants come from.
   enum class Source { default_config, tuned_exact, tuned_bucket };
   /// The variants launch() would use for these symbol values, and why: a tuned winner for
-  /// exactly this shape, else for its bucket (bundle/cache.h), else the chosen default.
+  /// exactly this shape, else for its bucket (bundle/cache.h; a row tier's shifting twin
+  /// instead where this shape's rows are not whole vectors: bundle/rule.h odd_rows_variant),
+  /// else the chosen default.
   /// Allocates nothing. `why` (optional, allocates) gets a sentence for logs.
   /// With `strides` (checked, as launch() takes them) that are not the contiguous ones, each
   /// step that reads a strided input gets its strided variant, as launch() would run it.

@@ -12,7 +12,8 @@ source "$(dirname "$0")/common.sh"
 # shuffle, so a sample of the variants runs: threads per row of 8 (16 rows per block), 32,
 # 128 and 512, 8 rows of 32 per block, scalar (vec 1), fused copies (looped rows walked
 # once for max+sum or mean+M2) of 8 and 256 threads per row, and the shifting twins (shift=1:
-# what the rule runs for odd rows) of the tiers of 8, 32, 128 and 512 threads per row.
+# what the rule runs for odd rows) of the tiers of 8, 32, 128 and 512 threads per row, and of
+# softmax_f32's fused 512-thread tier (v51: its looped rows fuse, shifted).
 check() {
   local K=$1 kernel=$2 variants=$3; shift 3
   sim_driver rows_driver.cpp "$K"
@@ -30,7 +31,7 @@ check() {
 }
 shapes=("1 1" "5 3" "9 17" "3 24" "9 1001" "9 4095" "3 4097" "2 20001")
 check 1 softmax "0 2 5 7 15 17 23 29 43 45 48 50" "${shapes[@]}"
-check 2 softmax_f32 "0 2 5 7 15 17 23 29 43 48 50" "${shapes[@]}"
+check 2 softmax_f32 "0 2 5 7 15 17 23 29 43 48 50 51" "${shapes[@]}"
 check 3 layernorm "0 2 5 7 15 17 23 29 43 45 48 50" "${shapes[@]}"
 check 4 layernorm_f32 "0 2 7 15 23 29 43 48 50" "${shapes[@]}"
 # rmsnorm: its v31 stages (the launch gives it no shared memory: it runs unstaged)

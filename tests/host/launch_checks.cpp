@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "bundle/cache.h"
 #include "bundle/shape_record.h"
 #include "runtime/c_api.h"
 #include "runtime/driver.h"
@@ -369,6 +370,65 @@ TEST_CASE("few, very long rows run the split variant; its workspace is freed", "
           entry);
     CHECK(fake.live() == live);  // the workspace went back
   }
+}
+
+TEST_CASE("odd rows run the shifting twin of the tier, tuned for the bucket or not", "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("rowsum"));
+  REQUIRE(b.ok());
+  Kernel& k = *(*b)->find("rowsum");
+  const bundle::Step& step = step_of(k, 0);
+  auto ran = [&](int64_t m, int64_t n) -> const bundle::Variant& {
+    const std::map<std::string, int64_t> sym{{"M", m}, {"N", n}};
+    Args a(*rt, k.info(), sym);
+    fake.reset();
+    REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
+    REQUIRE(fake.launches() == 1);
+    for (const bundle::Variant& v : step.variants) {
+      if (v.entry == fake.entry(0)) return v;
+    }
+    FAIL("no variant ran");
+    return step.variants[0];
+  };
+  // The heuristic: rows of 1024 f32 run a tier, rows of 1001 its twin.
+  const bundle::Variant& tier = ran(4000, 1024);
+  REQUIRE(tier.odd_rows >= 0);
+  CHECK(ran(4000, 1001).id == tier.odd_rows);
+  // A winner tuned for the bucket of 4096 x 1024 (another tier than the heuristic's): odd
+  // rows of that bucket run its twin, whole vectors the winner itself.
+  const bundle::Variant* tuned = nullptr;
+  for (const bundle::Variant& v : step.variants) {
+    if (v.odd_rows >= 0 && v.id != tier.id && !tuned) tuned = &v;
+  }
+  REQUIRE(tuned != nullptr);
+  const DeviceInfo& d = rt->device();
+  cache::Entry e;
+  e.key = {k.info().hash,
+           0,
+           {d.name, d.cc_major, d.cc_minor, d.sm_count},
+           d.driver_version,
+           KILN_VERSION,
+           {{"M", 4096}, {"N", 1024}},
+           true};
+  e.kernel = "rowsum";
+  e.winner.config = tuned->config;
+  cache::Cache c;
+  c.entries = {e};
+  CHECK((*b)->use_cache(c).empty());
+  CHECK(ran(4000, 1024).id == tuned->id);
+  CHECK(ran(4000, 1001).id == tuned->odd_rows);
+  std::vector<int> chosen(1);
+  std::string why;
+  CHECK(k.choose(values(k.info(), {{"M", 4000}, {"N", 1001}}), chosen, &why) ==
+        Kernel::Source::tuned_bucket);
+  CHECK(chosen[0] == tuned->odd_rows);
+  // Tuned for exactly this shape: the winner runs as tuned.
+  e.key.shape = {{"M", 4000}, {"N", 1001}};
+  e.key.bucket = false;
+  c.entries = {e};
+  CHECK((*b)->use_cache(c).empty());
+  CHECK(ran(4000, 1001).id == tuned->id);
 }
 
 TEST_CASE("buffers and split workspaces are poisoned when asked, and always freed", "[launch]") {

@@ -369,6 +369,26 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(bundle::heuristic_variant(step, rule, 64, 1 << 20, h200) == rule.narrow_split);
   CHECK(bundle::heuristic_variant(step, rule, 2048, 65536, h200) == rule.split);
   CHECK(bundle::heuristic_variant(step, rule, 32768, 4096, h200) == rule.chosen);
+  // bf16: the narrow split is the 16-byte one over 64 columns, not the scalar split variant
+  // over 32 (fewer columns, 2-byte loads).
+  bundle::Manifest half =
+      compile_text("kernel c(x: bf16[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }");
+  const bundle::Step& hs = half.kernels[0].steps[0];
+  const bundle::StepRule hr =
+      bundle::step_rule(hs, std::vector<bool>(hs.variants.size(), true), h200);
+  REQUIRE(hr.narrow_split >= 0);
+  const bundle::Variant& hn = hs.variants[static_cast<size_t>(hr.narrow_split)];
+  CHECK(hn.config == narrow_outer_split_config(8).as_map());
+  CHECK(hn.elements_per_block == 64);
+  CHECK(hs.variants[static_cast<size_t>(hr.split)].config.at("vec") == 8);
+  CHECK(bundle::heuristic_variant(hs, hr, 64, 1 << 20, h200) == hr.narrow_split);
+  // Columns that are not whole vectors run the scalar split of the fewest columns.
+  REQUIRE(hr.narrow_scalar_split >= 0);
+  const bundle::Variant& hsc = hs.variants[static_cast<size_t>(hr.narrow_scalar_split)];
+  CHECK(hsc.config.at("vec") == 1);
+  CHECK(hsc.split.phases > 0);
+  CHECK(bundle::heuristic_variant(hs, hr, 7, 1000003, h200) == hr.narrow_scalar_split);
+  CHECK(bundle::heuristic_variant(hs, hr, 200, 262144, h200) == hr.narrow_split);
 }
 
 TEST_CASE("two-pass rows loop fused where it was measured faster: f32 softmax",
@@ -438,6 +458,23 @@ TEST_CASE("rows that are not whole vectors run their tier's shifting twin",
   REQUIRE(twin >= 0);
   all[static_cast<size_t>(twin)] = false;
   CHECK(bundle::heuristic_variant(st, bundle::step_rule(st, all, h200), 4096, 1001, h200) == tier);
+  // --default-only keeps the default's twin, compiled from the twin's config: its code is not
+  // the default's.
+  CompileOptions lean;
+  lean.archs = {"sm_90"};
+  lean.assemble = false;
+  lean.all_variants = false;
+  CompiledBundle lb = compile_program(parse_program(spec), lean);
+  const bundle::Step& ls = lb.manifest.kernels[0].steps[0];
+  REQUIRE(ls.variants.size() == 2);
+  REQUIRE(ls.variants[0].odd_rows == 1);
+  CHECK(ls.variants[1].config.at("shift") == 1);
+  std::string def_ptx = lb.files.at(ls.variants[0].images[0].ptx);
+  std::string twin_ptx = lb.files.at(ls.variants[1].images[0].ptx);
+  for (size_t at; (at = twin_ptx.find(ls.variants[1].entry)) != std::string::npos;) {
+    twin_ptx.replace(at, ls.variants[1].entry.size(), ls.variants[0].entry);
+  }
+  CHECK(def_ptx != twin_ptx);
   // The manifest refuses a twin that is not a shifting variant of the step.
   std::string json = bundle::to_json(m);
   REQUIRE(bundle::parse_manifest(json, "m.json").ok());
