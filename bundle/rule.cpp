@@ -134,7 +134,7 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
       split = rule.narrow_split;
       const auto vec = step.variants[static_cast<size_t>(split)].config.find("vec");
       if (rule.narrow_scalar_split >= 0 &&
-          vec != step.variants[static_cast<size_t>(split)].config.end() &&
+          vec != step.variants[static_cast<size_t>(split)].config.end() && vec->second > 1 &&
           rows % vec->second != 0) {
         split = rule.narrow_scalar_split;
       }

@@ -389,6 +389,15 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(hsc.split.phases > 0);
   CHECK(bundle::heuristic_variant(hs, hr, 7, 1000003, h200) == hr.narrow_scalar_split);
   CHECK(bundle::heuristic_variant(hs, hr, 200, 262144, h200) == hr.narrow_split);
+  // A manifest's config is only numbers: a vec of 0 or -1 must not divide (a hostile bundle).
+  for (int64_t bad : {0, -1}) {
+    bundle::Step hostile = hs;
+    for (bundle::Variant& v : hostile.variants) v.config["vec"] = bad;
+    const bundle::StepRule r =
+        bundle::step_rule(hostile, std::vector<bool>(hostile.variants.size(), true), h200);
+    for (int64_t rows : {1, 7, 64, 200})
+      (void)bundle::heuristic_variant(hostile, r, rows, 1 << 20, h200);
+  }
 }
 
 TEST_CASE("two-pass rows loop fused where it was measured faster: f32 softmax",
