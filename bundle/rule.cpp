@@ -53,7 +53,7 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
   }
   // The narrow split loads vectors as wide as the split's: a scalar split variant (for the
   // tuner) has fewer columns per tile, and measured 1.4x slower on bf16 column sums of
-  // 1048576 x 64 than the narrow 16-byte one (bench/results/2026-11-25-h200-memory-bound).
+  // 1048576 x 64 than the narrow 16-byte one (bench/results/2026-11-25-h200-rows, outer/).
   auto vec_of = [&](size_t vi) {
     const auto it = step.variants[vi].config.find("vec");
     return it == step.variants[vi].config.end() ? int64_t{1} : it->second;
@@ -68,8 +68,8 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
             .elements_per_block;
     if (step.variants[vi].elements_per_block < fewest) r.narrow_split = static_cast<int>(vi);
   }
-  // Measured there (bench/results/2026-11-25-h200-rows, outer/): bf16 column sums of
-  // 1000003 x 7 took 38.1 us on the scalar split, 64.9 on the 16-byte narrow split's scalar path.
+  // Measured there: bf16 column sums of 1000003 x 7 took 38.1 us on the scalar split, 64.9 on the
+  // 16-byte narrow split's scalar path.
   for (size_t vi = 0; vi < step.variants.size() && r.narrow_split >= 0; ++vi) {
     if (!loadable[vi] || step.variants[vi].split.phases == 0 || vec_of(vi) != 1 ||
         vec_of(static_cast<size_t>(r.narrow_split)) == 1) {
