@@ -243,6 +243,11 @@ REFERENCES = {
     "channel_sums": (lambda x: {"s": x.sum((0, 2, 3)), "q": (x * x).sum((0, 2, 3))},
                      ("N", "H", "W"), ("nan",)),
     "sum_bh": (lambda x: x.sum((0, 2)), ("B", "H"), ("nan",)),
+    # Outer reductions of examples/reduction_suite.kiln: two outputs of one pass, and a mean
+    # over the middle index of three.
+    "ln_wgrad_bf16": (lambda dy, xhat: {"dw": (dy * xhat).sum(0), "db": dy.sum(0)}, ("M",),
+                      ("nan",)),
+    "mid_mean": (lambda x: x.mean(1), ("M",), ("nan",)),
     "token_max": (lambda x: x.amax((0, 1)), ("B", "S"), ("nan", "inf")),
     # Strided inputs (examples/strided.kiln): these cases pass contiguous tensors (the fast
     # path); test_strided_views passes transposed, padded and expanded views.
@@ -301,7 +306,9 @@ SHAPES_BY_KERNEL = {"cummin_cols": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000
                     "channel_sums": [{"N": d["B"], "C": d["C"], "H": d["H"], "W": d["W"]}
                                      for d in _BCHW],
                     "token_max": [{"B": 1, "S": 1, "D": 1}, {"B": 3, "S": 33, "D": 1000},
-                                  {"B": 7, "S": 1000, "D": 5}, {"B": 2, "S": 4097, "D": 64}]}
+                                  {"B": 7, "S": 1000, "D": 5}, {"B": 2, "S": 4097, "D": 64}],
+                    "mid_mean": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000, "N": 33},
+                                 {"B": 2, "M": 70001, "N": 7}, {"B": 5, "M": 17, "N": 4099}]}
 
 SHAPES_2 = [(1, 1), (1, 4099), (7, 33), (129, 1000), (3, 70001), (70001, 3), (4097, 5)]
 SHAPES_1 = [1, 7, 129, 1000, 100003]
