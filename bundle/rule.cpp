@@ -5,6 +5,17 @@
 
 namespace kiln::bundle {
 
+namespace {
+
+// A variant's config "vec" (elements per access), 1 when it has none. A manifest's config is
+// only numbers: callers divide by it only when it is above 1.
+int64_t config_vec(const Variant& v) {
+  const auto it = v.config.find("vec");
+  return it == v.config.end() ? 1 : it->second;
+}
+
+}  // namespace
+
 StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const DeviceFacts& device) {
   StepRule r;
   r.reads_strided = std::any_of(step.variants.begin(), step.variants.end(),
@@ -54,10 +65,7 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
   // The narrow split loads vectors as wide as the split's: a scalar split variant (for the
   // tuner) has fewer columns per tile, and measured 1.4x slower on bf16 column sums of
   // 1048576 x 64 than the narrow 16-byte one (bench/results/2026-11-25-h200-rows, outer/).
-  auto vec_of = [&](size_t vi) {
-    const auto it = step.variants[vi].config.find("vec");
-    return it == step.variants[vi].config.end() ? int64_t{1} : it->second;
-  };
+  auto vec_of = [&](size_t vi) { return config_vec(step.variants[vi]); };
   for (size_t vi = 0; vi < step.variants.size() && r.split >= 0; ++vi) {
     if (step.kind != StepKind::outer_reduction || !loadable[vi] ||
         step.variants[vi].split.phases == 0 || vec_of(vi) != vec_of(static_cast<size_t>(r.split))) {
@@ -132,10 +140,8 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     if (rule.narrow_split >= 0 &&
         rows < step.variants[static_cast<size_t>(split)].elements_per_block) {
       split = rule.narrow_split;
-      const auto vec = step.variants[static_cast<size_t>(split)].config.find("vec");
-      if (rule.narrow_scalar_split >= 0 &&
-          vec != step.variants[static_cast<size_t>(split)].config.end() && vec->second > 1 &&
-          rows % vec->second != 0) {
+      const int64_t vec = config_vec(step.variants[static_cast<size_t>(split)]);
+      if (rule.narrow_scalar_split >= 0 && vec > 1 && rows % vec != 0) {
         split = rule.narrow_scalar_split;
       }
     }
@@ -176,9 +182,8 @@ int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_
   if (variant < 0 || static_cast<size_t>(variant) >= rule.odd_rows.size()) return variant;
   const int twin = rule.odd_rows[static_cast<size_t>(variant)];
   if (twin < 0) return variant;
-  const auto& config = step.variants[static_cast<size_t>(twin)].config;
-  const auto vec = config.find("vec");
-  return vec != config.end() && vec->second > 1 && reduced % vec->second != 0 ? twin : variant;
+  const int64_t vec = config_vec(step.variants[static_cast<size_t>(twin)]);
+  return vec > 1 && reduced % vec != 0 ? twin : variant;
 }
 
 }  // namespace kiln::bundle

@@ -142,6 +142,7 @@ AnyConfig strided_config(const StepPlan& step) {
 void plan_variants(StepPlan& step) {
   std::vector<AnyConfig> space;
   AnyConfig def;
+  std::vector<std::pair<size_t, size_t>> twins;  // (a row tier, its shifting twin) in space
   switch (step.kind) {
     case bundle::StepKind::pointwise:
       if (const Tiling& t = step.pointwise.tiling; t.tiled()) {
@@ -167,8 +168,9 @@ void plan_variants(StepPlan& step) {
           row_reduction_space(step.max_vec, !step.passes.fused.empty());
       for (const ReductionConfig& c : rows) space.push_back(c);
       // The tiers' shifting twins, then the staging variants: the ids of the row space stay.
-      for (const ReductionConfig& c : rows) {
-        if (auto twin = row_shift_twin(c, step.max_vec, step.looped_fusion())) {
+      for (size_t i = 0; i < rows.size(); ++i) {
+        if (auto twin = row_shift_twin(rows[i], step.max_vec, step.looped_fusion())) {
+          twins.emplace_back(i, space.size());
           space.push_back(*twin);
         }
       }
@@ -223,18 +225,8 @@ void plan_variants(StepPlan& step) {
     step.strided_variant = static_cast<int>(step.variants.size());
     step.variants.push_back(plan_variant(step, strided_config(step)));
   }
-  // A row tier's shifting twin (config.h row_shift_twin), planned after the row space.
-  for (PlannedVariant& v : step.variants) {
-    const auto* c = std::get_if<ReductionConfig>(&v.config);
-    const std::optional<ReductionConfig> twin =
-        c && step.kind == bundle::StepKind::row_reduction
-            ? row_shift_twin(*c, step.max_vec, step.looped_fusion())
-            : std::nullopt;
-    for (size_t w = 0; twin && w < step.variants.size(); ++w) {
-      if (step.variants[w].config == AnyConfig(*twin)) v.odd_rows = static_cast<int>(w);
-    }
-    internal_check(!twin || v.odd_rows >= 0, "plan: a row tier without its shifting twin");
-  }
+  // Variant i is space[i]: a row tier links its shifting twin (config.h row_shift_twin).
+  for (const auto& [tier, twin] : twins) step.variants[tier].odd_rows = static_cast<int>(twin);
   // A TMA variant's fallback, for operands without tensor maps: the first variant of the
   // same tiles, blocks per SM and MMA whose MMA warps copy (measured on an H200, 4096 x 4096
   // x 4095: 1089 us against the producer warpgroup's 1948: bench/results/2026-11-24-h200-tma).
@@ -615,17 +607,18 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     };
     if (sv >= 0) {
       const int64_t tile = step.variants[static_cast<size_t>(sv)].elements_per_block;
-      if (rule.narrow_split >= 0 && rule.narrow_scalar_split >= 0) {
-        const int64_t vec =
-            std::get<ReductionConfig>(step.variants[static_cast<size_t>(rule.narrow_split)].config)
-                .vec;
-        split_line(rule.narrow_split,
-                   fmt::format("rows < {} and a multiple of {} and ", tile, vec));
-        split_line(rule.narrow_scalar_split,
-                   fmt::format("rows < {} and not a multiple of {} and ", tile, vec));
-        split_line(sv, fmt::format("rows >= {} and ", tile));
-      } else if (rule.narrow_split >= 0) {
-        split_line(rule.narrow_split, fmt::format("rows < {} and ", tile));
+      if (rule.narrow_split >= 0) {
+        if (rule.narrow_scalar_split >= 0) {
+          const int64_t vec = std::get<ReductionConfig>(
+                                  step.variants[static_cast<size_t>(rule.narrow_split)].config)
+                                  .vec;
+          split_line(rule.narrow_split,
+                     fmt::format("rows < {} and a multiple of {} and ", tile, vec));
+          split_line(rule.narrow_scalar_split,
+                     fmt::format("rows < {} and not a multiple of {} and ", tile, vec));
+        } else {
+          split_line(rule.narrow_split, fmt::format("rows < {} and ", tile));
+        }
         split_line(sv, fmt::format("rows >= {} and ", tile));
       } else {
         split_line(sv, "");

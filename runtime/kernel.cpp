@@ -71,8 +71,8 @@ Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> v
       variants[s] = t->variants[s];
       // Tuned for another shape of the bucket: rows of this length may not be whole vectors,
       // where the tuned tier's shifting twin runs (bundle/rule.h odd_rows_variant).
-      const std::optional<int64_t> reduced = launch::numel(enc_.reduced[s], symbols);
-      if (src == Source::tuned_bucket && reduced && s < rules_.size()) {
+      if (src != Source::tuned_bucket || s >= rules_.size()) continue;
+      if (const std::optional<int64_t> reduced = launch::numel(enc_.reduced[s], symbols)) {
         variants[s] = bundle::odd_rows_variant(info_->steps[s], rules_[s], variants[s], *reduced);
       }
     }

@@ -101,20 +101,22 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
                           v.elements_per_block, blocks, c.group, c.items, R);
     return out;
   }
-  // A shifting variant (config.h ReductionConfig::shift) holds rows of 2 x vec or more.
-  const bool shifted = c.shift && *reduced >= 2 * c.vec;
-  const std::string loads =
-      shifted && *reduced % c.vec != 0
-          ? fmt::format(
-                " (shifted rows: {} is not a multiple of {}; vectors between each row's scalar "
-                "head and tail)",
-                R, c.vec)
-      : *reduced % c.vec == 0 && (!c.shift || shifted)
-          ? ""
-          : fmt::format(" (scalar loads: {} is {})", R,
-                        *reduced % c.vec != 0 ? fmt::format("not a multiple of {}", c.vec)
-                                              : fmt::format("shorter than {}", 2 * c.vec));
-  if (*reduced <= c.capacity() && (!c.shift || shifted)) {
+  // Whether the row runs on vectors: a shifting variant (config.h ReductionConfig::shift) every
+  // row of 2 x vec or more, any other a row of whole vectors.
+  const bool whole = *reduced % c.vec == 0;
+  const bool vectors = c.shift ? *reduced >= 2 * c.vec : whole;
+  std::string loads;
+  if (!vectors) {
+    loads = fmt::format(" (scalar loads: {} is {})", R,
+                        whole ? fmt::format("shorter than {}", 2 * c.vec)
+                              : fmt::format("not a multiple of {}", c.vec));
+  } else if (!whole) {
+    loads = fmt::format(
+        " (shifted rows: {} is not a multiple of {}; vectors between each row's scalar head and "
+        "tail)",
+        R, c.vec);
+  }
+  if (*reduced <= c.capacity() && (!c.shift || vectors)) {
     out.how = fmt::format("the row on chip, {} pass(es) over it, {} block(s){}", step.passes.held,
                           blocks, loads);
   } else {

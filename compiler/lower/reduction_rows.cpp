@@ -110,9 +110,10 @@ void ReductionLowering::branch_staged() {
 }
 
 void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, bool shifted) {
-  // Scalar accesses of a vectorized variant (rows shorter than 2 x vec, not a multiple of it)
-  // take kUnalignedItems elements, `group` apart, per iteration: each scalar access needs an
-  // address register of its own, and a kernel's register count is that of its hungriest path.
+  // Scalar accesses of a vectorized variant (rows not a multiple of vec; in a shifting variant,
+  // rows shorter than 2 x vec) take kUnalignedItems elements, `group` apart, per iteration: each
+  // scalar access needs an address register of its own, and a kernel's register count is that of
+  // its hungriest path.
   const bool unaligned = !vector && cfg_.vec > 1;
   const int T = cfg_.group, V = unaligned ? 1 : cfg_.vec;
   const int64_t rpb = cfg_.block / T;
