@@ -93,13 +93,17 @@ def main():
                           lambda x, w: torch.bmm(x, w), (x, w),
                           lambda x, w: x.double() @ w.double(),
                           cublas_fn=lambda: torch.bmm(x, w, out=c)))
+        # The erf-GELU epilogue at the shape and an LLM MLP's up-projection.
+        for m, n, k in [(8192, 4096, 4096), (2048, 11008, 4096)]:
+            x, w, bias = rnd(m, k), rnd(k, n) * 0.02, rnd(n)
+            y = torch.empty(m, n, device=dev, dtype=bf)
+            cases.append(case(
+                f"bias+gelu {m}x{n}x{k}", 2 * m * n * k,
+                lambda: bundle.linear_bias_gelu(x, w, bias, y),
+                lambda x, w, bias: torch.nn.functional.gelu(x @ w + bias), (x, w, bias),
+                lambda x, w, bias: torch.nn.functional.gelu(x.double() @ w.double() +
+                                                            bias.double())))
         m, n, k = 8192, 4096, 4096
-        x, w, bias = rnd(m, k), rnd(k, n) * 0.02, rnd(n)
-        y = torch.empty(m, n, device=dev, dtype=bf)
-        cases.append(case(
-            f"bias+gelu {m}x{n}x{k}", 2 * m * n * k, lambda: bundle.linear_bias_gelu(x, w, bias, y),
-            lambda x, w, bias: torch.nn.functional.gelu(x @ w + bias), (x, w, bias),
-            lambda x, w, bias: torch.nn.functional.gelu(x.double() @ w.double() + bias.double())))
         x, w = rnd(m, k), rnd(k, n) * 0.02
         y = torch.empty(m, n, device=dev, dtype=bf)
 

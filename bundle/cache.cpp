@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -492,7 +493,9 @@ constexpr std::pair<std::string_view, std::string_view> kKnobs[] = {
     {"block", "threads per block"},
     {"vec", "elements per thread per memory access (1: scalar code, any alignment)"},
     {"unroll", "vectors in flight per thread (pointwise)"},
-    {"group", "threads sharing one row (row reduction) or one column's reduced index (outer)"},
+    {"group",
+     "threads sharing one row (row reduction) or one column's reduced index (outer); "
+     "contractions: tile rows (or columns) per band of the raster order"},
     {"items", "vectors each thread keeps in flight per row or column"},
     {"split",
      "1: each row or column tile spread over several blocks, partial results folded "
@@ -504,6 +507,20 @@ constexpr std::pair<std::string_view, std::string_view> kKnobs[] = {
     {"stage", "1: a long row's re-read inputs kept in shared memory"},
     {"tile_in", "tiled pointwise: the tile's extent along the transposed inputs' rows"},
     {"tile_out", "tiled pointwise: the tile's extent along the output's rows"},
+    {"tile_m", "contraction: output rows per tile"},
+    {"tile_n", "contraction: output columns per tile"},
+    {"tile_k", "contraction: reduced indices per pipeline stage"},
+    {"warps_m", "contraction: MMA warps along the tile's rows"},
+    {"warps_n", "contraction: MMA warps along the tile's columns"},
+    {"stages", "contraction: pipeline stages in shared memory"},
+    {"raster", "contraction: 0 walks the tiles down M within a band, 1 along N"},
+    {"ctas", "contraction: blocks per SM of the persistent grid"},
+    {"wgmma", "1: Hopper warpgroup MMAs (sm_90a images)"},
+    {"tma", "1: a producer warpgroup copies the operands with TMA (sm_90a images)"},
+    {"pingpong", "1: each MMA warpgroup computes whole tiles of its own, alternately"},
+    {"smem_epilogue",
+     "1: the accumulators go through shared memory to one copy of the epilogue's code "
+     "(long epilogues)"},
 };
 
 // Words of `text` on lines of at most `width` columns (a word longer than that stays whole).
@@ -618,14 +635,19 @@ std::string format_table(const Cache& c, const TableOptions& opts) {
   }
   if (!knobs.empty()) {
     out += "\nknobs:\n";
+    size_t name_w = 8;  // "speed-up"
+    for (const auto& [name, meaning] : kKnobs) {
+      if (knobs.count(std::string(name))) name_w = std::max(name_w, name.size());
+    }
     for (const auto& [name, meaning] : kKnobs) {
       if (!knobs.count(std::string(name))) continue;
-      std::vector<std::string> parts = wrap(meaning, width - 12);
+      std::vector<std::string> parts = wrap(meaning, width - 4 - name_w);
       for (size_t i = 0; i < parts.size(); ++i) {
-        out += fmt::format("  {:<8}  {}\n", i == 0 ? std::string(name) : "", parts[i]);
+        out += fmt::format("  {:<{}}  {}\n", i == 0 ? std::string(name) : "", name_w, parts[i]);
       }
     }
-    out += "  speed-up  default us / winner us, both timed in the same run\n";
+    out += fmt::format("  {:<{}}  default us / winner us, both timed in the same run\n", "speed-up",
+                       name_w);
   }
   return out;
 }

@@ -364,6 +364,7 @@ std::map<std::string, int64_t> ContractionConfig::as_map() const {
   if (wgmma) m["wgmma"] = 1;
   if (tma) m["tma"] = 1;
   if (pingpong) m["pingpong"] = 1;
+  if (smem_epilogue) m["smem_epilogue"] = 1;
   return m;
 }
 
@@ -385,13 +386,16 @@ std::vector<ContractionConfig> contraction_config_space() {
       // other's MMAs.
       {128, 128, 64, 8, 1, 3, 8, 0, 2, 1},
       // Warp-specialized, TMA-fed: 128 x 256 in 4 stages (192 KiB, the default), 128 x 128
-      // in 6.
+      // in 6 (the rule's tiles for problems of few tiles).
       default_contraction_config(),
-      default_contraction_config_heavy(),
+      {128, 128, 64, 8, 1, 6, 8, 0, 1, 1, 1},
       // Ping-pong (one warpgroup per tile, two tiles in flight): 64 x 256 in 5 stages
       // (200 KiB), 128 x 128 in 7 (224 KiB).
       {64, 256, 64, 8, 1, 5, 8, 0, 1, 1, 1, 1},
       {128, 128, 64, 8, 1, 7, 8, 0, 1, 1, 1, 1},
+      // 128 x 256 with the epilogue through shared memory (20 KiB more): the default for
+      // transcendental epilogues.
+      default_contraction_config_heavy(),
   };
 }
 
@@ -403,11 +407,14 @@ ContractionConfig default_contraction_config() {
   return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1};
 }
 
-// Measured on an H200 (bench/results/2026-11-24-h200-session7, every variant at 4 shapes each):
-// with bias + erf-GELU fused, 128 x 128 tiles took 0.66-0.74 of the 128 x 256 tiles' time at
-// all 4; with SiLU times a third tensor, 0.94-1.01; with a bias only, 1.08-1.20 (slower).
+// Measured on an H200 (bench/results/2026-11-25-h200-epilogue, every variant at 4 shapes each):
+// with bias + erf-GELU fused, 128 x 256 tiles stored through shared memory took 0.82-0.89 of
+// the time of the 128 x 128 tiles stored from registers (the default before, itself 0.66-0.74
+// of 128 x 256 from registers, whose unrolled epilogue waited on instruction fetch); with SiLU
+// times a third tensor 0.94-1.02. With a bias only the register epilogue stays: the staged one
+// took 0.98-1.07 of its time.
 ContractionConfig default_contraction_config_heavy() {
-  return {128, 128, 64, 8, 1, 6, 8, 0, 1, 1, 1};
+  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 1};
 }
 
 }  // namespace kiln

@@ -232,6 +232,20 @@ struct ContractionConfig {
   // busy; an ordering barrier hands the tensor cores from one mainloop to the next. Without,
   // the two warpgroups share each tile (64 rows each). warps_m stays 8 (the two warpgroups).
   int pingpong = 0;
+  // With `tma`, the epilogue goes through shared memory: each MMA warpgroup writes its
+  // accumulators there kEpilogueColumns columns at a time, then a loop (one copy of the
+  // epilogue's code, not one per accumulator) reads them back four columns a thread and stores
+  // rows of the output whole. The register epilogue unrolled over 128 accumulators a thread
+  // with an erf-GELU is 210 KB of SASS: its warps waited on instruction fetch (ncu's
+  // no_instruction stall, 5.4 cycles an instruction against 0.4 with a bias only: H200,
+  // bench/results/2026-11-25-h200-epilogue).
+  int smem_epilogue = 0;
+  static constexpr int kEpilogueColumns = 32;
+  /// Floats between rows of the epilogue's buffer: 8 more than its columns, so that the
+  /// accumulators' 8-byte writes (four rows of 32 bytes a half-warp) fall in distinct banks.
+  static constexpr int kEpilogueStride = kEpilogueColumns + 8;
+  /// Bytes of one MMA warpgroup's epilogue buffer (64 rows).
+  static constexpr int64_t kEpilogueBytes = int64_t{64} * kEpilogueStride * 4;
 
   /// The warps that compute (and, without `tma`, copy).
   int math_threads() const { return 32 * warps_m * warps_n; }
@@ -242,10 +256,15 @@ struct ContractionConfig {
     return int64_t{tile_m + tile_n} * tile_k * element_bytes;
   }
   /// Dynamic shared memory: the stages, with `tma` their two mbarriers each (full, empty),
-  /// and with `pingpong` one more per MMA warpgroup (its mainloop is done).
+  /// with `pingpong` one more per MMA warpgroup (its mainloop is done), then with
+  /// `smem_epilogue` each MMA warpgroup's epilogue buffer (at epilogue_offset).
   int64_t smem_bytes(int element_bytes) const {
-    return stages * stage_bytes(element_bytes) + (tma ? int64_t{16} * stages : 0) +
-           (pingpong ? 16 : 0);
+    return smem_epilogue ? epilogue_offset(element_bytes) + 2 * kEpilogueBytes
+                         : stages * stage_bytes(element_bytes) + barrier_bytes();
+  }
+  int64_t barrier_bytes() const { return (tma ? int64_t{16} * stages : 0) + (pingpong ? 16 : 0); }
+  int64_t epilogue_offset(int element_bytes) const {
+    return (stages * stage_bytes(element_bytes) + barrier_bytes() + 127) / 128 * 128;
   }
   std::map<std::string, int64_t> as_map() const;
   friend bool operator==(const ContractionConfig&, const ContractionConfig&) = default;
@@ -258,7 +277,7 @@ std::vector<ContractionConfig> contraction_config_space();
 /// tile rows, 1 block per SM.
 ContractionConfig default_contraction_config();
 /// ... and for an epilogue that evaluates a transcendental function (erf, exp, tanh, ...):
-/// the same with 128 x 128 tiles in 6 stages.
+/// the same with the epilogue through shared memory (`smem_epilogue`).
 ContractionConfig default_contraction_config_heavy();
 
 }  // namespace kiln

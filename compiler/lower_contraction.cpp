@@ -33,12 +33,14 @@ constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
 
 // The config an image of `cfg` for `arch` runs: a ping-pong config's images without wgmma share
 // each tile among the 8 MMA warps as 2 x 4 warps of mma.sync, like the other configs.
+// Its images other than the warp-specialized one store the accumulators from registers.
 ContractionConfig image_config(ContractionConfig cfg, const std::string& arch) {
   if (cfg.pingpong && !(cfg.wgmma && arch == "sm_90a")) {
     cfg.warps_m = 2;
     cfg.warps_n = 4;
     cfg.pingpong = 0;
   }
+  if (!(cfg.wgmma && cfg.tma && arch == "sm_90a")) cfg.smem_epilogue = 0;
   return cfg;
 }
 
@@ -632,7 +634,11 @@ class ContractionLowering {
       if (pingpong_) if_then(signals, [&] { mbarrier_arrive(order_barrier(wg)); });
       asm_void("wgmma.wait_group.sync.aligned 0;");
       release(b_.CreateSub(b_.CreateAdd(n0, k_tiles_), i64(1)));
-      epilogue();
+      if (cfg_.smem_epilogue) {
+        staged_epilogue();
+      } else {
+        epilogue();
+      }
       b_.CreateStore(b_.CreateAdd(j, i64(per)), ordinal);
     });
   }
@@ -1011,17 +1017,49 @@ class ContractionLowering {
     return off;
   }
 
-  void epilogue() {
-    const std::vector<Store> outs = stores();
+  // What every epilogue evaluates: the stores, the sum's scale, and whether the contraction's
+  // own result is an output rounded to 16 bits (then its readers see the rounded value).
+  struct EpilogueMath {
+    std::vector<Store> outs;
+    Expr scale;
+    bool rounded = false;
+    DType target_dt = DType::f32;
+  };
+
+  EpilogueMath epilogue_math() {
+    EpilogueMath e;
+    e.outs = stores();
     Rename to_point;
     for (size_t d = 0; d < c_.vars.size(); ++d) to_point[c_.vars[d]] = fmt::format("s{}", d);
-    const Expr scale =
-        c_.scale.defined()
-            ? Inliner(sk_.def, [](const Stmt&) { return false; }).rewrite(c_.scale, to_point)
-            : Expr();
+    if (c_.scale.defined())
+      e.scale = Inliner(sk_.def, [](const Stmt&) { return false; }).rewrite(c_.scale, to_point);
     const TensorDecl& target = *sk_.def.find_tensor(c_.target);
-    const bool rounded = target.role == TensorRole::output &&
-                         (target.dtype == DType::bf16 || target.dtype == DType::f16);
+    e.target_dt = target.dtype;
+    e.rounded = target.role == TensorRole::output &&
+                (target.dtype == DType::bf16 || target.dtype == DType::f16);
+    return e;
+  }
+  std::vector<Value*> point_values(const EpilogueMath& e, Value* m, Value* n, Value* sum) {
+    return point_values(e.outs, e.scale, e.rounded, e.target_dt, m, n, sum);
+  }
+
+  // i1: every output's rows are a multiple of `elems` elements and its pointer is aligned to
+  // `elems` of them (then a store of `elems` from a multiple of `elems` is aligned).
+  Value* outputs_aligned(const std::vector<Store>& outs, int elems) {
+    Value* ok = b_.CreateICmpEQ(b_.CreateURem(n_extent_, i64(elems)), i64(0));
+    for (const Store& st : outs) {
+      const auto bytes =
+          static_cast<int64_t>(elems * size_of(params_[static_cast<size_t>(st.param)]->dtype));
+      Value* addr =
+          b_.CreatePtrToInt(fn_->getArg(static_cast<unsigned>(st.param)), b_.getInt64Ty());
+      ok = b_.CreateAnd(ok, b_.CreateICmpEQ(b_.CreateAnd(addr, i64(bytes - 1)), i64(0)));
+    }
+    return ok;
+  }
+
+  void epilogue() {
+    const EpilogueMath em = epilogue_math();
+    const std::vector<Store>& outs = em.outs;
 
     const int wn = cfg_.tile_n / cfg_.warps_n;
     const int nt_count = wn / 8;
@@ -1036,15 +1074,7 @@ class ContractionLowering {
     // (Emitting the pair's stores as a function called 64 times instead, to shrink the code
     // of long epilogues, was measured 3.5x slower on an H200 for the bias + erf-GELU GEMM:
     // the caller saves the accumulators still live around each call.)
-    Value* pairs_ok = b_.CreateICmpEQ(b_.CreateAnd(n_extent_, i64(1)), i64(0));
-    for (const Store& st : outs) {
-      const auto pair_bytes =
-          static_cast<int64_t>(2 * size_of(params_[static_cast<size_t>(st.param)]->dtype));
-      Value* addr =
-          b_.CreatePtrToInt(fn_->getArg(static_cast<unsigned>(st.param)), b_.getInt64Ty());
-      pairs_ok =
-          b_.CreateAnd(pairs_ok, b_.CreateICmpEQ(b_.CreateAnd(addr, i64(pair_bytes - 1)), i64(0)));
-    }
+    Value* pairs_ok = outputs_aligned(outs, 2);
     for (int mt = 0; mt < slabs_; ++mt) {
       for (int nt = 0; nt < nt_count; ++nt) {
         for (int half = 0; half < 2; ++half) {
@@ -1056,16 +1086,14 @@ class ContractionLowering {
                             b_.CreateLoad(b_.getFloatTy(), acc_[first + 1])};
           Value* row_in = b_.CreateICmpULT(m, m_extent_);
           auto store_one = [&](Value* col, Value* sum) {
-            if_then(b_.CreateAnd(row_in, b_.CreateICmpULT(col, n_extent_)), [&] {
-              store(outs, m, col, {point_values(outs, scale, rounded, target.dtype, m, col, sum)});
-            });
+            if_then(b_.CreateAnd(row_in, b_.CreateICmpULT(col, n_extent_)),
+                    [&] { store(outs, m, col, {point_values(em, m, col, sum)}); });
           };
           if_else(
               b_.CreateAnd(pairs_ok, b_.CreateAnd(row_in, b_.CreateICmpULT(n1, n_extent_))),
               [&] {
                 store(outs, m, n,
-                      {point_values(outs, scale, rounded, target.dtype, m, n, sums[0]),
-                       point_values(outs, scale, rounded, target.dtype, m, n1, sums[1])});
+                      {point_values(em, m, n, sums[0]), point_values(em, m, n1, sums[1])});
               },
               [&] {
                 store_one(n, sums[0]);
@@ -1074,6 +1102,115 @@ class ContractionLowering {
         }
       }
     }
+  }
+
+  // The epilogue through shared memory (cfg_.smem_epilogue, warp-specialized images: MMA
+  // warpgroup w holds rows 64 w .. of the tile, or with ping-pong each 64-row slab of its own
+  // tile). For each slab and each kEpilogueColumns columns of it (a chunk), every thread writes
+  // its accumulators of the chunk to its warpgroup's buffer (the fragment layout: row
+  // 16 q + g and + 8 of warp q, columns 8 f + 2 c and + 1), the warpgroup meets at a named
+  // barrier, and a loop reads the buffer back four columns a thread (eight threads a row of 32),
+  // evaluates the epilogue there and stores whole rows of the output. The chunks are a loop
+  // too, a switch picking each one's registers, so the epilogue's code appears once.
+  void staged_epilogue() {
+    const EpilogueMath em = epilogue_math();
+    constexpr int kCols = ContractionConfig::kEpilogueColumns;
+    constexpr int kStride = ContractionConfig::kEpilogueStride;
+    constexpr int kQuads = kCols / 4;  // threads a row when reading back
+    const int regs = cfg_.tile_n / 2;  // a thread's accumulators of a 64-row slab
+    const int chunks = cfg_.tile_n / kCols;
+    const int total = slabs_ * chunks;
+    llvm::LLVMContext& ctx = m_.getContext();
+    Value* wg = b_.CreateLShr(tid_, i32(7));
+    Value* t = b_.CreateAnd(tid_, i32(127));
+    Value* q = b_.CreateAnd(b_.CreateLShr(tid_, i32(5)), i32(3));
+    Value* buf = b_.CreateAdd(i32(static_cast<int>(cfg_.epilogue_offset(elem_bytes_))),
+                              b_.CreateMul(wg, i32(ContractionConfig::kEpilogueBytes)));
+    auto at = [&](Value* index) {  // float `index` (i32) of the warpgroup's buffer
+      Value* byte = b_.CreateAdd(buf, b_.CreateMul(index, i32(4)));
+      return b_.CreateInBoundsGEP(b_.getInt8Ty(), smem_, {b_.CreateZExt(byte, b_.getInt64Ty())});
+    };
+    Value* g = b_.CreateLShr(lane_, i32(2));
+    Value* c2 = b_.CreateMul(b_.CreateAnd(lane_, i32(3)), i32(2));
+    Value* written =
+        b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, i32(16)), g), i32(kStride)), c2);
+    // The warpgroup's first row of the tile (its first slab's).
+    Value* rows0 = b_.CreateAdd(
+        m0_, b_.CreateZExt(b_.CreateSub(warp_row0_, b_.CreateMul(q, i32(16))), b_.getInt64Ty()));
+    Value* quads_ok = outputs_aligned(em.outs, 4);
+    // Named barriers 2 and 3 (0 and 1 are the block's), constants: with an id in a register
+    // ptxas reserves all 16.
+    auto sync = [&] {
+      if_else(
+          b_.CreateICmpEQ(wg, i32(0)),
+          [&] {
+            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(2), i32(128)});
+          },
+          [&] {
+            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(3), i32(128)});
+          });
+    };
+    llvm::Type* pair_ty = llvm::FixedVectorType::get(b_.getFloatTy(), 2);
+    llvm::Type* quad_ty = llvm::FixedVectorType::get(b_.getFloatTy(), 4);
+    loop(i64(0), i64(total), i64(1), "epi.chunk", [&](Value* ci) {
+      BasicBlock* join = BasicBlock::Create(ctx, "epi.written", fn_);
+      llvm::SwitchInst* sw =
+          b_.CreateSwitch(b_.CreateTrunc(ci, b_.getInt32Ty()), join, static_cast<unsigned>(total));
+      for (int k = 0; k < total; ++k) {
+        BasicBlock* write = BasicBlock::Create(ctx, "epi.write", fn_);
+        sw->addCase(b_.getInt32(static_cast<uint32_t>(k)), write);
+        b_.SetInsertPoint(write);
+        const int slab = k / chunks, c = k % chunks;
+        for (int f = 0; f < kCols / 8; ++f) {
+          for (int h = 0; h < 2; ++h) {
+            const auto first = static_cast<size_t>(slab * regs + (c * kCols / 8 + f) * 4 + h * 2);
+            Value* pair = llvm::PoisonValue::get(pair_ty);
+            for (unsigned e = 0; e < 2; ++e) {
+              pair =
+                  b_.CreateInsertElement(pair, b_.CreateLoad(b_.getFloatTy(), acc_[first + e]), e);
+            }
+            b_.CreateAlignedStore(pair, at(b_.CreateAdd(written, i32(8 * h * kStride + 8 * f))),
+                                  llvm::Align(8));
+          }
+        }
+        b_.CreateBr(join);
+      }
+      b_.SetInsertPoint(join);
+      sync();
+      Value* slab = b_.CreateUDiv(ci, i64(chunks));
+      Value* rows = b_.CreateAdd(rows0, b_.CreateMul(slab, i64(slab_rows_)));
+      Value* cols = b_.CreateAdd(n0_, b_.CreateMul(b_.CreateURem(ci, i64(chunks)), i64(kCols)));
+      loop(i64(0), i64(64 * kQuads / 128), i64(1), "epi.rows", [&](Value* it) {
+        Value* flat = b_.CreateAdd(b_.CreateMul(b_.CreateTrunc(it, b_.getInt32Ty()), i32(128)), t);
+        Value* row = b_.CreateUDiv(flat, i32(kQuads));
+        Value* col = b_.CreateMul(b_.CreateURem(flat, i32(kQuads)), i32(4));
+        Value* sums = b_.CreateAlignedLoad(
+            quad_ty, at(b_.CreateAdd(b_.CreateMul(row, i32(kStride)), col)), llvm::Align(16));
+        Value* m = b_.CreateAdd(rows, b_.CreateZExt(row, b_.getInt64Ty()));
+        Value* n = b_.CreateAdd(cols, b_.CreateZExt(col, b_.getInt64Ty()));
+        Value* row_in = b_.CreateICmpULT(m, m_extent_);
+        auto sum = [&](int e) { return b_.CreateExtractElement(sums, static_cast<uint64_t>(e)); };
+        if_else(
+            b_.CreateAnd(quads_ok, b_.CreateAnd(row_in, b_.CreateICmpULT(b_.CreateAdd(n, i64(3)),
+                                                                         n_extent_))),
+            [&] {
+              std::vector<std::vector<Value*>> values;
+              for (int e = 0; e < 4; ++e) {
+                values.push_back(point_values(em, m, b_.CreateAdd(n, i64(e)), sum(e)));
+              }
+              store(em.outs, m, n, values);
+            },
+            [&] {
+              for (int e = 0; e < 4; ++e) {
+                Value* ne = b_.CreateAdd(n, i64(e));
+                if_then(b_.CreateAnd(row_in, b_.CreateICmpULT(ne, n_extent_)),
+                        [&] { store(em.outs, m, ne, {point_values(em, m, ne, sum(e))}); });
+              }
+            });
+      });
+      // Every thread has read the chunk before the next one is written.
+      sync();
+    });
   }
 
   // Stores each output's values at (m, n), (m, n + 1), ...: values[e][o] is element e of

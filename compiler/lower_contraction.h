@@ -16,7 +16,11 @@
 //     issues mma.sync.m16n8k16 (bf16 or f16 inputs, f32 accumulation).
 //  3. Epilogue: at each output element it owns, a thread scales the sum (contraction.h's
 //     scale), evaluates every statement of the kernel that reads it (bias, activation,
-//     residual, casts, several outputs) and stores the outputs, with a bounds check.
+//     residual, casts, several outputs) and stores the outputs, with a bounds check. With
+//     `smem_epilogue` (warp-specialized images) each MMA warpgroup first writes its
+//     accumulators to a buffer of its own, 32 columns at a time, and a loop reads them back
+//     four consecutive columns a thread: the epilogue's code appears once instead of once per
+//     accumulator (128 a thread), and the stores cover whole rows.
 // On sm_90a a config with `wgmma` runs the math as Hopper's warpgroup MMA instead: each
 // warpgroup (4 warps) owns 64 rows of the tile and issues wgmma.mma_async m64nNk16 reading
 // both operands from shared memory through matrix descriptors, the tiles laid out as the

@@ -271,7 +271,8 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
     CHECK(v.tile.tensor_maps[0] == bundle::TensorMapInfo{0, {64, 1, v.tile.m}});
     CHECK(v.tile.tensor_maps[1] == bundle::TensorMapInfo{1, {64, v.tile.n, 1}});
   }
-  CHECK(with_maps == 4);  // 128 x 256, 128 x 128 and the two ping-pong tiles
+  // 128 x 256, 128 x 128, the two ping-pong tiles and 128 x 256 with the staged epilogue
+  CHECK(with_maps == 5);
   CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].config.count("tma") == 1);
 
   // What the runtime asks the driver for: a's dims innermost first, byte strides of the outer
@@ -472,6 +473,32 @@ TEST_CASE("contraction: a transcendental epilogue's default, with and without TM
         std::get<ContractionConfig>(st.variants[static_cast<size_t>(st.default_variant)].config);
     INFO("rank " << (deep ? 6 : 2));
     CHECK(d.tma == (deep ? 0 : 1));
-    CHECK(d.tile_n == (deep ? 256 : 128));
+    CHECK(d.tile_n == 256);
+    CHECK(d.smem_epilogue == (deep ? 0 : 1));
   }
+}
+
+// Every contraction config's dynamic shared memory fits what a Hopper block may opt in to
+// (232448 bytes), for 2-byte and 4-byte elements' stages as planned (bf16/f16 operands); the
+// staged epilogue's two buffers sit after the stages and barriers, 128-byte aligned.
+TEST_CASE("contraction: shared memory of every config, the epilogue buffers last",
+          "[contraction]") {
+  int staged = 0;
+  for (const ContractionConfig& c : contraction_config_space()) {
+    INFO(c.tile_m << " x " << c.tile_n << ", " << c.stages << " stages");
+    CHECK(c.smem_bytes(2) <= 232448);
+    if (!c.smem_epilogue) {
+      CHECK(c.smem_bytes(2) == c.stages * c.stage_bytes(2) + c.barrier_bytes());
+      continue;
+    }
+    ++staged;
+    CHECK(c.tma == 1);
+    CHECK(c.tile_n % ContractionConfig::kEpilogueColumns == 0);
+    CHECK(c.epilogue_offset(2) % 128 == 0);
+    CHECK(c.epilogue_offset(2) >= c.stages * c.stage_bytes(2) + c.barrier_bytes());
+    CHECK(c.smem_bytes(2) == c.epilogue_offset(2) + 2 * ContractionConfig::kEpilogueBytes);
+  }
+  CHECK(staged >= 1);
+  CHECK(default_contraction_config_heavy().smem_epilogue == 1);
+  CHECK(default_contraction_config().smem_epilogue == 0);
 }
