@@ -14,6 +14,9 @@
 # same count for Kiln and torch).
 #   bench/everyday.sh KILN_BINARY OUT_DIR
 #   BENCH_REPS=N     timed launches per variant (default 100)
+#   BENCH_KERNELS="k ..."  only these Kiln kernels; BENCH_TORCH="part ..." only the torch cases
+#                    whose names contain one of these (e.g. BENCH_KERNELS="channel_sums"
+#                    BENCH_TORCH="channel")
 set -uo pipefail
 kiln=$1 out=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +33,7 @@ for spec in cross_entropy:cross_entropy:M=32768,V=32768 embedding:embedding:T=13
     spatial_mean:spatial_mean_bf16:B=64,C=256,H=56,W=56 spatial_mean:channel_sums:N=64,C=256,H=56,W=56 \
     strided:layernorm_strided:M=16384,N=4096; do
   IFS=: read -r bundle kernel shape extra <<< "$spec"
+  [[ -z ${BENCH_KERNELS:-} || " $BENCH_KERNELS " == *" $kernel "* ]] || continue
   name="kiln_${kernel}_${shape//[=,]/_}"
   args=(--shape "$shape")
   [[ -n $extra ]] && args+=("$extra")
@@ -44,7 +48,8 @@ for spec in cross_entropy:cross_entropy:M=32768,V=32768 embedding:embedding:T=13
     { echo "$kernel $shape: exit $?"; failed=$((failed+1)); }
   echo "== $kernel $shape"; cat "$out/$name.txt"
 done
-python3 "$root/bench/torch_everyday.py" "$out/torch.json" > "$out/torch.txt" 2>&1 ||
+read -ra torch_only <<< "${BENCH_TORCH:-}"
+python3 "$root/bench/torch_everyday.py" "$out/torch.json" "${torch_only[@]}" > "$out/torch.txt" 2>&1 ||
   { echo "torch cases failed (see torch.txt)"; failed=$((failed+1)); }
 cat "$out/torch.txt"
 python3 "$root/bench/summarize_everyday.py" "$out" | tee "$out/summary.md"

@@ -80,6 +80,18 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
     reduced_extents_.push_back(dim_value(d));
     R_ = R_ ? b_.CreateMul(R_, reduced_extents_.back(), "R") : reduced_extents_.back();
   }
+  const size_t m = reduced_extents_.size();
+  suffix_.assign(m + 1, i64(1));
+  for (size_t a = m; a-- > 0;) {
+    suffix_[a] =
+        a + 1 == m ? reduced_extents_[a] : b_.CreateMul(reduced_extents_[a], suffix_[a + 1]);
+  }
+  for (Value* d : suffix_) {
+    // (An empty reduction divides nothing: its reciprocal is never used.)
+    Value* safe = b_.CreateSelect(b_.CreateICmpEQ(d, i64(0)), i64(1), d);
+    suffix_inverse_.push_back(b_.CreateFDiv(llvm::ConstantFP::get(b_.getDoubleTy(), 1.0),
+                                            b_.CreateUIToFP(safe, b_.getDoubleTy())));
+  }
   exit_ = BasicBlock::Create(ctx_, "exit", fn_);
 
   const int V = cfg_.vec;
@@ -87,6 +99,15 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
   if (V > 1) {
     Value* along = shape_ == StepKind::row_reduction ? R_ : row_extents_.back();
     vec_ok = b_.CreateICmpEQ(b_.CreateURem(along, i64(V)), i64(0), "vec.ok");
+    // Vectors along a trailing run of the reduced indices (reduction_analysis.h) stay inside
+    // it when its length is a multiple of vec too.
+    if (shape_ == StepKind::row_reduction) {
+      for (int a : suffix_runs(prog_)) {
+        vec_ok = b_.CreateAnd(
+            vec_ok,
+            b_.CreateICmpEQ(b_.CreateURem(suffix_[static_cast<size_t>(a)], i64(V)), i64(0)));
+      }
+    }
   }
   if (cfg_.split && shape_ == StepKind::outer_reduction) {
     emit_outer_split(vec_ok);

@@ -234,12 +234,40 @@ std::string reduced_axis_var(int a) {
   return fmt::format("_a{}", a);
 }
 
+std::string suffix_var(int a) {
+  return fmt::format("_s{}", a);
+}
+
+int suffix_start(const std::string& v) {
+  return v.size() > 2 && v.rfind("_s", 0) == 0 ? std::stoi(v.substr(2)) : -1;
+}
+
 bool is_reduced(const std::string& v) {
-  return v == kReduced || v == kFolded || v.rfind("_a", 0) == 0;
+  return v == kReduced || v == kFolded || v.rfind("_a", 0) == 0 || suffix_start(v) >= 0;
 }
 
 bool uses_reduced(const std::vector<std::string>& idx) {
   return std::any_of(idx.begin(), idx.end(), is_reduced);
+}
+
+std::set<int> suffix_runs(const Program& p) {
+  std::set<int> out;
+  auto note = [&](const std::vector<std::string>& idx) {
+    for (const std::string& v : idx) {
+      if (const int a = suffix_start(v); a >= 0) out.insert(a);
+    }
+  };
+  std::set<const ExprNode*> seen;  // values are DAGs
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (!seen.insert(e.ptr().get()).second) return;
+    if (const Load* l = e.as<Load>()) note(l->indices);
+    for_each_child(e, walk);
+  };
+  for (const Item& it : p.items) {
+    note(it.indices);
+    if (it.value.defined()) walk(it.value);
+  }
+  return out;
 }
 
 // Whether canonical indices name a row dimension (`_o<d>`).
@@ -252,6 +280,8 @@ namespace {
 
 // Canonical indices with the run _a0, .., _a<m-1> (all m reduced indices, in order, adjacent)
 // read as the flat index: kFolded, .., kFolded, _r.
+// Failing that, the longest trailing run _a<a>, .., _a<m-1> (a > 0) at the end of the indices
+// reads as kFolded, .., kFolded, _s<a>.
 std::vector<std::string> fold_run(std::vector<std::string> idx, int m) {
   if (m < 2) return idx;
   for (size_t d = 0; d + m <= idx.size(); ++d) {
@@ -260,7 +290,19 @@ std::vector<std::string> fold_run(std::vector<std::string> idx, int m) {
     if (!run) continue;
     for (int a = 0; a + 1 < m; ++a) idx[d + a] = kFolded;
     idx[d + m - 1] = kReduced;
-    break;
+    return idx;
+  }
+  for (int a = 1; a < m; ++a) {
+    const auto n = static_cast<size_t>(m - a);
+    if (idx.size() < n) continue;
+    const size_t d = idx.size() - n;
+    bool run = true;
+    for (size_t k = 0; k < n && run; ++k)
+      run = idx[d + k] == reduced_axis_var(a + static_cast<int>(k));
+    if (!run) continue;
+    for (size_t k = 0; k + 1 < n; ++k) idx[d + k] = kFolded;
+    idx.back() = suffix_var(a);
+    return idx;
   }
   return idx;
 }

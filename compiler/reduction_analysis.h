@@ -54,14 +54,20 @@ namespace reduction {
 /// over several indices runs as one flat index `_r` of R elements (their product, the first
 /// outermost); in a tensor that holds them all as one run, in order (x[b, c, h, w] reduced
 /// over h, w), the run reads as that flat index: its outer positions become kFolded (no
-/// coordinate of their own; their extents still scale the strides) and its last `_r`. Every
-/// other use of reduced index a is `_a<a>` (reduced_axis_var), recomputed from `_r` by
-/// division.
+/// coordinate of their own; their extents still scale the strides) and its last `_r`. In a
+/// tensor whose innermost indices are the last reduced indices a, .., m - 1, in order (x[n, c,
+/// h, w] reduced over n, h, w: h, w), that trailing run reads as `_s<a>` (suffix_var), the flat
+/// index modulo their product: consecutive in memory, so a vector of it is one access. Every
+/// other use of reduced index a is `_a<a>` (reduced_axis_var). Both are recomputed from `_r`
+/// by division.
 inline const char* const kReduced = "_r";
 inline const char* const kFolded = "_rf";
 std::string row_var(int d);
 std::string reduced_axis_var(int a);
-/// Whether canonical index `v` depends on the reduced index: `_r`, kFolded or `_a<a>`.
+std::string suffix_var(int a);
+/// The first reduced index of a trailing run `_s<a>`, or -1 for another name.
+int suffix_start(const std::string& v);
+/// Whether canonical index `v` depends on the reduced index: `_r`, kFolded, `_s<a>` or `_a<a>`.
 bool is_reduced(const std::string& v);
 /// Whether canonical indices name any index that depends on the reduced one.
 bool uses_reduced(const std::vector<std::string>& idx);
@@ -94,6 +100,10 @@ struct Program {
 /// Steps 1 to 3. `fuse`: whether looped rows fuse (ReductionConfig::fuse), else p.looped ==
 /// p.passes.
 Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk, bool fuse);
+
+/// The first reduced index of each trailing run (`_s<a>`) that the program's loads and stores
+/// read or write.
+std::set<int> suffix_runs(const Program& p);
 
 /// Whether canonical indices name `v`; whether they name a row dimension (`_o<d>`).
 bool uses(const std::vector<std::string>& idx, const std::string& v);

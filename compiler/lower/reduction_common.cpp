@@ -439,19 +439,50 @@ Value* ReductionLowering::coordinate(const std::string& var, const Point& p) {
     return p.r;
   }
   internal_check(var != kFolded, "lower_reduction: the coordinate of a folded index");
-  if (var.rfind("_a", 0) == 0) {
-    // Reduced index a of several: (r / (R_{a+1} * .. * R_{m-1})) % R_a.
+  if (const int a = suffix_start(var); a >= 0) {
+    // The trailing run of reduced indices a ..: r % (R_a * .. * R_{m-1}).
     internal_check(p.r != nullptr, "lower_reduction: reduced index at row level");
-    const size_t a = std::stoul(var.substr(2));
-    Value* q = p.r;
-    Value* inner = nullptr;
-    for (size_t k = a + 1; k < reduced_extents_.size(); ++k) {
-      inner = inner ? b_.CreateMul(inner, reduced_extents_[k]) : reduced_extents_[k];
-    }
-    if (inner) q = b_.CreateUDiv(q, inner, "r.outer");
-    return a == 0 ? q : b_.CreateURem(q, reduced_extents_[a], "r.axis");
+    return b_.CreateSub(p.r, b_.CreateMul(divide(p.r, a), suffix_[static_cast<size_t>(a)]),
+                        "r.run");
+  }
+  if (var.rfind("_a", 0) == 0) {
+    // Reduced index a of several: (r / (R_{a+1} * .. * R_{m-1})) % R_a, the remainder as
+    // r / S_{a+1} - R_a (r / S_a) (S_a = R_a S_{a+1}).
+    internal_check(p.r != nullptr, "lower_reduction: reduced index at row level");
+    const int a = std::stoi(var.substr(2));
+    const int m = static_cast<int>(reduced_extents_.size());
+    Value* q = a + 1 < m ? divide(p.r, a + 1) : p.r;
+    if (a == 0) return q;
+    return b_.CreateSub(q, b_.CreateMul(divide(p.r, a), reduced_extents_[static_cast<size_t>(a)]),
+                        "r.axis");
   }
   return p.o.at(std::stoi(var.substr(2)));
+}
+
+Value* ReductionLowering::divide(Value* n, int a) {
+  Value* d = suffix_[static_cast<size_t>(a)];
+  Value* est =
+      b_.CreateFMul(b_.CreateUIToFP(n, b_.getDoubleTy()), suffix_inverse_[static_cast<size_t>(a)]);
+  Value* q = b_.CreateFPToUI(est, b_.getInt64Ty());
+  // The estimate is within one of the quotient (n, d < 2^53: |n/d - est| < 1).
+  Value* rem = b_.CreateSub(n, b_.CreateMul(q, d));
+  Value* low = b_.CreateICmpSLT(rem, i64(0));
+  q = b_.CreateSelect(low, b_.CreateSub(q, i64(1)), q);
+  rem = b_.CreateSelect(low, b_.CreateAdd(rem, d), rem);
+  return b_.CreateSelect(b_.CreateICmpUGE(rem, d), b_.CreateAdd(q, i64(1)), q, "r.div");
+}
+
+std::vector<std::string> ReductionLowering::unfolded(const std::vector<std::string>& idx) const {
+  const int m = static_cast<int>(reduced_extents_.size());
+  std::vector<std::string> out = idx;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    const int a = idx[d] == kReduced && m > 1 ? 0 : suffix_start(idx[d]);
+    if (a < 0) continue;
+    const size_t n = static_cast<size_t>(m - a);
+    internal_check(d + 1 >= n, "lower_reduction: a folded run longer than its indices");
+    for (size_t k = 0; k < n; ++k) out[d + 1 - n + k] = reduced_axis_var(a + static_cast<int>(k));
+  }
+  return out;
 }
 
 // Element offset (i64) of tensor `t` (an abi parameter) at `indices` for point p.
@@ -459,7 +490,7 @@ Value* ReductionLowering::offset_of(int param, const std::vector<std::string>& i
                                     const Point& p) {
   if (cfg_.strided && params_[param]->strided) {  // a strided variant: through the strides
     std::vector<Value*> coords;
-    for (const std::string& v : indices) coords.push_back(coordinate(v, p));
+    for (const std::string& v : unfolded(indices)) coords.push_back(coordinate(v, p));
     Value* off = em_.strided_offset(params_[param]->name, coords);
     internal_check(off != nullptr, "lower_reduction: a strided input without strides");
     return off;
@@ -541,7 +572,11 @@ Value* ReductionLowering::load_vector(int param, const Load& ld, const Point& fi
 // and the vectors' index; in a shifted group, only a tensor laid out like the row.
 bool ReductionLowering::vector_access(const Group& g, int param,
                                       const std::vector<std::string>& indices) const {
-  if (!g.vector || indices.empty() || indices.back() != vary_) return false;
+  if (!g.vector || indices.empty()) return false;
+  // A trailing run of the reduced indices is consecutive along the row's vectors too: the
+  // kernel checks that its length is a multiple of vec (run()).
+  const bool run = vary_ == kReduced && suffix_start(indices.back()) >= 0;
+  if (indices.back() != vary_ && !run) return false;
   return !g.shifted || aligned_with_row(param, indices);
 }
 

@@ -243,6 +243,7 @@ REFERENCES = {
     "channel_sums": (lambda x: {"s": x.sum((0, 2, 3)), "q": (x * x).sum((0, 2, 3))},
                      ("N", "H", "W"), ("nan",)),
     "sum_bh": (lambda x: x.sum((0, 2)), ("B", "H"), ("nan",)),
+    "channel_mean_bf16": (lambda x: x.mean((0, 2)), ("N", "L"), ("nan",)),
     # Outer reductions of examples/reduction_suite.kiln: two outputs of one pass, and a mean
     # over the middle index of three.
     "ln_wgrad_bf16": (lambda dy, xhat: {"dw": (dy * xhat).sum(0), "db": dy.sum(0)}, ("M",),
@@ -303,6 +304,9 @@ SHAPES_BY_KERNEL = {"cummin_cols": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000
                                {"B": 5, "M": 257, "N": 129, "D": 128}],
                     "heads_first": _BSHD, "heads_keys": _BSHD, "heads_keys_f32": _BSHD,
                     "spatial_mean": _BCHW, "spatial_mean_bf16": _BCHW, "sum_bh": _BCHW,
+                    "channel_mean_bf16": [{"N": 1, "C": 1, "L": 1}, {"N": 3, "C": 5, "L": 8},
+                                          {"N": 7, "C": 33, "L": 1001},
+                                          {"N": 16, "C": 64, "L": 4096}],
                     "channel_sums": [{"N": d["B"], "C": d["C"], "H": d["H"], "W": d["W"]}
                                      for d in _BCHW],
                     "token_max": [{"B": 1, "S": 1, "D": 1}, {"B": 3, "S": 33, "D": 1000},

@@ -3,9 +3,12 @@
 // reduction, one kernel) and the kernel plan's account of how the indices run.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 #include <random>
+#include <set>
 
 #include "compiler/kernel_plan.h"
+#include "compiler/reduction_analysis.h"
 #include "compiler/schedule.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
@@ -242,4 +245,60 @@ TEST_CASE("multi-axis reductions: the plan and its manifest step", "[compiler][m
   interpret(p.kernels[0], syms, a);
   run_schedule(plan->schedule, syms, b);
   for (int64_t i = 0; i < 6; ++i) CHECK(y1.get(i) == y2.get(i));
+}
+
+// The canonical indices each load reads on the general path (reduction_analysis.h): a
+// trailing run of the last reduced indices, in order, reads as `_s<a>` after kFolded
+// positions (one access per vector); anything else keeps `_a<k>` per index.
+TEST_CASE("multi-axis reductions: trailing runs of the reduced indices fold",
+          "[compiler][multiaxis]") {
+  auto loads = [](const std::string& src) {
+    Program p = parse_program(src);
+    Schedule s = schedule_kernel(p.kernels.at(0));
+    REQUIRE(s.kernels.size() == 1);
+    const reduction::Program prog = reduction::canonicalize(p.kernels.at(0), s.kernels[0], false);
+    std::vector<std::vector<std::string>> out;
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (const Load* l = e.as<Load>()) out.push_back(l->indices);
+      for_each_child(e, walk);
+    };
+    for (const reduction::Item& it : prog.items) {
+      if (it.value.defined()) walk(it.value);
+    }
+    return std::make_pair(out, reduction::suffix_runs(prog));
+  };
+  using V = std::vector<std::string>;
+  {  // n, h, w around c: h, w trail
+    auto [l, runs] = loads(
+        "kernel k(x: f32[N, C, H, W]) -> (s: f32[C]) {\n"
+        "  s[c] = sum(x[n, c, h, w], n, h, w)\n}\n");
+    REQUIRE(l.size() == 1);
+    CHECK(l[0] == V{"_a0", "_o0", "_rf", "_s1"});
+    CHECK(runs == std::set<int>{1});
+  }
+  {  // n, l around c: l alone trails
+    auto [l, runs] = loads(
+        "kernel k(x: bf16[N, C, L]) -> (m: bf16[C]) {\n"
+        "  m[c] = mean(x[n, c, l], n, l)\n}\n");
+    REQUIRE(l.size() == 1);
+    CHECK(l[0] == V{"_a0", "_o0", "_s1"});
+    CHECK(runs == std::set<int>{1});
+  }
+  {  // a second tensor with the trailing indices the other way round: an index at a time
+    auto [l, runs] = loads(
+        "kernel k(x: f32[N, C, H, W], z: f32[N, C, W, H]) -> (s: f32[C]) {\n"
+        "  s[c] = sum(x[n, c, h, w] * z[n, c, w, h], n, h, w)\n}\n");
+    REQUIRE(l.size() == 2);
+    CHECK(l[0] == V{"_a0", "_o0", "_rf", "_s1"});
+    CHECK(l[1] == V{"_a0", "_o0", "_a2", "_a1"});
+    CHECK(runs == std::set<int>{1});
+  }
+  {  // the whole run in order still reads as the flat index
+    auto [l, runs] = loads(
+        "kernel k(x: f32[B, C, H, W]) -> (y: f32[B, C]) {\n"
+        "  y[b, c] = mean(x[b, c, h, w], h, w)\n}\n");
+    REQUIRE(l.size() == 1);
+    CHECK(l[0] == V{"_o0", "_o1", "_rf", "_r"});
+    CHECK(runs.empty());
+  }
 }
