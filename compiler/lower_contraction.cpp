@@ -186,6 +186,10 @@ class ContractionLowering {
     internal_check(!cfg_.tma || (cfg_.wgmma && cfg_.math_threads() == 256),
                    "contraction: a TMA config is a wgmma config of two MMA warpgroups");
     internal_check(!cfg_.pingpong || cfg_.tma, "contraction: ping-pong is a TMA config");
+    internal_check(!cfg_.smem_epilogue ||
+                       (specialized_ && cfg_.tile_n % ContractionConfig::kEpilogueColumns == 0),
+                   "contraction: a staged epilogue is a warp-specialized config's, over whole "
+                   "chunks of columns");
     const int wm = cfg_.tile_m / cfg_.warps_m, wn = cfg_.tile_n / cfg_.warps_n;
     internal_check(
         (pingpong_ || wm % 16 == 0) && wn % 16 == 0 && cfg_.tile_k % 16 == 0 && cfg_.stages >= 2,
