@@ -280,13 +280,23 @@ namespace {
 
 // Canonical indices with the run _a0, .., _a<m-1> (all m reduced indices, in order, adjacent)
 // read as the flat index: kFolded, .., kFolded, _r.
-// Failing that, the longest trailing run _a<a>, .., _a<m-1> (a > 0) at the end of the indices
-// reads as kFolded, .., kFolded, _s<a>.
+// Failing that, in a tensor that reads every reduced index (a row's own data, not a weight
+// such as w[_a2]), the longest trailing run _a<a>, .., _a<m-1> (a > 0) reads as kFolded, ..,
+// kFolded, _s<a>. Neither when an index of the run also appears elsewhere in the indices
+// (t[w, c, h, w]): that position varies along the run, so the run is not a flat index there.
 std::vector<std::string> fold_run(std::vector<std::string> idx, int m) {
   if (m < 2) return idx;
+  // Whether reduced index a appears outside positions [d, d + n).
+  auto outside = [&](int a, size_t d, size_t n) {
+    for (size_t i = 0; i < idx.size(); ++i) {
+      if ((i < d || i >= d + n) && idx[i] == reduced_axis_var(a)) return true;
+    }
+    return false;
+  };
   for (size_t d = 0; d + m <= idx.size(); ++d) {
     bool run = true;
     for (int a = 0; a < m && run; ++a) run = idx[d + a] == reduced_axis_var(a);
+    for (int a = 0; a < m && run; ++a) run = !outside(a, d, static_cast<size_t>(m));
     if (!run) continue;
     for (int a = 0; a + 1 < m; ++a) idx[d + a] = kFolded;
     idx[d + m - 1] = kReduced;
@@ -299,6 +309,8 @@ std::vector<std::string> fold_run(std::vector<std::string> idx, int m) {
     bool run = true;
     for (size_t k = 0; k < n && run; ++k)
       run = idx[d + k] == reduced_axis_var(a + static_cast<int>(k));
+    for (int k = a; k < m && run; ++k) run = !outside(k, d, n);
+    for (int k = 0; k < a && run; ++k) run = outside(k, d, n);  // it reads the others too
     if (!run) continue;
     for (size_t k = 0; k + 1 < n; ++k) idx[d + k] = kFolded;
     idx.back() = suffix_var(a);

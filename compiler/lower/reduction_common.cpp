@@ -575,8 +575,17 @@ bool ReductionLowering::vector_access(const Group& g, int param,
   if (!g.vector || indices.empty()) return false;
   // A trailing run of the reduced indices is consecutive along the row's vectors too: the
   // kernel checks that its length is a multiple of vec (run()).
-  const bool run = vary_ == kReduced && suffix_start(indices.back()) >= 0;
-  if (indices.back() != vary_ && !run) return false;
+  const int run = vary_ == kReduced ? suffix_start(indices.back()) : -1;
+  if (indices.back() != vary_ && run < 0) return false;
+  // Every other index is the same for the vector's elements: row indices, folded positions,
+  // and (along a run _s<a>) the reduced indices before the run, whose strides are multiples
+  // of its length. Not the varying index again, nor another part of the flat one.
+  for (size_t i = 0; i + 1 < indices.size(); ++i) {
+    const std::string& v = indices[i];
+    if (v == vary_) return false;
+    if (v == kFolded || vary_ != kReduced || !is_reduced(v)) continue;
+    if (v.rfind("_a", 0) != 0 || run < 0 || std::stoi(v.substr(2)) >= run) return false;
+  }
   return !g.shifted || aligned_with_row(param, indices);
 }
 

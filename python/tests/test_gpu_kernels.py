@@ -249,6 +249,7 @@ REFERENCES = {
     "ln_wgrad_bf16": (lambda dy, xhat: {"dw": (dy * xhat).sum(0), "db": dy.sum(0)}, ("M",),
                       ("nan",)),
     "mid_mean": (lambda x: x.mean(1), ("M",), ("nan",)),
+    "diag_sums": (lambda x, t: torch.einsum("nchw,wchw->c", x, t), ("N", "H", "W"), ("nan",)),
     "token_max": (lambda x: x.amax((0, 1)), ("B", "S"), ("nan", "inf")),
     # Strided inputs (examples/strided.kiln): these cases pass contiguous tensors (the fast
     # path); test_strided_views passes transposed, padded and expanded views.
@@ -311,6 +312,8 @@ SHAPES_BY_KERNEL = {"cummin_cols": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000
                                      for d in _BCHW],
                     "token_max": [{"B": 1, "S": 1, "D": 1}, {"B": 3, "S": 33, "D": 1000},
                                   {"B": 7, "S": 1000, "D": 5}, {"B": 2, "S": 4097, "D": 64}],
+                    "diag_sums": [{"N": 1, "C": 1, "H": 1, "W": 1}, {"N": 2, "C": 3, "H": 4, "W": 4},
+                                  {"N": 3, "C": 5, "H": 7, "W": 8}],
                     "mid_mean": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000, "N": 33},
                                  {"B": 2, "M": 70001, "N": 7}, {"B": 5, "M": 17, "N": 4099}]}
 

@@ -293,6 +293,30 @@ TEST_CASE("multi-axis reductions: trailing runs of the reduced indices fold",
     CHECK(l[1] == V{"_a0", "_o0", "_a2", "_a1"});
     CHECK(runs == std::set<int>{1});
   }
+  {  // a weight that reads only the trailing index keeps it: it is no row of the data
+    auto [l, runs] = loads(
+        "kernel k(x: f32[N, C, H, W], g: f32[W]) -> (s: f32[C]) {\n"
+        "  s[c] = sum(x[n, c, h, w] * g[w], n, h, w)\n}\n");
+    REQUIRE(l.size() == 2);
+    CHECK(l[0] == V{"_a0", "_o0", "_rf", "_s1"});
+    CHECK(l[1] == V{"_a2"});
+  }
+  {  // an index of the run read twice (a diagonal): no run, an index at a time (a review
+     // found its vectors wrong: w differs along them)
+    auto [l, runs] = loads(
+        "kernel k(x: f32[N, C, H, W], t: f32[W, C, H, W]) -> (s: f32[C]) {\n"
+        "  s[c] = sum(x[n, c, h, w] * t[w, c, h, w], n, h, w)\n}\n");
+    REQUIRE(l.size() == 2);
+    CHECK(l[0] == V{"_a0", "_o0", "_rf", "_s1"});
+    CHECK(l[1] == V{"_a2", "_o0", "_a1", "_a2"});
+    auto [f, none] = loads(
+        "kernel k(x: f32[C, H, W], t: f32[W, H, W]) -> (s: f32[C]) {\n"
+        "  s[c] = sum(x[c, h, w] * t[w, h, w], h, w)\n}\n");
+    (void)none;
+    REQUIRE(f.size() == 2);
+    CHECK(f[0] == V{"_o0", "_rf", "_r"});
+    CHECK(f[1] == V{"_a1", "_a0", "_a1"});
+  }
   {  // the whole run in order still reads as the flat index
     auto [l, runs] = loads(
         "kernel k(x: f32[B, C, H, W]) -> (y: f32[B, C]) {\n"
