@@ -75,17 +75,14 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
     row_extents_.push_back(dim_value(d));
     rows_ = b_.CreateMul(rows_, row_extents_.back(), "rows");
   }
-  R_ = nullptr;
-  for (const Dim& d : sk_.reduced) {
-    reduced_extents_.push_back(dim_value(d));
-    R_ = R_ ? b_.CreateMul(R_, reduced_extents_.back(), "R") : reduced_extents_.back();
-  }
+  for (const Dim& d : sk_.reduced) reduced_extents_.push_back(dim_value(d));
   const size_t m = reduced_extents_.size();
   suffix_.assign(m + 1, i64(1));
   for (size_t a = m; a-- > 0;) {
     suffix_[a] =
         a + 1 == m ? reduced_extents_[a] : b_.CreateMul(reduced_extents_[a], suffix_[a + 1]);
   }
+  R_ = suffix_[0];  // the whole product
   for (Value* d : suffix_) {
     // (An empty reduction divides nothing: its reciprocal is never used.)
     Value* safe = b_.CreateSelect(b_.CreateICmpEQ(d, i64(0)), i64(1), d);
