@@ -137,13 +137,9 @@ void Emitter::store(Value* ptr, DType t, const std::vector<Value*>& vals) {
   }
   Value* vec = nullptr;
   if (t == DType::bf16 && n % 2 == 0) {
-    // Pairs rounded by one cvt.rn.bf16x2.f32 (sm_80+) instead of two conversions and a pack.
+    const std::vector<Value*> words = storage_words(t, vals);
     vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getInt32Ty(), n / 2));
-    for (int l = 0; l < n; l += 2) {
-      Value* two =
-          b_.CreateIntrinsic(llvm::Intrinsic::nvvm_ff2bf16x2_rn, {}, {vals[l + 1], vals[l]});
-      vec = b_.CreateInsertElement(vec, b_.CreateBitCast(two, b_.getInt32Ty()), l / 2);
-    }
+    for (int l = 0; l < n / 2; ++l) vec = b_.CreateInsertElement(vec, words[l], l);
   } else {
     vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(storage_type(t), n));
     for (int l = 0; l < n; ++l) vec = b_.CreateInsertElement(vec, to_storage(vals[l], t), l);
@@ -151,8 +147,103 @@ void Emitter::store(Value* ptr, DType t, const std::vector<Value*>& vals) {
   b_.CreateAlignedStore(vec, ptr, llvm::Align(std::min<int>(16, n * size_of(t))));
 }
 
+std::vector<Value*> Emitter::storage_words(DType t, const std::vector<Value*>& vals) {
+  std::vector<Value*> words;
+  const int n = static_cast<int>(vals.size());
+  if (size_of(t) == 4) {
+    for (Value* v : vals) words.push_back(b_.CreateBitCast(to_storage(v, t), b_.getInt32Ty()));
+    return words;
+  }
+  internal_check(size_of(t) == 2 && n % 2 == 0, "storage_words: pairs of 16-bit elements");
+  for (int l = 0; l < n; l += 2) {
+    if (t == DType::bf16) {
+      // Pairs rounded by one cvt.rn.bf16x2.f32 (sm_80+) instead of two conversions and a pack.
+      Value* two =
+          b_.CreateIntrinsic(llvm::Intrinsic::nvvm_ff2bf16x2_rn, {}, {vals[l + 1], vals[l]});
+      words.push_back(b_.CreateBitCast(two, b_.getInt32Ty()));
+    } else {
+      Value* lo = b_.CreateZExt(to_storage(vals[l], t), b_.getInt32Ty());
+      Value* hi = b_.CreateZExt(to_storage(vals[l + 1], t), b_.getInt32Ty());
+      words.push_back(b_.CreateOr(lo, b_.CreateShl(hi, 16)));
+    }
+  }
+  return words;
+}
+
 Value* Emitter::sreg(llvm::Intrinsic::ID id) {
   return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), b_.getInt64Ty());
+}
+
+// Division by an invariant divisor. i32 (Granlund and Montgomery, "Division by invariant
+// integers using multiplication", 1994): with l = ceil(log2 d) and m = ceil(2^(31+l) / d),
+// which lies in [2^31, 2^32), n / d = floor(2n * m / 2^(32+l)) = mul.hi(2n, m) >> l for every
+// n < 2^31: m = 2^(31+l) / d + e with 0 <= e < 1 makes the estimate n / d + n e / 2^(31+l),
+// whose excess is below 2^-l <= 1 / d, too little to reach the next integer; d = 1 gives
+// m = 2^31 and l = 0. i64: n times the reciprocal of d, then one step each way.
+//
+// Both take 1 / d in double precision from rcp.approx.ftz.f64 and three Newton steps
+// (r += r (1 - d r): the relative error squares each step, so any first estimate good to
+// 2^-16 ends at the rounding's, about 2^-52), not a correctly rounded division: that is a
+// call into a CUDA subroutine, and a kernel that calls one has registers reserved across the
+// call (measured: a 4-D pointwise kernel went from 96 to 248 registers, twice as slow). So
+// 2^(31+l) / d is estimated within 2^-19, its floor is ceil(2^(31+l) / d) or up to two less,
+// and two comparisons raise it; n / d is estimated within one for n / d < 2^50.
+Value* Emitter::reciprocal(Value* x) {
+  Value* r = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_rcp_approx_ftz_d, {}, {x});
+  Value* one = llvm::ConstantFP::get(b_.getDoubleTy(), 1.0);
+  for (int step = 0; step < 3; ++step) {
+    r = b_.CreateFAdd(r, b_.CreateFMul(r, b_.CreateFSub(one, b_.CreateFMul(x, r))), "rcp");
+  }
+  return r;
+}
+
+Divisor Emitter::divisor(Value* d) {
+  auto* ty = llvm::cast<llvm::IntegerType>(d->getType());
+  Type* f64 = b_.getDoubleTy();
+  Divisor out;
+  out.d = b_.CreateSelect(b_.CreateICmpEQ(d, llvm::ConstantInt::get(ty, 0)),
+                          llvm::ConstantInt::get(ty, 1), d, "div.d");
+  if (ty->getBitWidth() == 64) {
+    out.magic = reciprocal(b_.CreateUIToFP(out.d, f64));
+    return out;
+  }
+  internal_check(ty->getBitWidth() == 32, "Emitter::divisor: an i32 or i64 divisor");
+  Value* lz = b_.CreateIntrinsic(llvm::Intrinsic::ctlz, {ty},
+                                 {b_.CreateSub(out.d, b_.getInt32(1)), b_.getFalse()});
+  out.shift = b_.CreateSub(b_.getInt32(32), lz, "div.l");
+  Value* d64 = b_.CreateZExt(out.d, b_.getInt64Ty());
+  Value* pow = b_.CreateShl(
+      b_.getInt64(1), b_.CreateZExt(b_.CreateAdd(out.shift, b_.getInt32(31)), b_.getInt64Ty()));
+  Value* m = b_.CreateFPToUI(
+      b_.CreateFMul(b_.CreateUIToFP(pow, f64), reciprocal(b_.CreateUIToFP(out.d, f64))),
+      b_.getInt64Ty());
+  for (int step = 0; step < 2; ++step) {
+    Value* short_ = b_.CreateICmpULT(b_.CreateMul(m, d64), pow);
+    m = b_.CreateAdd(m, b_.CreateZExt(short_, b_.getInt64Ty()));
+  }
+  out.magic = b_.CreateTrunc(m, b_.getInt32Ty(), "div.m");
+  return out;
+}
+
+std::pair<Value*, Value*> Emitter::divmod(Value* n, const Divisor& d) {
+  if (n->getType()->isIntegerTy(32)) {
+    // mul.hi.u32 (the generic i64 product's high half is not matched to it once the
+    // optimizer has rewritten the zero extensions).
+    Value* twice = b_.CreateShl(n, b_.getInt32(1), "", /*HasNUW=*/true);  // 2n < 2^32
+    Value* hi = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_mulhi_ui, {}, {twice, d.magic});
+    Value* q = b_.CreateLShr(hi, d.shift, "q");
+    return {q, b_.CreateSub(n, b_.CreateMul(q, d.d, "", true, true), "r", true, true)};
+  }
+  auto i64 = [&](int64_t v) { return b_.getInt64(v); };
+  Value* est = b_.CreateFMul(b_.CreateUIToFP(n, b_.getDoubleTy()), d.magic);
+  Value* q = b_.CreateFPToUI(est, b_.getInt64Ty());
+  Value* r = b_.CreateSub(n, b_.CreateMul(q, d.d));
+  Value* low = b_.CreateICmpSLT(r, i64(0));
+  q = b_.CreateSelect(low, b_.CreateSub(q, i64(1)), q);
+  r = b_.CreateSelect(low, b_.CreateAdd(r, d.d), r);
+  Value* high = b_.CreateICmpUGE(r, d.d);
+  return {b_.CreateSelect(high, b_.CreateAdd(q, i64(1)), q, "q"),
+          b_.CreateSelect(high, b_.CreateSub(r, d.d), r, "r")};
 }
 
 void Emitter::annotate_kernel(llvm::Function* fn, int max_threads) {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/expr.h"
@@ -29,6 +30,15 @@ using ValueMemo = std::unordered_map<const ExprNode*, llvm::Value*>;
 /// evaluated by the Emitter itself: their positions through `eval`, their tensor and extents
 /// from the kernel's arguments by name.
 using LeafFn = std::function<llvm::Value*(const Expr&)>;
+
+/// A divisor fixed for a kernel's life (an extent), prepared once by Emitter::divisor so that
+/// each division by it is a multiplication, not the emulated integer division (tens of
+/// instructions each in SASS).
+struct Divisor {
+  llvm::Value* d = nullptr;      // the divisor, i32 or i64 (0 read as 1)
+  llvm::Value* magic = nullptr;  // i32: ceil(2^(31 + l) / d) (u32); i64: 1.0 / d (double)
+  llvm::Value* shift = nullptr;  // i32: l = ceil(log2 d)
+};
 
 class Emitter {
  public:
@@ -55,11 +65,20 @@ class Emitter {
   /// priorities: evict_last in L1 and `policy` (l2_evict_last_policy) in L2 (PTX
   /// ld.global.nc.L1::evict_last.L2::cache_hint). Other sizes load as load_vector does.
   llvm::Value* load_vector_kept(llvm::Value* ptr, DType t, int n, llvm::Value* policy);
+  /// Compute values of consecutive elements of type `t` (2 or 4 bytes) as the 32-bit words that
+  /// hold them in memory, rounded: pairs of 16-bit elements (the first in the low half), or one
+  /// word per 32-bit element. For a 16-bit type, `vals` holds an even number of values.
+  std::vector<llvm::Value*> storage_words(DType t, const std::vector<llvm::Value*>& vals);
   /// Stores compute values to consecutive elements of type `t` at `ptr`, rounded: one scalar
   /// store, or one vector store aligned to min(16, vals.size() * size) bytes.
   void store(llvm::Value* ptr, DType t, const std::vector<llvm::Value*>& vals);
   /// A zero-extended special register (tid.x, ctaid.x, ...) as i64.
   llvm::Value* sreg(llvm::Intrinsic::ID id);
+  /// `d` (i32 below 2^31, or i64) prepared for divmod, at the insertion point (once per
+  /// kernel or loop, not per element).
+  Divisor divisor(llvm::Value* d);
+  /// {n / d, n % d}, exact for 0 <= n < 2^31 (i32) or n < 2^50 (i64).
+  std::pair<llvm::Value*, llvm::Value*> divmod(llvm::Value* n, const Divisor& d);
 
   /// Marks `fn` a kernel with at most `max_threads` threads per block.
   void annotate_kernel(llvm::Function* fn, int max_threads);
@@ -118,6 +137,8 @@ class Emitter {
   llvm::Function* libdevice(const char* name, int arity);
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args);
   llvm::Value* int_div(llvm::Value* a, llvm::Value* b, bool is_signed);
+  /// 1 / x (double, x >= 1) without a call: rcp.approx and Newton steps (emit.cpp).
+  llvm::Value* reciprocal(llvm::Value* x);
   llvm::Value* eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
 
   llvm::Module& m_;

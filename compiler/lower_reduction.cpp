@@ -83,12 +83,8 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
         a + 1 == m ? reduced_extents_[a] : b_.CreateMul(reduced_extents_[a], suffix_[a + 1]);
   }
   R_ = suffix_[0];  // the whole product
-  for (Value* d : suffix_) {
-    // (An empty reduction divides nothing: its reciprocal is never used.)
-    Value* safe = b_.CreateSelect(b_.CreateICmpEQ(d, i64(0)), i64(1), d);
-    suffix_inverse_.push_back(b_.CreateFDiv(llvm::ConstantFP::get(b_.getDoubleTy(), 1.0),
-                                            b_.CreateUIToFP(safe, b_.getDoubleTy())));
-  }
+  // (An empty reduction divides nothing: its divisor, read as 1, is never used.)
+  for (Value* d : suffix_) suffix_div_.push_back(em_.divisor(d));
   exit_ = BasicBlock::Create(ctx_, "exit", fn_);
 
   const int V = cfg_.vec;

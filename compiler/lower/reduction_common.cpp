@@ -460,16 +460,7 @@ Value* ReductionLowering::coordinate(const std::string& var, const Point& p) {
 }
 
 Value* ReductionLowering::divide(Value* n, int a) {
-  Value* d = suffix_[static_cast<size_t>(a)];
-  Value* est =
-      b_.CreateFMul(b_.CreateUIToFP(n, b_.getDoubleTy()), suffix_inverse_[static_cast<size_t>(a)]);
-  Value* q = b_.CreateFPToUI(est, b_.getInt64Ty());
-  // The estimate is within one of the quotient (n, d < 2^53: |n/d - est| < 1).
-  Value* rem = b_.CreateSub(n, b_.CreateMul(q, d));
-  Value* low = b_.CreateICmpSLT(rem, i64(0));
-  q = b_.CreateSelect(low, b_.CreateSub(q, i64(1)), q);
-  rem = b_.CreateSelect(low, b_.CreateAdd(rem, d), rem);
-  return b_.CreateSelect(b_.CreateICmpUGE(rem, d), b_.CreateAdd(q, i64(1)), q, "r.div");
+  return em_.divmod(n, suffix_div_[static_cast<size_t>(a)]).first;
 }
 
 std::vector<std::string> ReductionLowering::unfolded(const std::vector<std::string>& idx) const {

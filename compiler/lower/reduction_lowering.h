@@ -143,8 +143,8 @@ class ReductionLowering {
   // Expressions and loads.
   Value* eval(const Expr& e, Point& p, Group& g, const std::vector<std::vector<Value*>>& results);
   Value* coordinate(const std::string& var, const Point& p);
-  /// n / suffix_[a] for 0 <= n < 2^53 (a flat reduced index): through the reciprocal in double
-  /// precision, one correction step; a few instructions where a 64-bit division is about 70.
+  /// n / suffix_[a] for 0 <= n < 2^50 (a flat reduced index), by Emitter::divmod: a few
+  /// instructions where a 64-bit division is about 70.
   Value* divide(Value* n, int a);
   /// Canonical indices with folded runs (kFolded .. _r, kFolded .. _s<a>) spelled out as the
   /// reduced indices `_a<k>` they hold: for strided accesses, one coordinate per dimension.
@@ -256,9 +256,10 @@ class ReductionLowering {
   int pass_ = 0;                // row kernels: the pass being emitted
   std::vector<Value*> ptrs_, syms_, row_extents_;
   std::vector<Value*> reduced_extents_;  // of each reduced index; R_ is their product
-  // suffix_[a]: the product of reduced_extents_[a..] (suffix_[m] = 1), and its reciprocal as a
-  // double, both computed once in the entry block for divide().
-  std::vector<Value*> suffix_, suffix_inverse_;
+  // suffix_[a]: the product of reduced_extents_[a..] (suffix_[m] = 1), and it prepared as a
+  // divisor, both computed once in the entry block for divide().
+  std::vector<Value*> suffix_;
+  std::vector<Divisor> suffix_div_;
   Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *rows_ = nullptr, *R_ = nullptr;
   Value *workspace_ = nullptr, *phase_ = nullptr;  // split kernels
   BasicBlock* exit_ = nullptr;

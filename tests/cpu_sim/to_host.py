@@ -1,6 +1,7 @@
 """Rewrites a kernel's LLVM IR (tests/cpu_sim/dump.cpp) to run on the host: the
 thread and block registers, the barrier and the warp shuffles become calls into the driver,
-mul.hi.u32 an IR function, the bf16 pair
+mul.hi.u32 an IR function, rcp.approx.ftz.f64 the reciprocal with all but 16 bits of its
+mantissa cleared (worse than the hardware's, so that the Newton steps after it must work), the bf16 pair
 conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, the reduction
 kernels' inline assembly plain IR (see below), and the shared-memory tile an ordinary global
 (blocks run one after another).
@@ -17,6 +18,7 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
                  ("@llvm.nvvm.read.ptx.sreg.nctaid.x()", "@sim_nctaid()"),
                  ("@llvm.nvvm.barrier0()", "@sim_barrier()"),
                  ("@llvm.nvvm.mulhi.ui(", "@sim_mulhi_ui("),
+                 ("@llvm.nvvm.rcp.approx.ftz.d(", "@sim_rcp_approx("),
                  ("@llvm.nvvm.ff2bf16x2.rn(", "@sim_bf16x2("),
                  ("@llvm.nvvm.shfl.sync.up.f32(", "@sim_shfl_up_f32("),
                  ("@llvm.nvvm.shfl.sync.up.i32(", "@sim_shfl_up_i32("),
@@ -96,6 +98,13 @@ define internal i32 @sim_mulhi_ui(i32 %a, i32 %b) {
   %h = lshr i64 %p, 32
   %r = trunc i64 %h to i32
   ret i32 %r
+}
+define internal double @sim_rcp_approx(double %x) {
+  %r = fdiv double 1.0, %x
+  %b = bitcast double %r to i64
+  %m = and i64 %b, -68719476736
+  %d = bitcast i64 %m to double
+  ret double %d
 }
 define internal i16 @sim_rne(float %f) {
   %b = bitcast float %f to i32
