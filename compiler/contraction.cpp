@@ -183,4 +183,20 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
   return c;
 }
 
+bool transcendental_epilogue(const KernelDef& k) {
+  auto any = [](auto&& self, const Expr& e) -> bool {
+    bool found = false;
+    if (const Unary* u = e.as<Unary>()) {
+      found = u->op == UnaryOp::exp || u->op == UnaryOp::log || u->op == UnaryOp::tanh ||
+              u->op == UnaryOp::sigmoid || u->op == UnaryOp::erf;
+    } else if (const Binary* b = e.as<Binary>()) {
+      found = b->op == BinaryOp::pow;
+    }
+    for_each_child(e, [&](const Expr& c) { found = found || self(self, c); });
+    return found;
+  };
+  return std::any_of(k.body.begin(), k.body.end(),
+                     [&](const Stmt& s) { return any(any, s.value); });
+}
+
 }  // namespace kiln

@@ -59,6 +59,12 @@ struct ContractionShape {
 /// top-level reduction; loads of pointwise temporaries of `k` are looked through.
 std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef& k, const Stmt& s);
 
+/// Whether a statement of contraction kernel `k` (its epilogue) evaluates a transcendental
+/// function: exp, log, tanh, sigmoid, erf or pow, libdevice calls of tens of instructions per
+/// element. The plan stages such epilogues through shared memory, and the register epilogue
+/// keeps one copy of their code (lower_contraction.h).
+bool transcendental_epilogue(const KernelDef& k);
+
 /// "A: a[i, k] (K contiguous), B: w[k, j] (N contiguous)".
 std::string describe_operands(const ContractionShape& c);
 

@@ -77,24 +77,6 @@ bool gathers(const PointwiseStep& step) {
   return any_node(step, [](const Expr& e) { return e.as<Gather>() != nullptr; });
 }
 
-// Whether a contraction kernel's epilogue evaluates a transcendental function (exp, log, tanh,
-// sigmoid, erf, pow: libdevice calls of tens of instructions per element).
-bool transcendental_epilogue(const ScheduledKernel& sk) {
-  auto any = [](auto&& self, const Expr& e) -> bool {
-    bool found = false;
-    if (const Unary* u = e.as<Unary>()) {
-      found = u->op == UnaryOp::exp || u->op == UnaryOp::log || u->op == UnaryOp::tanh ||
-              u->op == UnaryOp::sigmoid || u->op == UnaryOp::erf;
-    } else if (const Binary* b = e.as<Binary>()) {
-      found = b->op == BinaryOp::pow;
-    }
-    for_each_child(e, [&](const Expr& c) { found = found || self(self, c); });
-    return found;
-  };
-  return std::any_of(sk.def.body.begin(), sk.def.body.end(),
-                     [&](const Stmt& s) { return any(any, s.value); });
-}
-
 // Whether `step` reads a strided input of its entry.
 bool reads_strided(const StepPlan& step) {
   for (const TensorDecl* t : step.abi->params()) {
@@ -204,7 +186,7 @@ void plan_variants(StepPlan& step) {
       }
       // (The heavy default is a TMA config: without TMA the 128 x 256 tiles copied by the MMA
       // warps, as before.)
-      ContractionConfig d = tma && transcendental_epilogue(*step.sk)
+      ContractionConfig d = tma && transcendental_epilogue(step.sk->def)
                                 ? default_contraction_config_heavy()
                                 : default_contraction_config();
       d.tma = d.tma && tma;

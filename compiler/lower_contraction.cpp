@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <map>
 
 #include "bundle/manifest.h"
@@ -1079,31 +1080,158 @@ class ContractionLowering {
     // of long epilogues, was measured 3.5x slower on an H200 for the bias + erf-GELU GEMM:
     // the caller saves the accumulators still live around each call.)
     Value* pairs_ok = outputs_aligned(outs, 2);
-    for (int mt = 0; mt < slabs_; ++mt) {
-      for (int nt = 0; nt < nt_count; ++nt) {
-        for (int half = 0; half < 2; ++half) {
-          const size_t first = static_cast<size_t>((mt * nt_count + nt) * 4 + half * 2);
-          Value* m = b_.CreateAdd(m_warp, b_.CreateAdd(g, i64(mt * slab_rows_ + half * 8)));
-          Value* n = b_.CreateAdd(n_warp, b_.CreateAdd(c2, i64(nt * 8)));
-          Value* n1 = b_.CreateAdd(n, i64(1));
-          Value* sums[2] = {b_.CreateLoad(b_.getFloatTy(), acc_[first]),
-                            b_.CreateLoad(b_.getFloatTy(), acc_[first + 1])};
-          Value* row_in = b_.CreateICmpULT(m, m_extent_);
-          auto store_one = [&](Value* col, Value* sum) {
-            if_then(b_.CreateAnd(row_in, b_.CreateICmpULT(col, n_extent_)),
-                    [&] { store(outs, m, col, {point_values(em, m, col, sum)}); });
-          };
-          if_else(
-              b_.CreateAnd(pairs_ok, b_.CreateAnd(row_in, b_.CreateICmpULT(n1, n_extent_))),
-              [&] {
-                store(outs, m, n,
-                      {point_values(em, m, n, sums[0]), point_values(em, m, n1, sums[1])});
-              },
-              [&] {
-                store_one(n, sums[0]);
-                store_one(n1, sums[1]);
-              });
+    auto checked = [&] {
+      for (int mt = 0; mt < slabs_; ++mt) {
+        for (int nt = 0; nt < nt_count; ++nt) {
+          for (int half = 0; half < 2; ++half) {
+            const size_t first = static_cast<size_t>((mt * nt_count + nt) * 4 + half * 2);
+            Value* m = b_.CreateAdd(m_warp, b_.CreateAdd(g, i64(mt * slab_rows_ + half * 8)));
+            Value* n = b_.CreateAdd(n_warp, b_.CreateAdd(c2, i64(nt * 8)));
+            Value* n1 = b_.CreateAdd(n, i64(1));
+            Value* sums[2] = {b_.CreateLoad(b_.getFloatTy(), acc_[first]),
+                              b_.CreateLoad(b_.getFloatTy(), acc_[first + 1])};
+            Value* row_in = b_.CreateICmpULT(m, m_extent_);
+            auto store_one = [&](Value* col, Value* sum) {
+              if_then(b_.CreateAnd(row_in, b_.CreateICmpULT(col, n_extent_)),
+                      [&] { store(outs, m, col, {point_values(em, m, col, sum)}); });
+            };
+            if_else(
+                b_.CreateAnd(pairs_ok, b_.CreateAnd(row_in, b_.CreateICmpULT(n1, n_extent_))),
+                [&] {
+                  store(outs, m, n,
+                        {point_values(em, m, n, sums[0]), point_values(em, m, n1, sums[1])});
+                },
+                [&] {
+                  store_one(n, sums[0]);
+                  store_one(n1, sums[1]);
+                });
+          }
         }
+      }
+    };
+    if (vector_epilogue(outs)) {
+      if_else(
+          interior(outs), [&] { vector_stores(em, m_warp, n_warp, g, c2); }, checked);
+    } else {
+      checked();
+    }
+  }
+
+  // Whether the register epilogue also has the interior tiles' form (vector_stores): every
+  // output 2 or 4 bytes an element, a warp's columns whole groups of 4 fragments, and an
+  // epilogue cheap enough to appear twice (a transcendental one, unrolled over every
+  // accumulator, already waits on instruction fetch: bench/results/2026-11-25-h200-epilogue).
+  bool vector_epilogue(const std::vector<Store>& outs) const {
+    if ((cfg_.tile_n / cfg_.warps_n / 8) % 4 != 0 || transcendental_epilogue(sk_.def)) return false;
+    return std::all_of(outs.begin(), outs.end(), [&](const Store& st) {
+      const int bytes = size_of(params_[static_cast<size_t>(st.param)]->dtype);
+      return bytes == 2 || bytes == 4;
+    });
+  }
+
+  // i1: the placed tile lies wholly inside the output, whose rows are a multiple of 8 elements,
+  // and every output's pointer is 16-byte aligned: every 16-byte store of vector_stores is
+  // aligned and in bounds.
+  Value* interior(const std::vector<Store>& outs) {
+    Value* ok = b_.CreateAnd(b_.CreateICmpULE(b_.CreateAdd(m0_, i64(cfg_.tile_m)), m_extent_),
+                             b_.CreateICmpULE(b_.CreateAdd(n0_, i64(cfg_.tile_n)), n_extent_));
+    ok = b_.CreateAnd(ok, b_.CreateICmpEQ(b_.CreateAnd(n_extent_, i64(7)), i64(0)));
+    for (const Store& st : outs) {
+      Value* addr =
+          b_.CreatePtrToInt(fn_->getArg(static_cast<unsigned>(st.param)), b_.getInt64Ty());
+      ok = b_.CreateAnd(ok, b_.CreateICmpEQ(b_.CreateAnd(addr, i64(15)), i64(0)));
+    }
+    return ok;
+  }
+
+  // The register epilogue of an interior tile, in 16-byte stores. A thread's accumulators are
+  // pairs of adjacent columns (fragment f: columns 8 f + 2 c and + 1 of quad lane c), so a warp
+  // storing them directly writes 4 bytes a lane, 16 of every 32-byte sector of 8 rows (ncu
+  // counted half the sectors excess). Here each group of G fragments (G = 4 for 16-bit
+  // outputs, 2 for 32-bit: 16 bytes of pairs) is transposed among the G lanes of the quad that
+  // differ in their low bits, by log2 G butterfly exchanges: afterwards lane c holds 2 G
+  // consecutive elements of one row, from column 8 (f0 + c % G) + 2 G (c / G) of the group's
+  // first fragment f0, and stores them at once; a warp's store covers 64 bytes of each of its
+  // 8 rows.
+  void vector_stores(const EpilogueMath& em, Value* m_warp, Value* n_warp, Value* g, Value* c2) {
+    const int nt_count = cfg_.tile_n / cfg_.warps_n / 8;
+    Value* quad = b_.CreateAnd(lane_, i32(3));
+    for (int mt = 0; mt < slabs_; ++mt) {
+      for (int half = 0; half < 2; ++half) {
+        Value* m = b_.CreateAdd(m_warp, b_.CreateAdd(g, i64(mt * slab_rows_ + half * 8)));
+        for (int f0 = 0; f0 < nt_count; f0 += 4) {
+          // values[2 k + e][o]: output o at fragment f0 + k, column + e.
+          std::vector<std::vector<Value*>> values;
+          for (int k = 0; k < 4; ++k) {
+            const size_t first = static_cast<size_t>((mt * nt_count + f0 + k) * 4 + half * 2);
+            Value* n = b_.CreateAdd(n_warp, b_.CreateAdd(c2, i64((f0 + k) * 8)));
+            for (int e = 0; e < 2; ++e) {
+              values.push_back(point_values(em, m, b_.CreateAdd(n, i64(e)),
+                                            b_.CreateLoad(b_.getFloatTy(), acc_[first + e])));
+            }
+          }
+          for (size_t o = 0; o < em.outs.size(); ++o) {
+            const int param = em.outs[o].param;
+            const DType dt = params_[static_cast<size_t>(param)]->dtype;
+            const int group = 16 / (2 * size_of(dt));  // fragments a lane stores at once
+            std::vector<Value*> vals;
+            for (const std::vector<Value*>& v : values) vals.push_back(v[o]);
+            const std::vector<Value*> words = em_.storage_words(dt, vals);
+            const int per = static_cast<int>(words.size()) / 4;  // words a fragment's pair
+            for (int k0 = 0; k0 < 4; k0 += group) {
+              // slots[k][w]: word w of fragment k0 + k's pair.
+              std::vector<std::vector<Value*>> slots(static_cast<size_t>(group));
+              for (int k = 0; k < group; ++k) {
+                for (int w = 0; w < per; ++w) {
+                  slots[static_cast<size_t>(k)].push_back(
+                      words[static_cast<size_t>((k0 + k) * per + w)]);
+                }
+              }
+              for (int bit = 1; bit < group; bit <<= 1) exchange(slots, quad, bit);
+              Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getInt32Ty(), 4));
+              unsigned at = 0;
+              for (const std::vector<Value*>& slot : slots) {
+                for (Value* w : slot) vec = b_.CreateInsertElement(vec, w, at++);
+              }
+              Value* col = b_.CreateAdd(
+                  b_.CreateMul(b_.CreateAdd(i32(f0 + k0), b_.CreateAnd(quad, i32(group - 1))),
+                               i32(8)),
+                  b_.CreateMul(
+                      b_.CreateLShr(quad, i32(std::countr_zero(static_cast<unsigned>(group)))),
+                      i32(2 * group)));
+              Value* n = b_.CreateAdd(n_warp, b_.CreateZExt(col, b_.getInt64Ty()));
+              std::vector<Value*> point = batch_coords_;
+              point.push_back(m);
+              point.push_back(n);
+              std::vector<std::string> all;
+              for (size_t d = 0; d < point.size(); ++d) all.push_back(fmt::format("s{}", d));
+              Value* ptr = em_.element_ptr(fn_->getArg(static_cast<unsigned>(param)), dt,
+                                           offset_in(param, all, point));
+              b_.CreateAlignedStore(vec, ptr, llvm::Align(16));
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // One butterfly step of vector_stores' transpose: the quad lanes c and c ^ bit exchange the
+  // slot whose index differs from their own lane in `bit` (each sends the slot it then
+  // overwrites). Afterwards slot k of lane c holds what slot k ^ bit of lane c ^ bit held where
+  // k and c differ in `bit`; after every bit below G, slot k of lane c holds slot c % G of lane
+  // (c - c % G) + k: a transpose within each group of G lanes.
+  void exchange(std::vector<std::vector<Value*>>& slots, Value* quad, int bit) {
+    Value* upper = b_.CreateICmpNE(b_.CreateAnd(quad, i32(bit)), i32(0));
+    for (size_t lo = 0; lo < slots.size(); ++lo) {
+      if (lo & static_cast<size_t>(bit)) continue;
+      const size_t hi = lo | static_cast<size_t>(bit);
+      for (size_t w = 0; w < slots[lo].size(); ++w) {
+        // A lower lane sends its upper slot and receives the partner's lower one there.
+        Value* send = b_.CreateSelect(upper, slots[lo][w], slots[hi][w]);
+        Value* got = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+                                        {i32(-1), send, i32(bit), i32(31)});
+        slots[lo][w] = b_.CreateSelect(upper, got, slots[lo][w]);
+        slots[hi][w] = b_.CreateSelect(upper, slots[hi][w], got);
       }
     }
   }

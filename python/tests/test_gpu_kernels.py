@@ -145,6 +145,11 @@ def _linear_gelu(x, w, bias):
     return {"h": t, "y": 0.5 * t * (1.0 + torch.erf(t * 0.70710678))}
 
 
+def _linear_relu(x, w, bias):
+    t = x @ w + bias
+    return {"h": t, "y": t.clamp(min=0)}
+
+
 def _heads_keys_f32(x, bias):
     d = torch.arange(x.shape[3], device=x.device, dtype=F64)
     return x.permute(0, 2, 3, 1) + bias[None, :, None, :] + d[None, None, :, None]
@@ -214,6 +219,7 @@ REFERENCES = {
     "matmul_tn": (lambda a, w, s: (a.t() @ w) * s, True, ("nan",)),
     "scores": (lambda q, kt: (q @ kt.transpose(1, 2)) / q.shape[2], True, ("nan",)),
     "linear_gelu": (_linear_gelu, True, ("nan",)),
+    "linear_relu": (_linear_relu, True, ("nan",)),
     "transpose_add": (lambda x, z: x.t() + z, False, ("nan", "inf")),
     "transpose_bf16": (lambda x: x.t(), False, ("nan", "inf")),
     "transpose_cast": (lambda x: x.t() * 0.5, False, ("nan", "inf")),
@@ -300,6 +306,7 @@ SHAPES_BY_KERNEL = {"cummin_cols": [{"B": 1, "M": 1, "N": 1}, {"B": 3, "M": 1000
                     "colsum_gather": [{"M": 1, "N": 1, "V": 1}, {"M": 1000, "N": 1024, "V": 7},
                                       {"M": 70001, "N": 3, "V": 1000}],
                     "matmul": _MNK, "matmul_nt": _MNK, "matmul_tn": _MNK, "linear_gelu": _MNK,
+                    "linear_relu": _MNK,
                     "matmul_scaled": _MNK,
                     "scores": [{"B": 1, "M": 1, "N": 1, "D": 1}, {"B": 3, "M": 17, "N": 1000, "D": 64},
                                {"B": 5, "M": 257, "N": 129, "D": 128}],
