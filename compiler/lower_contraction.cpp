@@ -1055,11 +1055,15 @@ class ContractionLowering {
     for (const Store& st : outs) {
       const auto bytes =
           static_cast<int64_t>(elems * size_of(params_[static_cast<size_t>(st.param)]->dtype));
-      Value* addr =
-          b_.CreatePtrToInt(fn_->getArg(static_cast<unsigned>(st.param)), b_.getInt64Ty());
-      ok = b_.CreateAnd(ok, b_.CreateICmpEQ(b_.CreateAnd(addr, i64(bytes - 1)), i64(0)));
+      ok = b_.CreateAnd(ok, pointer_aligned(st.param, bytes));
     }
     return ok;
+  }
+
+  // i1: output parameter `param`'s pointer is a multiple of `bytes` (a power of two).
+  Value* pointer_aligned(int param, int64_t bytes) {
+    Value* addr = b_.CreatePtrToInt(fn_->getArg(static_cast<unsigned>(param)), b_.getInt64Ty());
+    return b_.CreateICmpEQ(b_.CreateAnd(addr, i64(bytes - 1)), i64(0));
   }
 
   void epilogue() {
@@ -1136,11 +1140,7 @@ class ContractionLowering {
     Value* ok = b_.CreateAnd(b_.CreateICmpULE(b_.CreateAdd(m0_, i64(cfg_.tile_m)), m_extent_),
                              b_.CreateICmpULE(b_.CreateAdd(n0_, i64(cfg_.tile_n)), n_extent_));
     ok = b_.CreateAnd(ok, b_.CreateICmpEQ(b_.CreateAnd(n_extent_, i64(7)), i64(0)));
-    for (const Store& st : outs) {
-      Value* addr =
-          b_.CreatePtrToInt(fn_->getArg(static_cast<unsigned>(st.param)), b_.getInt64Ty());
-      ok = b_.CreateAnd(ok, b_.CreateICmpEQ(b_.CreateAnd(addr, i64(15)), i64(0)));
-    }
+    for (const Store& st : outs) ok = b_.CreateAnd(ok, pointer_aligned(st.param, 16));
     return ok;
   }
 
@@ -1200,14 +1200,7 @@ class ContractionLowering {
                       b_.CreateLShr(quad, i32(std::countr_zero(static_cast<unsigned>(group)))),
                       i32(2 * group)));
               Value* n = b_.CreateAdd(n_warp, b_.CreateZExt(col, b_.getInt64Ty()));
-              std::vector<Value*> point = batch_coords_;
-              point.push_back(m);
-              point.push_back(n);
-              std::vector<std::string> all;
-              for (size_t d = 0; d < point.size(); ++d) all.push_back(fmt::format("s{}", d));
-              Value* ptr = em_.element_ptr(fn_->getArg(static_cast<unsigned>(param)), dt,
-                                           offset_in(param, all, point));
-              b_.CreateAlignedStore(vec, ptr, llvm::Align(16));
+              b_.CreateAlignedStore(vec, output_ptr(param, m, n), llvm::Align(16));
             }
           }
         }
@@ -1349,19 +1342,24 @@ class ContractionLowering {
   // output o.
   void store(const std::vector<Store>& outs, Value* m, Value* n,
              const std::vector<std::vector<Value*>>& values) {
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const DType dt = params_[static_cast<size_t>(outs[o].param)]->dtype;
+      std::vector<Value*> vals;
+      for (const std::vector<Value*>& v : values) vals.push_back(v[o]);
+      em_.store(output_ptr(outs[o].param, m, n), dt, vals);
+    }
+  }
+
+  // Element (m, n) of the placed tile's batch in output parameter `param`.
+  Value* output_ptr(int param, Value* m, Value* n) {
     std::vector<Value*> point = batch_coords_;
     point.push_back(m);
     point.push_back(n);
     std::vector<std::string> all;  // an output is indexed by every dimension, in order
     for (size_t d = 0; d < point.size(); ++d) all.push_back(fmt::format("s{}", d));
-    for (size_t o = 0; o < outs.size(); ++o) {
-      const DType dt = params_[static_cast<size_t>(outs[o].param)]->dtype;
-      std::vector<Value*> vals;
-      for (const std::vector<Value*>& v : values) vals.push_back(v[o]);
-      em_.store(em_.element_ptr(fn_->getArg(static_cast<unsigned>(outs[o].param)), dt,
-                                offset_in(outs[o].param, all, point)),
-                dt, vals);
-    }
+    return em_.element_ptr(fn_->getArg(static_cast<unsigned>(param)),
+                           params_[static_cast<size_t>(param)]->dtype,
+                           offset_in(param, all, point));
   }
 
   // Each output's value at output element (m, n) whose sum is `sum`.
