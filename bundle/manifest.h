@@ -40,10 +40,11 @@
 // the extents of its statement but the scanned one, and as `reduced` the scanned extent; its
 // launch is the flat one over those rows (elements_per_block: rows a block covers), the kernel
 // looping over the rows the grid does not cover. Its tiers (max_reduced) pick a variant by the
-// scanned length as a row reduction's do. A split scan variant (split.phases = 2, slots 1)
-// is launched as a split row reduction is: phase 0 writes the total of each block's slice of
-// its row to the workspace, phase 1 folds the totals of the slices before it, in order, and
-// scans its slice from there.
+// scanned length as a row reduction's do. A split scan variant (split.phases = 2, slots 1024)
+// is launched as a split row reduction is: phase 0 clears the records of the workspace, phase 1
+// scans each row in one pass, its blocks taking the row's tiles in order and carrying across
+// them through the records (a decoupled look-back, compiler/lower_scan.cpp). Its blocks wait on
+// each other's records only for tiles that a running block holds, so any grid is safe.
 // A contraction step (kind "contraction": c[b.., i, j] = sum(a[.., i, .., k, ..] * w[.., k, ..,
 // j, ..], k), on tensor cores) iterates over output tiles: the last two dimensions of its space
 // are cut into tiles of tile.m x tile.n elements (elements_per_block = tile.m * tile.n), every

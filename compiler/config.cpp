@@ -314,12 +314,18 @@ std::vector<ScanConfig> row_scan_space(int max_vec) {
   // The first scalar variant is the step's fallback for misaligned pointers: a block per row.
   space.push_back({512, 512, 1, 1, false});
   space.push_back({256, 32, 1, 1, false});
-  space.push_back({512, 512, max_vec, 1, true});
+  // Split rows: tiles of 16 elements a thread (16 / vec chunks) in 512 threads.
+  space.push_back({512, 512, max_vec, std::max(1, 16 / max_vec), true});
   // Several chunks loaded ahead per step (items): more bytes in flight per thread.
   if (max_vec > 1) {
     space.push_back({256, 256, max_vec, 2, false});
     space.push_back({256, 256, max_vec, 4, false});
     space.push_back({512, 512, max_vec, 2, false});
+    // Split rows of other tiles (block x vec x items elements), for the tuner.
+    space.push_back({256, 256, max_vec, std::max(1, 32 / max_vec), true});
+    space.push_back({256, 256, max_vec, std::max(1, 16 / max_vec), true});
+    space.push_back({512, 512, max_vec, std::max(1, 8 / max_vec), true});
+    space.push_back({1024, 1024, max_vec, std::max(1, 8 / max_vec), true});
   }
   return space;
 }

@@ -181,6 +181,16 @@ struct ScanConfig {
   friend bool operator==(const ScanConfig&, const ScanConfig&) = default;
 };
 
+/// The 32-bit workspace words a split scan variant takes per block of a row (SplitInfo::slots):
+/// 512 records of 64 bits, the row's tile counter and two per tile (lower_scan.cpp).
+inline constexpr int kLookbackSlots = 1024;
+/// The pause (ns) between a look-back's polls of a record not yet written.
+inline constexpr int kLookbackPollNs = 100;
+/// The chunks (group * vec elements) of a split row's tile, the unit of its look-back: 8 (64
+/// KiB of f32 in 512 threads' vectors of 4), fewer for rows of few chunks, more for rows whose
+/// tiles would not fit the records.
+inline constexpr int64_t kLookbackTileChunks = 8;
+
 /// Row scans: a warp per row (the tier for rows of up to warp_scan_limit elements), a block
 /// of 256 per row loading 2 chunks ahead (compiler/lower_scan.cpp: the tier for longer rows,
 /// the default), other block sizes and depths for the tuner, scalar copies (the fallback for

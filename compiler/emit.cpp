@@ -258,6 +258,13 @@ void Emitter::annotate_kernel(llvm::Function* fn, int max_threads) {
   op("maxntidx", max_threads);
 }
 
+void Emitter::min_blocks_per_sm(llvm::Function* fn, int blocks) {
+  llvm::LLVMContext& ctx = m_.getContext();
+  llvm::Metadata* ops[] = {llvm::ValueAsMetadata::get(fn), llvm::MDString::get(ctx, "minctasm"),
+                           llvm::ValueAsMetadata::get(b_.getInt32(blocks))};
+  m_.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, ops));
+}
+
 llvm::Function* Emitter::declare_kernel(const KernelDef& abi, const std::string& entry,
                                         int max_threads, bool workspace, int tensor_maps) {
   std::vector<const TensorDecl*> params = abi.params();

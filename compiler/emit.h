@@ -82,6 +82,9 @@ class Emitter {
 
   /// Marks `fn` a kernel with at most `max_threads` threads per block.
   void annotate_kernel(llvm::Function* fn, int max_threads);
+  /// Asks ptxas to fit `blocks` blocks of `fn` on an SM (PTX .minnctapersm): it limits the
+  /// registers, spilling where it must.
+  void min_blocks_per_sm(llvm::Function* fn, int blocks);
   /// exp(x) on ex2.approx.ftz (see emit.cpp for its error).
   llvm::Value* fast_exp(llvm::Value* x);
   /// tanh(x) on tanh.approx.f32 (see emit.cpp for its error).

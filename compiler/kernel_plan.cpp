@@ -252,9 +252,9 @@ void explain_scan_rule(const StepPlan& step, const bundle::StepRule& rule, Line&
   if (rule.split >= 0) {
     const PlannedVariant& v = step.variants[static_cast<size_t>(rule.split)];
     line(fmt::format(
-        "rows < the GPU's SMs and {} >= {}: variant {} ({}), each row spread over blocks: "
-        "their slices' totals, then each slice scanned from the totals before it (2 launches "
-        "through a workspace)",
+        "rows < the GPU's SMs and {} >= {}: variant {} ({}), each row spread over blocks "
+        "that take its tiles in order, each tile scanned from the carry of the tiles before it "
+        "(a single pass with a look-back through a workspace that a first launch clears)",
         L, int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk, rule.split,
         config_text(v.config)));
     line("else:");
@@ -317,7 +317,7 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     if (step.row_scan()) {
       v.elements_per_block = sc->block / sc->group;
       v.max_reduced = row_scan_tier_limit(*sc, step.max_vec);
-      if (sc->split) v.split = {2, 1, sc->chunk()};
+      if (sc->split) v.split = {2, kLookbackSlots, sc->chunk()};
     } else {
       v.elements_per_block = int64_t{sc->block} * sc->vec;
     }

@@ -23,13 +23,29 @@
 //  4. The value at an element is carry (op) warps before (op) lanes before (op) own elements
 //     up to it, where carry is the total of the earlier chunks; the chunk's total joins the
 //     carry for the next chunk (f32 sums compensated, as looped reductions are: the carry is
-//     a sequential sum over the chunks, and so is a split row's fold of its slices' totals).
+//     a sequential sum over the chunks).
 //     The epilogue is evaluated and stored at each element.
-// Split row scans (few, very long rows) spread a row over S blocks of whole chunks, launched
-// twice: phase 0 walks a block's slice without storing and writes its total to the
-// workspace; phase 1 folds the totals of the slices before its own, in slice order (every
-// block the same way, so the result does not depend on timing), and walks its slice again
-// from there, storing. The row is read twice; a single-pass decoupled look-back is not built.
+// Split row scans (few, very long rows) run in one pass with a decoupled look-back, over S
+// blocks a row, launched twice: phase 0 clears the row's records in the workspace
+// (kLookbackSlots words a block: 64-bit records, the row's tile counter then two per tile),
+// phase 1 scans. The row is cut into tiles of `items` chunks; a block takes the next tile from
+// the row's counter (so tiles start in order and the look-back cannot wait on a tile no
+// block holds), holds its elements in registers, scans them within the tile (each chunk by
+// levels 1-2, every chunk's warp totals through shared memory at once: one barrier), publishes
+// the tile's total, waits for the carry of the tiles before it, and stores. A block takes its
+// next tile only once its current one's carry is known: a tile taken earlier publishes its
+// total late, and the tiles after it wait (measured: holding two tiles ahead took a 64M row
+// from 223 to 280 us). The carry is not "the nearest finished prefix plus the totals after it"
+// (that sum's order would depend on timing) but a fixed tree: tile t = 1024 h + 32 g' + i
+// folds the totals of the i tiles before it in its group of 32 (lane l of warp 0 waits for
+// tile 32 g + l's record; a butterfly fold, the same bits on every lane), the totals of the
+// g' groups before its group in its supergroup of 1024 (published by each group's last tile),
+// and the prefix of the supergroups before h (a chain: the first tile of supergroup h
+// publishes prefix(h - 1) (op) total(h - 1), published by supergroup h - 1's last tile). A
+// record is a 64-bit word, flag in the high half, written and polled whole (volatile, 8-byte
+// aligned), with a pause between polls. Results depend on the tile size, not on timing. Rows
+// of more tiles than the records hold (about 256 a block) take tiles of k chunks read twice,
+// their total first, then their scan from the carry (mostly from L2).
 // Outer scans (j is not innermost): a block covers block * vec consecutive columns (the
 // flattened indices but j), interleaved so that each warp's loads and stores are contiguous;
 // each thread walks down j, `items` steps loaded ahead, carrying one prefix per column.
@@ -122,8 +138,22 @@ class ScanLowering {
   // ---- kernels ----
   void emit_rows(bool vector);
   void emit_split(bool vector);
+  void lookback_row(const std::vector<Value*>& coord, Value* S, Value* records, bool vector);
+  Value* look_back(Value* t, Value* total, const std::function<Value*(Value*)>& record);
+  void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+  struct Chunk {
+    Value* j0 = nullptr;
+    Value* jv = nullptr;
+    std::vector<Point> pts;
+    std::vector<Value*> in, vals, incl;
+  };
+  Chunk load_chunk(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector);
+  Value* scan_warp(Chunk& ch);
+  void store_chunk(const std::vector<Value*>& row, Chunk& ch, Value* j_end, bool vector);
   Value* scan_row(const std::vector<Value*>& row, Value* j_begin, Value* j_end, Value* carry0,
-                  bool vector, bool store);
+                  bool vector, bool store, int items);
+  void scan_tile(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector, int items,
+                 const std::function<Value*(Value*)>& carry_of);
   void emit_outer();
 
   llvm::Module& m_;
@@ -142,6 +172,8 @@ class ScanLowering {
   Value* phase_ = nullptr;
   Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
+  llvm::GlobalVariable* shared_ = nullptr;     // split rows: the tile's ticket and carry
+  llvm::GlobalVariable* tile_smem_ = nullptr;  // split rows: every chunk's warp totals
   Value* chunks_ = nullptr;  // chunks scanned by the block so far (the shared-memory half)
   Type* acc_type_ = nullptr;
 
@@ -339,6 +371,9 @@ void ScanLowering::run(const std::string& entry, VariantLayout* layout) {
     throw InternalError("lower_scan: a row config's group is neither a warp nor the block");
   }
   fn_ = em_.declare_kernel(abi_, entry, cfg_.block, cfg_.split);
+  // A split row's blocks stream the row together, their look-backs waiting on each other's
+  // records: 1024 threads an SM at least (64 registers), whatever the colder paths need.
+  if (cfg_.split) em_.min_blocks_per_sm(fn_, std::max(1, 1024 / cfg_.block));
   for (size_t i = 0; i < params_.size(); ++i)
     ptrs_.push_back(fn_->getArg(static_cast<unsigned>(i)));
   if (cfg_.split) {
@@ -369,6 +404,18 @@ void ScanLowering::run(const std::string& entry, VariantLayout* layout) {
                                    llvm::UndefValue::get(ty), fn_->getName() + ".smem", nullptr,
                                    llvm::GlobalValue::NotThreadLocal, 3);
   smem_->setAlignment(llvm::Align(16));
+  if (cfg_.split) {
+    auto* two = llvm::ArrayType::get(b_.getInt32Ty(), 2);
+    shared_ = new llvm::GlobalVariable(m_, two, false, llvm::GlobalValue::InternalLinkage,
+                                       llvm::UndefValue::get(two), fn_->getName() + ".tile",
+                                       nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    shared_->setAlignment(llvm::Align(16));
+    auto* totals = llvm::ArrayType::get(b_.getInt32Ty(), std::max(1, cfg_.items) * warps);
+    tile_smem_ = new llvm::GlobalVariable(m_, totals, false, llvm::GlobalValue::InternalLinkage,
+                                          llvm::UndefValue::get(totals), fn_->getName() + ".totals",
+                                          nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    tile_smem_->setAlignment(llvm::Align(16));
+  }
   chunks_ = var(i64(0), "chunks");
 
   auto* exit = BasicBlock::Create(m_.getContext(), "exit", fn_);
@@ -413,11 +460,12 @@ void ScanLowering::emit_rows(bool vector) {
       b_.CreateAdd(b_.CreateMul(bid_, i64(per_block)), b_.CreateUDiv(tid_, i64(cfg_.group)));
   loop(first, rows, b_.CreateMul(nblocks_, i64(per_block)), [&](Value* r) {
     scan_row(coords_of(r, row_dims), i64(0), L_, em_.identity(op_, scan_stmt_->value.type()),
-             vector, true);
+             vector, true, cfg_.items);
   });
 }
 
-// Split rows: block b walks slice b % S of row b / S (S = blocks / rows), whole chunks.
+// Split rows: a single pass with a decoupled look-back (the header says how), S blocks per
+// row (S = blocks / rows), phase 0 clearing the row's records, phase 1 scanning.
 void ScanLowering::emit_split(bool vector) {
   Value* rows = i64(1);
   std::vector<size_t> row_dims;
@@ -428,43 +476,313 @@ void ScanLowering::emit_split(bool vector) {
   Value* S = b_.CreateUDiv(nblocks_, rows, "S");
   Value* row = b_.CreateUDiv(bid_, S, "row");
   Value* slice = b_.CreateURem(bid_, S, "slice");
-  const int64_t chunk = cfg_.chunk();
-  Value* chunks = b_.CreateUDiv(b_.CreateAdd(L_, i64(chunk - 1)), i64(chunk));
-  Value* per = b_.CreateUDiv(b_.CreateAdd(chunks, b_.CreateSub(S, i64(1))), S);
-  Value* begin = min64(b_.CreateMul(b_.CreateMul(slice, per), i64(chunk)), L_);
-  Value* end = min64(b_.CreateAdd(begin, b_.CreateMul(per, i64(chunk))), L_);
-  Value* identity = em_.identity(op_, scan_stmt_->value.type());
-  auto word = [&](Value* record) { return em_.element_ptr(workspace_, DType::i32, record); };
+  const int64_t half = kLookbackSlots / 2;  // 64-bit records per block
+  // The row's records: [0] its tile counter, then two per tile (look_back).
+  Value* records =
+      em_.element_ptr(workspace_, DType::i64, b_.CreateMul(row, b_.CreateMul(S, i64(half))));
+  auto record = [&](Value* index) { return em_.element_ptr(records, DType::i64, index); };
   when(b_.CreateICmpULT(row, rows), [&] {
-    std::vector<Value*> coord = coords_of(row, row_dims);
     auto* phase0 = BasicBlock::Create(m_.getContext(), "phase0", fn_);
     auto* phase1 = BasicBlock::Create(m_.getContext(), "phase1", fn_);
     auto* done = BasicBlock::Create(m_.getContext(), "phases.done", fn_);
     b_.CreateCondBr(b_.CreateICmpEQ(phase_, i64(0)), phase0, phase1);
     b_.SetInsertPoint(phase0);
-    Value* total = scan_row(coord, begin, end, identity, vector, false);
-    when(b_.CreateICmpEQ(tid_, i64(0)),
-         [&] { b_.CreateStore(b_.CreateBitCast(total, b_.getInt32Ty()), word(bid_)); });
+    loop(tid_, i64(half), i64(cfg_.block), [&](Value* w) {
+      b_.CreateStore(i64(0), record(b_.CreateAdd(b_.CreateMul(slice, i64(half)), w)));
+    });
     b_.CreateBr(done);
     b_.SetInsertPoint(phase1);
-    Value* prefix = var(identity, "prefix");
-    Value* prefix_c = compensated() ? var(math_.num(0), "prefix.c") : nullptr;
-    Value* record0 = b_.CreateMul(row, S);
-    loop(i64(0), slice, i64(1), [&](Value* s) {
-      Value* t = b_.CreateBitCast(b_.CreateLoad(b_.getInt32Ty(), word(b_.CreateAdd(record0, s))),
-                                  acc_type_);
-      add_to(prefix, prefix_c, t);
-    });
-    scan_row(coord, begin, end, get(prefix), vector, true);
+    lookback_row(coords_of(row, row_dims), S, records, vector);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
   });
 }
 
+// Phase 1 of a split row: the blocks take the row's tiles in the order of a counter. A tile is
+// one step of `items` chunks held in registers (scan_tile) when the records hold that many
+// tiles; else (rows of more than ~256 tiles a block) k chunks read twice, their total first,
+// then their scan from the carry (the second read mostly from L2).
+void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, Value* records,
+                                bool vector) {
+  const int64_t chunk = cfg_.chunk();
+  const int items = std::max(1, cfg_.items);
+  const int64_t step = chunk * items;
+  const int64_t half = kLookbackSlots / 2;
+  auto record = [&](Value* index) { return em_.element_ptr(records, DType::i64, index); };
+  // The records hold the counter and two per tile up to index T + 2 (look_back).
+  Value* capacity =
+      b_.CreateSub(b_.CreateUDiv(b_.CreateSub(b_.CreateMul(S, i64(half)), i64(1)), i64(2)), i64(2));
+  Value* steps = b_.CreateUDiv(b_.CreateAdd(L_, i64(step - 1)), i64(step));
+  Value* identity = em_.identity(op_, scan_stmt_->value.type());
+  auto slot = [&](int i) { return b_.CreateInBoundsGEP(b_.getInt32Ty(), shared_, {i64(i)}); };
+  auto ticket = [&] {
+    return b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, record(i64(0)), b_.getInt32(1),
+                              llvm::MaybeAlign(8), llvm::AtomicOrdering::Monotonic);
+  };
+  // The carry of tile t from its total: warp 0 looks back, every thread reads it after a barrier.
+  auto carry_of = [&](Value* t, Value* total) {
+    when(b_.CreateICmpULT(tid_, i64(32)), [&] {
+      Value* carry = look_back(t, total, record);
+      when(b_.CreateICmpEQ(tid_, i64(0)),
+           [&] { b_.CreateStore(b_.CreateBitCast(carry, b_.getInt32Ty()), slot(1)); });
+    });
+    barrier();
+    return b_.CreateBitCast(b_.CreateLoad(b_.getInt32Ty(), slot(1)), acc_type_);
+  };
+  when(b_.CreateICmpEQ(tid_, i64(0)), [&] { b_.CreateStore(ticket(), slot(0)); });
+  barrier();
+  Value* first = b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), slot(0)), b_.getInt64Ty());
+  auto* in_registers = BasicBlock::Create(m_.getContext(), "tiles.registers", fn_);
+  auto* read_twice = BasicBlock::Create(m_.getContext(), "tiles.twice", fn_);
+  auto* out = BasicBlock::Create(m_.getContext(), "tiles.done", fn_);
+  b_.CreateCondBr(b_.CreateICmpULE(steps, capacity), in_registers, read_twice);
+
+  // The tiles from `first` while t < count: body(t), which leaves thread 0's next ticket in
+  // slot 0 after the barrier its carry_of passed, then a barrier and every thread reads it.
+  auto tiles = [&](Value* count, const std::function<void(Value*)>& body) {
+    Value* t_slot = var(first, "t");
+    auto* head = BasicBlock::Create(m_.getContext(), "tile.next", fn_);
+    auto* work = BasicBlock::Create(m_.getContext(), "tile", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    Value* t = b_.CreateLoad(b_.getInt64Ty(), t_slot);
+    b_.CreateCondBr(b_.CreateICmpULT(t, count), work, out);
+    b_.SetInsertPoint(work);
+    body(t);
+    barrier();
+    b_.CreateStore(b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), slot(0)), b_.getInt64Ty()), t_slot);
+    b_.CreateBr(head);
+  };
+
+  // Tiles of one step, held in registers. A block takes its next tile only once its current
+  // one's carry is known (while it stores): a tile taken early would publish its total late,
+  // and every later tile's look-back would wait for it (measured on an H200: holding the next
+  // two tickets ahead, a 64M-element row took 280 us instead of 223). Thread 0 takes the
+  // ticket after the carry and writes it after its stores (the atomic's round trip under them).
+  b_.SetInsertPoint(in_registers);
+  tiles(steps, [&](Value* t) {
+    Value* next = var(b_.getInt32(0), "next");
+    auto carry_of_tile = [&](Value* total) {
+      Value* carry = carry_of(t, total);
+      when(b_.CreateICmpEQ(tid_, i64(0)), [&] { b_.CreateStore(ticket(), next); });
+      return carry;
+    };
+    scan_tile(coord, b_.CreateMul(t, i64(step)), L_, vector, items, carry_of_tile);
+    when(b_.CreateICmpEQ(tid_, i64(0)),
+         [&] { b_.CreateStore(b_.CreateLoad(b_.getInt32Ty(), next), slot(0)); });
+  });
+
+  // Tiles of k chunks, k = ceil(chunks / capacity), each read twice.
+  b_.SetInsertPoint(read_twice);
+  Value* chunks = b_.CreateUDiv(b_.CreateAdd(L_, i64(chunk - 1)), i64(chunk));
+  Value* k = b_.CreateUDiv(b_.CreateAdd(chunks, b_.CreateSub(capacity, i64(1))), capacity);
+  Value* tile = b_.CreateMul(k, i64(chunk), "tile");
+  tiles(b_.CreateUDiv(b_.CreateAdd(L_, b_.CreateSub(tile, i64(1))), tile, "tiles"), [&](Value* t) {
+    Value* begin = b_.CreateMul(t, tile);
+    Value* end = min64(b_.CreateAdd(begin, tile), L_);
+    Value* total = scan_row(coord, begin, end, identity, vector, false, 1);
+    Value* carry = carry_of(t, total);
+    when(b_.CreateICmpEQ(tid_, i64(0)), [&] { b_.CreateStore(ticket(), slot(0)); });
+    scan_row(coord, begin, end, carry, vector, true, 1);
+  });
+  b_.SetInsertPoint(out);
+}
+
+// Warp 0 of the block holding tile t (whose elements total `total`): publishes the tile's
+// total and returns the fold of every earlier tile's, in the fixed tree of the header.
+Value* ScanLowering::look_back(Value* t, Value* total,
+                               const std::function<Value*(Value*)>& record) {
+  Value* identity = em_.identity(op_, scan_stmt_->value.type());
+  Value* lane = tid_;
+  auto agg = [&](Value* tile) { return record(b_.CreateAdd(i64(1), b_.CreateMul(tile, i64(2)))); };
+  auto aux = [&](Value* tile) { return record(b_.CreateAdd(i64(2), b_.CreateMul(tile, i64(2)))); };
+  auto publish = [&](Value* ptr, Value* v) {
+    Value* word = b_.CreateZExt(b_.CreateBitCast(v, b_.getInt32Ty()), b_.getInt64Ty());
+    // One 8-byte store (aligned: a store of two words could be seen half written).
+    b_.CreateAlignedStore(b_.CreateOr(word, i64(int64_t{1} << 32)), ptr, llvm::Align(8),
+                          /*isVolatile=*/true);
+  };
+  // The value at `ptr` once its flag is set (lanes where `need`), else the identity.
+  auto wait = [&](Value* need, Value* ptr) {
+    Value* slot = var(b_.getInt64(0), "record");
+    when(need, [&] {
+      auto* spin = BasicBlock::Create(m_.getContext(), "spin", fn_);
+      auto* nap = BasicBlock::Create(m_.getContext(), "spin.nap", fn_);
+      auto* ready = BasicBlock::Create(m_.getContext(), "spin.done", fn_);
+      b_.CreateBr(spin);
+      b_.SetInsertPoint(spin);
+      Value* ld = b_.CreateAlignedLoad(b_.getInt64Ty(), ptr, llvm::Align(8), /*isVolatile=*/true);
+      b_.CreateStore(ld, slot);
+      b_.CreateCondBr(b_.CreateICmpUGE(ld, i64(int64_t{1} << 32)), ready, nap);
+      // Not yet: a pause before the next poll, so that hundreds of warps polling the same
+      // few lines of L2 leave it free for the stores they wait for.
+      b_.SetInsertPoint(nap);
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_nanosleep, {}, {b_.getInt32(kLookbackPollNs)});
+      b_.CreateBr(spin);
+      b_.SetInsertPoint(ready);
+    });
+    Value* v = b_.CreateBitCast(
+        b_.CreateTrunc(b_.CreateLoad(b_.getInt64Ty(), slot), b_.getInt32Ty()), acc_type_);
+    return b_.CreateSelect(need, v, identity);
+  };
+  // The fold of the 32 lanes' values (butterflies: every lane the same bits).
+  auto fold = [&](Value* v) {
+    for (int m = 16; m >= 1; m /= 2) {
+      Value* o = shfl(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32,
+                      llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, v, b_.getInt32(m), 31);
+      v = em_.combine(op_, v, o);
+    }
+    return v;
+  };
+  Value* lane0 = b_.CreateICmpEQ(lane, i64(0));
+  when(lane0, [&] { publish(agg(t), total); });
+  Value* g = b_.CreateUDiv(t, i64(32));
+  Value* i = b_.CreateURem(t, i64(32));
+  Value* h = b_.CreateUDiv(t, i64(1024));
+  Value* j = b_.CreateURem(g, i64(32));
+  // The tiles of t's group before it.
+  Value* before =
+      fold(wait(b_.CreateICmpULT(lane, i), agg(b_.CreateAdd(b_.CreateMul(g, i64(32)), lane))));
+  Value* last_of_group = b_.CreateICmpEQ(i, i64(31));
+  Value* group_total = em_.combine(op_, before, total);
+  when(b_.CreateAnd(lane0, last_of_group),
+       [&] { publish(aux(b_.CreateMul(g, i64(32))), group_total); });
+  // The groups of t's supergroup before t's group.
+  Value* first_group = b_.CreateMul(h, i64(32));
+  Value* groups = fold(
+      wait(b_.CreateICmpULT(lane, j), aux(b_.CreateMul(b_.CreateAdd(first_group, lane), i64(32)))));
+  when(b_.CreateAnd(lane0, b_.CreateAnd(last_of_group, b_.CreateICmpEQ(j, i64(31)))), [&] {
+    publish(aux(b_.CreateAdd(b_.CreateMul(h, i64(1024)), i64(1))),
+            em_.combine(op_, groups, group_total));
+  });
+  // The supergroups before t's: a chain, each first tile extending it by one.
+  Value* prior = var(identity, "prior");
+  when(b_.CreateICmpUGT(h, i64(0)), [&] {
+    Value* first = b_.CreateICmpEQ(b_.CreateURem(t, i64(1024)), i64(0));
+    Value* prev = b_.CreateMul(b_.CreateSub(h, i64(1)), i64(1024));
+    auto* chain = BasicBlock::Create(m_.getContext(), "chain", fn_);
+    auto* read = BasicBlock::Create(m_.getContext(), "chain.read", fn_);
+    auto* joined = BasicBlock::Create(m_.getContext(), "chain.done", fn_);
+    b_.CreateCondBr(first, chain, read);
+    b_.SetInsertPoint(chain);
+    Value* earlier =
+        wait(b_.CreateAnd(lane0, b_.CreateICmpUGT(h, i64(1))), aux(b_.CreateAdd(prev, i64(2))));
+    Value* last_total = wait(lane0, aux(b_.CreateAdd(prev, i64(1))));
+    Value* p = em_.combine(op_, earlier, last_total);
+    when(lane0, [&] { publish(aux(b_.CreateAdd(b_.CreateMul(h, i64(1024)), i64(2))), p); });
+    b_.CreateStore(p, prior);
+    b_.CreateBr(joined);
+    b_.SetInsertPoint(read);
+    b_.CreateStore(wait(lane0, aux(b_.CreateAdd(b_.CreateMul(h, i64(1024)), i64(2)))), prior);
+    b_.CreateBr(joined);
+    b_.SetInsertPoint(joined);
+  });
+  return em_.combine(op_, em_.combine(op_, get(prior), groups), before);
+}
+
+// Chunk [c0, c0 + group * vec) of the row at `row` (its coordinates but the last), clamped
+// to j_end: this thread's vec elements' loads and body values (the identity past j_end).
+ScanLowering::Chunk ScanLowering::load_chunk(const std::vector<Value*>& row, Value* c0,
+                                             Value* j_end, bool vector) {
+  const int V = cfg_.vec;
+  Value* identity = em_.identity(op_, scan_stmt_->value.type());
+  Value* gtid = b_.CreateURem(tid_, i64(cfg_.group));
+  Chunk ch;
+  ch.j0 = b_.CreateAdd(c0, b_.CreateMul(gtid, i64(V)));
+  Value* last = b_.CreateSub(j_end, i64(1));
+  ch.pts.resize(static_cast<size_t>(V));
+  ch.in.resize(static_cast<size_t>(V));
+  // Loads: a vector per contiguous read when the lanes are all in the row or all out
+  // (vector: L and the slices are multiples of V), clamped into the row either way.
+  ch.jv = vector ? min64(ch.j0, b_.CreateSub(j_end, i64(V))) : nullptr;
+  std::vector<std::pair<Expr, Value*>> vectors;
+  if (vector) {
+    for (const Expr& e : row_loads_) {
+      const Load& ld = *e.as<Load>();
+      std::vector<Value*> coord = row;
+      coord.push_back(ch.jv);
+      const int param = param_index(ld.tensor);
+      note_aligned(param, ld.stored);
+      vectors.emplace_back(e, em_.load_vector(em_.element_ptr(ptrs_[static_cast<size_t>(param)],
+                                                              ld.stored, offset_of(ld, coord)),
+                                              ld.stored, V));
+    }
+  }
+  for (int k = 0; k < V; ++k) {
+    Value* jk = b_.CreateAdd(ch.j0, i64(k));
+    ch.in[k] = b_.CreateICmpSLT(jk, j_end);
+    Point& p = ch.pts[static_cast<size_t>(k)];
+    p.coord = row;
+    p.coord.push_back(vector ? b_.CreateAdd(ch.jv, i64(k)) : min64(jk, last));
+    for (const auto& [e, vec] : vectors) {
+      p.vec_lane[e] = em_.widen_lane(vec, k, e.as<Load>()->stored);
+    }
+  }
+  ch.vals.resize(static_cast<size_t>(V));
+  for (int k = 0; k < V; ++k) {
+    ch.vals[k] = b_.CreateSelect(ch.in[k], eval(body_, ch.pts[static_cast<size_t>(k)]), identity);
+  }
+  return ch;
+}
+
+// Levels 1 and 2 of a chunk's scan: the thread's elements in order (ch.incl), then across the
+// warp (Hillis-Steele on the threads' totals): the warp's own fold up to this lane.
+Value* ScanLowering::scan_warp(Chunk& ch) {
+  const int V = cfg_.vec;
+  Value* lane = b_.CreateURem(tid_, i64(32));
+  ch.incl.resize(static_cast<size_t>(V));
+  for (int k = 0; k < V; ++k) {
+    Value* v = ch.vals[static_cast<size_t>(k)];
+    ch.incl[k] = k == 0 ? v : em_.combine(op_, ch.incl[k - 1], v);
+  }
+  Value* x = ch.incl[V - 1];
+  for (int d = 1; d < 32; d *= 2) {
+    Value* y = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32, llvm::Intrinsic::nvvm_shfl_sync_up_i32,
+                    x, b_.getInt32(d), 0);
+    x = b_.CreateSelect(b_.CreateICmpUGE(lane, i64(d)), em_.combine(op_, y, x), x);
+  }
+  return x;
+}
+
+// Stores every output at the chunk's elements, whose scan values (pts[k].scan) are known.
+void ScanLowering::store_chunk(const std::vector<Value*>& row, Chunk& ch, Value* j_end,
+                               bool vector) {
+  const int V = cfg_.vec;
+  if (vector) {
+    when(b_.CreateICmpSLT(ch.j0, j_end), [&] {
+      for (const Store& s : stores_) {
+        std::vector<Value*> vals;
+        for (int k = 0; k < V; ++k) vals.push_back(eval(s.value, ch.pts[static_cast<size_t>(k)]));
+        note_aligned(s.param, s.dtype);
+        std::vector<Value*> coord = row;
+        coord.push_back(ch.jv);
+        Value* off = i64(0);
+        const std::vector<Value*>& st = strides_.at(params_[s.param]->name);
+        for (size_t d = 0; d < rank_; ++d) off = b_.CreateAdd(off, b_.CreateMul(coord[d], st[d]));
+        em_.store(em_.element_ptr(ptrs_[static_cast<size_t>(s.param)], s.dtype, off), s.dtype,
+                  vals);
+      }
+    });
+    return;
+  }
+  for (int k = 0; k < V; ++k) {
+    when(ch.in[k], [&] {
+      Point& p = ch.pts[static_cast<size_t>(k)];
+      for (const Store& s : stores_) {
+        Value* v = eval(s.value, p);
+        const std::vector<Value*>& st = strides_.at(params_[s.param]->name);
+        Value* off = i64(0);
+        for (size_t d = 0; d < rank_; ++d) off = b_.CreateAdd(off, b_.CreateMul(p.coord[d], st[d]));
+        em_.store(em_.element_ptr(ptrs_[static_cast<size_t>(s.param)], s.dtype, off), s.dtype, {v});
+      }
+    });
+  }
+}
+
 // Scans elements [j_begin, j_end) of the row at `row` (its coordinates but the last) from
 // carry0, storing every output when `store`; returns carry0 (op) the elements' total.
 Value* ScanLowering::scan_row(const std::vector<Value*>& row, Value* j_begin, Value* j_end,
-                              Value* carry0, bool vector, bool store) {
+                              Value* carry0, bool vector, bool store, int items) {
   const int G = cfg_.group, V = cfg_.vec;
   const int warps = G / 32;
   const DType t = scan_stmt_->value.type();
@@ -475,74 +793,18 @@ Value* ScanLowering::scan_row(const std::vector<Value*>& row, Value* j_begin, Va
   Value* carry = var(carry0, "carry");
   Value* carry_c = compensated() ? var(math_.num(0), "carry.c") : nullptr;
   const int64_t chunk = int64_t{G} * V;
-  const int I = std::max(1, cfg_.items);
+  const int I = std::max(1, items);
   // Each step of the loop covers `items` chunks: every chunk's loads and body values first
   // (items x vec elements in flight per thread), then the chunks' scans in order.
-  struct Chunk {
-    Value* j0 = nullptr;
-    Value* jv = nullptr;
-    std::vector<Point> pts;
-    std::vector<Value*> in, vals;
-  };
   loop(j_begin, j_end, i64(chunk * I), [&](Value* c_base) {
-    std::vector<Chunk> chunks(static_cast<size_t>(I));
+    std::vector<Chunk> chunks;
     for (int ci = 0; ci < I; ++ci) {
-      Chunk& ch = chunks[static_cast<size_t>(ci)];
-      Value* c0 = b_.CreateAdd(c_base, i64(int64_t{ci} * chunk));
-      Value* j0 = b_.CreateAdd(c0, b_.CreateMul(gtid, i64(V)));
-      Value* last = b_.CreateSub(j_end, i64(1));
-      std::vector<Point> pts(static_cast<size_t>(V));
-      std::vector<Value*> in(static_cast<size_t>(V));
-      // Loads: a vector per contiguous read when the lanes are all in the row or all out
-      // (vector: L and the slices are multiples of V), clamped into the row either way.
-      Value* jv = vector ? min64(j0, b_.CreateSub(j_end, i64(V))) : nullptr;
-      std::vector<std::pair<Expr, Value*>> vectors;
-      if (vector) {
-        for (const Expr& e : row_loads_) {
-          const Load& ld = *e.as<Load>();
-          std::vector<Value*> coord = row;
-          coord.push_back(jv);
-          const int param = param_index(ld.tensor);
-          note_aligned(param, ld.stored);
-          vectors.emplace_back(e, em_.load_vector(em_.element_ptr(ptrs_[static_cast<size_t>(param)],
-                                                                  ld.stored, offset_of(ld, coord)),
-                                                  ld.stored, V));
-        }
-      }
-      for (int k = 0; k < V; ++k) {
-        Value* jk = b_.CreateAdd(j0, i64(k));
-        in[k] = b_.CreateICmpSLT(jk, j_end);
-        Point& p = pts[static_cast<size_t>(k)];
-        p.coord = row;
-        p.coord.push_back(vector ? b_.CreateAdd(jv, i64(k)) : min64(jk, last));
-        for (const auto& [e, vec] : vectors) {
-          p.vec_lane[e] = em_.widen_lane(vec, k, e.as<Load>()->stored);
-        }
-      }
-      std::vector<Value*> vals(static_cast<size_t>(V));
-      for (int k = 0; k < V; ++k) {
-        vals[k] = b_.CreateSelect(in[k], eval(body_, pts[static_cast<size_t>(k)]), identity);
-      }
-      ch = {j0, jv, std::move(pts), std::move(in), std::move(vals)};
+      chunks.push_back(
+          load_chunk(row, b_.CreateAdd(c_base, i64(int64_t{ci} * chunk)), j_end, vector));
     }
     for (Chunk& ch : chunks) {
-      Value* j0 = ch.j0;
-      Value* jv = ch.jv;
-      std::vector<Point>& pts = ch.pts;
-      std::vector<Value*>& in = ch.in;
-      // 1. The thread's elements, in order.
-      std::vector<Value*> incl(static_cast<size_t>(V));
-      for (int k = 0; k < V; ++k) {
-        Value* v = ch.vals[static_cast<size_t>(k)];
-        incl[k] = k == 0 ? v : em_.combine(op_, incl[k - 1], v);
-      }
-      // 2. Across the warp: Hillis-Steele on the threads' totals.
-      Value* x = incl[V - 1];
-      for (int d = 1; d < 32; d *= 2) {
-        Value* y = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32,
-                        llvm::Intrinsic::nvvm_shfl_sync_up_i32, x, b_.getInt32(d), 0);
-        x = b_.CreateSelect(b_.CreateICmpUGE(lane, i64(d)), em_.combine(op_, y, x), x);
-      }
+      // 1, 2. The thread's elements, then across the warp.
+      Value* x = scan_warp(ch);
       Value* before = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32,
                            llvm::Intrinsic::nvvm_shfl_sync_up_i32, x, b_.getInt32(1), 0);
       before = b_.CreateSelect(b_.CreateICmpEQ(lane, i64(0)), identity, before);
@@ -561,7 +823,7 @@ Value* ScanLowering::scan_row(const std::vector<Value*>& row, Value* j_begin, Va
           b_.CreateStore(b_.CreateBitCast(x, b_.getInt32Ty()),
                          b_.CreateInBoundsGEP(b_.getInt32Ty(), smem_, b_.CreateAdd(base, warp)));
         });
-        b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+        barrier();
         Value* earlier = get(carry);
         total = identity;
         for (int w = 0; w < warps; ++w) {
@@ -578,42 +840,80 @@ Value* ScanLowering::scan_row(const std::vector<Value*>& row, Value* j_begin, Va
       add_to(carry, carry_c, total);
       if (!store) continue;
       // 4. The stores, with the epilogue.
-      for (int k = 0; k < V; ++k) pts[k].scan = em_.combine(op_, prefix, incl[k]);
-      if (vector) {
-        when(b_.CreateICmpSLT(j0, j_end), [&] {
-          for (const Store& s : stores_) {
-            std::vector<Value*> vals;
-            for (int k = 0; k < V; ++k) vals.push_back(eval(s.value, pts[static_cast<size_t>(k)]));
-            note_aligned(s.param, s.dtype);
-            std::vector<Value*> coord = row;
-            coord.push_back(jv);
-            Value* off = i64(0);
-            const std::vector<Value*>& st = strides_.at(params_[s.param]->name);
-            for (size_t d = 0; d < rank_; ++d)
-              off = b_.CreateAdd(off, b_.CreateMul(coord[d], st[d]));
-            em_.store(em_.element_ptr(ptrs_[static_cast<size_t>(s.param)], s.dtype, off), s.dtype,
-                      vals);
-          }
-        });
-      } else {
-        for (int k = 0; k < V; ++k) {
-          when(in[k], [&] {
-            Point& p = pts[static_cast<size_t>(k)];
-            for (const Store& s : stores_) {
-              Value* v = eval(s.value, p);
-              const std::vector<Value*>& st = strides_.at(params_[s.param]->name);
-              Value* off = i64(0);
-              for (size_t d = 0; d < rank_; ++d)
-                off = b_.CreateAdd(off, b_.CreateMul(p.coord[d], st[d]));
-              em_.store(em_.element_ptr(ptrs_[static_cast<size_t>(s.param)], s.dtype, off), s.dtype,
-                        {v});
-            }
-          });
-        }
-      }
+      for (int k = 0; k < V; ++k) ch.pts[k].scan = em_.combine(op_, prefix, ch.incl[k]);
+      store_chunk(row, ch, j_end, vector);
     }
   });
   return get(carry);
+}
+
+// One tile of `items` chunks from c0, held in registers: every chunk's loads and body values,
+// each chunk scanned within the warp, every chunk's warp totals through shared memory at once
+// (one barrier), then carry = carry_of(the tile's total; every thread calls it) and the stores:
+// an element's value is carry (op) (the tile's earlier chunks and warps (op) the warp's lanes
+// before (op) the thread's elements up to it).
+void ScanLowering::scan_tile(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector,
+                             int items, const std::function<Value*(Value*)>& carry_of) {
+  const int G = cfg_.group, V = cfg_.vec;
+  const int warps = G / 32;
+  const int I = std::max(1, items);
+  const int64_t chunk = int64_t{G} * V;
+  Value* identity = em_.identity(op_, scan_stmt_->value.type());
+  Value* lane = b_.CreateURem(tid_, i64(32));
+  Value* warp = b_.CreateUDiv(b_.CreateURem(tid_, i64(G)), i64(32));
+  std::vector<Chunk> chunks;
+  for (int ci = 0; ci < I; ++ci) {
+    chunks.push_back(load_chunk(row, b_.CreateAdd(c0, i64(int64_t{ci} * chunk)), j_end, vector));
+  }
+  std::vector<Value*> before(static_cast<size_t>(I));
+  for (int ci = 0; ci < I; ++ci) {
+    Value* x = scan_warp(chunks[static_cast<size_t>(ci)]);
+    Value* b = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32, llvm::Intrinsic::nvvm_shfl_sync_up_i32,
+                    x, b_.getInt32(1), 0);
+    before[ci] = b_.CreateSelect(b_.CreateICmpEQ(lane, i64(0)), identity, b);
+    when(b_.CreateICmpEQ(lane, i64(31)), [&] {
+      b_.CreateStore(b_.CreateBitCast(x, b_.getInt32Ty()),
+                     b_.CreateInBoundsGEP(b_.getInt32Ty(), tile_smem_,
+                                          b_.CreateAdd(i64(int64_t{ci} * warps), warp)));
+    });
+  }
+  barrier();
+  // Each chunk's warp totals, lane w holding warp w's: scanned across the lanes (in order,
+  // as a warp's threads are), so that each warp reads the fold of the warps before it and
+  // the chunk's total; the chunks' totals fold in order.
+  Value* running = identity;
+  std::vector<Value*> earlier(static_cast<size_t>(I));
+  for (int ci = 0; ci < I; ++ci) {
+    Value* mine = b_.CreateICmpULT(lane, i64(warps));
+    Value* at = b_.CreateAdd(i64(int64_t{ci} * warps), b_.CreateSelect(mine, lane, i64(0)));
+    Value* tw = b_.CreateBitCast(
+        b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), tile_smem_, at)),
+        acc_type_);
+    Value* x = b_.CreateSelect(mine, tw, identity);
+    for (int d = 1; d < 32; d *= 2) {
+      Value* y = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32,
+                      llvm::Intrinsic::nvvm_shfl_sync_up_i32, x, b_.getInt32(d), 0);
+      x = b_.CreateSelect(b_.CreateICmpUGE(lane, i64(d)), em_.combine(op_, y, x), x);
+    }
+    // Warp w's exclusive prefix: lane w - 1's inclusive one (the identity for warp 0).
+    Value* src = b_.CreateTrunc(b_.CreateSub(warp, i64(1)), b_.getInt32Ty());
+    Value* prev = shfl(llvm::Intrinsic::nvvm_shfl_sync_idx_f32,
+                       llvm::Intrinsic::nvvm_shfl_sync_idx_i32, x, src, 31);
+    prev = b_.CreateSelect(b_.CreateICmpEQ(warp, i64(0)), identity, prev);
+    Value* total = shfl(llvm::Intrinsic::nvvm_shfl_sync_idx_f32,
+                        llvm::Intrinsic::nvvm_shfl_sync_idx_i32, x, b_.getInt32(warps - 1), 31);
+    earlier[ci] = ci == 0 ? prev : em_.combine(op_, running, prev);
+    running = ci == 0 ? total : em_.combine(op_, running, total);
+  }
+  Value* carry = carry_of(running);
+  for (int ci = 0; ci < I; ++ci) {
+    Chunk& ch = chunks[static_cast<size_t>(ci)];
+    Value* prefix = em_.combine(op_, earlier[ci], before[ci]);
+    for (int k = 0; k < V; ++k) {
+      ch.pts[k].scan = em_.combine(op_, carry, em_.combine(op_, prefix, ch.incl[k]));
+    }
+    store_chunk(row, ch, j_end, vector);
+  }
 }
 
 // Outer scans: block * vec columns per block (thread t owns columns t, t + block, ...), each

@@ -68,10 +68,10 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
     const std::string L = product_text(step.reduced);
     if (v.split.phases > 0) {
       out.how = fmt::format(
-          "split: {} row(s), each over {} blocks walking {} in chunks of {}, 2 launches through "
-          "a workspace",
+          "split: {} row(s), each over {} blocks taking tiles of {} elements of {} in order, "
+          "each tile's carry looked back for through a workspace (a first launch clears it)",
           blocks, bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count, resident),
-          L, v.split.chunk);
+          v.split.chunk * std::max(1, c.items), L);
     } else if (step.row_scan()) {
       out.how =
           fmt::format("{} row(s) per block, {} block(s), chunks of {} along {}{}",

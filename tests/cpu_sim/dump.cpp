@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
     VariantLayout layout;
     if (const auto* sc = std::get_if<ScanConfig>(&pv.config)) {
       lower_scan(m, *st.abi, *st.sk, *sc, "kern", &layout);
-      std::cerr << pv.block_threads << " " << pv.elements_per_block << " " << pv.split.phases
-                << "\n";
+      std::cerr << pv.block_threads << " " << pv.elements_per_block << " " << pv.split.phases << " "
+                << pv.split.slots << "\n";
       std::cout << module_text(m);
       return 0;
     }

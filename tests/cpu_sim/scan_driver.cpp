@@ -1,11 +1,13 @@
 // Runs a scan kernel of examples/scan.kiln, lowered to the host (to_host.py), the way a GPU
 // would: each block's threads are host threads meeting at a std::barrier for bar.sync, and the
 // 32 threads of each warp meet at a barrier of their own for every shuffle; blocks run one
-// after another. A split variant runs its two phases over a grid of rows x S blocks with a
-// workspace. The outputs are compared with a sequential f64 scan: max and min exactly (NaN
-// where the reference has NaN), sums within 1e-5 of the sum of the magnitudes so far (the
-// kernel adds in another order, in f32). Inputs are random; outputs start poisoned.
-//   scan_driver BLOCK ELEMENTS_PER_BLOCK PHASES MAXGRID M N      (compiled with -DK=1..4)
+// after another. A split variant runs its two phases over a grid of rows x S blocks (S = 3,
+// or the optional last argument) with a workspace of SLOTS words per block, poisoned: its
+// first block takes every tile of a row, so each look-back finds every earlier record set. The
+// outputs are compared with a sequential f64 scan: max and min exactly (NaN where the reference has
+// NaN), sums within 1e-5 of the sum of the magnitudes so far (the kernel adds in another order, in
+// f32). Inputs are random; outputs start poisoned.
+//   scan_driver BLOCK ELEMENTS_PER_BLOCK PHASES SLOTS MAXGRID M N [S]   (compiled with -DK=1..4)
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -66,6 +68,12 @@ extern "C" float sim_shfl_idx_f32(int, float v, int src, int) {
 extern "C" int sim_shfl_idx_i32(int, int v, int src, int) {
   return static_cast<int>(shuffle(static_cast<uint32_t>(v), src & 31, false));
 }
+extern "C" float sim_shfl_bfly_f32(int, float v, int m, int) {
+  return from_bits(shuffle(bits(v), (g_tid % 32) ^ m, false));
+}
+extern "C" int sim_shfl_bfly_i32(int, int v, int m, int) {
+  return static_cast<int>(shuffle(static_cast<uint32_t>(v), (g_tid % 32) ^ m, false));
+}
 template <class F>
 void launch(long grid, int block, F f) {
   g_nctaid = static_cast<int>(grid);
@@ -93,12 +101,14 @@ float rnd() {
   return std::uniform_real_distribution<float>(-2, 2)(rng);
 }
 int main(int argc, char** argv) {
-  if (argc != 7) return 2;
+  if (argc != 8 && argc != 9) return 2;
   const int block = atoi(argv[1]);
   const long epb = atol(argv[2]);
   const int phases = atoi(argv[3]);
-  const int maxgrid = atoi(argv[4]);
-  const long M = atol(argv[5]), N = atol(argv[6]);
+  const long slots = atol(argv[4]);
+  const int maxgrid = atoi(argv[5]);
+  const long M = atol(argv[6]), N = atol(argv[7]);
+  const long S = argc == 9 ? atol(argv[8]) : 3;
   const long n = M * N;
   std::vector<float> x(n), w(N), y(n, -1e30f);
   std::vector<uint16_t> m(n, 0xFFFF);
@@ -115,8 +125,7 @@ int main(int argc, char** argv) {
   // Launch: a split variant over rows x S blocks, twice; else the flat grid over the rows.
   auto run = [&](auto call) {
     if (phases > 0) {
-      const long S = 3;
-      std::vector<int32_t> ws(rows * S, 0x7fc00001);
+      std::vector<int32_t> ws(rows * S * slots, 0x7fc00001);
       for (long p = 0; p < phases; ++p) launch(rows * S, block, [&] { call(ws.data(), p); });
     } else {
       launch(std::min<long>((rows + epb - 1) / epb, maxgrid), block, [&] { call(nullptr, 0); });

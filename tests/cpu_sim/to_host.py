@@ -2,7 +2,7 @@
 thread and block registers, the barrier and the warp shuffles become calls into the driver,
 mul.hi.u32 an IR function, rcp.approx.ftz.f64 the reciprocal with all but 16 bits of its
 mantissa cleared (worse than the hardware's, so that the Newton steps after it must work), the bf16 pair
-conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, the reduction
+conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, nanosleep nothing, the reduction
 kernels' inline assembly plain IR (see below), and the shared-memory tile an ordinary global
 (blocks run one after another).
     python3 to_host.py IN.ll OUT.ll [--force64]
@@ -26,7 +26,8 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
                  ("@llvm.nvvm.shfl.sync.idx.i32(", "@sim_shfl_idx_i32("),
                  ("@llvm.nvvm.shfl.sync.bfly.f32(", "@sim_shfl_bfly_f32("),
                  ("@llvm.nvvm.shfl.sync.bfly.i32(", "@sim_shfl_bfly_i32("),
-                 ("@llvm.nvvm.ex2.approx.ftz.f(", "@sim_ex2(")]:
+                 ("@llvm.nvvm.ex2.approx.ftz.f(", "@sim_ex2("),
+                 ("@llvm.nvvm.nanosleep(", "@sim_nanosleep(")]:
     s = s.replace(old, new)
 # The reduction kernels' inline assembly (compiler/emit.cpp, lower/reduction_rows.cpp): the L2
 # policy is any number, the hinted vector loads plain loads, the passes' opaque copies copies,
@@ -84,6 +85,9 @@ define internal { i32, i32 } @sim_ld_v2(ptr addrspace(1) %p, i64 %policy) {
   %r0 = insertvalue { i32, i32 } poison, i32 %a, 0
   %r1 = insertvalue { i32, i32 } %r0, i32 %b, 1
   ret { i32, i32 } %r1
+}
+define internal void @sim_nanosleep(i32 %ns) {
+  ret void
 }
 define internal i32 @sim_mov32(i32 %x) {
   ret i32 %x

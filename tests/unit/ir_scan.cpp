@@ -240,7 +240,10 @@ TEST_CASE("plan: scan variants, tiers and the split for one long row", "[compile
   CHECK_FALSE(pick(1, 5000).split);  // too short to give each of its blocks two chunks
   CHECK_FALSE(pick(200, 67108864 / 200).split);
   for (const bundle::Variant& v : written.variants) {
-    if (v.split.phases > 0) CHECK(v.split == bundle::SplitInfo{2, 1, 2048});
+    // A look-back's records (kLookbackSlots words a block); a chunk is a block's vectors.
+    if (v.split.phases > 0) {
+      CHECK(v.split == bundle::SplitInfo{2, kLookbackSlots, int64_t{v.block_threads} * 4});
+    }
   }
   // The manifest's text form keeps the scan step.
   bundle::Manifest m;
@@ -309,12 +312,12 @@ TEST_CASE("runtime: the launch layout of row, split and outer scans", "[runtime]
         const int64_t lines = rows ? M : N, len = rows ? N : M;
         CHECK(out.steps[0].block == static_cast<unsigned>(v.block_threads));
         if (v.split.phases > 0) {
-          // One row per tile, S blocks per row, a word per block in the workspace.
+          // One row per tile, S blocks per row, a look-back's records per block.
           const int64_t S = bundle::split_blocks(lines, len, v.split.chunk, 132,
                                                  bundle::resident_blocks(v, h100));
           CHECK(out.steps[0].grid == lines * S);
           CHECK(out.steps[0].phases == 2);
-          CHECK(out.steps[0].workspace_bytes == 4 * lines * S);
+          CHECK(out.steps[0].workspace_bytes == 4 * kLookbackSlots * lines * S);
         } else {
           CHECK(out.steps[0].grid == (lines + v.elements_per_block - 1) / v.elements_per_block);
           CHECK(out.steps[0].phases == 0);
