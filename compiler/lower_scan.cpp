@@ -138,8 +138,10 @@ class ScanLowering {
   // ---- kernels ----
   void emit_rows(bool vector);
   void emit_split(bool vector);
-  void lookback_row(const std::vector<Value*>& coord, Value* S, Value* records, bool vector);
-  Value* look_back(Value* t, Value* total, const std::function<Value*(Value*)>& record);
+  void lookback_row(const std::vector<Value*>& coord, Value* S, bool vector);
+  Value* look_back(Value* t, Value* total);
+  /// Record `index` (64 bits) of the split row's records (records_).
+  Value* record(Value* index) { return em_.element_ptr(records_, DType::i64, index); }
   void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
   struct Chunk {
     Value* j0 = nullptr;
@@ -149,6 +151,7 @@ class ScanLowering {
   };
   Chunk load_chunk(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector);
   Value* scan_warp(Chunk& ch);
+  Value* scan_lanes(Value* x, Value* lane);
   void store_chunk(const std::vector<Value*>& row, Chunk& ch, Value* j_end, bool vector);
   Value* scan_row(const std::vector<Value*>& row, Value* j_begin, Value* j_end, Value* carry0,
                   bool vector, bool store, int items);
@@ -172,6 +175,7 @@ class ScanLowering {
   Value* phase_ = nullptr;
   Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
+  Value* records_ = nullptr;                   // split rows: the row's look-back records
   llvm::GlobalVariable* shared_ = nullptr;     // split rows: the tile's ticket and carry
   llvm::GlobalVariable* tile_smem_ = nullptr;  // split rows: every chunk's warp totals
   Value* chunks_ = nullptr;  // chunks scanned by the block so far (the shared-memory half)
@@ -478,9 +482,7 @@ void ScanLowering::emit_split(bool vector) {
   Value* slice = b_.CreateURem(bid_, S, "slice");
   const int64_t half = kLookbackSlots / 2;  // 64-bit records per block
   // The row's records: [0] its tile counter, then two per tile (look_back).
-  Value* records =
-      em_.element_ptr(workspace_, DType::i64, b_.CreateMul(row, b_.CreateMul(S, i64(half))));
-  auto record = [&](Value* index) { return em_.element_ptr(records, DType::i64, index); };
+  records_ = em_.element_ptr(workspace_, DType::i64, b_.CreateMul(row, b_.CreateMul(S, i64(half))));
   when(b_.CreateICmpULT(row, rows), [&] {
     auto* phase0 = BasicBlock::Create(m_.getContext(), "phase0", fn_);
     auto* phase1 = BasicBlock::Create(m_.getContext(), "phase1", fn_);
@@ -492,7 +494,7 @@ void ScanLowering::emit_split(bool vector) {
     });
     b_.CreateBr(done);
     b_.SetInsertPoint(phase1);
-    lookback_row(coords_of(row, row_dims), S, records, vector);
+    lookback_row(coords_of(row, row_dims), S, vector);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
   });
@@ -502,13 +504,11 @@ void ScanLowering::emit_split(bool vector) {
 // one step of `items` chunks held in registers (scan_tile) when the records hold that many
 // tiles; else (rows of more than ~256 tiles a block) k chunks read twice, their total first,
 // then their scan from the carry (the second read mostly from L2).
-void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, Value* records,
-                                bool vector) {
+void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, bool vector) {
   const int64_t chunk = cfg_.chunk();
   const int items = std::max(1, cfg_.items);
   const int64_t step = chunk * items;
   const int64_t half = kLookbackSlots / 2;
-  auto record = [&](Value* index) { return em_.element_ptr(records, DType::i64, index); };
   // The records hold the counter and two per tile up to index T + 2 (look_back).
   Value* capacity =
       b_.CreateSub(b_.CreateUDiv(b_.CreateSub(b_.CreateMul(S, i64(half)), i64(1)), i64(2)), i64(2));
@@ -522,7 +522,7 @@ void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, Valu
   // The carry of tile t from its total: warp 0 looks back, every thread reads it after a barrier.
   auto carry_of = [&](Value* t, Value* total) {
     when(b_.CreateICmpULT(tid_, i64(32)), [&] {
-      Value* carry = look_back(t, total, record);
+      Value* carry = look_back(t, total);
       when(b_.CreateICmpEQ(tid_, i64(0)),
            [&] { b_.CreateStore(b_.CreateBitCast(carry, b_.getInt32Ty()), slot(1)); });
     });
@@ -590,8 +590,7 @@ void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, Valu
 
 // Warp 0 of the block holding tile t (whose elements total `total`): publishes the tile's
 // total and returns the fold of every earlier tile's, in the fixed tree of the header.
-Value* ScanLowering::look_back(Value* t, Value* total,
-                               const std::function<Value*(Value*)>& record) {
+Value* ScanLowering::look_back(Value* t, Value* total) {
   Value* identity = em_.identity(op_, scan_stmt_->value.type());
   Value* lane = tid_;
   auto agg = [&](Value* tile) { return record(b_.CreateAdd(i64(1), b_.CreateMul(tile, i64(2)))); };
@@ -735,7 +734,11 @@ Value* ScanLowering::scan_warp(Chunk& ch) {
     Value* v = ch.vals[static_cast<size_t>(k)];
     ch.incl[k] = k == 0 ? v : em_.combine(op_, ch.incl[k - 1], v);
   }
-  Value* x = ch.incl[V - 1];
+  return scan_lanes(ch.incl[V - 1], lane);
+}
+
+// The inclusive scan of x across the warp's lanes, in lane order (Hillis-Steele).
+Value* ScanLowering::scan_lanes(Value* x, Value* lane) {
   for (int d = 1; d < 32; d *= 2) {
     Value* y = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32, llvm::Intrinsic::nvvm_shfl_sync_up_i32,
                     x, b_.getInt32(d), 0);
@@ -889,12 +892,7 @@ void ScanLowering::scan_tile(const std::vector<Value*>& row, Value* c0, Value* j
     Value* tw = b_.CreateBitCast(
         b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), tile_smem_, at)),
         acc_type_);
-    Value* x = b_.CreateSelect(mine, tw, identity);
-    for (int d = 1; d < 32; d *= 2) {
-      Value* y = shfl(llvm::Intrinsic::nvvm_shfl_sync_up_f32,
-                      llvm::Intrinsic::nvvm_shfl_sync_up_i32, x, b_.getInt32(d), 0);
-      x = b_.CreateSelect(b_.CreateICmpUGE(lane, i64(d)), em_.combine(op_, y, x), x);
-    }
+    Value* x = scan_lanes(b_.CreateSelect(mine, tw, identity), lane);
     // Warp w's exclusive prefix: lane w - 1's inclusive one (the identity for warp 0).
     Value* src = b_.CreateTrunc(b_.CreateSub(warp, i64(1)), b_.getInt32Ty());
     Value* prev = shfl(llvm::Intrinsic::nvvm_shfl_sync_idx_f32,
