@@ -83,6 +83,7 @@ OrderedJson variant_json(const Variant& v) {
     out["stage"] = {{"bytes_per_element", v.stage.bytes_per_element},
                     {"rows_per_block", v.stage.rows_per_block},
                     {"vec", v.stage.vec}};
+    if (v.stage.row_align > 0) out["stage"]["row_align"] = v.stage.row_align;
   }
   if (v.strided) out["strided"] = true;
   if (v.odd_rows >= 0) out["odd_rows"] = v.odd_rows;
@@ -290,6 +291,7 @@ Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
     v.stage.bytes_per_element = so.integer("bytes_per_element", 1, 1024);
     v.stage.rows_per_block = so.integer("rows_per_block", 1, 1024);
     v.stage.vec = so.integer("vec", 1, 256);
+    if (so.find("row_align")) v.stage.row_align = so.integer("row_align", 1, 4096);  // version 9
   }
   if (o.find("tile")) {
     Obj to(o.get("tile", "an object"), o.at("tile"));
@@ -390,23 +392,35 @@ Step read_step(const Obj& o, const KernelInfo& k) {
     fail(o.at("variants"),
          fmt::format("expected exactly one variant with is_default, found {}", defaults));
   }
-  // A strided variant: at most one per step, of a kernel with strided inputs, scalar, neither
-  // split nor staged nor a tier, in a pointwise or reduction step.
+  // Strided variants: in a kernel with strided inputs, align_bytes 1, neither split nor staged
+  // but as a tile (stage.row_align, stage.vec 1), in a pointwise or reduction step; exactly
+  // one without a row limit, and in row reduction steps others for rows of up to max_reduced
+  // elements (bundle/rule.h strided_variant).
   const bool any_strided =
       std::any_of(k.params.begin(), k.params.end(), [](const ParamInfo& p) { return p.strided; });
-  int strided = 0;
+  int unlimited = 0, strided = 0;
   for (size_t i = 0; i < s.variants.size(); ++i) {
     const Variant& v = s.variants[i];
     if (!v.strided) continue;
+    ++strided;
     const std::string path = key_path(index_path(o.at("variants"), i), "strided");
     if (!any_strided) fail(path, "a strided variant in a kernel without strided parameters");
-    if (++strided > 1) fail(path, "a step has at most one strided variant");
-    if (v.align_bytes > 1 || v.split.phases > 0 || v.stage.bytes_per_element > 0 ||
-        v.max_reduced > 0 || v.tile.m > 0 || s.kind == StepKind::scan) {
+    const bool tile = v.stage.bytes_per_element > 0 && v.stage.row_align > 0 && v.stage.vec == 1;
+    if (v.align_bytes > 1 || v.split.phases > 0 || (v.stage.bytes_per_element > 0 && !tile) ||
+        v.tile.m > 0 || s.kind == StepKind::scan) {
       fail(path,
-           "a strided variant is scalar (align_bytes 1), neither split nor staged nor a tier, "
-           "in a pointwise or reduction step");
+           "a strided variant is scalar (align_bytes 1), neither split nor staged but as a tile "
+           "(stage.row_align, stage.vec 1), in a pointwise or reduction step");
     }
+    if (v.max_reduced > 0 && s.kind != StepKind::row_reduction) {
+      fail(path, "a strided variant with a row limit (max_reduced) outside a row reduction step");
+    }
+    if (v.max_reduced == 0 && ++unlimited > 1) {
+      fail(path, "a step has at most one strided variant without a row limit (max_reduced)");
+    }
+  }
+  if (strided > 0 && unlimited == 0) {
+    fail(o.at("variants"), "strided variants without one for rows of any length (max_reduced 0)");
   }
   // An odd-row twin is another variant of a row reduction step, one that shifts its vectors.
   for (size_t i = 0; i < s.variants.size(); ++i) {
@@ -563,8 +577,13 @@ std::optional<StepKind> parse_step_kind(std::string_view s) {
 
 int64_t stage_bytes(const StageInfo& s, int64_t reduced, int64_t available) {
   if (s.bytes_per_element <= 0 || s.vec <= 0 || reduced <= 0 || reduced % s.vec != 0) return 0;
-  int64_t bytes = 0;
-  if (__builtin_mul_overflow(reduced, s.bytes_per_element * s.rows_per_block, &bytes)) return 0;
+  int64_t row = 0, bytes = 0;
+  if (__builtin_mul_overflow(reduced, s.bytes_per_element, &row)) return 0;
+  if (s.row_align > 0) {
+    if (row > INT64_MAX - s.row_align) return 0;
+    row = (row + s.row_align - 1) / s.row_align * s.row_align;
+  }
+  if (__builtin_mul_overflow(row, s.rows_per_block, &bytes)) return 0;
   return bytes <= available ? bytes : 0;
 }
 

@@ -36,6 +36,10 @@
 // at least that much dynamic shared memory (sharedMemBytes); with less (0 included) it reads
 // the rows from global memory in every pass: correct with any launch, only slower. Its entry
 // takes the usual parameters. A reader that ignores `stage` launches it correctly.
+// The strided variant of a row reduction may tile (format 9: stage.row_align > 0, stage.vec
+// 1): a block copies its rows of the strided inputs into rows_per_block areas of dynamic
+// shared memory, each row_align-aligned, before its passes (compiler/lower/reduction_rows.cpp),
+// when the launch gives it stage_bytes(stage, R); with less it reads them through the strides.
 // A scan step (kind "scan": y[.., j, ..] = cumsum(body, j) and its epilogue) lists as `space`
 // the extents of its statement but the scanned one, and as `reduced` the scanned extent; its
 // launch is the flat one over those rows (elements_per_block: rows a block covers), the kernel
@@ -69,12 +73,14 @@
 // a kernel with strided inputs takes, after all the parameters above (symbols, a split's
 // workspace and phase), one i64 per dimension of each strided input, in parameter order: the
 // strides of the view in elements, each >= 0, element (i0, i1, ..) at base + i0 * s0 + i1 *
-// s1 + ... A step that reads a strided input has exactly one strided variant (Variant::strided:
-// scalar, neither split nor staged, not a tier), which reads it through those strides; its
-// other variants read it as the contiguous (row-major) tensor it must then be. The runtime runs
-// the step's strided variant whenever some strided input's strides are not the contiguous ones
-// (bundle/rule.h: contiguous_strides; strides of extent-1 dimensions never matter), and its
-// usual rule otherwise. Outputs and buffers are never strided.
+// s1 + ... A step that reads a strided input has strided variants (Variant::strided:
+// align_bytes 1, not split), which read it through those strides: exactly one for rows of any
+// length (max_reduced 0) and, in a row reduction step (format 9), others for rows of up to
+// max_reduced elements (not tiers of the usual rule); its other variants read it as the
+// contiguous (row-major) tensor it must then be. The runtime runs the step's strided variant
+// for its rows (bundle/rule.h strided_variant) whenever some strided input's strides are not
+// the contiguous ones (contiguous_strides; strides of extent-1 dimensions never matter), and
+// its usual rule otherwise. Outputs and buffers are never strided.
 #pragma once
 
 #include <cstdint>
@@ -92,13 +98,14 @@ namespace kiln::bundle {
 
 // Version 2 added the images' content hashes, version 3 split variants, version 4 buffers,
 // version 5 contraction steps, version 6 tensor maps, version 7 scalar parameters, version 8
-// strided inputs. Bundles before version 3 are refused (recompile them): a version 2 reader
-// would launch a split variant as a plain one. A version 3 to 7 bundle reads as a version 8 one
-// without what came later; an older reader refuses a newer version (a version 4 reader would
-// launch a contraction's persistent kernel without its shared memory, a version 5 one without
-// its tensor maps, a version 6 one would pass a scalar's value as a pointer, a version 7 one
-// would launch an entry without its strides).
-inline constexpr int kFormatVersion = 8;
+// strided inputs, version 9 strided variants that tile (stage.row_align). Bundles before
+// version 3 are refused (recompile them): a version 2 reader would launch a split variant as a
+// plain one. A version 3 to 8 bundle reads as a version 9 one without what came later; an older
+// reader refuses a newer version (a version 4 reader would launch a contraction's persistent kernel
+// without its shared memory, a version 5 one without its tensor maps, a version 6 one would pass a
+// scalar's value as a pointer, a version 7 one would launch an entry without its strides, a version
+// 8 one would give a tile too little shared memory).
+inline constexpr int kFormatVersion = 9;
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kBufferAlign = 256;  // bytes; every buffer starts at a multiple
@@ -144,12 +151,14 @@ struct StageInfo {
   int64_t bytes_per_element = 0;  // per element of a row: the staged inputs' sizes, 1..1024
   int64_t rows_per_block = 0;     // 1..1024
   int64_t vec = 0;                // rows whose length is not a multiple of vec run unstaged
+  int64_t row_align = 0;          // > 0 (a strided variant's tile): each row's area rounded up
   friend bool operator==(const StageInfo&, const StageInfo&) = default;
 };
 
-/// The dynamic shared memory (bytes) a staging variant uses for rows of `reduced` elements:
-/// 0 when it runs them unstaged anyway (reduced % vec != 0), or when the bytes would exceed
-/// `available` (the most the device lets the variant have).
+/// The dynamic shared memory (bytes) a staging variant uses for rows of `reduced` elements,
+/// rows_per_block x (reduced x bytes_per_element, rounded up to a multiple of row_align when
+/// it is > 0): 0 when it runs them unstaged anyway (reduced % vec != 0), or when the bytes
+/// would exceed `available` (the most the device lets the variant have).
 int64_t stage_bytes(const StageInfo& s, int64_t reduced, int64_t available);
 
 /// A TMA tensor map a contraction variant's entry takes (see the contract above).
@@ -188,6 +197,7 @@ struct Variant {
   std::vector<ArchImage> images;
   // A tier of a reduction step's heuristic: with no tuned choice, a row of R elements runs
   // the tier with the smallest max_reduced >= R (the largest tier when none). 0: not a tier.
+  // A strided variant's is the rows it is for (the strided variants' own tiers, above).
   int64_t max_reduced = 0;
   // A tier that replaces the other tiers of its max_reduced when the step has at least
   // min_rows_per_sm rows per SM of the device (the looped rows' smaller blocks: bundle/rule.h).

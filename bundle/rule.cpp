@@ -26,9 +26,17 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     const int id = static_cast<int>(vi);
     if (r.chosen < 0 || v.is_default) r.chosen = id;
     if (v.align_bytes == 1 && (r.scalar_fallback < 0 || v.is_default)) r.scalar_fallback = id;
+    if (v.strided) {
+      if (v.max_reduced > 0 && !step.reduced.empty()) {
+        r.strided_tiers.emplace_back(v.max_reduced, id);
+      } else if (r.strided < 0) {
+        r.strided = id;
+      }
+      continue;
+    }
     if (v.max_reduced > 0 && !step.reduced.empty()) r.tiers.emplace_back(v.max_reduced, id);
-    if (v.strided && r.strided < 0) r.strided = id;
   }
+  std::sort(r.strided_tiers.begin(), r.strided_tiers.end());
   // Contraction steps: the smallest tiles of the chosen variant's kind (TMA-fed or not).
   if (step.kind == StepKind::contraction && r.chosen >= 0) {
     const size_t tma = step.variants[static_cast<size_t>(r.chosen)].config.count("tma");
@@ -176,6 +184,13 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
   }
   if (best < 0) best = first;
   return odd_rows_variant(step, rule, best, reduced);
+}
+
+int strided_variant(const StepRule& rule, int64_t reduced) {
+  for (const auto& [limit, variant] : rule.strided_tiers) {
+    if (reduced <= limit) return variant;
+  }
+  return rule.strided;
 }
 
 int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_t reduced) {

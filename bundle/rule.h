@@ -69,10 +69,17 @@ struct StepRule {
   // [variant]: its odd_rows twin when that loaded, else -1 (row reduction steps).
   std::vector<int> odd_rows;
   // Steps that read strided inputs (a variant is strided, manifest.h): the strided variant
-  // when it loaded, else -1. A launch whose strides are not the contiguous ones runs it.
+  // without a row limit when it loaded, else -1, and the loaded strided variants for rows of
+  // up to max_reduced elements, (limit, variant) sorted. A launch whose strides are not the
+  // contiguous ones runs strided_variant's pick.
   bool reads_strided = false;
   int strided = -1;
+  std::vector<std::pair<int64_t, int>> strided_tiers;
 };
+
+/// The strided variant for rows of `reduced` elements: the strided tier of the smallest limit
+/// >= reduced, else rule.strided (-1 when neither loaded).
+int strided_variant(const StepRule& rule, int64_t reduced);
 
 /// Whether `strides` (elements) are the contiguous (row-major) strides of `extents`: each
 /// dimension's stride is the product of the extents inside it, except that a dimension of

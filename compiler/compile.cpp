@@ -408,7 +408,9 @@ std::string emit_stage(const Program& p, Stage stage, const std::string& arch) {
         internal_check(it != step.variants.end(), "emit_stage: no fused copy of the default");
         shown.push_back(static_cast<size_t>(it - step.variants.begin()));
       }
-      if (step.strided_variant >= 0) shown.push_back(static_cast<size_t>(step.strided_variant));
+      for (size_t id = 0; id < step.variants.size(); ++id) {
+        if (step.variants[id].strided) shown.push_back(id);
+      }
       for (size_t id : shown) {
         lower_step(m, step, step.variants[id].config, arch, entry_name(k.name, si, id), nullptr);
       }

@@ -133,6 +133,9 @@ inline constexpr int64_t kManyRowsPerSm = 8;
 /// The split variants of a row reduction: the heuristic runs the first for few, very long
 /// rows (runtime/runtime.cpp); the others are for the tuner.
 std::vector<ReductionConfig> split_row_configs(int max_vec);
+/// A row reduction's tiled strided variants (compiler/kernel_plan.cpp strided_configs): 256
+/// threads for rows of up to this many elements, 512 for longer ones.
+inline constexpr int64_t kTileShortRows = 2048;
 /// The staging variants of a row reduction (one row per block, full vectors), which the
 /// compiler adds after the row space for kernels whose looped rows are read by two passes or
 /// more. Only the tuner or an explicit choice runs them (slower than the looped tiers on an

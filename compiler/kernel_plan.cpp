@@ -90,28 +90,51 @@ bool reads_strided(const StepPlan& step) {
   return false;
 }
 
-// The strided variant of a step that reads strided inputs: scalar loads through the strides.
-// Pointwise (tiled steps too): the flat kernel, 256 threads, two elements in flight. Row
-// reductions: a warp per row, 4 rows per block, 8 elements per thread on chip (rows that
-// are contiguous but padded stay coalesced; a transposed row is read one element per thread
-// at the row's stride). Outer reductions: the scalar shape of their default.
-AnyConfig strided_config(const StepPlan& step) {
+// The strided variants of a step that reads strided inputs, the one for rows of any length
+// last. Pointwise (tiled steps too): the flat kernel, 256 threads, two elements in flight,
+// scalar loads through the strides. Row reductions that read a strided input at an element of
+// the row: a tile (compiler/lower/reduction_rows.cpp, step 4c) of 16 bytes of its narrowest
+// element per column of a block's rows (8 rows of bf16, 4 of f32), which the copy reads as
+// one segment of a transposed view, vectors from the tile; 256 threads for rows of up to
+// kTileShortRows elements, 512 (two blocks an SM, their registers capped) for longer ones,
+// and for rows the scalar variant holds (256 elements) the scalar variant. Measured on an
+// H200 (bench/results/2026-11-26-h200-strided-tile, calls 5 and 6): 512 threads took 134 us
+// where 256 took 150 for 16384 x 4096 bf16 over a transposed view, 236 against 283 in f32,
+// 197 against 274 for 8192 x 8192; 113 against 84 for 32768 x 1000; 256 threads were faster
+// up to rows of 2048 and slower from 3072; rows of 256 f32 took 62.9 us in the scalar
+// variant, 111.5 in the 256-thread tile, whose blocks hold little. Other row reductions
+// (and those short rows): a warp per row, 4 rows per block, 8 elements per thread on chip
+// (rows that are contiguous but padded stay coalesced; a transposed row is read one element
+// per thread at the row's stride). Outer reductions: the scalar shape of their default.
+std::vector<std::pair<AnyConfig, int64_t>> strided_configs(const StepPlan& step) {
   switch (step.kind) {
     case bundle::StepKind::pointwise: {
       PointwiseConfig c{256, 1, 2};
       c.strided = true;
-      return c;
+      return {{c, 0}};
     }
     case bundle::StepKind::row_reduction: {
-      ReductionConfig c{128, 32, 1, 8};
-      c.strided = true;
-      return c;
+      ReductionConfig scalar{128, 32, 1, 8};
+      scalar.strided = true;
+      if (step.tile.bytes_per_element > 0) {
+        const int rows = std::clamp(16 / step.tile.narrowest, 1, 16);
+        std::vector<std::pair<AnyConfig, int64_t>> out{{scalar, scalar.capacity()}};
+        for (const auto& [block, limit] :
+             {std::pair<int, int64_t>{256, kTileShortRows}, {512, 0}}) {
+          ReductionConfig c{block, block / rows, step.max_vec, 2};
+          c.strided = true;
+          c.stage = true;
+          out.emplace_back(c, limit);
+        }
+        return out;
+      }
+      return {{scalar, 0}};
     }
     case bundle::StepKind::outer_reduction: {
       ReductionConfig c = default_outer_config(1);
       c.vec = 1;
       c.strided = true;
-      return c;
+      return {{c, 0}};
     }
     default:
       throw InternalError("plan: no strided variant for a contraction or a scan");
@@ -204,8 +227,11 @@ void plan_variants(StepPlan& step) {
                                [](const PlannedVariant& v) { return v.is_default; }) == 1,
                  "plan: a step's space must hold its default exactly once");
   if (reads_strided(step)) {  // last: the other variants keep their ids
-    step.strided_variant = static_cast<int>(step.variants.size());
-    step.variants.push_back(plan_variant(step, strided_config(step)));
+    for (const auto& [config, limit] : strided_configs(step)) {
+      step.strided_variant = static_cast<int>(step.variants.size());
+      step.variants.push_back(plan_variant(step, config));
+      step.variants.back().max_reduced = limit;
+    }
   }
   // Variant i is space[i]: a row tier links its shifting twin (config.h row_shift_twin).
   for (const auto& [tier, twin] : twins) step.variants[tier].odd_rows = static_cast<int>(twin);
@@ -337,7 +363,12 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     const int64_t chunk = row ? c.capacity() : int64_t{c.group} * c.items;
     v.split = {step.split.phases, step.split.slots, chunk};
   }
-  if (c.stage) v.stage = {step.stage_bytes_per_element, rows_per_block(step.kind, c), c.vec};
+  if (c.stage && c.strided) {  // a tile, for rows of any length
+    v.stage = {step.tile.bytes_per_element, rows_per_block(step.kind, c), 1,
+               reduction::kTileRowAlign};
+  } else if (c.stage) {
+    v.stage = {step.stage_bytes_per_element, rows_per_block(step.kind, c), c.vec};
+  }
   return v;
 }
 
@@ -420,6 +451,7 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
     if (p.kind == StepKind::row_reduction) {
       p.passes = row_passes(abi, sk);
       p.stage_bytes_per_element = stage_bytes_per_element(abi, sk);
+      p.tile = tile_shape(abi, sk);
     }
     plan_variants(p);
   }
@@ -508,10 +540,40 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
       if (t->strided) names.push_back(t->name);
     }
     const PlannedVariant& sv = step.variants[static_cast<size_t>(step.strided_variant)];
-    line(
-        fmt::format("strides of {} not the contiguous ones: variant {} ({}), scalar loads at "
-                    "sum(index * stride) in 64 bits",
-                    fmt::join(names, ", "), step.strided_variant, config_text(sv.config)));
+    if (sv.stage.row_align == 0) {
+      line(
+          fmt::format("strides of {} not the contiguous ones: variant {} ({}), scalar loads at "
+                      "sum(index * stride) in 64 bits",
+                      fmt::join(names, ", "), step.strided_variant, config_text(sv.config)));
+    } else {
+      line(fmt::format("strides of {} not the contiguous ones:", fmt::join(names, ", ")));
+      const std::string R = product_text(step.reduced);
+      for (const auto& [limit, v] : rule.strided_tiers) {
+        const PlannedVariant& tv = step.variants[static_cast<size_t>(v)];
+        line(fmt::format("  {} <= {}: variant {} ({}), {} rows per block{}", R, limit, v,
+                         config_text(tv.config), tv.elements_per_block,
+                         tv.stage.row_align > 0 ? ", tiled"
+                                                : ": scalar loads at sum(index * stride) in 64 "
+                                                  "bits, the row on chip"));
+      }
+      const auto& c = std::get<ReductionConfig>(sv.config);
+      line(fmt::format("  {}variant {} ({}), {} rows per block, tiled{}",
+                       rule.strided_tiers.empty() ? "" : "else: ", step.strided_variant,
+                       config_text(sv.config), sv.elements_per_block,
+                       c.block >= 512 ? fmt::format(", {} blocks an SM at most 64 registers each",
+                                                    1024 / c.block)
+                                      : ""));
+      line(fmt::format(
+          "  tiled: a block's rows of them in a tile of shared memory ({} byte(s) per element, "
+          "rows "
+          "aligned to {}), copied along the rows or across them, whichever stride is smaller, "
+          "at sum(index * stride) in 64 bits (across them with a row stride of 1, the other "
+          "strides and the pointer multiples of 16 bytes and the last row extent of whole "
+          "blocks: a column of the block's rows as one 16-byte vector); {}-element vectors from "
+          "it when {} is a multiple of {} and the other pointers are aligned; when the tile "
+          "does not fit, scalar loads through the strides",
+          sv.stage.bytes_per_element, sv.stage.row_align, c.vec, R, c.vec));
+    }
     line("contiguous strides:");
   }
   if (step.kind == bundle::StepKind::pointwise) {
@@ -718,6 +780,10 @@ std::string print_plan(const KernelPlan& plan) {
     if (st.stage_bytes_per_element > 0) {
       out += fmt::format("  stage: {} byte(s) per element\n", st.stage_bytes_per_element);
     }
+    if (st.tile.bytes_per_element > 0) {
+      out += fmt::format("  tile: {} byte(s) per element, narrowest {}\n",
+                         st.tile.bytes_per_element, st.tile.narrowest);
+    }
     for (const TuneRange& r : st.tune_ranges) {
       out += fmt::format("  tune: {} in [{}, {}]\n", r.name, r.min, r.max);
     }
@@ -735,8 +801,10 @@ std::string print_plan(const KernelPlan& plan) {
                            v.split.chunk);
       }
       if (v.stage.bytes_per_element > 0) {
-        out += fmt::format(" stage(bytes={} rows={} vec={})", v.stage.bytes_per_element,
-                           v.stage.rows_per_block, v.stage.vec);
+        out += fmt::format(" stage(bytes={} rows={} vec={}{})", v.stage.bytes_per_element,
+                           v.stage.rows_per_block, v.stage.vec,
+                           v.stage.row_align > 0 ? fmt::format(" row_align={}", v.stage.row_align)
+                                                 : std::string());
       }
       if (v.tile.m > 0) {
         out += fmt::format(" tile({}x{} ctas={} smem={})", v.tile.m, v.tile.n, v.tile.ctas_per_sm,

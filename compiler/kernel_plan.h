@@ -81,14 +81,19 @@ struct StepPlan {
   // Staging variants: shared memory per element of a row (0: nothing is read twice, and
   // there are no staging variants).
   int64_t stage_bytes_per_element = 0;
+  // The strided variant's tile (row reductions that read a strided input at an element of the
+  // row): shared memory per element of a row and its narrowest element; 0 when it has none.
+  TileShape tile;
 
   std::vector<PlannedVariant> variants;  // the configuration space, in manifest order
   int default_variant = 0;
-  // Steps that read a strided input: the one variant that reads it through the strides given
-  // at launch (scalar loads, 64-bit offsets), last among the variants; -1 for other steps.
+  // Steps that read a strided input: the variant that reads it through the strides given at
+  // launch (64-bit offsets) for rows of any length, last among the variants; -1 for other
+  // steps. Before it, a row reduction's strided variants for shorter rows (their max_reduced,
+  // bundle/rule.h strided_variant).
   // The rule: a launch whose strides are the contiguous ones (bundle/rule.h: contiguous_strides)
   // runs the step as if nothing were strided (tuned winner, tiers, vectors); any other launch
-  // runs this variant. Every entry of a kernel with strided inputs takes their strides.
+  // runs a strided variant. Every entry of a kernel with strided inputs takes their strides.
   int strided_variant = -1;
   std::vector<TuneRange> tune_ranges;
 

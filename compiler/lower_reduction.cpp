@@ -36,7 +36,8 @@ ReductionLowering::ReductionLowering(llvm::Module& m, const KernelDef& abi,
       params_(abi.params()),
       symbols_(abi.symbols()),
       prog_(canonicalize(abi, sk, cfg.fuse)),
-      stage_plan_(plan_stage(prog_, params_)) {
+      stage_plan_(plan_stage(prog_, params_)),
+      tile_plan_(cfg.strided && cfg.stage ? plan_tile(prog_, params_) : StagePlan{}) {
   rank_ = static_cast<int>(sk.space.size());
   vary_ = shape_ == StepKind::row_reduction ? kReduced : row_var(rank_ - 1);
 }
@@ -54,11 +55,18 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
   if (cfg_.stage && (shape_ != StepKind::row_reduction || cfg_.split)) {
     throw InternalError("lower_reduction: a staging config of an outer or split kernel");
   }
-  if (cfg_.strided && (cfg_.vec != 1 || cfg_.split || cfg_.stage)) {
-    throw InternalError("lower_reduction: a strided config is scalar, unsplit and unstaged");
+  // A strided config is scalar and unsplit, or tiles (vectors from the tile only).
+  if (cfg_.strided && (cfg_.split || (cfg_.stage ? tile_plan_.regions.empty() : cfg_.vec != 1))) {
+    throw InternalError("lower_reduction: a strided config is scalar and unsplit, or tiles");
   }
   fn_ = em_.declare_kernel(abi_, entry, cfg_.block, cfg_.split);
   em_.set_read_strides(cfg_.strided);
+  // A tile of 512 threads or more keeps 1024 threads an SM: its registers capped at 64 (its
+  // tile path took 78 at 256 threads; uncapped, one block of 512 an SM: bench/results/
+  // 2026-11-26-h200-strided-tile, call 5).
+  if (cfg_.strided && cfg_.stage && cfg_.block >= 512) {
+    em_.min_blocks_per_sm(fn_, 1024 / cfg_.block);
+  }
   for (size_t i = 0; i < params_.size(); ++i) ptrs_.push_back(fn_->getArg(i));
   for (size_t i = 0; i < symbols_.size(); ++i) syms_.push_back(fn_->getArg(params_.size() + i));
   if (cfg_.split) {

@@ -437,35 +437,42 @@ std::string load_key(const Load& ld) {
   return key;
 }
 
-// Inputs read as row vectors (the row's own elements along the contiguous reduced index) by
-// two or more of the looped passes (Program::looped: staging applies to rows that loop).
-StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& params) {
-  std::map<std::string, std::pair<std::set<int>, Load>> reads;
-  for (size_t pi = 0; pi < p.looped.size(); ++pi) {
-    std::set<const ExprNode*> seen;
-    std::function<void(const Expr&)> walk = [&](const Expr& e) {
-      if (!seen.insert(e.ptr().get()).second) return;
-      if (const Load* ld = e.as<Load>()) {
-        auto param = std::find_if(params.begin(), params.end(),
-                                  [&](const TensorDecl* t) { return t->name == ld->tensor; });
-        if (param != params.end() && (*param)->role == TensorRole::input && !ld->indices.empty() &&
-            ld->indices.back() == kReduced && uses_row(ld->indices)) {
-          auto& [passes, load] = reads[load_key(*ld)];
-          passes.insert(static_cast<int>(pi));
-          load = *ld;
-        }
-        return;
+namespace {
+
+// The loads, by load key, of the inputs (the strided ones only with `strided_only`) at an
+// element of the row (x[o.., r]: canonical indices ending in the reduced one) in the values
+// of `items` of p (row stores aside).
+std::map<std::string, Load> row_element_loads(const Program& p, const std::vector<int>& items,
+                                              const std::vector<const TensorDecl*>& params,
+                                              bool strided_only) {
+  std::map<std::string, Load> loads;
+  std::set<const ExprNode*> seen;
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (!seen.insert(e.ptr().get()).second) return;
+    if (const Load* ld = e.as<Load>()) {
+      auto param = std::find_if(params.begin(), params.end(),
+                                [&](const TensorDecl* t) { return t->name == ld->tensor; });
+      if (param != params.end() && (*param)->role == TensorRole::input &&
+          (!strided_only || (*param)->strided) && !ld->indices.empty() &&
+          ld->indices.back() == kReduced && uses_row(ld->indices)) {
+        loads.emplace(load_key(*ld), *ld);
       }
-      for_each_child(e, walk);
-    };
-    for (int i : p.looped[pi]) {
-      if (p.items[i].kind != Item::row_store) walk(p.items[i].value);
+      return;
     }
+    for_each_child(e, walk);
+  };
+  for (int i : items) {
+    if (p.items[static_cast<size_t>(i)].kind != Item::row_store)
+      walk(p.items[static_cast<size_t>(i)].value);
   }
+  return loads;
+}
+
+// A row's areas for `reads` (key -> the passes that read it, its load), widest elements first.
+StagePlan row_areas(const std::map<std::string, std::pair<std::set<int>, Load>>& reads) {
   std::vector<std::pair<int, std::string>> order;  // (-element size, key)
-  for (const auto& [key, r] : reads) {
-    if (r.first.size() >= 2) order.emplace_back(-static_cast<int>(size_of(r.second.stored)), key);
-  }
+  for (const auto& [key, r] : reads)
+    order.emplace_back(-static_cast<int>(size_of(r.second.stored)), key);
   std::sort(order.begin(), order.end());
   StagePlan s;
   for (const auto& [neg_size, key] : order) {
@@ -474,6 +481,31 @@ StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& par
     s.bytes_per_element += -neg_size;
   }
   return s;
+}
+
+}  // namespace
+
+// Inputs read as row vectors (the row's own elements along the contiguous reduced index) by
+// two or more of the looped passes (Program::looped: staging applies to rows that loop).
+StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& params) {
+  std::map<std::string, std::pair<std::set<int>, Load>> reads;
+  for (size_t pi = 0; pi < p.looped.size(); ++pi) {
+    for (const auto& [key, ld] : row_element_loads(p, p.looped[pi], params, false)) {
+      auto& [passes, load] = reads[key];
+      passes.insert(static_cast<int>(pi));
+      load = ld;
+    }
+  }
+  std::erase_if(reads, [](const auto& r) { return r.second.first.size() < 2; });
+  return row_areas(reads);
+}
+
+StagePlan plan_tile(const Program& p, const std::vector<const TensorDecl*>& params) {
+  std::vector<int> all(p.items.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  std::map<std::string, std::pair<std::set<int>, Load>> reads;
+  for (const auto& [key, ld] : row_element_loads(p, all, params, true)) reads[key] = {{}, ld};
+  return row_areas(reads);
 }
 
 }  // namespace reduction
@@ -520,6 +552,17 @@ int64_t rows_per_block(StepKind shape, const ReductionConfig& cfg) {
 int64_t stage_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk) {
   if (sk.kind != StepKind::row_reduction) return 0;
   return plan_stage(canonicalize(abi, sk, false), abi.params()).bytes_per_element;
+}
+
+TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk) {
+  if (sk.kind != StepKind::row_reduction) return {};
+  const reduction::StagePlan t = reduction::plan_tile(canonicalize(abi, sk, false), abi.params());
+  TileShape out{t.bytes_per_element, 0};
+  for (const auto& [key, r] : t.regions) {
+    const int size = static_cast<int>(size_of(r.load.stored));
+    out.narrowest = out.narrowest == 0 ? size : std::min(out.narrowest, size);
+  }
+  return out;
 }
 
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {

@@ -45,6 +45,15 @@ RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk);
 /// (staging would keep nothing; the compiler then makes no staging variant).
 int64_t stage_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk);
 
+/// The shared memory per element of a row that the tile of a strided variant of row reduction
+/// `sk` holds (reduction::plan_tile), and the narrowest of its elements; {0, 0} when it reads no
+/// strided input at an element of the row (its strided variant then has no tile).
+struct TileShape {
+  int64_t bytes_per_element = 0;
+  int narrowest = 0;
+};
+TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk);
+
 /// Rows (elements of sk.space) one block covers.
 int64_t rows_per_block(StepKind kind, const ReductionConfig& cfg);
 
@@ -133,6 +142,14 @@ struct StagePlan {
   int64_t bytes_per_element = 0;  // of all regions: a row's area is R * bytes_per_element
 };
 StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& params);
+
+/// A strided variant's tile (lower/reduction_rows.cpp, branch_tiled): the strided inputs read
+/// at an element of the row, x[o.., r] (canonical indices ending in the reduced one), whose
+/// rows a block copies into dynamic shared memory before its passes, whatever their strides.
+/// Laid out as a StagePlan's row areas (widest elements first; `passes` unused), each row's
+/// area padded to a multiple of kTileRowAlign bytes (bundle/manifest.h: StageInfo::row_align).
+StagePlan plan_tile(const Program& p, const std::vector<const TensorDecl*>& params);
+inline constexpr int64_t kTileRowAlign = 128;
 
 /// The key of a load among a group's loads: its tensor and canonical indices.
 std::string load_key(const Load& ld);

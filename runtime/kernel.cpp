@@ -81,7 +81,8 @@ Kernel::Source Kernel::choose(std::span<const int64_t> symbols, std::span<int> v
     std::array<int64_t, launch::kMaxArgs> buf;
     const std::span<int64_t> effective(buf.data(), strides.size());
     if (!launch::effective_strides(*info_, enc_, symbols, strides, effective)) {
-      (void)launch::choose_strided(*info_, rules_, variants, false);  // a failure: as it was
+      (void)launch::choose_strided(*info_, enc_, rules_, symbols, variants,
+                                   false);  // a failure: as it was
     }
   }
   if (why) {
@@ -115,7 +116,10 @@ Status Kernel::launch(CUstream stream, std::span<const CUdeviceptr> ptrs,
     std::fprintf(stderr, "kiln: %s\n", why.c_str());
   }
   if (!contiguous) {
-    if (Status s = launch::choose_strided(*info_, rules_, variants, false); !s.ok()) return s;
+    if (Status s = launch::choose_strided(*info_, enc_, rules_, symbols, variants, false);
+        !s.ok()) {
+      return s;
+    }
   }
   return lay_out_and_enqueue(stream, ptrs, symbols, variants, true, effective);
 }
@@ -143,7 +147,7 @@ Status Kernel::launch_variants(CUstream stream, std::span<const CUdeviceptr> ptr
   if (!launch::effective_strides(*info_, enc_, symbols, strides, effective)) {
     std::array<int, launch::kMaxSteps> copy;
     std::copy(variants.begin(), variants.end(), copy.begin());
-    if (Status s = launch::choose_strided(*info_, rules_,
+    if (Status s = launch::choose_strided(*info_, enc_, rules_, symbols,
                                           std::span<int>(copy.data(), variants.size()), true);
         !s.ok()) {
       return s;

@@ -261,13 +261,18 @@ bool effective_strides(const KernelInfo& info, const EncodedKernel& enc,
   return contiguous;
 }
 
-Status choose_strided(const KernelInfo& info, std::span<const StepRule> rules,
+Status choose_strided(const KernelInfo& info, const EncodedKernel& enc,
+                      std::span<const StepRule> rules, std::span<const int64_t> symbols,
                       std::span<int> variants, bool explicit_choice) {
   for (size_t s = 0; s < info.steps.size() && s < variants.size(); ++s) {
     const StepRule& r = rules[s];
-    if (!r.reads_strided || variants[s] == r.strided) continue;
+    if (!r.reads_strided) continue;
     const bundle::Step& step = info.steps[s];
-    if (r.strided < 0) {
+    const auto v = static_cast<size_t>(variants[s]);
+    if (explicit_choice && v < step.variants.size() && step.variants[v].strided) continue;
+    const int64_t reduced = numel(enc.reduced[s], symbols).value_or(0);
+    const int strided = bundle::strided_variant(r, reduced);
+    if (strided < 0) {
       return Status::error(fmt::format(
           "{}: step {} ({}): strides that are not the contiguous ones need the step's strided "
           "variant, which cannot run here",
@@ -277,9 +282,9 @@ Status choose_strided(const KernelInfo& info, std::span<const StepRule> rules,
       return Status::error(fmt::format(
           "{}: step {} ({}): variant {} reads the strided inputs as contiguous tensors, but "
           "their strides are not the contiguous ones (variant {} reads them through strides)",
-          info.name, s, step.name, variants[s], r.strided));
+          info.name, s, step.name, variants[s], strided));
     }
-    variants[s] = r.strided;
+    variants[s] = strided;
   }
   return Status::ok_status();
 }

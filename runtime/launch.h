@@ -76,10 +76,11 @@ bool effective_strides(const bundle::KernelInfo& info, const EncodedKernel& enc,
                        std::span<int64_t> out);
 
 /// Step 2 for strided inputs whose strides are not contiguous: every step that reads one runs
-/// its strided variant (StepRule::strided). With `explicit_choice` (launch_variants) a
-/// variant other than that is an error instead of being replaced. Fails when such a step's
-/// strided variant did not load.
-Status choose_strided(const bundle::KernelInfo& info, std::span<const StepRule> rules,
+/// its strided variant for its rows (bundle::strided_variant; checked symbols). With
+/// `explicit_choice` (launch_variants) a variant that is not strided is an error instead of
+/// being replaced. Fails when such a step has no strided variant loaded for its rows.
+Status choose_strided(const bundle::KernelInfo& info, const EncodedKernel& enc,
+                      std::span<const StepRule> rules, std::span<const int64_t> symbols,
                       std::span<int> variants, bool explicit_choice);
 
 /// Step 2 for one step, on checked symbols: heuristic_variant with the step's sizes.

@@ -528,6 +528,11 @@ Value* ReductionLowering::load(const Load& ld, Point& p, Group& g,
   const bool uses_vary = vary_ == kReduced ? uses_reduced(ld.indices) : uses(ld.indices, vary_);
   const bool in_group = !g.pts.empty();  // else p is a row-level point
   const std::string key = load_key(ld);
+  if (tile_kr_ && in_group) {
+    if (auto it = tile_plan_.regions.find(key); it != tile_plan_.regions.end()) {
+      return load_tiled(it->second, p, g);
+    }
+  }
   if (in_group && vector_access(g, param, ld.indices)) {
     std::vector<Value*>& raw = g.loads[key];
     if (raw.empty()) raw = {load_vector(param, ld, g.pts[0])};
@@ -564,6 +569,8 @@ Value* ReductionLowering::load_vector(int param, const Load& ld, const Point& fi
 bool ReductionLowering::vector_access(const Group& g, int param,
                                       const std::vector<std::string>& indices) const {
   if (!g.vector || indices.empty()) return false;
+  // A strided input reads its vectors from a tile only (load_tiled), not through its strides.
+  if (cfg_.strided && params_[param]->strided) return false;
   // A trailing run of the reduced indices is consecutive along the row's vectors too: the
   // kernel checks that its length is a multiple of vec (run()).
   const int run = vary_ == kReduced ? suffix_start(indices.back()) : -1;
@@ -601,6 +608,7 @@ bool ReductionLowering::aligned_with_row(int param, const std::vector<std::strin
 }
 
 void ReductionLowering::note_aligned(int param, DType t) {
+  if (cfg_.strided) return;  // a strided variant checks its vectors' pointers itself
   layout_.align_bytes = std::max(layout_.align_bytes, std::min<int>(16, cfg_.vec * size_of(t)));
   auto& a = layout_.aligned_params;
   if (std::find(a.begin(), a.end(), param) == a.end()) {

@@ -29,6 +29,10 @@ using llvm::Value;
 
 // Elements per iteration of a thread's scalar accesses in a vectorized variant (emit_rows).
 inline constexpr int kUnalignedItems = 4;
+// Elements per iteration of a thread's loads through the strides when a tile does not fit.
+inline constexpr int kStridedItems = 8;
+// 16-byte vectors in flight per thread when a tile's copy reads columns (copy_columns).
+inline constexpr int kTileVectors = 4;
 // Records a lane of a split outer kernel's last phase loads at a time (fold_columns).
 inline constexpr int kFoldAhead = 4;
 
@@ -196,6 +200,16 @@ class ReductionLowering {
   void stage_groups(std::vector<Group>& groups);
   Value* dynamic_smem_size();
   llvm::GlobalVariable* stage_smem();
+  // A strided variant's tile (step 4c): its fallback, the copy into shared memory, its reads.
+  void branch_tiled(Value* vec_ok);
+  void load_tile();
+  void copy_columns(const StagePlan::Region& reg, Value* first);
+  void copy_walk(const StagePlan::Region& reg, const std::vector<Value*>& o, Value* c0,
+                 int64_t spacing, int count, Type* vt, const std::string& name,
+                 llvm::function_ref<void(int, Value*, Value*)> put);
+  Value* tile_address(const StagePlan::Region& reg, Value* kr, Value* r, int64_t k = 0);
+  Value* load_tiled(const StagePlan::Region& reg, Point& p, Group& g);
+  Value* stride_arg(const std::string& tensor, size_t d);
 
   // ---- reduction_outer.cpp ---------------------------------------------------------------
   // The columns of an outer kernel's thread: its `vec` consecutive rows of the kernel from
@@ -245,6 +259,7 @@ class ReductionLowering {
   std::vector<std::string> symbols_;
   Program prog_;
   StagePlan stage_plan_;
+  StagePlan tile_plan_;  // a strided variant's tile (cfg.strided && cfg.stage): plan_tile
   int rank_ = 0;
   std::string vary_;
   VariantLayout layout_;
@@ -252,8 +267,10 @@ class ReductionLowering {
   llvm::GlobalVariable* smem_ = nullptr;
   llvm::GlobalVariable* stage_smem_ = nullptr;  // staging configs: the dynamic shared memory
   Value* keep_policy_ = nullptr;                // in emit_rows: the L2 policy of load_vector_kept
-  Value* stage_row_ = nullptr;  // on a staged path: the byte offset (i64) of the row's area
-  int pass_ = 0;                // row kernels: the pass being emitted
+  Value* stage_row_ = nullptr;   // on a staged path: the byte offset (i64) of the row's area
+  Value* tile_pitch_ = nullptr;  // on a tiled path: the bytes of a row's area (i64)
+  Value* tile_kr_ = nullptr;     // on a tiled path, in emit_rows: the thread's row in the tile
+  int pass_ = 0;                 // row kernels: the pass being emitted
   std::vector<Value*> ptrs_, syms_, row_extents_;
   std::vector<Value*> reduced_extents_;  // of each reduced index; R_ is their product
   // suffix_[a]: the product of reduced_extents_[a..] (suffix_[m] = 1), and it prepared as a

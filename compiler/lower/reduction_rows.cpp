@@ -28,6 +28,20 @@
 //     the vectors it stored itself (every pass walks the row with the same element -> thread
 //     mapping), so no barrier is needed. The kernel runs this path only when the launch gave
 //     it enough dynamic shared memory (%dynamic_smem_size): otherwise it loops unstaged.
+//  4c. Tiles (cfg.strided && cfg.stage: a strided variant; plan_tile): the strided inputs read
+//     at an element of the row, whatever their strides, are copied by the block into dynamic
+//     shared memory before its passes, its rows_per_block rows one area each (kTileRowAlign
+//     bytes aligned), then every pass reads them from there. The copy walks the block's rows
+//     with neighbouring threads on neighbouring elements of memory: along the rows when the
+//     input's last row index has the smaller stride (a transposed view: thread t takes row
+//     t % rows_per_block, so a warp reads rows_per_block consecutive elements of each of
+//     32 / rows_per_block columns), else along the row (`group` threads a row, as the passes
+//     walk it). Its 16-byte chunks are XOR-swizzled within each 128-byte line by the row
+//     (tile_address), so that the copy's stores of several rows and the passes' reads of one
+//     row hit distinct banks. The passes take vectors of the tile, of the other inputs and
+//     of the outputs when R % vec == 0 and those pointers are aligned (checked here: the
+//     strided variant's alignment is 1), else scalars. When the launch gives too little
+//     shared memory the rows loop over global memory through the strides.
 //  5. Combining (combine_rows): a row's threads reduce with warp butterflies (every lane ends
 //     with the same value), then across warps through shared memory (each pass has its own
 //     slots: one barrier per pass), where every thread folds the warps' partials in warp
@@ -40,6 +54,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <tuple>
 #include <unordered_map>
@@ -58,6 +73,10 @@ namespace kiln::reduction {
 // are those of its hungriest path: the shifted persistent path raised a bf16 softmax's from 64
 // to 76 and cost aligned rows 5-12% on an H200 (bench/results/2026-11-25-h200-memory-bound).
 void ReductionLowering::branch_rows(Value* fits, Value* vec_ok) {
+  if (cfg_.strided && cfg_.stage) {
+    branch_tiled(vec_ok);
+    return;
+  }
   BasicBlock* persistent = BasicBlock::Create(ctx_, "persistent", fn_);
   BasicBlock* looped = BasicBlock::Create(ctx_, "looped", fn_);
   if (cfg_.shift) {
@@ -117,7 +136,11 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, boo
   const bool unaligned = !vector && cfg_.vec > 1;
   const int T = cfg_.group, V = unaligned ? 1 : cfg_.vec;
   const int64_t rpb = cfg_.block / T;
-  const int G = unaligned ? kUnalignedItems : cfg_.items;
+  // A tile's fallback (rows through the strides) keeps 8 in flight, as the scalar strided
+  // variant did (block=128 group=32 items=8: 811 us where 4 took 990 on an H200 for rows of
+  // 16384 bf16, bench/results/2026-11-26-h200-strided-tile).
+  const int G =
+      unaligned ? (cfg_.strided && !tile_pitch_ ? kStridedItems : kUnalignedItems) : cfg_.items;
   Value* lane = b_.CreateAnd(tid_, i64(T - 1), "lane");
   Value* grp = b_.CreateUDiv(tid_, i64(T), "grp");
   // The grid covers the rows (see the manifest's contract): no loop over rows, so no
@@ -131,6 +154,7 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, boo
   if (staged) {
     stage_row_ = b_.CreateMul(grp, b_.CreateMul(R_, i64(stage_plan_.bytes_per_element)));
   }
+  tile_kr_ = tile_pitch_ ? grp : nullptr;
   // A shifted row (step 4): its head, the `shift` elements before the first multiple of vec
   // of the flat index (rowc x R + r), and its tail, those from body_end on, are its edges.
   Value *shift = nullptr, *body_end = R_, *walked_to = R_;
@@ -213,6 +237,7 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, boo
   }
   b_.CreateBr(exit_);
   stage_row_ = nullptr;
+  tile_kr_ = nullptr;
   keep_policy_ = nullptr;
 }
 
@@ -531,6 +556,256 @@ llvm::GlobalVariable* ReductionLowering::stage_smem() {
                                          llvm::GlobalValue::NotThreadLocal, 3);
   stage_smem_->setAlignment(llvm::Align(16));
   return stage_smem_;
+}
+
+// Step 4c. The tile when the launch gave the shared memory for it (bundle/manifest.h:
+// stage_bytes with row_align), else looped scalar rows through the strides. The check
+// divides, so a huge R cannot overflow it.
+void ReductionLowering::branch_tiled(Value* vec_ok) {
+  const int64_t rpb = cfg_.block / cfg_.group;
+  Value* row_bytes = b_.CreateMul(R_, i64(tile_plan_.bytes_per_element));
+  Value* pitch = b_.CreateAnd(b_.CreateAdd(row_bytes, i64(kTileRowAlign - 1)), i64(-kTileRowAlign),
+                              "tile.pitch");
+  Value* avail = b_.CreateZExt(dynamic_smem_size(), b_.getInt64Ty(), "smem.dynamic");
+  Value* fits = b_.CreateICmpULE(R_, b_.CreateUDiv(avail, i64(rpb * tile_plan_.bytes_per_element)));
+  fits = b_.CreateAnd(fits, b_.CreateICmpULE(pitch, b_.CreateUDiv(avail, i64(rpb))), "tile.fits");
+  BasicBlock* tiled = BasicBlock::Create(ctx_, "tiled", fn_);
+  BasicBlock* plain = BasicBlock::Create(ctx_, "untiled", fn_);
+  b_.CreateCondBr(fits, tiled, plain);
+  b_.SetInsertPoint(tiled);
+  tile_pitch_ = pitch;
+  load_tile();
+  barrier();
+  // Vectors need every pointer they touch aligned: the other tensors' (the tile's are).
+  Value* aligned = vec_ok;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i]->strided || !ptrs_[i]->getType()->isPointerTy()) continue;
+    const int64_t bytes = std::min<int64_t>(16, int64_t{cfg_.vec} * size_of(params_[i]->dtype));
+    Value* at = b_.CreatePtrToInt(ptrs_[i], b_.getInt64Ty());
+    aligned = b_.CreateAnd(aligned, b_.CreateICmpEQ(b_.CreateAnd(at, i64(bytes - 1)), i64(0)));
+  }
+  branch2(aligned, [&](bool vector) { emit_rows(false, vector); });
+  tile_pitch_ = nullptr;
+  b_.SetInsertPoint(plain);
+  emit_rows(false, false);
+}
+
+// The stride argument of dimension d of strided tensor `tensor` (Emitter::declare_kernel).
+Value* ReductionLowering::stride_arg(const std::string& tensor, size_t d) {
+  const std::string name = fmt::format("{}.stride{}", tensor, d);
+  for (llvm::Argument& a : fn_->args()) {
+    if (a.getName() == name) return &a;
+  }
+  throw InternalError("lower_reduction: no stride argument " + name);
+}
+
+// Copies the block's rows of every tiled input into its areas (step 4c): each thread loads
+// `loads` elements (32 bytes) `group` apart along the row, then stores them; whole
+// iterations without masks (with one reduced index, the addresses step by group x its
+// stride), the last, partial one masked.
+void ReductionLowering::load_tile() {
+  const int64_t rpb = cfg_.block / cfg_.group;
+  const int T = cfg_.group;
+  Value* first = b_.CreateMul(bid_, i64(rpb), "tile.first");
+  for (const auto& [key, reg] : tile_plan_.regions) {
+    const int param = param_of(reg.load.tensor);
+    const DType t = reg.load.stored;
+    // The strides of the input's last row index and of its reduced one, decide the walk.
+    const std::vector<std::string> dims = unfolded(reg.load.indices);
+    size_t last_row = 0;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d].rfind("_o", 0) == 0) last_row = d;
+    }
+    Value* along_r = stride_arg(reg.load.tensor, dims.size() - 1);
+    Value* across = b_.CreateICmpULT(stride_arg(reg.load.tensor, last_row), along_r, "tile.across");
+    const int log_rpb = std::countr_zero(static_cast<uint64_t>(rpb));
+    const int log_t = std::countr_zero(static_cast<uint64_t>(T));
+    Value* kr = b_.CreateSelect(across, b_.CreateAnd(tid_, i64(rpb - 1)),
+                                b_.CreateLShr(tid_, i64(log_t)), "tile.row");
+    Value* c0 = b_.CreateSelect(across, b_.CreateLShr(tid_, i64(log_rpb)),
+                                b_.CreateAnd(tid_, i64(T - 1)), "tile.col");
+    Value* row = b_.CreateAdd(first, kr);
+    Value* rowc = b_.CreateSelect(b_.CreateICmpULT(row, rows_), row, b_.CreateSub(rows_, i64(1)));
+    const std::vector<Value*> o = coords_of(rowc);
+    const int loads = std::max<int>(1, 32 / size_of(t));
+    const int64_t step = int64_t{T} * loads;
+    internal_check(step * size_of(t) % kTileRowAlign == 0, "lower_reduction: a tile's copy step");
+    auto copy_elements = [&] {
+      copy_walk(reg, o, c0, T, loads, em_.storage_type(t), "tile",
+                [&](int u, Value* v, Value* at_bytes) {
+                  // Element at + c0 + u x group: `at` is whole lines (group x loads x size).
+                  Value* ptr = tile_address(reg, kr, c0, int64_t{u} * T);
+                  b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(b_.getInt8Ty(), ptr, at_bytes),
+                                        llvm::Align(size_of(t)));
+                });
+    };
+    // Columns as vectors: the block's rows of one column are one aligned 16-byte vector when
+    // the last row index is contiguous (stride 1), every other stride and the pointer are
+    // multiples of 16 bytes, and the block's rows are whole and do not wrap that index (a
+    // transposed view of a tensor whose rows are multiples of 16 bytes: x.t()).
+    if (rpb * size_of(t) != 16) {
+      copy_elements();
+      continue;
+    }
+    Value* columns =
+        b_.CreateAnd(across, b_.CreateICmpEQ(stride_arg(reg.load.tensor, last_row), i64(1)));
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (d == last_row) continue;
+      Value* bytes = b_.CreateMul(stride_arg(reg.load.tensor, d), i64(size_of(t)));
+      columns = b_.CreateAnd(columns, b_.CreateICmpEQ(b_.CreateAnd(bytes, i64(15)), i64(0)));
+    }
+    Value* at_ptr = b_.CreatePtrToInt(ptrs_[param], b_.getInt64Ty());
+    columns = b_.CreateAnd(columns, b_.CreateICmpEQ(b_.CreateAnd(at_ptr, i64(15)), i64(0)));
+    columns = b_.CreateAnd(
+        columns, b_.CreateICmpEQ(b_.CreateAnd(row_extents_.back(), i64(rpb - 1)), i64(0)));
+    columns = b_.CreateAnd(columns, b_.CreateICmpULE(b_.CreateAdd(first, i64(rpb)), rows_),
+                           "tile.columns");
+    BasicBlock* vectors = BasicBlock::Create(ctx_, "tile.vectors", fn_);
+    BasicBlock* elements = BasicBlock::Create(ctx_, "tile.elements", fn_);
+    BasicBlock* copied = BasicBlock::Create(ctx_, "tile.region", fn_);
+    b_.CreateCondBr(columns, vectors, elements);
+    b_.SetInsertPoint(vectors);
+    copy_columns(reg, first);
+    b_.CreateBr(copied);
+    b_.SetInsertPoint(elements);
+    copy_elements();
+    b_.CreateBr(copied);
+    b_.SetInsertPoint(copied);
+  }
+}
+
+// The copy of region `reg` when the block's rows of a column are one aligned 16-byte vector
+// (load_tile): thread t loads columns t + u x block, kTileVectors at a time, and stores each
+// vector's lanes to the rows' areas (a warp's stores: 32 consecutive elements of one row).
+void ReductionLowering::copy_columns(const StagePlan::Region& reg, Value* first) {
+  const int64_t rpb = cfg_.block / cfg_.group, B = cfg_.block;
+  const int64_t size = size_of(reg.load.stored);
+  internal_check(B * size % kTileRowAlign == 0, "lower_reduction: a tile's column step");
+  auto* vt =
+      llvm::FixedVectorType::get(em_.storage_type(reg.load.stored), static_cast<unsigned>(rpb));
+  copy_walk(reg, coords_of(first), tid_, B, kTileVectors, vt, "tile.columns",
+            [&](int u, Value* v, Value* at_bytes) {
+              for (int64_t k = 0; k < rpb; ++k) {
+                Value* ptr = tile_address(reg, i64(k), tid_, u * B);
+                b_.CreateAlignedStore(b_.CreateExtractElement(v, static_cast<uint64_t>(k)),
+                                      b_.CreateInBoundsGEP(b_.getInt8Ty(), ptr, at_bytes),
+                                      llvm::Align(size));
+              }
+            });
+}
+
+// The walk of a tile's copy of region `reg` along rows `o`: iterations of `count` loads of
+// `vt` a thread, at elements at + c0 + u x spacing (u < count), then put(u, value, at x size
+// in bytes) for each; whole iterations (at < R rounded down to a multiple of count x spacing)
+// unmasked, their addresses, with one reduced index, stepping by spacing x its stride; then
+// the last, partial one with its loads clamped into the row and its puts masked.
+void ReductionLowering::copy_walk(const StagePlan::Region& reg, const std::vector<Value*>& o,
+                                  Value* c0, int64_t spacing, int count, Type* vt,
+                                  const std::string& name,
+                                  llvm::function_ref<void(int, Value*, Value*)> put) {
+  const int param = param_of(reg.load.tensor);
+  const DType t = reg.load.stored;
+  Value* along_r = stride_arg(reg.load.tensor, unfolded(reg.load.indices).size() - 1);
+  const llvm::Align align(std::min<int64_t>(16, vt->getPrimitiveSizeInBits() / 8));
+  auto address = [&](Value* r) {
+    Point p{o, r, nullptr, 0, {}};
+    return em_.element_ptr(ptrs_[param], t, offset_of(param, reg.load.indices, p));
+  };
+  auto iteration = [&](Value* at, bool masked) {
+    std::vector<Value*> in, vals;
+    Value* ptr = nullptr;
+    for (int u = 0; u < count; ++u) {
+      Value* r = b_.CreateAdd(at, b_.CreateAdd(c0, i64(u * spacing)), "tile.r");
+      if (masked) {
+        in.push_back(b_.CreateICmpULT(r, R_));
+        ptr = address(b_.CreateSelect(in.back(), r, b_.CreateSub(R_, i64(1))));
+      } else if (ptr && reduced_extents_.size() == 1) {
+        ptr = em_.element_ptr(ptr, t, b_.CreateMul(along_r, i64(spacing)));
+      } else {
+        ptr = address(r);
+      }
+      vals.push_back(b_.CreateAlignedLoad(vt, ptr, align));
+    }
+    Value* at_bytes = b_.CreateMul(at, i64(size_of(t)));
+    for (int u = 0; u < count; ++u) {
+      if (masked) {
+        when(in[static_cast<size_t>(u)], "tile.store", "tile.stored",
+             [&] { put(u, vals[static_cast<size_t>(u)], at_bytes); });
+      } else {
+        put(u, vals[static_cast<size_t>(u)], at_bytes);
+      }
+    }
+  };
+  const int64_t step = spacing * count;
+  Value* whole = b_.CreateMul(b_.CreateUDiv(R_, i64(step)), i64(step), "tile.whole");
+  const std::string body = name + ".body", done = name + ".done", tail = name + ".tail",
+                    copied = name + ".copied";
+  counted_loop(
+      {name.c_str(), body.c_str(), done.c_str(), "tile.at"}, i64(0), whole,
+      [&] { return i64(step); }, {},
+      [&](Value* at, const std::vector<Value*>&) {
+        iteration(at, false);
+        return std::vector<Value*>{};
+      });
+  when(b_.CreateICmpULT(whole, R_), tail.c_str(), copied.c_str(), [&] { iteration(whole, true); });
+}
+
+// The address in the tile of element r + k (k a constant) of row kr of region `reg`: byte
+// reg.offset x R + (r + k) x size of the row's area, its 16-byte chunk XOR-swizzled within its
+// 128-byte line by (kr x S) mod 8, where S chunks hold what a warp's copy across the rows
+// stores per row (2 x narrowest x size bytes: 32 / rows_per_block elements): rows 0 ..
+// rows_per_block - 1 of one copy store then land in distinct chunks of the line, as do the
+// elements a pass reads of one row. The whole lines of k x size are added after the swizzle
+// (it does not change them), so that the copy's addresses differ by constants.
+Value* ReductionLowering::tile_address(const StagePlan::Region& reg, Value* kr, Value* r,
+                                       int64_t k) {
+  int narrowest = 16;
+  for (const auto& [key, other] : tile_plan_.regions) {
+    narrowest = std::min<int>(narrowest, size_of(other.load.stored));
+  }
+  const auto size = static_cast<int64_t>(size_of(reg.load.stored));
+  const int64_t chunks = std::max<int64_t>(1, 2 * narrowest * size / 16);
+  const int64_t kb = k * size, low = kb % kTileRowAlign;
+  Value* byte = b_.CreateAdd(b_.CreateMul(R_, i64(reg.offset)), b_.CreateMul(r, i64(size)));
+  if (low != 0) byte = b_.CreateAdd(byte, i64(low));
+  Value* swizzle = b_.CreateShl(b_.CreateAnd(b_.CreateMul(kr, i64(chunks)), i64(7)), i64(4));
+  byte = b_.CreateAdd(b_.CreateMul(kr, tile_pitch_), b_.CreateXor(byte, swizzle), "tile.byte");
+  Value* ptr = b_.CreateInBoundsGEP(b_.getInt8Ty(), stage_smem(), byte, "tile.ptr");
+  return kb == low ? ptr : b_.CreateInBoundsGEP(b_.getInt8Ty(), ptr, i64(kb - low));
+}
+
+// A tiled input's value at p (a point of the passes, tile_kr_ its row): from a vector group,
+// its 16-byte chunks (each swizzled on its own) as one vector, lanes widened at use.
+Value* ReductionLowering::load_tiled(const StagePlan::Region& reg, Point& p, Group& g) {
+  const DType t = reg.load.stored;
+  const llvm::Align align(size_of(t));
+  if (!g.vector) {
+    Value* ptr = tile_address(reg, tile_kr_, p.r);
+    return em_.widen(b_.CreateAlignedLoad(em_.storage_type(t), ptr, align), t);
+  }
+  std::vector<Value*>& raw = g.loads[load_key(reg.load)];
+  if (raw.empty()) {
+    const int per = 16 / size_of(t);  // elements of a chunk; vec x size is a multiple of 16
+    auto* ct = llvm::FixedVectorType::get(em_.storage_type(t), per);
+    std::vector<Value*> parts;
+    for (int c = 0; c < cfg_.vec / per; ++c) {
+      Value* r = b_.CreateAdd(g.pts[0].r, i64(int64_t{c} * per));
+      parts.push_back(b_.CreateAlignedLoad(ct, tile_address(reg, tile_kr_, r), llvm::Align(16)));
+    }
+    while (parts.size() > 1) {  // a power of two of chunks, joined in pairs
+      std::vector<Value*> joined;
+      for (size_t k = 0; k < parts.size(); k += 2) {
+        const auto n = static_cast<int>(
+            llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements());
+        std::vector<int> mask(static_cast<size_t>(2 * n));
+        for (int l = 0; l < 2 * n; ++l) mask[static_cast<size_t>(l)] = l;
+        joined.push_back(b_.CreateShuffleVector(parts[k], parts[k + 1], mask));
+      }
+      parts = std::move(joined);
+    }
+    raw = {parts[0]};
+  }
+  return em_.widen_lane(raw[0], static_cast<int>(&p - &g.pts.front()), t);
 }
 
 }  // namespace kiln::reduction

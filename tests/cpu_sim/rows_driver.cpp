@@ -7,7 +7,11 @@
 // are random; the output starts poisoned (-7777), so an element never written fails. Every tensor
 // ends (rounded up to 16 bytes) at a page that cannot be read, and starts a page after
 // another: a whole vector read past the end or an access before the start faults.
-//   rows_driver BLOCK ELEMENTS_PER_BLOCK M N      (compiled with -DK=1..5: K names the kernel)
+// K = 6 and 7 are examples/strided.kiln's layernorm_strided (bf16) and _f32, whose x is a view
+// of LAYOUT: t (transposed: element (i, j) at j x (M + 1) + i), T (transposed, unpadded: at
+// j x M + i), p (rows padded to N + 3) or c (contiguous), its strides the entry's last
+// arguments.
+//   rows_driver BLOCK ELEMENTS_PER_BLOCK M N [LAYOUT]  (compiled with -DK=1..7: K names the kernel)
 #include <sys/mman.h>
 
 #include <barrier>
@@ -104,7 +108,10 @@ static E* guarded(long n) {
   return reinterpret_cast<E*>(base + (pages - 1) * page - bytes);
 }
 
-#if K == 2 || K == 4
+#define SOFTMAX (K <= 2)
+#define RMSNORM (K == 5)
+#define STRIDED (K >= 6)
+#if K == 2 || K == 4 || K == 7
 using T = float;
 static float value(T v) {
   return v;
@@ -126,35 +133,49 @@ static const double kTol = 1.0 / 64;
 #endif
 
 int main(int argc, char** argv) {
-  if (argc != 5) return 2;
+  if (argc != 5 && !(STRIDED && argc == 6)) return 2;
   const int block = atoi(argv[1]);
   const long epb = atol(argv[2]);
   const long M = atol(argv[3]), N = atol(argv[4]);
+  const char layout = argc == 6 ? argv[5][0] : 'c';
+  long s0 = N, s1 = 1, span = M * N;  // x's strides and the elements its buffer spans
+  if (layout == 't') s0 = 1, s1 = M + 1, span = (N - 1) * (M + 1) + M;
+  if (layout == 'T') s0 = 1, s1 = M, span = M * N;
+  if (layout == 'p') s0 = N + 3, s1 = 1, span = (M - 1) * (N + 3) + N;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-3, 3);
-  T *x = guarded<T>(M * N), *w = guarded<T>(N), *b = guarded<T>(N), *y = guarded<T>(M * N);
-  for (long k = 0; k < M * N; ++k) x[k] = store(dist(rng)), y[k] = store(-7777.0f);
+  T *x = guarded<T>(span), *w = guarded<T>(N), *b = guarded<T>(N), *y = guarded<T>(M * N);
+  for (long k = 0; k < span; ++k) x[k] = store(-9999.0f);  // the gaps: never read
+  auto at = [&](long i, long j) -> T& { return x[i * s0 + j * s1]; };
+  for (long i = 0; i < M; ++i) {
+    for (long j = 0; j < N; ++j) at(i, j) = store(dist(rng));
+  }
+  for (long k = 0; k < M * N; ++k) y[k] = store(-7777.0f);
   for (long k = 0; k < N; ++k) w[k] = store(dist(rng)), b[k] = store(dist(rng));
-  if (M > 1) x[1 * N + N / 2] = store(NAN);
+  if (M > 1) at(1, N / 2) = store(NAN);
   if (M > 2) {
-    for (long j = 0; j < N; j += 3) x[2 * N + j] = store(-INFINITY);
+    for (long j = 0; j < N; j += 3) at(2, j) = store(-INFINITY);
   }
   const long grid = (M + epb - 1) / epb;
-#if K <= 2  // softmax(x) -> y
+#if SOFTMAX  // softmax(x) -> y
   extern void kern(T*, T*, long, long) asm("kern");
   launch(grid, block, [&] { kern(x, y, M, N); });
-#elif K <= 4  // layernorm(x, w, b) -> y
+#elif STRIDED   // layernorm(x strided, w, b) -> y
+  extern void kern(T*, T*, T*, T*, long, long, long, long) asm("kern");
+  launch(grid, block, [&] { kern(x, w, b, y, M, N, s0, s1); });
+#elif !RMSNORM  // layernorm(x, w, b) -> y
   extern void kern(T*, T*, T*, T*, long, long) asm("kern");
   launch(grid, block, [&] { kern(x, w, b, y, M, N); });
-#else         // rmsnorm(x, w) -> y
+#else           // rmsnorm(x, w) -> y
   extern void kern(T*, T*, T*, long, long) asm("kern");
   launch(grid, block, [&] { kern(x, w, y, M, N); });
 #endif
   long bad = 0;
   std::vector<double> want(N);
+  std::vector<T> row(N);
   for (long i = 0; i < M; ++i) {
-    const T* row = &x[i * N];
-#if K <= 2
+    for (long j = 0; j < N; ++j) row[j] = at(i, j);
+#if SOFTMAX
     double mx = -INFINITY, s = 0;
     bool nan = false;
     for (long j = 0; j < N; ++j) {
@@ -166,7 +187,7 @@ int main(int argc, char** argv) {
 #else
     double mean = 0, var = 0;
     for (long j = 0; j < N; ++j) mean += value(row[j]);
-#if K <= 4
+#if !RMSNORM
     mean /= N;
     for (long j = 0; j < N; ++j) var += (value(row[j]) - mean) * (value(row[j]) - mean);
     var /= N;

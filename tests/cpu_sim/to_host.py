@@ -5,12 +5,14 @@ mantissa cleared (worse than the hardware's, so that the Newton steps after it m
 conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, nanosleep nothing, the reduction
 kernels' inline assembly plain IR (see below), and the shared-memory tile an ordinary global
 (blocks run one after another).
-    python3 to_host.py IN.ll OUT.ll [--force64]
---force64 makes the kernel take its 64-bit index path at any size."""
+    python3 to_host.py IN.ll OUT.ll [--force64] [--smem=BYTES]
+--force64 makes the kernel take its 64-bit index path at any size; --smem gives the launch
+BYTES of dynamic shared memory (else none: staging variants run unstaged, tiles untiled)."""
 import re
 import sys
 
 src, dst = sys.argv[1], sys.argv[2]
+smem = next((int(a.split("=", 1)[1]) for a in sys.argv[3:] if a.startswith("--smem=")), 0)
 s = "\n".join(l for l in open(src).read().splitlines()
               if not (l.startswith("declare") and "llvm.nvvm" in l))
 for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
@@ -31,7 +33,7 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
     s = s.replace(old, new)
 # The reduction kernels' inline assembly (compiler/emit.cpp, lower/reduction_rows.cpp): the L2
 # policy is any number, the hinted vector loads plain loads, the passes' opaque copies copies,
-# and a launch gives no dynamic shared memory (staging variants run unstaged).
+# and a launch gives `smem` bytes of dynamic shared memory.
 for pattern, repl in [
         (r'call i64 asm "createpolicy[^"]*", "=l"\(\)', "add i64 0, 0"),
         (r'call \{ i32, i32, i32, i32 \} asm "ld\.global\.nc\.L1::evict_last[^"]*", "[^"]*"\(',
@@ -40,9 +42,9 @@ for pattern, repl in [
          "call { i32, i32 } @sim_ld_v2("),
         (r'call i32 asm "mov\.b32 \$0, \$1; // pass \d+", "=r,r"\(', "call i32 @sim_mov32("),
         (r'call i16 asm "mov\.b16 \$0, \$1; // pass \d+", "=h,h"\(', "call i16 @sim_mov16("),
-        (r'call i32 asm "mov\.u32 \$0, %dynamic_smem_size;", "=r"\(\)', "add i32 0, 0"),
+        (r'call i32 asm "mov\.u32 \$0, %dynamic_smem_size;", "=r"\(\)', f"add i32 {smem}, 0"),
         (r'= external addrspace\(3\) global \[0 x i8\]',
-         "= addrspace(3) global [16 x i8] zeroinitializer")]:
+         f"= addrspace(3) global [{max(smem, 16)} x i8] zeroinitializer")]:
     s = re.sub(pattern, repl, s)
 if " asm " in s:
     sys.exit("to_host.py: inline assembly it does not know: " +

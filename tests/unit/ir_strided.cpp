@@ -83,43 +83,83 @@ TEST_CASE("the verifier refuses strided outputs and scalars built through the AP
   }
 }
 
-TEST_CASE("a step that reads a strided input gets one strided variant, last, and a rule line",
+TEST_CASE("a step that reads a strided input gets its strided variants, last, and a rule line",
           "[compiler]") {
   Program p = parse_program(kLayernorm);
   std::unique_ptr<KernelPlan> plan = plan_kernel(p.kernels[0]);
   REQUIRE(plan->steps.size() == 1);
   const StepPlan& st = plan->steps[0];
   REQUIRE(st.strided_variant == static_cast<int>(st.variants.size()) - 1);
+  // x[i, j] is read at an element of the row: rows the scalar variant holds (256 elements) run
+  // it; longer ones a tile (4 rows of f32 a block, 16 bytes a column), read with vectors, of
+  // 256 threads for rows of up to kTileShortRows elements, 512 for any other. The manifest
+  // gives the tile's memory.
+  REQUIRE(std::count_if(st.variants.begin(), st.variants.end(),
+                        [](const PlannedVariant& v) { return v.strided; }) == 3);
+  const int longer = st.strided_variant, shorter = longer - 1, shortest = longer - 2;
+  const PlannedVariant& scalar = st.variants[static_cast<size_t>(shortest)];
+  const PlannedVariant& tile_short = st.variants[static_cast<size_t>(shorter)];
   const PlannedVariant& sv = st.variants.back();
-  CHECK(sv.strided);
-  CHECK_FALSE(sv.is_default);
-  CHECK(sv.max_reduced == 0);  // never a tier: only the strides pick it
-  const auto& c = std::get<ReductionConfig>(sv.config);
-  CHECK(c.strided);
-  CHECK(c.vec == 1);
-  CHECK_FALSE(c.split);
-  CHECK(std::count_if(st.variants.begin(), st.variants.end(),
-                      [](const PlannedVariant& v) { return v.strided; }) == 1);
-  CHECK_THAT(explain_rule(*plan, 0, ""),
-             Catch::StartsWith("strides of x not the contiguous ones: variant " +
-                               std::to_string(st.strided_variant) +
-                               " (block=128 group=32 "
-                               "items=8 strided=1 vec=1)"));
-  // The manifest carries it; the runtime's rule finds it.
+  CHECK(scalar.strided);
+  CHECK(std::get<ReductionConfig>(scalar.config).vec == 1);
+  CHECK_FALSE(std::get<ReductionConfig>(scalar.config).stage);
+  CHECK(scalar.max_reduced == 256);
+  CHECK(scalar.stage == bundle::StageInfo{});
+  for (const PlannedVariant* v : {&tile_short, &sv}) {
+    CHECK(v->strided);
+    CHECK_FALSE(v->is_default);
+    const auto& c = std::get<ReductionConfig>(v->config);
+    CHECK(c.strided);
+    CHECK(c.stage);
+    CHECK(c.vec == 4);
+    CHECK(c.block / c.group == 4);
+    CHECK_FALSE(c.split);
+    CHECK(v->stage == bundle::StageInfo{4, 4, 1, 128});
+  }
+  CHECK(std::get<ReductionConfig>(tile_short.config).block == 256);
+  CHECK(std::get<ReductionConfig>(sv.config).block == 512);
+  CHECK(tile_short.max_reduced == kTileShortRows);  // the strided variants' own tiers
+  CHECK(sv.max_reduced == 0);
+  CHECK(st.tile.bytes_per_element == 4);
+  CHECK(st.tile.narrowest == 4);
+  CHECK_THAT(
+      explain_rule(*plan, 0, ""),
+      Catch::StartsWith("strides of x not the contiguous ones:\n  N <= 256: variant " +
+                        std::to_string(shortest) +
+                        " (block=128 group=32 items=8 strided=1 vec=1), 4 rows per block: scalar "
+                        "loads at sum(index * stride) in 64 bits, the row on chip\n  N <= 2048: "
+                        "variant " +
+                        std::to_string(shorter) +
+                        " (block=256 group=64 items=2 stage=1 strided=1 vec=4), 4 rows per block, "
+                        "tiled\n  else: variant " +
+                        std::to_string(longer) + " (block=512 group=128"));
+  // The manifest carries them; the runtime's rule finds them, apart from the usual tiers.
   const bundle::Step written = manifest_step(*plan, 0, {"sm_90"});
   CHECK(written.variants.back().strided);
   const bundle::StepRule rule =
       bundle::step_rule(written, std::vector<bool>(written.variants.size(), true), {132, true});
   CHECK(rule.reads_strided);
-  CHECK(rule.strided == st.strided_variant);
+  CHECK(rule.strided == longer);
+  CHECK(rule.strided_tiers ==
+        std::vector<std::pair<int64_t, int>>{{256, shortest}, {kTileShortRows, shorter}});
+  for (const auto& [limit, v] : rule.tiers) CHECK(v < shortest);
+  CHECK(bundle::strided_variant(rule, 1) == shortest);
+  CHECK(bundle::strided_variant(rule, 256) == shortest);
+  CHECK(bundle::strided_variant(rule, 257) == shorter);
+  CHECK(bundle::strided_variant(rule, kTileShortRows) == shorter);
+  CHECK(bundle::strided_variant(rule, kTileShortRows + 1) == longer);
   CHECK(rule.chosen == st.default_variant);
-  // --default-only keeps the strided variant beside the default and its odd-row twin.
+  // --default-only keeps the strided variants beside the default and its odd-row twin.
   const bundle::Step lean = manifest_step(*plan, 0, {"sm_90"}, true);
-  REQUIRE(lean.variants.size() == 3);
+  REQUIRE(lean.variants.size() == 5);
   CHECK(lean.variants[0].is_default);
   CHECK(lean.variants[0].odd_rows == 1);
   CHECK(lean.variants[1].config.at("shift") == 1);
   CHECK(lean.variants[2].strided);
+  CHECK(lean.variants[2].max_reduced == 256);
+  CHECK(lean.variants[3].strided);
+  CHECK(lean.variants[3].max_reduced == kTileShortRows);
+  CHECK(lean.variants[4].strided);
 }
 
 TEST_CASE("steps that do not read a strided input get no strided variant", "[compiler]") {
@@ -158,16 +198,18 @@ TEST_CASE("every entry of a kernel with strided inputs takes their strides, last
   const bundle::KernelInfo& k = b.manifest.kernels[0];
   CHECK(k.params[0].strided);
   CHECK_FALSE(k.params[1].strided);
-  // The default, its odd-row twin and the strided variant.
-  REQUIRE(k.steps[0].variants.size() == 3);
+  // The default, its odd-row twin and the strided variants (short rows, longer, any rows).
+  REQUIRE(k.steps[0].variants.size() == 5);
   for (const bundle::Variant& v : k.steps[0].variants) {
     const std::string& ptx = b.files.at(v.images[0].ptx);
     // x, w, y, M, N, then x's two strides.
     CHECK(ptx.find(v.entry + "_param_6") != std::string::npos);
     CHECK(ptx.find(v.entry + "_param_7") == std::string::npos);
   }
-  CHECK(k.steps[0].variants[2].strided);
-  CHECK(k.steps[0].variants[2].align_bytes == 1);
+  for (int v : {2, 3, 4}) {
+    CHECK(k.steps[0].variants[v].strided);
+    CHECK(k.steps[0].variants[v].align_bytes == 1);
+  }
 }
 
 TEST_CASE("launch checks: stride counts, negative strides, footprints, the strided choice",
@@ -224,18 +266,34 @@ TEST_CASE("launch checks: stride counts, negative strides, footprints, the strid
   CHECK_FALSE(launch::effective_strides(info, enc, syms, std::vector<int64_t>{0, 1}, out));
   const std::vector<bundle::StepRule> rules = {bundle::step_rule(
       info.steps[0], std::vector<bool>(info.steps[0].variants.size(), true), {132, true})};
+  // Rows of 33: the strided variant for the shortest rows (scalar); of 1000: the 256-thread
+  // tile; of 4096: the one for any rows.
+  const int longer = plan->steps[0].strided_variant, shorter = longer - 2;
   std::vector<int> v = {rules[0].chosen};
-  REQUIRE(launch::choose_strided(info, rules, v, false).ok());
-  CHECK(v[0] == plan->steps[0].strided_variant);
+  REQUIRE(launch::choose_strided(info, enc, rules, syms, v, false).ok());
+  CHECK(v[0] == shorter);
+  const std::vector<int64_t> long_rows = {7, 4096};
+  v = {rules[0].chosen};
+  REQUIRE(launch::choose_strided(info, enc, rules, long_rows, v, false).ok());
+  CHECK(v[0] == longer);
+  const std::vector<int64_t> mid_rows = {7, 1000};
+  v = {rules[0].chosen};
+  REQUIRE(launch::choose_strided(info, enc, rules, mid_rows, v, false).ok());
+  CHECK(v[0] == longer - 1);
   std::vector<int> explicit_choice = {0};
-  CHECK(launch::choose_strided(info, rules, explicit_choice, true).message() ==
+  CHECK(launch::choose_strided(info, enc, rules, syms, explicit_choice, true).message() ==
         "ln: step 0 (ln_s0): variant 0 reads the strided inputs as contiguous tensors, but their "
         "strides are not the contiguous ones (variant " +
-            std::to_string(plan->steps[0].strided_variant) + " reads them through strides)");
+            std::to_string(shorter) + " reads them through strides)");
+  explicit_choice = {longer};  // another strided variant: taken as chosen
+  CHECK(launch::choose_strided(info, enc, rules, syms, explicit_choice, true).ok());
+  CHECK(explicit_choice[0] == longer);
   std::vector<bool> loadable(info.steps[0].variants.size(), true);
   loadable.back() = false;
   const std::vector<bundle::StepRule> missing = {bundle::step_rule(info.steps[0], loadable, {})};
-  CHECK(launch::choose_strided(info, missing, v, false).message() ==
+  v = {rules[0].chosen};
+  CHECK(launch::choose_strided(info, enc, missing, syms, v, false).ok());  // the short one loaded
+  CHECK(launch::choose_strided(info, enc, missing, long_rows, v, false).message() ==
         "ln: step 0 (ln_s0): strides that are not the contiguous ones need the step's strided "
         "variant, which cannot run here");
 }

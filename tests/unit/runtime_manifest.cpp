@@ -99,7 +99,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 8);
+  CHECK(j["version"] == 9);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -108,7 +108,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 8,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 9,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -250,17 +250,17 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 9; }) ==
-        "bundle/manifest.json: version: unsupported format version 9 (this runtime reads "
-        "versions 3 to 8)");
+  CHECK(error_after([](Json& j) { j["version"] = 10; }) ==
+        "bundle/manifest.json: version: unsupported format version 10 (this runtime reads "
+        "versions 3 to 9)");
   // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
   // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "versions 3 to 8; recompile the bundle)");
+        "versions 3 to 9; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "versions 3 to 8; recompile the bundle)");
+        "versions 3 to 9; recompile the bundle)");
   // Version 3 had no buffers: it reads as version 4 without them.
   Json v3 = sample_json();
   v3["version"] = 3;
@@ -469,6 +469,13 @@ TEST_CASE("stage_bytes: the dynamic shared memory a staged launch gets", "[runti
   CHECK(bundle::stage_bytes({6, 2, 4}, 1000, hopper) == 12000);  // two inputs, two rows
   CHECK(bundle::stage_bytes(bf16_row, int64_t{1} << 62, int64_t{1} << 62) == 0);  // overflow
   CHECK(bundle::stage_bytes({}, 1024, hopper) == 0);  // not a staging variant
+  // A strided variant's tile (format 9): each row's area rounded up to row_align bytes.
+  const bundle::StageInfo tile{2, 8, 1, 128};
+  CHECK(bundle::stage_bytes(tile, 4096, hopper) == 65536);
+  CHECK(bundle::stage_bytes(tile, 1001, hopper) == 8 * 2048);  // 2002 bytes -> 2048 a row
+  CHECK(bundle::stage_bytes(tile, 1, hopper) == 8 * 128);
+  CHECK(bundle::stage_bytes(tile, 16384, hopper) == 0);                       // 256 KB
+  CHECK(bundle::stage_bytes(tile, int64_t{1} << 61, int64_t{1} << 62) == 0);  // overflow
 }
 
 TEST_CASE("manifest: scalar parameters (format 7) round-trip; older bundles have none",
@@ -593,8 +600,8 @@ TEST_CASE("manifest: strided inputs and variants (format 8) round-trip; older bu
           j["kernels"][0]["steps"][0]["variants"][1]["strided"] = true;  // align_bytes 16
         }) ==
         "bundle/manifest.json: kernels[0].steps[0].variants[1].strided: a strided variant is "
-        "scalar (align_bytes 1), neither split nor staged nor a tier, in a pointwise or "
-        "reduction step");
+        "scalar (align_bytes 1), neither split nor staged but as a tile (stage.row_align, "
+        "stage.vec 1), in a pointwise or reduction step");
   CHECK(error_after([&](Json& j) {
           strided_kernel(j);
           Json& vs = j["kernels"][0]["steps"][0]["variants"];
@@ -606,5 +613,65 @@ TEST_CASE("manifest: strided inputs and variants (format 8) round-trip; older bu
           vs.push_back(again);
         }) ==
         "bundle/manifest.json: kernels[0].steps[0].variants[3].strided: a step has at most one "
-        "strided variant");
+        "strided variant without a row limit (max_reduced)");
+}
+
+TEST_CASE("manifest: a strided variant that tiles (format 9) round-trips; staging otherwise fails",
+          "[runtime]") {
+  Manifest m = sample();
+  m.kernels[0].params[0].strided = true;
+  Variant sv = variant(3, false, 1);
+  sv.strided = true;
+  sv.align_bytes = 1;
+  sv.stage = {2, 8, 1, 128};
+  m.kernels[0].steps[0].variants.push_back(sv);
+  const std::string text = to_json(m);
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  Json j = Json::parse(text);
+  CHECK(j["kernels"][0]["steps"][0]["variants"][3]["stage"]["row_align"] == 128);
+  // A version 8 bundle reads as before (no tiles).
+  Json v8 = sample_json();
+  v8["version"] = 8;
+  Result<Manifest> old = parse_manifest(v8.dump(), kOrigin);
+  REQUIRE(old.ok());
+  CHECK(*old == sample());
+  // A strided variant stages only as a tile: row_align set, vec 1.
+  auto tiled = [](Json& j, int64_t row_align, int64_t vec) {
+    j["kernels"][0]["params"][0]["strided"] = true;
+    Json& v = j["kernels"][0]["steps"][0]["variants"][0];
+    v["strided"] = true;
+    v["align_bytes"] = 1;
+    v["stage"] = {{"bytes_per_element", 2}, {"rows_per_block", 8}, {"vec", vec}};
+    if (row_align > 0) v["stage"]["row_align"] = row_align;
+  };
+  const std::string v0 = "bundle/manifest.json: kernels[0].steps[0].variants[0].strided: ";
+  const std::string why =
+      "a strided variant is scalar (align_bytes 1), neither split nor staged but as a tile "
+      "(stage.row_align, stage.vec 1), in a pointwise or reduction step";
+  CHECK(error_after([&](Json& j) { tiled(j, 0, 1); }) == v0 + why);
+  CHECK(error_after([&](Json& j) { tiled(j, 128, 8); }) == v0 + why);
+  CHECK(error_after([&](Json& j) { tiled(j, 128, 1); }) == "(accepted)");
+  // Strided variants for rows of up to max_reduced elements, beside exactly one for any rows.
+  auto strided_at = [](Json& j, int v, int64_t max_reduced) {
+    Json& x = j["kernels"][0]["steps"][0]["variants"][v];
+    x["strided"] = true;
+    x["align_bytes"] = 1;
+    x["max_reduced"] = max_reduced;
+  };
+  CHECK(error_after([&](Json& j) {
+          tiled(j, 128, 1);
+          strided_at(j, 1, 2048);
+        }) == "(accepted)");
+  const std::string vs = "bundle/manifest.json: kernels[0].steps[0].variants";
+  CHECK(error_after([&](Json& j) {
+          tiled(j, 128, 1);
+          j["kernels"][0]["steps"][0]["variants"][0]["max_reduced"] = 2048;
+        }) == vs + ": strided variants without one for rows of any length (max_reduced 0)");
+  CHECK(error_after([&](Json& j) {
+          tiled(j, 128, 1);
+          strided_at(j, 1, 0);
+        }) == vs + "[1].strided: a step has at most one strided variant without a row limit "
+                   "(max_reduced)");
 }
