@@ -5,7 +5,9 @@
 # rotary embedding with position ids (16K tokens x 32 heads x 128 bf16), the mean over H and W
 # of [64, 256, 56, 56] bf16 and the per-channel sum and sum of squares of the same in f32, and
 # layernorm over a transposed view (16K x 4K bf16, rows of the view strided by M + 1: kiln
-# run's first strided layout, torch's x.t() of a padded tensor). Each Kiln case is
+# run's first strided layout, torch's x.t() of a padded tensor; also 16K x 4K f32, 32K x 1000
+# and 8K x 8K bf16, 16K x 4K bf16 rows padded to 4099: --strides x=4099,1, and the plain x.t()
+# of a [4096, 16384] tensor: --strides x=1,16384). Each Kiln case is
 # checked against the interpreter first (its default variant; a failed check is not timed),
 # then every variant is timed through `kiln run` with the peak copy bandwidth measured in the
 # same run (a copy of 1 GiB each way); then bench/torch_everyday.py times torch eager and
@@ -31,10 +33,13 @@ for spec in cross_entropy:cross_entropy:M=32768,V=32768 embedding:embedding:T=13
     scan:cumsum_rows:M=4096,N=32768 scan:cumsum_row:N=67108864 \
     dropout:dropout_bf16:M=16384,N=8192:--scalar=p=0.1 rotary:rotary:T=16384,H=32,R=64,P=16384 \
     spatial_mean:spatial_mean_bf16:B=64,C=256,H=56,W=56 spatial_mean:channel_sums:N=64,C=256,H=56,W=56 \
-    strided:layernorm_strided:M=16384,N=4096; do
+    strided:layernorm_strided:M=16384,N=4096 strided:layernorm_strided_f32:M=16384,N=4096 \
+    strided:layernorm_strided:M=32768,N=1000 strided:layernorm_strided:M=8192,N=8192 \
+    strided:layernorm_strided:M=16384,N=4096:--strides=x=4099,1 \
+    strided:layernorm_strided:M=16384,N=4096:--strides=x=1,16384; do
   IFS=: read -r bundle kernel shape extra <<< "$spec"
   [[ -z ${BENCH_KERNELS:-} || " $BENCH_KERNELS " == *" $kernel "* ]] || continue
-  name="kiln_${kernel}_${shape//[=,]/_}"
+  name="kiln_${kernel}_${shape//[=,]/_}${extra:+_${extra//[^a-z0-9]/_}}"
   args=(--shape "$shape")
   [[ -n $extra ]] && args+=("$extra")
   if ! "$kiln" run "$out/$bundle" "$kernel" "${args[@]}" --variant default --reps 1 \

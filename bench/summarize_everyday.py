@@ -26,6 +26,16 @@ CASES = {
                                                4 * 64 * 256 * 56 * 56 + 8 * 256),
     ("layernorm_strided", "M=16384,N=4096"): ("layernorm bf16 transposed view 16384x4096",
                                               2 * 2 * 16384 * 4096 + 4 * 4096),
+    ("layernorm_strided_f32", "M=16384,N=4096"): ("layernorm f32 transposed view 16384x4096",
+                                                  2 * 4 * 16384 * 4096 + 8 * 4096),
+    ("layernorm_strided", "M=32768,N=1000"): ("layernorm bf16 transposed view 32768x1000",
+                                              2 * 2 * 32768 * 1000 + 4 * 1000),
+    ("layernorm_strided", "M=8192,N=8192"): ("layernorm bf16 transposed view 8192x8192",
+                                             2 * 2 * 8192 * 8192 + 4 * 8192),
+    ("layernorm_strided", "M=16384,N=4096", "x=4099,1"): ("layernorm bf16 padded rows 16384x4096",
+                                                          2 * 2 * 16384 * 4096 + 4 * 4096),
+    ("layernorm_strided", "M=16384,N=4096", "x=1,16384"): ("layernorm bf16 x.t() 16384x4096",
+                                                           2 * 2 * 16384 * 4096 + 4 * 4096),
 }
 
 
@@ -44,14 +54,18 @@ def main():
     for f in sorted(glob.glob(os.path.join(out, "kiln_*.json")), key=os.path.getmtime):
         k = json.load(open(f))
         shape = ",".join(f"{s}={v}" for s, v in sorted(k["shape"].items()))
-        tname, nbytes = CASES.get((k["kernel"], shape), (None, k["bytes_moved"]))
+        # A strided input's layout when kiln run was given one (--strides), else its default.
+        strides = ";".join(f"{n}={','.join(map(str, v))}"
+                           for n, v in sorted(k.get("strides", {}).items()))
+        key = (k["kernel"], shape, strides) if strides else (k["kernel"], shape)
+        tname, nbytes = CASES.get(key, (None, k["bytes_moved"]))
         copy = k["copy_gbps"]
         pct = lambda us, c: f"{100 * nbytes / (us * 1e-6) / 1e9 / c:.1f}%" if c else "-"
         ok = [v for v in k["variants"] if v["ok"] or not v["checked"]]
         default = next((v for v in k["variants"]
                         if all(p.endswith("*") for p in v["label"].split("+"))), None)
         best = min(ok, key=lambda v: v["median_us"]) if ok else None
-        cells = [f"{k['kernel']} {shape}", f"{nbytes / 1e6:.0f} MB"]
+        cells = [f"{k['kernel']} {shape}{' ' + strides if strides else ''}", f"{nbytes / 1e6:.0f} MB"]
         cells += [f"{default['median_us']:.1f} us", pct(default["median_us"], copy)] if default \
             else ["-", "-"]
         cells += [f"{best['median_us']:.1f} us ({best['label']}: {best['config']})",

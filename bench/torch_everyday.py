@@ -91,12 +91,28 @@ def main():
         lambda x: (x.sum((0, 2, 3)), (x * x).sum((0, 2, 3))), 4 * B * C * Hs * Ws + 8 * C,
         reference=lambda x: (x.double().sum((0, 2, 3)), (x.double() ** 2).sum((0, 2, 3))))
     # Layernorm over a transposed view: x = base[:, :M].t() of a [N, M + 1] bf16 tensor.
-    Ml, Nl = 16384, 4096
-    add("layernorm bf16 transposed view 16384x4096",
-        lambda: (torch.randn(Nl, Ml + 1, device=dev, dtype=bf16)[:, :Ml].t(),
-                 torch.randn(Nl, device=dev, dtype=bf16), torch.randn(Nl, device=dev, dtype=bf16)),
-        lambda x, w, b: F.layer_norm(x, (Nl,), w, b, 1e-5), 2 * 2 * Ml * Nl + 4 * Nl,
-        reference=lambda x, w, b: F.layer_norm(x.double(), (Nl,), w.double(), b.double(), 1e-5))
+    # The others: f32, rows of 1000 and of 8192, rows padded to N + 3 (x = base[:, :N] of an
+    # [M, N + 3] tensor), and the plain x.t() of an [N, M] tensor.
+    views = {
+        "transposed view": lambda Ml, Nl, dt: torch.randn(Nl, Ml + 1, device=dev,
+                                                          dtype=dt)[:, :Ml].t(),
+        "padded rows": lambda Ml, Nl, dt: torch.randn(Ml, Nl + 3, device=dev, dtype=dt)[:, :Nl],
+        "x.t()": lambda Ml, Nl, dt: torch.randn(Nl, Ml, device=dev, dtype=dt).t(),
+    }
+    for Ml, Nl, dt, view in [(16384, 4096, bf16, "transposed view"),
+                             (16384, 4096, f32, "transposed view"),
+                             (32768, 1000, bf16, "transposed view"),
+                             (8192, 8192, bf16, "transposed view"),
+                             (16384, 4096, bf16, "padded rows"), (16384, 4096, bf16, "x.t()")]:
+        def make(Ml=Ml, Nl=Nl, dt=dt, view=view):
+            return (views[view](Ml, Nl, dt), torch.randn(Nl, device=dev, dtype=dt),
+                    torch.randn(Nl, device=dev, dtype=dt))
+        size = 2 if dt == bf16 else 4
+        add(f"layernorm {'bf16' if dt == bf16 else 'f32'} {view} {Ml}x{Nl}", make,
+            lambda x, w, b, Nl=Nl: F.layer_norm(x, (Nl,), w, b, 1e-5),
+            2 * size * Ml * Nl + 2 * size * Nl,
+            reference=lambda x, w, b, Nl=Nl: F.layer_norm(x.double(), (Nl,), w.double(),
+                                                          b.double(), 1e-5))
     report(sys.argv[1], copy, cases)
     sys.exit(1 if failed else 0)
 

@@ -92,7 +92,7 @@ class Runner {
     }
     if (o_.variant == "all") {
       // Each step's variants in turn, the other steps at their default. Views that are not
-      // contiguous run only the strided variant of a step that reads them.
+      // contiguous run only the strided variants of a step that reads them.
       std::vector<std::vector<int>> all;
       for (size_t s = 0; s < steps.size(); ++s) {
         const bool strided_only = !harness_.contiguous_views() &&
@@ -197,6 +197,7 @@ class Runner {
     j["kernel"] = kernel_.name();
     j["device"] = {{"name", d.name}, {"arch", d.arch()}, {"sm_count", d.sm_count}};
     j["shape"] = o_.shape;
+    if (!o_.strides.empty()) j["strides"] = o_.strides;
     j["bytes_moved"] = harness_.bytes_moved();
     j["copy_gbps"] = copy_gbps;
     for (const VariantResult& r : results) {
