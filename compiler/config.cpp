@@ -92,6 +92,10 @@ PointwiseConfig default_tiled_config(int max_vec, int smem_bytes_per_element) {
   return {block, max_vec, 1, side, side};
 }
 
+int tile_blocks_per_sm(const ReductionConfig& c) {
+  return c.strided && c.stage && c.block >= 512 ? 1024 / c.block : 0;
+}
+
 std::map<std::string, int64_t> ReductionConfig::as_map() const {
   std::map<std::string, int64_t> m{
       {"block", block}, {"group", group}, {"vec", vec}, {"items", items}};

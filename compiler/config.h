@@ -136,6 +136,11 @@ std::vector<ReductionConfig> split_row_configs(int max_vec);
 /// A row reduction's tiled strided variants (compiler/kernel_plan.cpp strided_configs): 256
 /// threads for rows of up to this many elements, 512 for longer ones.
 inline constexpr int64_t kTileShortRows = 2048;
+/// The blocks an SM that a tiled strided variant's registers are capped for (PTX
+/// .minnctapersm): 1024 threads an SM for blocks of 512 threads or more, else 0 (no cap).
+/// Measured on an H200 (bench/results/2026-11-26-h200-strided-tile, call 5): uncapped, the
+/// 512-thread tile took 78 registers, one block an SM.
+int tile_blocks_per_sm(const ReductionConfig& c);
 /// The staging variants of a row reduction (one row per block, full vectors), which the
 /// compiler adds after the row space for kernels whose looped rows are read by two passes or
 /// more. Only the tuner or an explicit choice runs them (slower than the looped tiers on an

@@ -557,12 +557,14 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                                                   "bits, the row on chip"));
       }
       const auto& c = std::get<ReductionConfig>(sv.config);
-      line(fmt::format("  {}variant {} ({}), {} rows per block, tiled{}",
-                       rule.strided_tiers.empty() ? "" : "else: ", step.strided_variant,
-                       config_text(sv.config), sv.elements_per_block,
-                       c.block >= 512 ? fmt::format(", {} blocks an SM at most 64 registers each",
-                                                    1024 / c.block)
-                                      : ""));
+      line(fmt::format(
+          "  {}variant {} ({}), {} rows per block, tiled{}",
+          rule.strided_tiers.empty() ? "" : "else: ", step.strided_variant, config_text(sv.config),
+          sv.elements_per_block,
+          tile_blocks_per_sm(c) > 0
+              ? fmt::format(", {} blocks an SM at most {} registers each", tile_blocks_per_sm(c),
+                            65536 / (tile_blocks_per_sm(c) * c.block))  // 64K an SM
+              : ""));
       line(fmt::format(
           "  tiled: a block's rows of them in a tile of shared memory ({} byte(s) per element, "
           "rows "

@@ -61,11 +61,8 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
   }
   fn_ = em_.declare_kernel(abi_, entry, cfg_.block, cfg_.split);
   em_.set_read_strides(cfg_.strided);
-  // A tile of 512 threads or more keeps 1024 threads an SM: its registers capped at 64 (its
-  // tile path took 78 at 256 threads; uncapped, one block of 512 an SM: bench/results/
-  // 2026-11-26-h200-strided-tile, call 5).
-  if (cfg_.strided && cfg_.stage && cfg_.block >= 512) {
-    em_.min_blocks_per_sm(fn_, 1024 / cfg_.block);
+  if (const int blocks = tile_blocks_per_sm(cfg_); blocks > 0) {
+    em_.min_blocks_per_sm(fn_, blocks);
   }
   for (size_t i = 0; i < params_.size(); ++i) ptrs_.push_back(fn_->getArg(i));
   for (size_t i = 0; i < symbols_.size(); ++i) syms_.push_back(fn_->getArg(params_.size() + i));

@@ -270,10 +270,13 @@ std::set<int> suffix_runs(const Program& p) {
   return out;
 }
 
+bool is_row_var(const std::string& v) {
+  return v.rfind("_o", 0) == 0;
+}
+
 // Whether canonical indices name a row dimension (`_o<d>`).
 bool uses_row(const std::vector<std::string>& idx) {
-  return std::any_of(idx.begin(), idx.end(),
-                     [](const std::string& v) { return v.rfind("_o", 0) == 0; });
+  return std::any_of(idx.begin(), idx.end(), is_row_var);
 }
 
 namespace {
@@ -479,6 +482,7 @@ StagePlan row_areas(const std::map<std::string, std::pair<std::set<int>, Load>>&
     const auto& [passes, load] = reads.at(key);
     s.regions[key] = {load, passes, s.bytes_per_element};
     s.bytes_per_element += -neg_size;
+    s.narrowest = -neg_size;  // widest first: the last is the narrowest
   }
   return s;
 }
@@ -557,12 +561,7 @@ int64_t stage_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk)
 TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk) {
   if (sk.kind != StepKind::row_reduction) return {};
   const reduction::StagePlan t = reduction::plan_tile(canonicalize(abi, sk, false), abi.params());
-  TileShape out{t.bytes_per_element, 0};
-  for (const auto& [key, r] : t.regions) {
-    const int size = static_cast<int>(size_of(r.load.stored));
-    out.narrowest = out.narrowest == 0 ? size : std::min(out.narrowest, size);
-  }
-  return out;
+  return {t.bytes_per_element, t.narrowest};
 }
 
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {

@@ -78,6 +78,8 @@ std::string suffix_var(int a);
 int suffix_start(const std::string& v);
 /// Whether canonical index `v` depends on the reduced index: `_r`, kFolded, `_s<a>` or `_a<a>`.
 bool is_reduced(const std::string& v);
+/// Whether canonical index `v` is a row dimension (`_o<d>`, row_var).
+bool is_row_var(const std::string& v);
 /// Whether canonical indices name any index that depends on the reduced one.
 bool uses_reduced(const std::vector<std::string>& idx);
 
@@ -140,6 +142,7 @@ struct StagePlan {
   };
   std::map<std::string, Region> regions;
   int64_t bytes_per_element = 0;  // of all regions: a row's area is R * bytes_per_element
+  int narrowest = 0;              // the narrowest region's element size; 0 without regions
 };
 StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& params);
 

@@ -490,10 +490,7 @@ void ReductionLowering::prefetch(std::vector<Group>& groups) {
 // range are stored and loaded (an out-of-range one has a clamped address, another thread's
 // vector): the others are zero, and masked by their users like any out-of-range element.
 void ReductionLowering::stage_groups(std::vector<Group>& groups) {
-  int narrowest = 4;
-  for (const auto& [key, r] : stage_plan_.regions) {
-    narrowest = std::min<int>(narrowest, size_of(r.load.stored));
-  }
+  const int narrowest = std::min(4, stage_plan_.narrowest);  // regions: not empty here
   // Every region and vector starts at a multiple of vec x its element size (R % vec == 0),
   // so at a multiple of vec x the narrowest staged element.
   const llvm::Align align(std::min(16, cfg_.vec * narrowest));
@@ -614,7 +611,7 @@ void ReductionLowering::load_tile() {
     const std::vector<std::string> dims = unfolded(reg.load.indices);
     size_t last_row = 0;
     for (size_t d = 0; d < dims.size(); ++d) {
-      if (dims[d].rfind("_o", 0) == 0) last_row = d;
+      if (is_row_var(dims[d])) last_row = d;
     }
     Value* along_r = stride_arg(reg.load.tensor, dims.size() - 1);
     Value* across = b_.CreateICmpULT(stride_arg(reg.load.tensor, last_row), along_r, "tile.across");
@@ -759,12 +756,8 @@ void ReductionLowering::copy_walk(const StagePlan::Region& reg, const std::vecto
 // (it does not change them), so that the copy's addresses differ by constants.
 Value* ReductionLowering::tile_address(const StagePlan::Region& reg, Value* kr, Value* r,
                                        int64_t k) {
-  int narrowest = 16;
-  for (const auto& [key, other] : tile_plan_.regions) {
-    narrowest = std::min<int>(narrowest, size_of(other.load.stored));
-  }
   const auto size = static_cast<int64_t>(size_of(reg.load.stored));
-  const int64_t chunks = std::max<int64_t>(1, 2 * narrowest * size / 16);
+  const int64_t chunks = std::max<int64_t>(1, 2 * tile_plan_.narrowest * size / 16);
   const int64_t kb = k * size, low = kb % kTileRowAlign;
   Value* byte = b_.CreateAdd(b_.CreateMul(R_, i64(reg.offset)), b_.CreateMul(r, i64(size)));
   if (low != 0) byte = b_.CreateAdd(byte, i64(low));
