@@ -110,7 +110,7 @@ TEST_CASE("a malformed recorded line is an error naming FILE:LINE", "[autotune][
   CHECK_THAT(missing.message(), Catch::StartsWith("/nonexistent/shapes.jsonl: cannot open"));
 }
 
-TEST_CASE("recorded shapes become sorted, deduplicated jobs; foreign lines are skipped",
+TEST_CASE("recorded shapes become sorted, deduplicated jobs, foreign lines are skipped",
           "[autotune][shapes]") {
   std::string text = recorded_file(1);
   text += line("gone", "fnv1a:0000000000000000", {"N"}, {5});         // not in bundle

@@ -87,7 +87,7 @@ TEST_CASE("bf16 rounded to nearest passes, rounded toward zero fails", "[autotun
   CHECK(bad.worst_ratio > 1);
 }
 
-TEST_CASE("f32 tree sums pass; one wrong element fails and is named", "[autotune]") {
+TEST_CASE("f32 tree sums pass, one wrong element fails and is named", "[autotune]") {
   // Row sums of uniform [-2, 2) inputs, rows of 100003: the f32 tree sum against f64.
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> d(-2, 2);

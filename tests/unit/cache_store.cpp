@@ -69,7 +69,7 @@ int in_child(const std::function<int()>& body) {
 
 }  // namespace
 
-TEST_CASE("a missing cache file loads as empty; a directory does not", "[cache]") {
+TEST_CASE("a missing cache file loads as empty, a directory does not", "[cache]") {
   TempDir dir;
   kiln::Result<Cache> c = load(dir.file("cache.json"));
   REQUIRE(c.ok());

@@ -67,7 +67,7 @@ TEST_CASE("tanh is approximate only where every output of the step is 16-bit", "
   CHECK_FALSE(approx(kBiasGelu));
 }
 
-TEST_CASE("outputs of one iteration space share a step; others get their own", "[compiler]") {
+TEST_CASE("outputs of one iteration space share a step, others get their own", "[compiler]") {
   Program p = parse_program(R"(
 kernel k(x: f32[M, N], v: f32[N]) -> (y: f32[M, N], a: f32[N], z: f32[M, N], c: f32[N]) {
   y[i, j] = x[i, j] + v[j]

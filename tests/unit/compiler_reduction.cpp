@@ -156,7 +156,7 @@ TEST_CASE("row reduction tiers cover row lengths without gaps", "[compiler][redu
   }
 }
 
-TEST_CASE("fused copies follow the unfused row variants; one is the tier of longer rows",
+TEST_CASE("fused copies follow the unfused row variants, one is the tier of longer rows",
           "[compiler][reduction]") {
   for (int max_vec : {4, 8}) {
     const std::vector<ReductionConfig> plain = row_reduction_space(max_vec);

@@ -218,7 +218,7 @@ TEST_CASE("long reductions into few outputs, nested and scalar", "[ir]") {
   CHECK(r.get("v")[0] == best);
 }
 
-TEST_CASE("outputs can be read after they are written; temporaries keep f64", "[ir]") {
+TEST_CASE("outputs can be read after they are written, temporaries keep f64", "[ir]") {
   Run r(R"(kernel k(x: f32[N]) -> (y: bf16[N], z: f32[N]) {
              t[i] = x[i] / 3.0
              y[i] = t[i]

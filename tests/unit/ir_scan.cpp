@@ -143,7 +143,7 @@ TEST_CASE("interpreter: scans are inclusive, in index order", "[ir][scan]") {
             {2, 4}, x, s) == std::vector<double>{1, 6, 14, 25, -3, 8, 6, 10});
 }
 
-TEST_CASE("interpreter: cummax and cummin propagate NaN; i32 sums wrap", "[ir][scan]") {
+TEST_CASE("interpreter: cummax and cummin propagate NaN, i32 sums wrap", "[ir][scan]") {
   const SymbolValues s{{"N", 4}};
   const std::vector<double> x = {1, NAN, 3, -INFINITY};
   CHECK(same(run("kernel k(x: f32[N]) -> (y: f32[N]) {\n  y[j] = cummax(x[j], j)\n}\n", {4}, x, s),
