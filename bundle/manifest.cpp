@@ -100,6 +100,7 @@ OrderedJson variant_json(const Variant& v) {
       out["tile"]["tensor_maps"] = maps;
       out["tile"]["map_fallback"] = v.tile.map_fallback;
     }
+    if (v.tile.cluster > 1) out["tile"]["cluster"] = v.tile.cluster;
   }
   return out;
 }
@@ -310,6 +311,9 @@ Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
       }
       if (to.find("map_fallback"))
         v.tile.map_fallback = static_cast<int>(to.integer("map_fallback", -1, kIntMax));
+    }
+    if (to.find("cluster")) {  // version 10
+      v.tile.cluster = static_cast<int>(to.integer("cluster", 1, kMaxClusterBlocks));
     }
     if (v.elements_per_block != v.tile.m * v.tile.n) {
       fail(o.at("elements_per_block"),

@@ -58,6 +58,12 @@
 //   block = (block_threads, 1, 1), grid = (min(tiles, sm_count * tile.ctas_per_sm), 1, 1)
 // with tile.smem_bytes of dynamic shared memory (the variant cannot load on a device that
 // cannot give a block that much), tiles = batch * ceil(M / tile.m) * ceil(N / tile.n).
+// A variant with tile.cluster = C > 1 (format 10) runs in clusters of C blocks (cluster
+// dimensions (C, 1, 1), which its images for sm_90a also declare): cluster c walks the tiles
+// of C x tile.m rows t = c, c + clusters, ..., the block of rank r in it the rows r * tile.m ..
+// of each, so the runtime launches grid = C x min(tiles, the clusters the device holds at once
+// (cuOccupancyMaxActiveClusters)) with tiles = batch * ceil(M / (C tile.m)) * ceil(N / tile.n).
+// Its other images (no clusters) walk tiles of tile.m rows as above, on that grid.
 // A contraction variant with tile.tensor_maps (format 6) reads operands through TMA: its entry
 // takes, after the symbols, one CUtensorMap per entry of tensor_maps (128 bytes, by value,
 // 64-byte aligned), then an i64 that is 1 when the runtime encoded every map and 0 when it
@@ -98,14 +104,17 @@ namespace kiln::bundle {
 
 // Version 2 added the images' content hashes, version 3 split variants, version 4 buffers,
 // version 5 contraction steps, version 6 tensor maps, version 7 scalar parameters, version 8
-// strided inputs, version 9 strided variants that tile (stage.row_align). Bundles before
-// version 3 are refused (recompile them): a version 2 reader would launch a split variant as a
-// plain one. A version 3 to 8 bundle reads as a version 9 one without what came later; an older
+// strided inputs, version 9 strided variants that tile (stage.row_align), version 10 clusters
+// (tile.cluster). Bundles before version 3 are refused (recompile them): a version 2 reader
+// would launch a split variant as a plain one. A version 3 to 9 bundle reads as a version 10 one
+// without what came later; an older
 // reader refuses a newer version (a version 4 reader would launch a contraction's persistent kernel
 // without its shared memory, a version 5 one without its tensor maps, a version 6 one would pass a
 // scalar's value as a pointer, a version 7 one would launch an entry without its strides, a version
-// 8 one would give a tile too little shared memory).
-inline constexpr int kFormatVersion = 9;
+// 8 one would give a tile too little shared memory, a version 9 one would launch a cluster's
+// blocks alone).
+inline constexpr int kFormatVersion = 10;
+inline constexpr int kMaxClusterBlocks = 8;  // the portable cluster size
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kBufferAlign = 256;  // bytes; every buffer starts at a multiple
@@ -181,6 +190,10 @@ struct TileInfo {
   // With tensor maps: the variant of the same tiles that copies without them, which the
   // runtime runs instead when a map cannot be encoded (-1: none; then this one copies itself).
   int map_fallback = -1;
+  // Blocks per cluster along M (format 10; "cluster" in JSON, present only when > 1): the
+  // runtime launches clusters of that many blocks, each cluster walking tiles of cluster x m
+  // rows (the contract above).
+  int cluster = 1;
   friend bool operator==(const TileInfo&, const TileInfo&) = default;
 };
 

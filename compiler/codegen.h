@@ -12,6 +12,7 @@
 namespace llvm {
 class LLVMContext;
 class Module;
+class Function;
 }  // namespace llvm
 
 namespace kiln {
@@ -45,6 +46,11 @@ std::string emit_ptx(llvm::Module& m, const std::string& arch, std::string* opti
 /// Asks ptxas to fit `blocks` blocks of `entry` on one SM (.minnctapersm): it then keeps the
 /// registers per thread within what that many blocks leave each thread, spilling if it must.
 void require_blocks_per_sm(llvm::Module& m, const std::string& entry, int blocks);
+
+/// Declares kernel `fn` to run in clusters of `blocks` blocks along x (.reqnctapercluster;
+/// emit_ptx writes it, sm_90 and later).
+void require_cluster(llvm::Function& fn, int blocks);
+inline constexpr const char* kClusterAttribute = "kiln-cluster-blocks";
 
 /// The module's textual LLVM IR.
 std::string module_text(const llvm::Module& m);

@@ -375,6 +375,7 @@ std::map<std::string, int64_t> ContractionConfig::as_map() const {
   if (tma) m["tma"] = 1;
   if (pingpong) m["pingpong"] = 1;
   if (smem_epilogue) m["smem_epilogue"] = 1;
+  if (cluster > 1) m["cluster"] = cluster;
   return m;
 }
 
@@ -395,8 +396,9 @@ std::vector<ContractionConfig> contraction_config_space() {
       // Two blocks per SM of 128 x 128 (3 stages, 96 KiB each): one's epilogue overlaps the
       // other's MMAs.
       {128, 128, 64, 8, 1, 3, 8, 0, 2, 1},
-      // Warp-specialized, TMA-fed: 128 x 256 in 4 stages (192 KiB, the default), 128 x 128
-      // in 6 (the rule's tiles for problems of few tiles).
+      // Warp-specialized, TMA-fed: 128 x 256 in 4 stages (192 KiB) in clusters of two blocks
+      // sharing B's tiles (the default), 128 x 128 in 6 (the rule's tiles for problems of few
+      // tiles).
       default_contraction_config(),
       {128, 128, 64, 8, 1, 6, 8, 0, 1, 1, 1},
       // Ping-pong (one warpgroup per tile, two tiles in flight): 64 x 256 in 5 stages
@@ -406,15 +408,22 @@ std::vector<ContractionConfig> contraction_config_space() {
       // 128 x 256 with the epilogue through shared memory (20 KiB more): the default for
       // transcendental epilogues.
       default_contraction_config_heavy(),
+      // The default's tiles without a cluster, and the heavy default's in clusters of two.
+      {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1},
+      {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 1, 2},
   };
 }
 
 // Measured on an H200 (bench/results/2026-11-24-h200-tma): the TMA-fed 128 x 256 tiles took
 // 257 us at 4096^3 and 1930 us at 8192^3, against 375 and 2879 for the same tiles copied by
 // the MMA warps (cp.async) and more for every other variant; problems with fewer tiles than
-// SMs run the 64 x 64 mma.sync tiles (bundle/rule.h).
+// SMs run the 64 x 64 mma.sync tiles (bundle/rule.h). In clusters of two blocks sharing B's
+// tiles (bench/results/2026-11-26-h200-cluster: under sustained load, where the GEMM runs at
+// the board's power limit and L2's traffic costs clock): 402.2 against 412.0 us at 8192 x
+// 4096 x 4096, 199.6 against 203.4 at 4096^3, 1635.2 against 1672.4 at 8192^3 (cuBLAS
+// 1638.8), 137.7 against 140.7 for a batch of 16 2048 x 2048 x 512; 10% less L2 traffic.
 ContractionConfig default_contraction_config() {
-  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1};
+  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 0, 2};
 }
 
 // Measured on an H200 (bench/results/2026-11-25-h200-epilogue, every variant at 4 shapes each):

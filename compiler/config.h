@@ -258,6 +258,11 @@ struct ContractionConfig {
   // no_instruction stall, 5.4 cycles an instruction against 0.4 with a bias only: H200,
   // bench/results/2026-11-25-h200-epilogue).
   int smem_epilogue = 0;
+  // With `tma` and without `pingpong`: blocks per cluster (1: none; 2: a cluster of two blocks
+  // computes two tiles at the same columns, one above the other, and each block's producer
+  // multicasts half of B's tile into both, so that L2 serves B's tiles once per cluster; the
+  // runtime launches clusters of that many blocks, manifest.h).
+  int cluster = 1;
   static constexpr int kEpilogueColumns = 32;
   /// Floats between rows of the epilogue's buffer: 8 more than its columns, so that the
   /// accumulators' 8-byte writes (four rows of 32 bytes a half-warp) fall in distinct banks.

@@ -212,7 +212,10 @@ void plan_variants(StepPlan& step) {
       ContractionConfig d = tma && transcendental_epilogue(step.sk->def)
                                 ? default_contraction_config_heavy()
                                 : default_contraction_config();
-      d.tma = d.tma && tma;
+      if (!tma) {  // nor clusters, which share tiles through TMA
+        d.tma = 0;
+        d.cluster = 1;
+      }
       def = d;
       break;
     }
@@ -336,6 +339,7 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     v.tile = {t->tile_m, t->tile_n, t->ctas_per_sm,
               t->smem_bytes(static_cast<int>(size_of(step.sk->contraction->a.dtype))),
               contraction_tensor_maps(*step.abi, *step.sk->contraction, *t)};
+    v.tile.cluster = std::max(t->cluster, 1);
     return v;
   }
   if (const auto* sc = std::get_if<ScanConfig>(&config)) {
@@ -615,6 +619,13 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                     "them",
                     rule.small != step.default_variant ? "  " : "", step.default_variant,
                     config_text(def.config), def.tile.m, def.tile.n, def.tile.ctas_per_sm));
+    if (def.tile.cluster > 1) {
+      line(fmt::format(
+          "on sm_90a in clusters of {} blocks along M, each copying 1/{} of B's tile into all of "
+          "them (TMA multicast): L2 serves B's tiles once per cluster (1-2.5% faster under "
+          "sustained load on an H200, measured)",
+          def.tile.cluster, def.tile.cluster));
+    }
     // plan_variants made it the default only for a transcendental epilogue.
     if (const auto* dc = std::get_if<ContractionConfig>(&def.config);
         dc && *dc == default_contraction_config_heavy()) {
@@ -809,7 +820,8 @@ std::string print_plan(const KernelPlan& plan) {
                                                  : std::string());
       }
       if (v.tile.m > 0) {
-        out += fmt::format(" tile({}x{} ctas={} smem={})", v.tile.m, v.tile.n, v.tile.ctas_per_sm,
+        out += fmt::format(" tile({}x{} ctas={}{} smem={})", v.tile.m, v.tile.n, v.tile.ctas_per_sm,
+                           v.tile.cluster > 1 ? fmt::format(" cluster={}", v.tile.cluster) : "",
                            v.tile.smem_bytes);
         const std::vector<const TensorDecl*> params = st.abi->params();
         for (const bundle::TensorMapInfo& t : v.tile.tensor_maps) {

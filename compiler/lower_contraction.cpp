@@ -15,6 +15,7 @@
 #include <map>
 
 #include "bundle/manifest.h"
+#include "compiler/codegen.h"
 #include "compiler/emit.h"
 #include "compiler/plan.h"
 
@@ -41,7 +42,10 @@ ContractionConfig image_config(ContractionConfig cfg, const std::string& arch) {
     cfg.warps_n = 4;
     cfg.pingpong = 0;
   }
-  if (!(cfg.wgmma && cfg.tma && arch == "sm_90a")) cfg.smem_epilogue = 0;
+  if (!(cfg.wgmma && cfg.tma && arch == "sm_90a")) {
+    cfg.smem_epilogue = 0;
+    cfg.cluster = 1;
+  }
   return cfg;
 }
 
@@ -67,6 +71,7 @@ class ContractionLowering {
       : wgmma_(cfg.wgmma != 0 && arch == "sm_90a"),
         specialized_(wgmma_ && cfg.tma != 0),
         pingpong_(specialized_ && cfg.pingpong != 0),
+        cluster_(specialized_ && !pingpong_ ? std::max(cfg.cluster, 1) : 1),
         m_(m),
         b_(m.getContext()),
         em_(m, b_),
@@ -83,6 +88,7 @@ class ContractionLowering {
     check_config();
     fn_ = em_.declare_kernel(abi_, entry, cfg_.threads(), false,
                              cfg_.tma ? static_cast<int>(kOperands) : 0);
+    if (cluster_ > 1) require_cluster(*fn_, cluster_);
     b_.SetInsertPoint(BasicBlock::Create(m_.getContext(), "entry", fn_));
     auto* smem_ty = llvm::ArrayType::get(b_.getInt8Ty(), 0);
     smem_ =
@@ -187,6 +193,10 @@ class ContractionLowering {
     internal_check(!cfg_.tma || (cfg_.wgmma && cfg_.math_threads() == 256),
                    "contraction: a TMA config is a wgmma config of two MMA warpgroups");
     internal_check(!cfg_.pingpong || cfg_.tma, "contraction: ping-pong is a TMA config");
+    internal_check(cfg_.cluster <= 1 || (cfg_.tma && !cfg_.pingpong && cfg_.cluster == 2 &&
+                                         cfg_.tile_n % (64 * cfg_.cluster) == 0),
+                   "contraction: a cluster is two blocks of a TMA config without ping-pong, "
+                   "sharing B's tile in whole 64-column boxes");
     internal_check(!cfg_.smem_epilogue ||
                        (specialized_ && cfg_.tile_n % ContractionConfig::kEpilogueColumns == 0),
                    "contraction: a staged epilogue is a warp-specialized config's, over whole "
@@ -249,7 +259,8 @@ class ContractionLowering {
     k_extent_ = dim(sk_.reduced.at(0));
     Value* batches = i64(1);
     for (Value* v : batch_dims_) batches = b_.CreateMul(batches, v);
-    tiles_m_ = ceil_div(m_extent_, i64(cfg_.tile_m));
+    // With a cluster, a "tile" of the walk (place) is the cluster's: cluster_ blocks' rows.
+    tiles_m_ = ceil_div(m_extent_, i64(int64_t{cfg_.tile_m} * cluster_));
     tiles_n_ = ceil_div(n_extent_, i64(cfg_.tile_n));
     per_batch_ = b_.CreateMul(tiles_m_, tiles_n_);
     tiles_ = b_.CreateMul(per_batch_, batches);
@@ -321,7 +332,8 @@ class ContractionLowering {
     Value* t_minor = b_.CreateUDiv(in_band, size);
     Value* tm = cfg_.raster == 0 ? t_major : t_minor;
     Value* tn = cfg_.raster == 0 ? t_minor : t_major;
-    m0_ = b_.CreateMul(tm, i64(cfg_.tile_m));
+    m0_ = b_.CreateMul(tm, i64(int64_t{cfg_.tile_m} * cluster_));
+    if (cluster_ > 1) m0_ = b_.CreateAdd(m0_, b_.CreateMul(rank_, i64(cfg_.tile_m)));
     n0_ = b_.CreateMul(tn, i64(cfg_.tile_n));
     batch_coords_.assign(batch_dims_.size(), nullptr);
     for (size_t d = batch_dims_.size(); d-- > 0;) {
@@ -424,7 +436,23 @@ class ContractionLowering {
   // its wgmmas, and free the stage once they are complete (one group in flight); then the
   // epilogue, while the producer already fills the next tile's stages. Step i of the block
   // (counting over its tiles) uses stage i % stages in phase (i / stages) % 2.
+  //
+  // With a cluster (cluster_ blocks along M), the cluster walks tiles of cluster_ x tile_m rows,
+  // each block the rows of its rank, and each block's producer copies 1 / cluster_ of B's tile
+  // into every block of the cluster at once (TMA multicast), so that L2 serves B's tile once
+  // per cluster. A block's full barrier then completes with the bytes of every producer's
+  // copies, and its stage is free once the MMA warps of every block have freed it there (each
+  // arrives at the empty barrier of every block of the cluster): a producer writes the stage
+  // of each block.
   void run_specialized(Value* bid) {
+    if (cluster_ > 1) {
+      bid =
+          b_.CreateZExt(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_clusterid_x), b_.getInt64Ty());
+      nblocks_ = b_.CreateZExt(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nclusterid_x),
+                               b_.getInt64Ty());
+      rank_ = b_.CreateZExt(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank),
+                            b_.getInt64Ty());
+    }
     barriers_ =
         b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()), i32(cfg_.stages * stage_bytes_));
     maps_ok_ = b_.CreateICmpNE(fn_->getArg(fn_->arg_size() - 1), i64(0));
@@ -436,14 +464,16 @@ class ContractionLowering {
       for (int s = 0; s < cfg_.stages; ++s) {
         mbarrier_init(full_barrier(i32(s)), producers);
         // Lane 0 of each MMA warp that reads the stage: both warpgroups', or one's.
-        mbarrier_init(empty_barrier(i32(s)), i32(pingpong_ ? 4 : math / 32));
+        mbarrier_init(empty_barrier(i32(s)), i32(pingpong_ ? 4 : math / 32 * cluster_));
       }
       if (pingpong_) {
         for (int w = 0; w < 2; ++w) mbarrier_init(order_barrier(i32(w)), i32(4));
       }
       asm_void("fence.mbarrier_init.release.cluster;");
     });
-    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+    // Every block's barriers are initialized before any block arrives at them or copies into
+    // its stages.
+    block_or_cluster_barrier();
     if_else(
         b_.CreateICmpUGE(tid_, i32(math)),
         [&] {
@@ -454,7 +484,20 @@ class ContractionLowering {
           asm_void(fmt::format("setmaxnreg.inc.sync.aligned.u32 {};", kConsumerRegisters).c_str());
           consume(bid);
         });
+    // A block of a cluster stays until every block is done with its barriers (the others'
+    // MMA warps arrive at its empty barriers).
+    if (cluster_ > 1) block_or_cluster_barrier();
     b_.CreateRetVoid();
+  }
+
+  // Every thread of the block, or of the cluster.
+  void block_or_cluster_barrier() {
+    if (cluster_ == 1) {
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+      return;
+    }
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {}, {});
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {}, {});
   }
 
   // Ping-pong: warpgroup w's mainloop of its latest tile has waited for all its stages (lane 0
@@ -481,6 +524,17 @@ class ContractionLowering {
   }
   void mbarrier_arrive(Value* bar) {
     asm_call("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [$0];\n}", "r", {bar});
+  }
+  // Arrives at barrier `bar` (this block's shared address) of block `rank` of the cluster, with
+  // the default (release, CTA-scope) semantics: what it orders are the arriving warp's reads of
+  // the stage, which wgmma.wait_group completed. A cluster-scope release fences the warp's memory
+  // operations at every arrival: Nsight Compute showed the MMA warps stalled on it (membar)
+  // 46% of the time, the GEMM 1.8x slower (H200, bench/results/2026-11-26-h200-cluster).
+  void mbarrier_arrive_in(Value* bar, Value* rank) {
+    asm_call(
+        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
+        "r,r", {bar, rank});
   }
   void mbarrier_expect_tx(Value* bar, int bytes) {
     asm_call(fmt::format("{{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, "
@@ -554,28 +608,48 @@ class ContractionLowering {
 
   // TMA copies of operand o's tile for the reduced indices k0 .. into `stage`, through tensor
   // map `map` (contraction_tensor_maps: one box for a K-major operand, one per 64 M/N
-  // indices for the others).
+  // indices for the others). With a cluster, B's tile is shared: this block copies the rows
+  // (K-major: a box of tile_n / cluster_ rows) or boxes of its rank into every block.
   void tma_operand(const Operand& o, int map, Value* stage, Value* k0, Value* mn0, Value* full) {
     const ContractionOperand& info = *o.info;
     const int rank = info.rank;
     if (rank > static_cast<int>(bundle::kMaxTensorMapRank)) return;  // never encoded: no maps
     Value* tmap =
         b_.CreatePtrToInt(fn_->getArg(fn_->arg_size() - 1 - kOperands + map), b_.getInt64Ty());
+    const bool shared = cluster_ > 1 && &o == &b_op_;
     const int boxes = info.k_major() ? 1 : (&o == &a_ ? cfg_.tile_m : cfg_.tile_n) / 64;
     Value* dst0 =
         b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()),
                      b_.CreateAdd(b_.CreateMul(stage, i32(stage_bytes_)), i32(o.smem_offset)));
+    int own_boxes = boxes;
+    if (shared && info.k_major()) {
+      // Rows rank * tile_n / cluster_ .. of the tile, 128 bytes each.
+      Value* part = b_.CreateTrunc(rank_, b_.getInt32Ty());
+      const int rows = cfg_.tile_n / cluster_;
+      dst0 = b_.CreateAdd(dst0, b_.CreateMul(part, i32(rows * 128)));
+      mn0 = b_.CreateAdd(mn0, b_.CreateMul(rank_, i64(rows)));
+    } else if (shared) {
+      own_boxes = boxes / cluster_;
+    }
     std::vector<std::string> coords;
     for (int d = 0; d < rank; ++d) coords.push_back(fmt::format("${}", 2 + d));
     const std::string text = fmt::format(
-        "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-        "[$0], [$1, {{{}}}], [${}];",
-        rank, fmt::join(coords, ", "), 2 + rank);
+        "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{} "
+        "[$0], [$1, {{{}}}], [${}]{};",
+        rank, shared ? ".multicast::cluster" : "", fmt::join(coords, ", "), 2 + rank,
+        shared ? fmt::format(", ${}", 3 + rank) : "");
     std::string cons = "r,l";
     for (int d = 0; d < rank; ++d) cons += ",r";
-    cons += ",r";
-    for (int box = 0; box < boxes; ++box) {
-      std::vector<Value*> args{b_.CreateAdd(dst0, i32(box * cfg_.tile_k * 128)), tmap};
+    cons += shared ? ",r,h" : ",r";
+    for (int own = 0; own < own_boxes; ++own) {
+      // With a cluster and boxes along M/N, this block's are rank * own_boxes ...
+      Value* box_v = i32(own);
+      if (shared && !info.k_major()) {
+        box_v = b_.CreateAdd(b_.CreateMul(b_.CreateTrunc(rank_, b_.getInt32Ty()), i32(own_boxes)),
+                             i32(own));
+      }
+      std::vector<Value*> args{b_.CreateAdd(dst0, b_.CreateMul(box_v, i32(cfg_.tile_k * 128))),
+                               tmap};
       // Coordinates, innermost dimension first.
       for (int d = 0; d < rank; ++d) {
         const int dim = rank - 1 - d;
@@ -583,7 +657,7 @@ class ContractionLowering {
         if (dim == info.k_dim) {
           c = k0;
         } else if (dim == info.mn_dim) {
-          c = b_.CreateAdd(mn0, i64(int64_t{box} * 64));
+          c = b_.CreateAdd(mn0, b_.CreateMul(b_.CreateZExt(box_v, b_.getInt64Ty()), i64(64)));
         } else {
           for (auto [bd, out] : info.batch) {
             if (bd == dim) c = batch_coords_[static_cast<size_t>(out)];
@@ -592,6 +666,7 @@ class ContractionLowering {
         args.push_back(b_.CreateTrunc(c, b_.getInt32Ty()));
       }
       args.push_back(full);
+      if (shared) args.push_back(b_.getInt16(static_cast<uint16_t>((1u << cluster_) - 1)));
       asm_call(text, cons, args);
     }
   }
@@ -610,8 +685,20 @@ class ContractionLowering {
     llvm::AllocaInst* ordinal = entry_alloca(b_.getInt64Ty(), "tile.ordinal");
     b_.CreateStore(first, ordinal);
     Value* signals = b_.CreateICmpEQ(lane_, i32(0));
-    auto release = [&](Value* n) {  // frees the stage of step n
-      if_then(signals, [&] { mbarrier_arrive(empty_barrier(stage_phase(n).first)); });
+    auto release = [&](Value* n) {  // frees the stage of step n (in every block)
+      if_then(signals, [&] {
+        Value* empty = empty_barrier(stage_phase(n).first);
+        if (cluster_ == 1) {
+          mbarrier_arrive(empty);
+          return;
+        }
+        // This block's barrier directly, the others' through their cluster addresses.
+        mbarrier_arrive(empty);
+        Value* me = b_.CreateTrunc(rank_, b_.getInt32Ty());
+        for (int r = 1; r < cluster_; ++r) {
+          mbarrier_arrive_in(empty, b_.CreateURem(b_.CreateAdd(me, i32(r)), i32(cluster_)));
+        }
+      });
     };
     Value* start = b_.CreateAdd(bid, b_.CreateMul(first, nblocks_));
     loop(start, tiles_, b_.CreateMul(nblocks_, i64(per)), "tile", [&](Value* t) {
@@ -1400,6 +1487,9 @@ class ContractionLowering {
   const bool wgmma_;
   const bool specialized_;  // a TMA producer warpgroup and MMA warpgroups (run_specialized)
   const bool pingpong_;     // ... each MMA warpgroup on tiles of its own (consume)
+  // Blocks of a cluster (1: none): they compute the tiles of cluster_ x tile_m rows at the same
+  // columns, and each multicasts its share of B's tile to all of them (run_specialized).
+  const int cluster_;
   llvm::Module& m_;
   llvm::IRBuilder<> b_;
   Emitter em_;
@@ -1419,7 +1509,8 @@ class ContractionLowering {
   Value *m_extent_ = nullptr, *n_extent_ = nullptr, *k_extent_ = nullptr;
   Value *tiles_m_ = nullptr, *tiles_n_ = nullptr, *per_batch_ = nullptr, *tiles_ = nullptr;
   Value* k_tiles_ = nullptr;
-  Value* nblocks_ = nullptr;  // gridDim.x
+  Value* nblocks_ = nullptr;  // gridDim.x (with a cluster, the clusters)
+  Value* rank_ = nullptr;     // i64: with a cluster, the block's rank in it
   Value *tid_ = nullptr, *lane_ = nullptr, *warp_m_ = nullptr, *warp_n_ = nullptr;
   // A warp's accumulator rows: `slabs_` groups of 16 rows, `slab_rows_` apart, the first at row
   // warp_row0_ (i32) of the tile.
@@ -1451,7 +1542,9 @@ std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
     for (size_t i = 0; i < params.size(); ++i) {
       if (params[i]->name == o->tensor) t.param = static_cast<int>(i);
     }
-    const int rows = o->k_major() ? (o == &c.a ? cfg.tile_m : cfg.tile_n) : cfg.tile_k;
+    // A cluster's blocks each copy 1 / cluster of B's rows (K-major: one box of them).
+    const int rows = o->k_major() ? (o == &c.a ? cfg.tile_m : cfg.tile_n / std::max(cfg.cluster, 1))
+                                  : cfg.tile_k;
     for (int d = 0; d < o->rank; ++d) {  // innermost first
       const int dim = o->rank - 1 - d;
       const int other = o->k_major() ? o->mn_dim : o->k_dim;

@@ -26,6 +26,7 @@
 #include <llvm/Transforms/IPO/Internalize.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -116,6 +117,29 @@ void require_blocks_per_sm(llvm::Module& m, const std::string& entry, int blocks
   m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, ops));
 }
 
+void require_cluster(llvm::Function& fn, int blocks) {
+  fn.addFnAttr(kClusterAttribute, std::to_string(blocks));
+}
+
+namespace {
+
+// Declares the cluster dimensions of each kernel that require_cluster marked: LLVM 19's NVPTX
+// back end has no annotation for them, so they go into the PTX text, after the entry's
+// parameter list and performance directives (PTX ISA, "Cluster Dimension Directives").
+std::string add_cluster_directives(std::string ptx, const std::map<std::string, int>& clusters) {
+  for (const auto& [name, blocks] : clusters) {
+    const std::string entry = ".entry " + name + "(";
+    const size_t at = ptx.find(entry);
+    internal_check(at != std::string::npos, "emit_ptx: a cluster kernel's entry is missing");
+    const size_t body = ptx.find("\n{\n", at);
+    internal_check(body != std::string::npos, "emit_ptx: a cluster kernel has no body");
+    ptx.insert(body + 1, fmt::format(".explicitcluster\n.reqnctapercluster {}, 1, 1\n", blocks));
+  }
+  return ptx;
+}
+
+}  // namespace
+
 std::string emit_ptx(llvm::Module& m, const std::string& arch, std::string* optimized_ir) {
   auto tm = make_target_machine(arch);
   m.setTargetTriple(kTriple);
@@ -123,8 +147,13 @@ std::string emit_ptx(llvm::Module& m, const std::string& arch, std::string* opti
   m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
 
   std::set<std::string> kernels;
+  std::map<std::string, int> clusters;
   for (const llvm::Function& f : m) {
     if (!f.isDeclaration()) kernels.insert(f.getName().str());
+    if (f.hasFnAttribute(kClusterAttribute)) {
+      clusters[f.getName().str()] =
+          std::stoi(f.getFnAttribute(kClusterAttribute).getValueAsString().str());
+    }
   }
   link_libdevice(m);
   llvm::internalizeModule(m, [&](const llvm::GlobalValue& gv) { return is_kernel(gv, kernels); });
@@ -156,7 +185,7 @@ std::string emit_ptx(llvm::Module& m, const std::string& arch, std::string* opti
     throw InternalError("NVPTX cannot emit assembly");
   }
   pm.run(m);
-  return std::string(ptx.str());
+  return add_cluster_directives(std::string(ptx.str()), clusters);
 }
 
 std::string module_text(const llvm::Module& m) {

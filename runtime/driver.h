@@ -67,14 +67,16 @@ namespace kiln {
   X(cuGraphDestroy)
 
 // X(name) for entry points newer than the oldest driver Kiln runs on.
-#define KILN_DRIVER_OPTIONAL_FUNCTIONS(X) \
-  X(cuFuncGetParamInfo) /* CUDA 12.4 */   \
-  X(cuMemPoolCreate)    /* CUDA 11.2 */   \
-  X(cuMemPoolDestroy)                     \
-  X(cuMemPoolSetAttribute)                \
-  X(cuMemAllocFromPoolAsync)              \
-  X(cuMemFreeAsync)                       \
-  X(cuTensorMapEncodeTiled) /* CUDA 12.0 */
+#define KILN_DRIVER_OPTIONAL_FUNCTIONS(X)   \
+  X(cuFuncGetParamInfo) /* CUDA 12.4 */     \
+  X(cuMemPoolCreate)    /* CUDA 11.2 */     \
+  X(cuMemPoolDestroy)                       \
+  X(cuMemPoolSetAttribute)                  \
+  X(cuMemAllocFromPoolAsync)                \
+  X(cuMemFreeAsync)                         \
+  X(cuTensorMapEncodeTiled) /* CUDA 12.0 */ \
+  X(cuLaunchKernelEx)                       \
+  X(cuOccupancyMaxActiveClusters)
 
 /// Function pointers into libcuda, one per entry point of KILN_DRIVER_FUNCTIONS and
 /// KILN_DRIVER_OPTIONAL_FUNCTIONS.

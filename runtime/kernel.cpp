@@ -14,6 +14,30 @@
 #include "runtime/shape_recorder.h"
 
 namespace kiln {
+namespace {
+
+// A launch in clusters of l.cluster blocks along x (manifest.h, tile.cluster). The runtime
+// loads such a variant only where the driver has cuLaunchKernelEx (runtime.cpp).
+CUresult launch_cluster(const DriverApi& api, CUfunction fn, const launch::StepLaunch& l,
+                        CUstream stream, void** args) {
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = l.cluster;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = l.grid;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = l.block;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = l.smem_bytes;
+  config.hStream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return api.cuLaunchKernelEx(&config, fn, args, nullptr);
+}
+
+}  // namespace
 
 Status Kernel::set_choice(size_t step, int variant) {
   const bundle::KernelInfo& info = *info_;
@@ -161,7 +185,7 @@ Status Kernel::lay_out_and_enqueue(CUstream stream, std::span<const CUdeviceptr>
                                    bool fallback, std::span<const int64_t> strides) const {
   launch::Layout layout;
   if (Status s = launch::lay_out(*info_, enc_, rules_, max_dynamic_smem_, ptrs, symbols, variants,
-                                 fallback, facts_, layout);
+                                 fallback, facts_, layout, clusters_);
       !s.ok()) {
     return s;
   }
@@ -286,12 +310,16 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
           l.variant, what, rt_->describe(r),
           r == CUDA_ERROR_INVALID_CONTEXT ? " (call Runtime::make_current on this thread)" : ""));
     };
+    CUfunction fn = steps_[s][static_cast<size_t>(l.variant)].fn;
     auto launch = [&] {
-      return api.cuLaunchKernel(steps_[s][static_cast<size_t>(l.variant)].fn, l.grid, 1, 1, l.block,
-                                1, 1, l.smem_bytes, stream, args.data(), nullptr);
+      if (l.cluster > 1) return launch_cluster(api, fn, l, stream, args.data());
+      return api.cuLaunchKernel(fn, l.grid, 1, 1, l.block, 1, 1, l.smem_bytes, stream, args.data(),
+                                nullptr);
     };
     if (l.phases == 0) {
-      if (CUresult r = launch(); r != CUDA_SUCCESS) return fail("cuLaunchKernel", r);
+      if (CUresult r = launch(); r != CUDA_SUCCESS) {
+        return fail(l.cluster > 1 ? "cuLaunchKernelEx" : "cuLaunchKernel", r);
+      }
       continue;
     }
     Result<CUdeviceptr> ws = rt_->alloc_async(static_cast<size_t>(l.workspace_bytes), stream);

@@ -316,8 +316,8 @@ TensorMapRequest tensor_map_request(const KernelInfo& info, const EncodedKernel&
 Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const StepRule> rules,
                const std::vector<std::vector<int64_t>>& max_dynamic_smem,
                std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
-               std::span<const int> variants, bool fallback, const DeviceFacts& device,
-               Layout& out) {
+               std::span<const int> variants, bool fallback, const DeviceFacts& device, Layout& out,
+               const std::vector<std::vector<ClusterFacts>>& clusters) {
   const size_t np = info.params.size();
   out.buffer_bytes = 0;
   for (size_t i = 0; i < info.buffers.size(); ++i) {
@@ -379,12 +379,21 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
       const std::vector<int64_t>& sp = enc.spaces[s];
       const int64_t m = extent(sp[sp.size() - 2], symbols), cols = extent(sp.back(), symbols);
       const int64_t batch = n / (m * cols);  // n = batch * m * cols, checked
-      const int64_t tiles_per_matrix = ceil_div(m, var->tile.m) * ceil_div(cols, var->tile.n);
-      const int64_t persistent = int64_t{device.sm_count} * var->tile.ctas_per_sm;
+      // With clusters, a cluster walks tiles of cluster x tile.m rows (manifest.h).
+      ClusterFacts cf;
+      if (s < clusters.size() && static_cast<size_t>(v) < clusters[s].size()) {
+        cf = clusters[s][static_cast<size_t>(v)];
+      }
+      const int64_t tiles_per_matrix =
+          ceil_div(m, var->tile.m * cf.blocks) * ceil_div(cols, var->tile.n);
+      const int64_t persistent =
+          cf.blocks > 1 ? cf.resident : int64_t{device.sm_count} * var->tile.ctas_per_sm;
       // Compared without forming batch * tiles_per_matrix, which may exceed int64.
       blocks = batch >= ceil_div(persistent, tiles_per_matrix)
                    ? persistent
                    : std::min(persistent, batch * tiles_per_matrix);
+      blocks *= cf.blocks;
+      l.cluster = static_cast<unsigned>(cf.blocks);
       l.smem_bytes = static_cast<unsigned>(var->tile.smem_bytes);
     }
     if (var->split.phases > 0 && blocks > bundle::kMaxGridX) {

@@ -96,6 +96,15 @@ struct StepLaunch {
   unsigned smem_bytes = 0;      // staging variants: dynamic shared memory
   int64_t workspace_bytes = 0;  // split variants
   int phases = 0;               // split variants: launches of the step, else 0
+  unsigned cluster = 1;         // blocks per cluster (grid a multiple), 1: no cluster
+};
+
+/// How a loaded contraction variant runs in clusters (manifest.h, tile.cluster): its image's
+/// blocks per cluster (1: none) and how many such clusters the device holds at once
+/// (cuOccupancyMaxActiveClusters).
+struct ClusterFacts {
+  int blocks = 1;
+  int64_t resident = 0;
 };
 
 /// What cuTensorMapEncodeTiled takes for one of a variant's tensor maps (manifest.h): the
@@ -125,12 +134,13 @@ struct Layout {
 /// Step 3, on arguments that passed step 1 and variants that exist and loaded. A variant whose
 /// vector alignment a pointer misses is replaced by the step's scalar fallback when `fallback`
 /// (else an error). `max_dynamic_smem[s][v]`: the dynamic shared memory a staging variant may
-/// use on this device (0 for every other variant).
+/// use on this device (0 for every other variant). `clusters[s][v]`, where present: how
+/// contraction variant v of step s runs in clusters (none where absent).
 Status lay_out(const bundle::KernelInfo& info, const EncodedKernel& enc,
                std::span<const StepRule> rules,
                const std::vector<std::vector<int64_t>>& max_dynamic_smem,
                std::span<const CUdeviceptr> ptrs, std::span<const int64_t> symbols,
-               std::span<const int> variants, bool fallback, const DeviceFacts& device,
-               Layout& out);
+               std::span<const int> variants, bool fallback, const DeviceFacts& device, Layout& out,
+               const std::vector<std::vector<ClusterFacts>>& clusters = {});
 
 }  // namespace kiln::launch

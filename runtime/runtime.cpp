@@ -271,6 +271,33 @@ int64_t allow_dynamic_smem(const Runtime& rt, CUfunction fn) {
   return dynamic;
 }
 
+// How many clusters of contraction variant `v` (tile.cluster blocks, its block and shared
+// memory) the device holds at once: the persistent grid's clusters (launch::lay_out).
+Result<int64_t> resident_clusters(const Runtime& rt, CUfunction fn, const Variant& v) {
+  const DriverApi& api = rt.driver();
+  if (api.cuOccupancyMaxActiveClusters == nullptr || api.cuLaunchKernelEx == nullptr) {
+    return Status::error("the CUDA driver has no cluster launches (CUDA 12.0)");
+  }
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = static_cast<unsigned>(v.tile.cluster);
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(v.tile.cluster * rt.device().sm_count);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = static_cast<unsigned>(v.block_threads);
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(v.tile.smem_bytes);
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  int held = 0;
+  if (CUresult r = api.cuOccupancyMaxActiveClusters(&held, fn, &config); r != CUDA_SUCCESS) {
+    return Status::error("cuOccupancyMaxActiveClusters failed: " + rt.describe(r));
+  }
+  if (held <= 0) return Status::error("the device holds none at once");
+  return int64_t{held};
+}
+
 }  // namespace
 
 // ---- Runtime ----
@@ -435,6 +462,8 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
         const bundle::Step& step = info.steps[si];
         std::vector<Kernel::LoadedVariant>& loaded = k->steps_.emplace_back(step.variants.size());
         std::vector<int64_t>& smem = k->max_dynamic_smem_.emplace_back(step.variants.size());
+        std::vector<launch::ClusterFacts>& clusters =
+            k->clusters_.emplace_back(step.variants.size());
         for (size_t vi = 0; vi < step.variants.size(); ++vi) {
           const Variant& v = step.variants[vi];
           ImageChoice c = pick_image(v, dev.cc_major, dev.cc_minor);
@@ -480,6 +509,17 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
                               v.entry, v.tile.smem_bytes, dev.name, dev.max_shared_optin);
             } else {
               smem[vi] = v.tile.smem_bytes;
+            }
+            // Its sm_90a image runs in clusters (the others walk tiles alone: manifest.h).
+            if (loaded[vi].fn != nullptr && v.tile.cluster > 1 && c.image->arch == "sm_90a") {
+              Result<int64_t> held = resident_clusters(rt, loaded[vi].fn, v);
+              if (held.ok()) {
+                clusters[vi] = {v.tile.cluster, *held};
+              } else {
+                loaded[vi].fn = nullptr;
+                loaded[vi].load_error = fmt::format("entry {} runs in clusters of {} blocks: {}",
+                                                    v.entry, v.tile.cluster, held.message());
+              }
             }
           }
         }

@@ -183,8 +183,9 @@ class Kernel {
   std::vector<std::vector<LoadedVariant>> steps_;  // [step][variant]
   launch::EncodedKernel enc_;
   launch::DeviceFacts facts_;
-  std::vector<launch::StepRule> rules_;                 // [step]
-  std::vector<std::vector<int64_t>> max_dynamic_smem_;  // [step][variant], staging variants
+  std::vector<launch::StepRule> rules_;                      // [step]
+  std::vector<std::vector<int64_t>> max_dynamic_smem_;       // [step][variant], staging variants
+  std::vector<std::vector<launch::ClusterFacts>> clusters_;  // [step][variant]
 
   // Tuned winners from the cache, one row per shape (exact or bucket), in symbol order; a
   // variant of -1 means the step had no entry and uses its rule (heuristic or chosen).

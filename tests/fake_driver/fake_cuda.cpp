@@ -36,6 +36,7 @@ struct Function {
 struct Launch {
   std::string entry;
   unsigned grid = 0, block = 0, smem = 0;
+  unsigned cluster = 1;        // blocks per cluster (cuLaunchKernelEx)
   std::vector<uint64_t> args;  // the first arg_count arguments, 8 bytes each
 };
 
@@ -133,6 +134,11 @@ FAKE_EXPORT const char* kiln_fake_launch(int i, unsigned* grid, unsigned* block,
   *block = l.block;
   *smem = l.smem;
   return l.entry.c_str();
+}
+/// Blocks per cluster of launch i (1: launched without clusters).
+FAKE_EXPORT unsigned kiln_fake_launch_cluster(int i) {
+  std::lock_guard lock(state().mu);
+  return state().launches.at(static_cast<size_t>(i)).cluster;
 }
 /// Argument `a` of launch `i` (0 when it was not recorded).
 FAKE_EXPORT uint64_t kiln_fake_launch_arg(int i, int a) {
@@ -318,12 +324,13 @@ FAKE_EXPORT CUresult cuFuncGetAttribute(int* v, CUfunction_attribute, CUfunction
 FAKE_EXPORT CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
   return CUDA_SUCCESS;
 }
-FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                    unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream,
-                                    void** params, void** extra) {
-  FAKE_FAIL_IF_ASKED("cuLaunchKernel");
+namespace {
+CUresult record_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, unsigned smem, unsigned cluster, void** params,
+                       void** extra) {
   if (f == nullptr || params == nullptr || extra != nullptr || gx == 0 || bx == 0 || bx > 1024 ||
-      gy != 1 || gz != 1 || by != 1 || bz != 1 || smem > 232448) {
+      gy != 1 || gz != 1 || by != 1 || bz != 1 || smem > 232448 || cluster == 0 || cluster > 8 ||
+      gx % cluster != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   Launch l;
@@ -331,6 +338,7 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
   l.grid = gx;
   l.block = bx;
   l.smem = smem;
+  l.cluster = cluster;
   std::lock_guard lock(state().mu);
   for (int i = 0; i < state().arg_count; ++i) {
     uint64_t v = 0;
@@ -338,6 +346,42 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
     l.args.push_back(v);
   }
   state().launches.push_back(std::move(l));
+  return CUDA_SUCCESS;
+}
+
+// The cluster dimension among a launch config's attributes: 1 without one, 0 when it is not
+// a cluster along x.
+unsigned cluster_of(const CUlaunchConfig& c) {
+  for (unsigned i = 0; i < c.numAttrs; ++i) {
+    if (c.attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) continue;
+    const auto& d = c.attrs[i].value.clusterDim;
+    return d.y == 1 && d.z == 1 ? d.x : 0;
+  }
+  return 1;
+}
+}  // namespace
+
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                    unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream,
+                                    void** params, void** extra) {
+  FAKE_FAIL_IF_ASKED("cuLaunchKernel");
+  return record_launch(f, gx, gy, gz, bx, by, bz, smem, 1, params, extra);
+}
+FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params,
+                                      void** extra) {
+  FAKE_FAIL_IF_ASKED("cuLaunchKernelEx");
+  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return record_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                       c->blockDimZ, c->sharedMemBytes, cluster_of(*c), params, extra);
+}
+// Clusters of the config's size that the fake device holds: its SMs (KILN_FAKE_CUDA_SMS) over
+// the cluster size, or KILN_FAKE_CUDA_CLUSTERS.
+FAKE_EXPORT CUresult cuOccupancyMaxActiveClusters(int* n, CUfunction f, const CUlaunchConfig* c) {
+  FAKE_FAIL_IF_ASKED("cuOccupancyMaxActiveClusters");
+  const unsigned cluster = c ? cluster_of(*c) : 0;
+  if (n == nullptr || f == nullptr || cluster == 0) return CUDA_ERROR_INVALID_VALUE;
+  *n = env_int("KILN_FAKE_CUDA_CLUSTERS",
+               env_int("KILN_FAKE_CUDA_SMS", 132) / static_cast<int>(cluster));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuMemGetInfo(size_t* free_bytes, size_t* total) {

@@ -113,6 +113,7 @@ struct Fake {
     return e;
   }
   uint64_t arg(int i, int a) { return get<uint64_t (*)(int, int)>("kiln_fake_launch_arg")(i, a); }
+  unsigned cluster(int i) { return get<unsigned (*)(int)>("kiln_fake_launch_cluster")(i); }
   int live() { return get<int (*)()>("kiln_fake_live_allocations")(); }
   int memsets() { return get<int (*)()>("kiln_fake_memset_count")(); }
   int memset_byte(int i) { return get<int (*)(int)>("kiln_fake_memset_byte")(i); }
@@ -335,7 +336,7 @@ TEST_CASE("a pointer missing a vector variant's alignment falls back to the scal
   CHECK_THAT(s.message(), Catch::Contains("needs 16-byte aligned pointers"));
 }
 
-TEST_CASE("few, very long rows run the split variant; its workspace is freed", "[launch]") {
+TEST_CASE("few, very long rows run the split variant, its workspace is freed", "[launch]") {
   auto rt = open_fake();
   Fake fake;
   auto b = Bundle::load(*rt, bundle_named("rowsum"));
@@ -687,6 +688,68 @@ TEST_CASE("strided inputs: their strides are passed last, and pick the strided v
   CHECK_THAT(std::string(kiln_last_error()), Catch::Contains("negative strides are not supported"));
   CHECK(kiln_bundle_free(cb) == KILN_OK);
   CHECK(kiln_runtime_close(crt) == KILN_OK);
+}
+
+TEST_CASE("a contraction in clusters launches whole clusters, as many as the device holds",
+          "[launch]") {
+  // matmul_scaled's default runs in clusters of two on sm_90a (manifest.h, tile.cluster).
+  // Enough tiles for the rule to run the default (not the small tiles).
+  const std::map<std::string, int64_t> sym{{"M", 2000}, {"N", 3000}, {"K", 64}};
+  const int64_t pairs = 8 * 12;  // ceil(2000 / 256) x ceil(3000 / 256)
+  for (const char* held : {"66", "5"}) {
+    setenv("KILN_FAKE_CUDA_CLUSTERS", held, 1);
+    auto rt = open_fake();
+    Fake fake;
+    auto b = Bundle::load(*rt, bundle_named("scalars"));
+    REQUIRE(b.ok());
+    const Kernel& k = *(*b)->find("matmul_scaled");
+    const bundle::Variant& def = k.info().steps[0].variants[static_cast<size_t>(
+        std::find_if(k.info().steps[0].variants.begin(), k.info().steps[0].variants.end(),
+                     [](const bundle::Variant& v) { return v.is_default; })
+            ->id)];
+    REQUIRE(def.tile.cluster == 2);
+    Args a(*rt, k.info(), sym);
+    std::vector<CUdeviceptr> p = a.ptrs;
+    p[2] = kiln_scalar_f32(2.0f);
+    fake.reset();
+    REQUIRE(k.launch(nullptr, p, values(k.info(), sym)).ok());
+    REQUIRE(fake.launches() == 1);
+    unsigned grid = 0;
+    CHECK(fake.entry(0, &grid) == def.entry);
+    CHECK(fake.cluster(0) == 2);
+    CHECK(grid == 2 * std::min<int64_t>(pairs, std::atoi(held)));
+    // A failing occupancy query leaves the variant unloadable, with the reason.
+    setenv("KILN_FAKE_CUDA_FAIL", "cuOccupancyMaxActiveClusters", 1);
+    auto rt2 = open_fake();
+    auto b2 = Bundle::load(*rt2, bundle_named("scalars"));
+    unsetenv("KILN_FAKE_CUDA_FAIL");
+    REQUIRE(b2.ok());
+    Status s = (*b2)
+                   ->find("matmul_scaled")
+                   ->launch_variants(nullptr, p, values(k.info(), sym), std::vector<int>{def.id});
+    CHECK_FALSE(s.ok());
+    CHECK(s.message().find("runs in clusters of 2 blocks: cuOccupancyMaxActiveClusters failed") !=
+          std::string::npos);
+  }
+  unsetenv("KILN_FAKE_CUDA_CLUSTERS");
+  // On an sm_80 device the variant's image walks tiles alone: a plain launch.
+  setenv("KILN_FAKE_CUDA_CC", "8.0", 1);
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("scalars"));
+  unsetenv("KILN_FAKE_CUDA_CC");
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("matmul_scaled");
+  Args a(*rt, k.info(), sym);
+  std::vector<CUdeviceptr> p = a.ptrs;
+  p[2] = kiln_scalar_f32(2.0f);
+  fake.reset();
+  REQUIRE(k.launch(nullptr, p, values(k.info(), sym)).ok());
+  REQUIRE(fake.launches() == 1);
+  unsigned grid = 0;
+  fake.entry(0, &grid);
+  CHECK(fake.cluster(0) == 1);
+  CHECK(grid == 132);  // 16 x 12 tiles of 128 x 256, one block per SM
 }
 
 TEST_CASE("the C API describes a bundle's kernels: params, dtypes, dims, symbols", "[launch]") {

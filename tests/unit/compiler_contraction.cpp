@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
 
@@ -185,6 +186,19 @@ TEST_CASE("contraction: plan, manifest and the rule", "[contraction]") {
   Result<bundle::Manifest> back = bundle::parse_manifest(bundle::to_json(m), "m.json");
   REQUIRE(back.ok());
   CHECK(back->kernels[0].steps[0] == bs);
+  // Clusters (format 10): "cluster" only where a variant has one, 1 .. 8 blocks.
+  const auto def = static_cast<size_t>(st.default_variant);
+  nlohmann::json j = nlohmann::json::parse(bundle::to_json(m));
+  nlohmann::json& tile = j["kernels"][0]["steps"][0]["variants"][def]["tile"];
+  CHECK(tile["cluster"] == 2);
+  CHECK_FALSE(j["kernels"][0]["steps"][0]["variants"][0]["tile"].contains("cluster"));
+  tile["cluster"] = 9;
+  Result<bundle::Manifest> nine = bundle::parse_manifest(j.dump(), "m.json");
+  REQUIRE_FALSE(nine.ok());
+  CHECK(nine.message() ==
+        fmt::format("m.json: kernels[0].steps[0].variants[{}].tile.cluster: expected an integer "
+                    "in 1..8, got 9",
+                    def));
   info.steps[0].kind = StepKind::row_reduction;
   m.kernels = {info};
   Result<bundle::Manifest> bad = bundle::parse_manifest(bundle::to_json(m), "m.json");
@@ -245,8 +259,33 @@ TEST_CASE("contraction: the persistent grid", "[contraction]") {
       CHECK(out.steps[0].grid == std::min<int64_t>(tiles, 132 * v.tile.ctas_per_sm));
       CHECK(out.steps[0].block == static_cast<unsigned>(v.block_threads));
       CHECK(out.steps[0].smem_bytes == static_cast<unsigned>(v.tile.smem_bytes));
+      CHECK(out.steps[0].cluster == 1);
     }
   }
+  // Where a variant's image runs in clusters of two (the runtime says so, with the clusters the
+  // device holds: 61 here): a cluster walks tiles of twice the rows; the grid is its blocks.
+  int clustered = 0;
+  for (size_t vi = 0; vi < bs.variants.size(); ++vi) {
+    const bundle::Variant& v = bs.variants[vi];
+    if (v.tile.cluster != 2) continue;
+    ++clustered;
+    std::vector<std::vector<launch::ClusterFacts>> clusters{
+        std::vector<launch::ClusterFacts>(bs.variants.size())};
+    clusters[0][vi] = {2, 61};
+    for (auto [B, M, N] :
+         {std::tuple{1, 1, 1}, {3, 1000, 17}, {1, 257, 4096}, {2, 4096, 4096}, {64, 8192, 8192}}) {
+      launch::Layout out;
+      const int variants[] = {static_cast<int>(vi)};
+      REQUIRE(launch::lay_out(info, enc, rules, smem, ptrs, symbols_for(B, M, N, 100), variants,
+                              false, dev, out, clusters)
+                  .ok());
+      const int64_t pairs =
+          int64_t{B} * ((M + 2 * v.tile.m - 1) / (2 * v.tile.m)) * ((N + v.tile.n - 1) / v.tile.n);
+      CHECK(out.steps[0].grid == 2 * std::min<int64_t>(pairs, 61));
+      CHECK(out.steps[0].cluster == 2);
+    }
+  }
+  CHECK(clustered == 2);
 }
 
 TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
@@ -266,13 +305,17 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
     }
     ++with_maps;
     CHECK(v.block_threads == 384);
-    // Innermost first: 64 elements (128 bytes) of K, 1 batch, the tile's rows of M (or N).
+    // Innermost first: 64 elements (128 bytes) of K, 1 batch, the tile's rows of M (or N; in a
+    // cluster each block copies its share of B's rows).
     REQUIRE(v.tile.tensor_maps.size() == 2);
     CHECK(v.tile.tensor_maps[0] == bundle::TensorMapInfo{0, {64, 1, v.tile.m}});
-    CHECK(v.tile.tensor_maps[1] == bundle::TensorMapInfo{1, {64, v.tile.n, 1}});
+    CHECK(v.tile.tensor_maps[1] == bundle::TensorMapInfo{1, {64, v.tile.n / v.tile.cluster, 1}});
+    CHECK(v.tile.cluster == (v.config.count("cluster") ? v.config.at("cluster") : 1));
   }
-  // 128 x 256, 128 x 128, the two ping-pong tiles and 128 x 256 with the staged epilogue
-  CHECK(with_maps == 5);
+  // 128 x 256 in clusters of two (the default) and alone, 128 x 128, the two ping-pong tiles,
+  // 128 x 256 with the staged epilogue alone and in clusters of two
+  CHECK(with_maps == 7);
+  CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].tile.cluster == 2);
   CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].config.count("tma") == 1);
 
   // What the runtime asks the driver for: a's dims innermost first, byte strides of the outer

@@ -99,7 +99,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 9);
+  CHECK(j["version"] == 10);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -108,7 +108,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 9,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 10,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -250,17 +250,17 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 10; }) ==
-        "bundle/manifest.json: version: unsupported format version 10 (this runtime reads "
-        "versions 3 to 9)");
+  CHECK(error_after([](Json& j) { j["version"] = 11; }) ==
+        "bundle/manifest.json: version: unsupported format version 11 (this runtime reads "
+        "versions 3 to 10)");
   // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
   // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "versions 3 to 9; recompile the bundle)");
+        "versions 3 to 10; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "versions 3 to 9; recompile the bundle)");
+        "versions 3 to 10; recompile the bundle)");
   // Version 3 had no buffers: it reads as version 4 without them.
   Json v3 = sample_json();
   v3["version"] = 3;
@@ -478,7 +478,7 @@ TEST_CASE("stage_bytes: the dynamic shared memory a staged launch gets", "[runti
   CHECK(bundle::stage_bytes(tile, int64_t{1} << 61, int64_t{1} << 62) == 0);  // overflow
 }
 
-TEST_CASE("manifest: scalar parameters (format 7) round-trip; older bundles have none",
+TEST_CASE("manifest: scalar parameters (format 7) round-trip, older bundles have none",
           "[runtime]") {
   Manifest m = sample();
   ParamInfo eps;
@@ -517,7 +517,7 @@ TEST_CASE("manifest: scalar parameters (format 7) round-trip; older bundles have
         p0 + "expected a boolean, got an integer");
 }
 
-TEST_CASE("manifest: a many-rows tier round-trips; absent means an ordinary tier", "[runtime]") {
+TEST_CASE("manifest: a many-rows tier round-trips, absent means an ordinary tier", "[runtime]") {
   Manifest m = sample();
   Variant& v = m.kernels[0].steps[0].variants[2];
   v.max_reduced = std::numeric_limits<int64_t>::max();
@@ -537,7 +537,7 @@ TEST_CASE("manifest: a many-rows tier round-trips; absent means an ordinary tier
   CHECK_THAT(bad.message(), Catch::Contains("min_rows_per_sm"));
 }
 
-TEST_CASE("manifest: a step's approximation error round-trips; absent means none", "[runtime]") {
+TEST_CASE("manifest: a step's approximation error round-trips, absent means none", "[runtime]") {
   Manifest m = sample();
   m.kernels[0].steps[0].approx_error = 0x1p-10;
   std::string text = to_json(m);
@@ -555,7 +555,7 @@ TEST_CASE("manifest: a step's approximation error round-trips; absent means none
   }
 }
 
-TEST_CASE("manifest: strided inputs and variants (format 8) round-trip; older bundles have none",
+TEST_CASE("manifest: strided inputs and variants (format 8) round-trip, older bundles have none",
           "[runtime]") {
   Manifest m = sample();
   m.kernels[0].params[0].strided = true;
@@ -616,9 +616,18 @@ TEST_CASE("manifest: strided inputs and variants (format 8) round-trip; older bu
         "strided variant without a row limit (max_reduced)");
 }
 
-TEST_CASE("manifest: a strided variant that tiles (format 9) round-trips; staging otherwise fails",
+TEST_CASE("manifest: a strided variant that tiles (format 9) round-trips, staging otherwise fails",
           "[runtime]") {
-  Manifest m = sample();
+  // A row reduction's step (staging is theirs only).
+  auto as_rows = [](Manifest m) {
+    Step& s = m.kernels[0].steps[0];
+    s.kind = StepKind::row_reduction;
+    s.space = {Dim::symbol("M")};
+    s.reduced = {Dim::symbol("N")};
+    return m;
+  };
+  auto rows_json = [&] { return Json::parse(to_json(as_rows(sample()))); };
+  Manifest m = as_rows(sample());
   m.kernels[0].params[0].strided = true;
   Variant sv = variant(3, false, 1);
   sv.strided = true;
@@ -627,6 +636,7 @@ TEST_CASE("manifest: a strided variant that tiles (format 9) round-trips; stagin
   m.kernels[0].steps[0].variants.push_back(sv);
   const std::string text = to_json(m);
   Result<Manifest> back = parse_manifest(text, kOrigin);
+  INFO(back.message());
   REQUIRE(back.ok());
   CHECK(*back == m);
   Json j = Json::parse(text);
@@ -650,9 +660,9 @@ TEST_CASE("manifest: a strided variant that tiles (format 9) round-trips; stagin
   const std::string why =
       "a strided variant is scalar (align_bytes 1), neither split nor staged but as a tile "
       "(stage.row_align, stage.vec 1), in a pointwise or reduction step";
-  CHECK(error_after([&](Json& j) { tiled(j, 0, 1); }) == v0 + why);
-  CHECK(error_after([&](Json& j) { tiled(j, 128, 8); }) == v0 + why);
-  CHECK(error_after([&](Json& j) { tiled(j, 128, 1); }) == "(accepted)");
+  CHECK(error_after([&](Json& j) { tiled(j, 0, 1); }, rows_json()) == v0 + why);
+  CHECK(error_after([&](Json& j) { tiled(j, 128, 8); }, rows_json()) == v0 + why);
+  CHECK(error_after([&](Json& j) { tiled(j, 128, 1); }, rows_json()) == "(accepted)");
   // Strided variants for rows of up to max_reduced elements, beside exactly one for any rows.
   auto strided_at = [](Json& j, int v, int64_t max_reduced) {
     Json& x = j["kernels"][0]["steps"][0]["variants"][v];
@@ -660,18 +670,26 @@ TEST_CASE("manifest: a strided variant that tiles (format 9) round-trips; stagin
     x["align_bytes"] = 1;
     x["max_reduced"] = max_reduced;
   };
-  CHECK(error_after([&](Json& j) {
-          tiled(j, 128, 1);
-          strided_at(j, 1, 2048);
-        }) == "(accepted)");
+  CHECK(error_after(
+            [&](Json& j) {
+              tiled(j, 128, 1);
+              strided_at(j, 1, 2048);
+            },
+            rows_json()) == "(accepted)");
   const std::string vs = "bundle/manifest.json: kernels[0].steps[0].variants";
-  CHECK(error_after([&](Json& j) {
-          tiled(j, 128, 1);
-          j["kernels"][0]["steps"][0]["variants"][0]["max_reduced"] = 2048;
-        }) == vs + ": strided variants without one for rows of any length (max_reduced 0)");
-  CHECK(error_after([&](Json& j) {
-          tiled(j, 128, 1);
-          strided_at(j, 1, 0);
-        }) == vs + "[1].strided: a step has at most one strided variant without a row limit "
-                   "(max_reduced)");
+  CHECK(error_after(
+            [&](Json& j) {
+              tiled(j, 128, 1);
+              j["kernels"][0]["steps"][0]["variants"][0]["max_reduced"] = 2048;
+            },
+            rows_json()) ==
+        vs + ": strided variants without one for rows of any length (max_reduced 0)");
+  CHECK(error_after(
+            [&](Json& j) {
+              tiled(j, 128, 1);
+              strided_at(j, 1, 0);
+            },
+            rows_json()) ==
+        vs + "[1].strided: a step has at most one strided variant without a row limit "
+             "(max_reduced)");
 }
