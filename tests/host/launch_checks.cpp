@@ -696,60 +696,66 @@ TEST_CASE("a contraction in clusters launches whole clusters, as many as the dev
   // Enough tiles for the rule to run the default (not the small tiles).
   const std::map<std::string, int64_t> sym{{"M", 2000}, {"N", 3000}, {"K", 64}};
   const int64_t pairs = 8 * 12;  // ceil(2000 / 256) x ceil(3000 / 256)
-  for (const char* held : {"66", "5"}) {
-    setenv("KILN_FAKE_CUDA_CLUSTERS", held, 1);
+  // Loads the bundle on a fresh fake runtime and launches matmul_scaled as the rule picks, or
+  // variant `forced`: the launch's status, entry, grid and blocks per cluster.
+  struct Launched {
+    Status status;
+    std::string entry;
+    unsigned grid = 0, cluster = 0;
+  };
+  auto launch = [&](int forced) {
     auto rt = open_fake();
     Fake fake;
     auto b = Bundle::load(*rt, bundle_named("scalars"));
     REQUIRE(b.ok());
     const Kernel& k = *(*b)->find("matmul_scaled");
-    const bundle::Variant& def = k.info().steps[0].variants[static_cast<size_t>(
-        std::find_if(k.info().steps[0].variants.begin(), k.info().steps[0].variants.end(),
-                     [](const bundle::Variant& v) { return v.is_default; })
-            ->id)];
-    REQUIRE(def.tile.cluster == 2);
     Args a(*rt, k.info(), sym);
     std::vector<CUdeviceptr> p = a.ptrs;
     p[2] = kiln_scalar_f32(2.0f);
     fake.reset();
-    REQUIRE(k.launch(nullptr, p, values(k.info(), sym)).ok());
-    REQUIRE(fake.launches() == 1);
-    unsigned grid = 0;
-    CHECK(fake.entry(0, &grid) == def.entry);
-    CHECK(fake.cluster(0) == 2);
-    CHECK(grid == 2 * std::min<int64_t>(pairs, std::atoi(held)));
-    // A failing occupancy query leaves the variant unloadable, with the reason.
-    setenv("KILN_FAKE_CUDA_FAIL", "cuOccupancyMaxActiveClusters", 1);
-    auto rt2 = open_fake();
-    auto b2 = Bundle::load(*rt2, bundle_named("scalars"));
-    unsetenv("KILN_FAKE_CUDA_FAIL");
-    REQUIRE(b2.ok());
-    Status s = (*b2)
-                   ->find("matmul_scaled")
-                   ->launch_variants(nullptr, p, values(k.info(), sym), std::vector<int>{def.id});
-    CHECK_FALSE(s.ok());
-    CHECK(s.message().find("runs in clusters of 2 blocks: cuOccupancyMaxActiveClusters failed") !=
-          std::string::npos);
+    Launched l;
+    l.status = forced < 0
+                   ? k.launch(nullptr, p, values(k.info(), sym))
+                   : k.launch_variants(nullptr, p, values(k.info(), sym), std::vector<int>{forced});
+    if (l.status.ok()) {
+      REQUIRE(fake.launches() == 1);
+      l.entry = fake.entry(0, &l.grid);
+      l.cluster = fake.cluster(0);
+    }
+    return l;
+  };
+  auto rt = open_fake();
+  auto b = Bundle::load(*rt, bundle_named("scalars"));
+  REQUIRE(b.ok());
+  const bundle::Step& step = (*b)->find("matmul_scaled")->info().steps[0];
+  const bundle::Variant& def = *std::find_if(step.variants.begin(), step.variants.end(),
+                                             [](const bundle::Variant& v) { return v.is_default; });
+  REQUIRE(def.tile.cluster == 2);
+  for (const char* held : {"66", "5"}) {
+    setenv("KILN_FAKE_CUDA_CLUSTERS", held, 1);
+    const Launched l = launch(-1);
+    REQUIRE(l.status.ok());
+    CHECK(l.entry == def.entry);
+    CHECK(l.cluster == 2);
+    CHECK(l.grid == 2 * std::min<int64_t>(pairs, std::atoi(held)));
   }
   unsetenv("KILN_FAKE_CUDA_CLUSTERS");
+  // A failing occupancy query leaves the variant unloadable, with the reason.
+  setenv("KILN_FAKE_CUDA_FAIL", "cuOccupancyMaxActiveClusters", 1);
+  const Launched refused = launch(def.id);
+  unsetenv("KILN_FAKE_CUDA_FAIL");
+  CHECK_FALSE(refused.status.ok());
+  CHECK(refused.status.message().find(
+            "runs in clusters of 2 blocks: cuOccupancyMaxActiveClusters failed") !=
+        std::string::npos);
   // On an sm_80 device the variant's image walks tiles alone: a plain launch.
   setenv("KILN_FAKE_CUDA_CC", "8.0", 1);
-  auto rt = open_fake();
-  Fake fake;
-  auto b = Bundle::load(*rt, bundle_named("scalars"));
+  const Launched ampere = launch(-1);
   unsetenv("KILN_FAKE_CUDA_CC");
-  REQUIRE(b.ok());
-  const Kernel& k = *(*b)->find("matmul_scaled");
-  Args a(*rt, k.info(), sym);
-  std::vector<CUdeviceptr> p = a.ptrs;
-  p[2] = kiln_scalar_f32(2.0f);
-  fake.reset();
-  REQUIRE(k.launch(nullptr, p, values(k.info(), sym)).ok());
-  REQUIRE(fake.launches() == 1);
-  unsigned grid = 0;
-  fake.entry(0, &grid);
-  CHECK(fake.cluster(0) == 1);
-  CHECK(grid == 132);  // 16 x 12 tiles of 128 x 256, one block per SM
+  REQUIRE(ampere.status.ok());
+  CHECK(ampere.entry == def.entry);
+  CHECK(ampere.cluster == 1);
+  CHECK(ampere.grid == 132);  // 16 x 12 tiles of 128 x 256, one block per SM
 }
 
 TEST_CASE("the C API describes a bundle's kernels: params, dtypes, dims, symbols", "[launch]") {

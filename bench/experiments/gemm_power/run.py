@@ -86,6 +86,19 @@ def main():
         case(f"gelu(x@w+b) {m}x{n}x{k}", lambda: bundle.linear_bias_gelu(x, w, bias, y), ref,
              lambda: torch.nn.functional.gelu(torch.addmm(bias, x, w)),
              lambda: rel_err(y[:256], ref))
+    m, n, k = 8192, 4096, 4096
+    x = torch.randn(m, k, device="cuda", dtype=bf)
+    w = torch.randn(k, n, device="cuda", dtype=bf) * 0.02
+    y = torch.empty(m, n, device="cuda", dtype=bf)
+    xs = x[:256].double()
+    ref = (xs * torch.rsqrt((xs * xs).mean(1, keepdim=True) + 1e-6)) @ w.double()
+
+    def rms_torch():
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(1, keepdim=True) + 1e-6)).to(bf) @ w
+
+    case(f"rmsnorm then matmul {m}x{n}x{k}", lambda: bundle.rmsnorm_linear(x, w, y), ref,
+         rms_torch, lambda: rel_err(y[:256], ref))
     smi.terminate()
     smi.wait()
     # The clock and power over each measurement's window.
