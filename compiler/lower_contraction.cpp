@@ -333,7 +333,10 @@ class ContractionLowering {
     Value* tm = cfg_.raster == 0 ? t_major : t_minor;
     Value* tn = cfg_.raster == 0 ? t_minor : t_major;
     m0_ = b_.CreateMul(tm, i64(int64_t{cfg_.tile_m} * cluster_));
-    if (cluster_ > 1) m0_ = b_.CreateAdd(m0_, b_.CreateMul(rank_, i64(cfg_.tile_m)));
+    if (cluster_ > 1) {
+      m0_ =
+          b_.CreateAdd(m0_, b_.CreateZExt(b_.CreateMul(rank_, i32(cfg_.tile_m)), b_.getInt64Ty()));
+    }
     n0_ = b_.CreateMul(tn, i64(cfg_.tile_n));
     batch_coords_.assign(batch_dims_.size(), nullptr);
     for (size_t d = batch_dims_.size(); d-- > 0;) {
@@ -446,12 +449,10 @@ class ContractionLowering {
   // of each block.
   void run_specialized(Value* bid) {
     if (cluster_ > 1) {
-      bid =
-          b_.CreateZExt(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_clusterid_x), b_.getInt64Ty());
-      nblocks_ = b_.CreateZExt(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nclusterid_x),
-                               b_.getInt64Ty());
-      rank_ = b_.CreateZExt(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank),
-                            b_.getInt64Ty());
+      bid = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_clusterid_x);
+      nblocks_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nclusterid_x);
+      rank_ = b_.CreateTrunc(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank),
+                             b_.getInt32Ty());
     }
     barriers_ =
         b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()), i32(cfg_.stages * stage_bytes_));
@@ -624,10 +625,9 @@ class ContractionLowering {
     int own_boxes = boxes;
     if (shared && info.k_major()) {
       // Rows rank * tile_n / cluster_ .. of the tile, 128 bytes each.
-      Value* part = b_.CreateTrunc(rank_, b_.getInt32Ty());
       const int rows = cfg_.tile_n / cluster_;
-      dst0 = b_.CreateAdd(dst0, b_.CreateMul(part, i32(rows * 128)));
-      mn0 = b_.CreateAdd(mn0, b_.CreateMul(rank_, i64(rows)));
+      dst0 = b_.CreateAdd(dst0, b_.CreateMul(rank_, i32(rows * 128)));
+      mn0 = b_.CreateAdd(mn0, b_.CreateZExt(b_.CreateMul(rank_, i32(rows)), b_.getInt64Ty()));
     } else if (shared) {
       own_boxes = boxes / cluster_;
     }
@@ -645,8 +645,7 @@ class ContractionLowering {
       // With a cluster and boxes along M/N, this block's are rank * own_boxes ...
       Value* box_v = i32(own);
       if (shared && !info.k_major()) {
-        box_v = b_.CreateAdd(b_.CreateMul(b_.CreateTrunc(rank_, b_.getInt32Ty()), i32(own_boxes)),
-                             i32(own));
+        box_v = b_.CreateAdd(b_.CreateMul(rank_, i32(own_boxes)), i32(own));
       }
       std::vector<Value*> args{b_.CreateAdd(dst0, b_.CreateMul(box_v, i32(cfg_.tile_k * 128))),
                                tmap};
@@ -687,16 +686,11 @@ class ContractionLowering {
     Value* signals = b_.CreateICmpEQ(lane_, i32(0));
     auto release = [&](Value* n) {  // frees the stage of step n (in every block)
       if_then(signals, [&] {
+        // This block's barrier directly, a cluster's other blocks' through their addresses.
         Value* empty = empty_barrier(stage_phase(n).first);
-        if (cluster_ == 1) {
-          mbarrier_arrive(empty);
-          return;
-        }
-        // This block's barrier directly, the others' through their cluster addresses.
         mbarrier_arrive(empty);
-        Value* me = b_.CreateTrunc(rank_, b_.getInt32Ty());
         for (int r = 1; r < cluster_; ++r) {
-          mbarrier_arrive_in(empty, b_.CreateURem(b_.CreateAdd(me, i32(r)), i32(cluster_)));
+          mbarrier_arrive_in(empty, b_.CreateURem(b_.CreateAdd(rank_, i32(r)), i32(cluster_)));
         }
       });
     };
@@ -1510,7 +1504,7 @@ class ContractionLowering {
   Value *tiles_m_ = nullptr, *tiles_n_ = nullptr, *per_batch_ = nullptr, *tiles_ = nullptr;
   Value* k_tiles_ = nullptr;
   Value* nblocks_ = nullptr;  // gridDim.x (with a cluster, the clusters)
-  Value* rank_ = nullptr;     // i64: with a cluster, the block's rank in it
+  Value* rank_ = nullptr;     // i32: with a cluster, the block's rank in it
   Value *tid_ = nullptr, *lane_ = nullptr, *warp_m_ = nullptr, *warp_n_ = nullptr;
   // A warp's accumulator rows: `slabs_` groups of 16 rows, `slab_rows_` apart, the first at row
   // warp_row0_ (i32) of the tile.

@@ -59,6 +59,25 @@ Status load_driver_api(void*& lib, DriverApi& api) {
   return Status::ok_status();
 }
 
+CUlaunchConfig cluster_launch_config(unsigned cluster, unsigned grid, unsigned block,
+                                     unsigned smem_bytes, CUstream stream,
+                                     CUlaunchAttribute& attr) {
+  attr = CUlaunchAttribute{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cluster;
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = block;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = smem_bytes;
+  config.hStream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return config;
+}
+
 std::string describe_cuda_error(const DriverApi& api, CUresult r) {
   const char* name = nullptr;
   const char* text = nullptr;

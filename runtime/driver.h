@@ -94,6 +94,13 @@ struct DriverApi {
 /// Calls no driver function, not even cuInit.
 Status load_driver_api(void*& lib, DriverApi& api);
 
+/// A launch of `grid` x `block` threads (along x) with `smem_bytes` of dynamic shared memory
+/// on `stream`, in clusters of `cluster` blocks along x: what cuLaunchKernelEx and
+/// cuOccupancyMaxActiveClusters take. `attr` holds the cluster dimension that the returned
+/// config points at: it must outlive the config's use.
+CUlaunchConfig cluster_launch_config(unsigned cluster, unsigned grid, unsigned block,
+                                     unsigned smem_bytes, CUstream stream, CUlaunchAttribute& attr);
+
 /// A driver error code as "CUDA_ERROR_X: description" (or "CUresult N" when unknown).
 std::string describe_cuda_error(const DriverApi& api, CUresult r);
 

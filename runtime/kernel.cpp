@@ -14,30 +14,6 @@
 #include "runtime/shape_recorder.h"
 
 namespace kiln {
-namespace {
-
-// A launch in clusters of l.cluster blocks along x (manifest.h, tile.cluster). The runtime
-// loads such a variant only where the driver has cuLaunchKernelEx (runtime.cpp).
-CUresult launch_cluster(const DriverApi& api, CUfunction fn, const launch::StepLaunch& l,
-                        CUstream stream, void** args) {
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = l.cluster;
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
-  CUlaunchConfig config{};
-  config.gridDimX = l.grid;
-  config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = l.block;
-  config.blockDimY = config.blockDimZ = 1;
-  config.sharedMemBytes = l.smem_bytes;
-  config.hStream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  return api.cuLaunchKernelEx(&config, fn, args, nullptr);
-}
-
-}  // namespace
 
 Status Kernel::set_choice(size_t step, int variant) {
   const bundle::KernelInfo& info = *info_;
@@ -312,7 +288,12 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     };
     CUfunction fn = steps_[s][static_cast<size_t>(l.variant)].fn;
     auto launch = [&] {
-      if (l.cluster > 1) return launch_cluster(api, fn, l, stream, args.data());
+      if (l.cluster > 1) {  // loaded only where the driver has cuLaunchKernelEx (runtime.cpp)
+        CUlaunchAttribute attr;
+        const CUlaunchConfig config =
+            cluster_launch_config(l.cluster, l.grid, l.block, l.smem_bytes, stream, attr);
+        return api.cuLaunchKernelEx(&config, fn, args.data(), nullptr);
+      }
       return api.cuLaunchKernel(fn, l.grid, 1, 1, l.block, 1, 1, l.smem_bytes, stream, args.data(),
                                 nullptr);
     };

@@ -278,18 +278,12 @@ Result<int64_t> resident_clusters(const Runtime& rt, CUfunction fn, const Varian
   if (api.cuOccupancyMaxActiveClusters == nullptr || api.cuLaunchKernelEx == nullptr) {
     return Status::error("the CUDA driver has no cluster launches (CUDA 12.0)");
   }
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = static_cast<unsigned>(v.tile.cluster);
-  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
-  CUlaunchConfig config{};
-  config.gridDimX = static_cast<unsigned>(v.tile.cluster * rt.device().sm_count);
-  config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = static_cast<unsigned>(v.block_threads);
-  config.blockDimY = config.blockDimZ = 1;
-  config.sharedMemBytes = static_cast<unsigned>(v.tile.smem_bytes);
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  CUlaunchAttribute attr;
+  const CUlaunchConfig config =
+      cluster_launch_config(static_cast<unsigned>(v.tile.cluster),
+                            static_cast<unsigned>(v.tile.cluster * rt.device().sm_count),
+                            static_cast<unsigned>(v.block_threads),
+                            static_cast<unsigned>(v.tile.smem_bytes), nullptr, attr);
   int held = 0;
   if (CUresult r = api.cuOccupancyMaxActiveClusters(&held, fn, &config); r != CUDA_SUCCESS) {
     return Status::error("cuOccupancyMaxActiveClusters failed: " + rt.describe(r));
