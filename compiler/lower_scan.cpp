@@ -30,25 +30,28 @@
 // (kLookbackSlots words a block: 64-bit records, the row's tile counter then two per tile),
 // phase 1 scans. The row is cut into tiles of `items` chunks; a block takes the next tile from
 // the row's counter (so tiles start in order and the look-back cannot wait on a tile no
-// block holds), holds its elements in registers, scans them within the tile (each chunk by
-// levels 1-2, every chunk's warp totals through shared memory at once: one barrier), publishes
-// the tile's total, waits for the carry of the tiles before it, and stores. A block takes its
-// next tile only once its current one's carry is known: a tile taken earlier publishes its
-// total late, and the tiles after it wait (measured: holding two tiles ahead took a 64M row
-// from 223 to 280 us). The carry is not "the nearest finished prefix plus the totals after it"
-// (that sum's order would depend on timing) but a fixed tree: tile t = 1024 h + 32 g' + i
-// folds the totals of the i tiles before it in its group of 32 (lane l of warp 0 waits for
-// tile 32 g + l's record; a butterfly fold, the same bits on every lane), the totals of the
-// g' groups before its group in its supergroup of 1024 (published by each group's last tile),
-// and the prefix of the supergroups before h (a chain: the first tile of supergroup h
-// publishes prefix(h - 1) (op) total(h - 1), published by supergroup h - 1's last tile). A
-// record is a 64-bit word, flag in the high half, written and polled whole (volatile, 8-byte
-// aligned), with a pause between polls. Results depend on the tile size, not on timing. Rows
-// of more tiles than the records hold (about 256 a block) take tiles of k chunks read twice,
-// their total first, then their scan from the carry (mostly from L2).
-// Outer scans (j is not innermost): a block covers block * vec consecutive columns (the
-// flattened indices but j), interleaved so that each warp's loads and stores are contiguous;
-// each thread walks down j, `items` steps loaded ahead, carrying one prefix per column.
+// block holds) and holds two at a time (held_tiles): each round it loads tile B, scans it
+// within itself in registers (each chunk by levels 1-2, every chunk's warp totals through
+// shared memory at once: one barrier) and publishes its total; then it waits for the carry
+// of the tile A it loaded the round before, takes its next ticket and stores A. A tile's
+// total is thus published one load after its ticket, and the look-back for A runs a whole
+// load later, when the tiles before A have published theirs (measured: one 64M-element row
+// 218 -> 203 us; holding one tile, each block waited for the records, then loaded, in turns;
+// taking tickets ahead instead, so that a tile's total waited for its block's previous
+// tile, was slower: 280 us). The carry is not "the nearest finished prefix plus the totals
+// after it" (that sum's order would depend on timing) but a fixed tree: tile t = 1024 h +
+// 32 g' + i folds the totals of the i tiles before it in its group of 32 (lane l of warp 0 waits
+// for tile 32 g + l's record; a butterfly fold, the same bits on every lane), the totals of the g'
+// groups before its group in its supergroup of 1024 (published by each group's last tile), and the
+// prefix of the supergroups before h (a chain: the first tile of supergroup h publishes prefix(h -
+// 1) (op) total(h - 1), published by supergroup h - 1's last tile). A record is a 64-bit word, flag
+// in the high half, written and polled whole (volatile, 8-byte aligned), with a pause between
+// polls. Results depend on the tile size, not on timing. Rows of more tiles than the records hold
+// (about 256 a block) take tiles of k chunks read twice, their total first, then their scan from
+// the carry (mostly from L2). Outer scans (j is not innermost): a block covers block * vec
+// consecutive columns (the flattened indices but j), interleaved so that each warp's loads and
+// stores are contiguous; each thread walks down j, `items` steps loaded ahead, carrying one prefix
+// per column.
 //
 // The order of accumulation therefore differs from the interpreter's sequential one for sums
 // and products (f32 on the GPU, f64 in the interpreter); max and min are exact, and propagate
@@ -140,6 +143,9 @@ class ScanLowering {
   void emit_split(bool vector);
   void lookback_row(const std::vector<Value*>& coord, Value* S, bool vector);
   Value* look_back(Value* t, Value* total);
+  /// Thread 0 publishes tile t's total (its agg record).
+  void publish_total(Value* t, Value* total);
+  void publish(Value* ptr, Value* v);
   /// Record `index` (64 bits) of the split row's records (records_).
   Value* record(Value* index) { return em_.element_ptr(records_, DType::i64, index); }
   void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
@@ -148,15 +154,34 @@ class ScanLowering {
     Value* jv = nullptr;
     std::vector<Point> pts;
     std::vector<Value*> in, vals, incl;
+    std::vector<Value*> loaded;  // vector: per row load (row_loads_), its vector
   };
+  Chunk chunk_at(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector);
+  void lanes_from(Chunk& ch, const std::vector<Value*>& loaded);
   Chunk load_chunk(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector);
   Value* scan_warp(Chunk& ch);
   Value* scan_lanes(Value* x, Value* lane);
   void store_chunk(const std::vector<Value*>& row, Chunk& ch, Value* j_end, bool vector);
   Value* scan_row(const std::vector<Value*>& row, Value* j_begin, Value* j_end, Value* carry0,
                   bool vector, bool store, int items);
-  void scan_tile(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector, int items,
-                 const std::function<Value*(Value*)>& carry_of);
+  /// A tile scanned within itself: per chunk, the loaded vectors and every element's value
+  /// before the tile's carry; and the tile's total.
+  struct TileScan {
+    std::vector<std::vector<Value*>> loaded, partial;
+    Value* total = nullptr;
+  };
+  std::vector<Chunk> load_tile(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector,
+                               int items);
+  TileScan scan_tile(std::vector<Chunk>& chunks);
+  void store_tile(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector,
+                  const TileScan& tile, Value* carry);
+  void held_tiles(const std::vector<Value*>& coord, Value* first, Value* count, bool vector,
+                  int items, BasicBlock* out);
+  /// An entry-block slot of type ty, not initialised (a value carried between a loop's rounds).
+  Value* slot_of(Type* ty, const char* name) {
+    llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    return entry.CreateAlloca(ty, nullptr, name);
+  }
   void emit_outer();
 
   llvm::Module& m_;
@@ -521,6 +546,7 @@ void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, bool
   };
   // The carry of tile t from its total: warp 0 looks back, every thread reads it after a barrier.
   auto carry_of = [&](Value* t, Value* total) {
+    publish_total(t, total);
     when(b_.CreateICmpULT(tid_, i64(32)), [&] {
       Value* carry = look_back(t, total);
       when(b_.CreateICmpEQ(tid_, i64(0)),
@@ -554,23 +580,9 @@ void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, bool
     b_.CreateBr(head);
   };
 
-  // Tiles of one step, held in registers. A block takes its next tile only once its current
-  // one's carry is known (while it stores): a tile taken early would publish its total late,
-  // and every later tile's look-back would wait for it (measured on an H200: holding the next
-  // two tickets ahead, a 64M-element row took 280 us instead of 223). Thread 0 takes the
-  // ticket after the carry and writes it after its stores (the atomic's round trip under them).
+  // Tiles of one step, held in registers, one loading while the one before waits (held_tiles).
   b_.SetInsertPoint(in_registers);
-  tiles(steps, [&](Value* t) {
-    Value* next = var(b_.getInt32(0), "next");
-    auto carry_of_tile = [&](Value* total) {
-      Value* carry = carry_of(t, total);
-      when(b_.CreateICmpEQ(tid_, i64(0)), [&] { b_.CreateStore(ticket(), next); });
-      return carry;
-    };
-    scan_tile(coord, b_.CreateMul(t, i64(step)), L_, vector, items, carry_of_tile);
-    when(b_.CreateICmpEQ(tid_, i64(0)),
-         [&] { b_.CreateStore(b_.CreateLoad(b_.getInt32Ty(), next), slot(0)); });
-  });
+  held_tiles(coord, first, steps, vector, items, out);
 
   // Tiles of k chunks, k = ceil(chunks / capacity), each read twice.
   b_.SetInsertPoint(read_twice);
@@ -588,19 +600,26 @@ void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, bool
   b_.SetInsertPoint(out);
 }
 
-// Warp 0 of the block holding tile t (whose elements total `total`): publishes the tile's
-// total and returns the fold of every earlier tile's, in the fixed tree of the header.
+// A record: one 8-byte store, the flag in the high half (aligned: a store of two words could
+// be seen half written).
+void ScanLowering::publish(Value* ptr, Value* v) {
+  Value* word = b_.CreateZExt(b_.CreateBitCast(v, b_.getInt32Ty()), b_.getInt64Ty());
+  b_.CreateAlignedStore(b_.CreateOr(word, i64(int64_t{1} << 32)), ptr, llvm::Align(8),
+                        /*isVolatile=*/true);
+}
+
+void ScanLowering::publish_total(Value* t, Value* total) {
+  when(b_.CreateICmpEQ(tid_, i64(0)),
+       [&] { publish(record(b_.CreateAdd(i64(1), b_.CreateMul(t, i64(2)))), total); });
+}
+
+// Warp 0 of the block holding tile t (whose elements total `total`, published): returns the
+// fold of every earlier tile's total, in the fixed tree of the header.
 Value* ScanLowering::look_back(Value* t, Value* total) {
   Value* identity = em_.identity(op_, scan_stmt_->value.type());
   Value* lane = tid_;
   auto agg = [&](Value* tile) { return record(b_.CreateAdd(i64(1), b_.CreateMul(tile, i64(2)))); };
   auto aux = [&](Value* tile) { return record(b_.CreateAdd(i64(2), b_.CreateMul(tile, i64(2)))); };
-  auto publish = [&](Value* ptr, Value* v) {
-    Value* word = b_.CreateZExt(b_.CreateBitCast(v, b_.getInt32Ty()), b_.getInt64Ty());
-    // One 8-byte store (aligned: a store of two words could be seen half written).
-    b_.CreateAlignedStore(b_.CreateOr(word, i64(int64_t{1} << 32)), ptr, llvm::Align(8),
-                          /*isVolatile=*/true);
-  };
   // The value at `ptr` once its flag is set (lanes where `need`), else the identity.
   auto wait = [&](Value* need, Value* ptr) {
     Value* slot = var(b_.getInt64(0), "record");
@@ -634,7 +653,6 @@ Value* ScanLowering::look_back(Value* t, Value* total) {
     return v;
   };
   Value* lane0 = b_.CreateICmpEQ(lane, i64(0));
-  when(lane0, [&] { publish(agg(t), total); });
   Value* g = b_.CreateUDiv(t, i64(32));
   Value* i = b_.CreateURem(t, i64(32));
   Value* h = b_.CreateUDiv(t, i64(1024));
@@ -680,42 +698,60 @@ Value* ScanLowering::look_back(Value* t, Value* total) {
 }
 
 // Chunk [c0, c0 + group * vec) of the row at `row` (its coordinates but the last), clamped
-// to j_end: this thread's vec elements' loads and body values (the identity past j_end).
-ScanLowering::Chunk ScanLowering::load_chunk(const std::vector<Value*>& row, Value* c0,
-                                             Value* j_end, bool vector) {
+// to j_end: this thread's vec elements' coordinates and bounds, no loads.
+ScanLowering::Chunk ScanLowering::chunk_at(const std::vector<Value*>& row, Value* c0, Value* j_end,
+                                           bool vector) {
   const int V = cfg_.vec;
-  Value* identity = em_.identity(op_, scan_stmt_->value.type());
   Value* gtid = b_.CreateURem(tid_, i64(cfg_.group));
   Chunk ch;
   ch.j0 = b_.CreateAdd(c0, b_.CreateMul(gtid, i64(V)));
   Value* last = b_.CreateSub(j_end, i64(1));
   ch.pts.resize(static_cast<size_t>(V));
   ch.in.resize(static_cast<size_t>(V));
-  // Loads: a vector per contiguous read when the lanes are all in the row or all out
-  // (vector: L and the slices are multiples of V), clamped into the row either way.
+  // A vector per contiguous read when the lanes are all in the row or all out (vector: L and
+  // the slices are multiples of V), clamped into the row either way.
   ch.jv = vector ? min64(ch.j0, b_.CreateSub(j_end, i64(V))) : nullptr;
-  std::vector<std::pair<Expr, Value*>> vectors;
-  if (vector) {
-    for (const Expr& e : row_loads_) {
-      const Load& ld = *e.as<Load>();
-      std::vector<Value*> coord = row;
-      coord.push_back(ch.jv);
-      const int param = param_index(ld.tensor);
-      note_aligned(param, ld.stored);
-      vectors.emplace_back(e, em_.load_vector(em_.element_ptr(ptrs_[static_cast<size_t>(param)],
-                                                              ld.stored, offset_of(ld, coord)),
-                                              ld.stored, V));
-    }
-  }
   for (int k = 0; k < V; ++k) {
     Value* jk = b_.CreateAdd(ch.j0, i64(k));
     ch.in[k] = b_.CreateICmpSLT(jk, j_end);
     Point& p = ch.pts[static_cast<size_t>(k)];
     p.coord = row;
     p.coord.push_back(vector ? b_.CreateAdd(ch.jv, i64(k)) : min64(jk, last));
-    for (const auto& [e, vec] : vectors) {
-      p.vec_lane[e] = em_.widen_lane(vec, k, e.as<Load>()->stored);
+  }
+  return ch;
+}
+
+// The chunk's points read their lanes of `loaded` (one vector per row load) for those loads.
+void ScanLowering::lanes_from(Chunk& ch, const std::vector<Value*>& loaded) {
+  ch.loaded = loaded;
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    const Expr& e = row_loads_[i];
+    for (int k = 0; k < cfg_.vec; ++k) {
+      ch.pts[static_cast<size_t>(k)].vec_lane[e] =
+          em_.widen_lane(loaded[i], k, e.as<Load>()->stored);
     }
+  }
+}
+
+// chunk_at, then this thread's loads and body values (the identity past j_end).
+ScanLowering::Chunk ScanLowering::load_chunk(const std::vector<Value*>& row, Value* c0,
+                                             Value* j_end, bool vector) {
+  const int V = cfg_.vec;
+  Value* identity = em_.identity(op_, scan_stmt_->value.type());
+  Chunk ch = chunk_at(row, c0, j_end, vector);
+  if (vector) {
+    std::vector<Value*> loaded;
+    for (const Expr& e : row_loads_) {
+      const Load& ld = *e.as<Load>();
+      std::vector<Value*> coord = row;
+      coord.push_back(ch.jv);
+      const int param = param_index(ld.tensor);
+      note_aligned(param, ld.stored);
+      loaded.push_back(em_.load_vector(
+          em_.element_ptr(ptrs_[static_cast<size_t>(param)], ld.stored, offset_of(ld, coord)),
+          ld.stored, V));
+    }
+    lanes_from(ch, loaded);
   }
   ch.vals.resize(static_cast<size_t>(V));
   for (int k = 0; k < V; ++k) {
@@ -850,24 +886,26 @@ Value* ScanLowering::scan_row(const std::vector<Value*>& row, Value* j_begin, Va
   return get(carry);
 }
 
-// One tile of `items` chunks from c0, held in registers: every chunk's loads and body values,
-// each chunk scanned within the warp, every chunk's warp totals through shared memory at once
-// (one barrier), then carry = carry_of(the tile's total; every thread calls it) and the stores:
-// an element's value is carry (op) (the tile's earlier chunks and warps (op) the warp's lanes
-// before (op) the thread's elements up to it).
-void ScanLowering::scan_tile(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector,
-                             int items, const std::function<Value*(Value*)>& carry_of) {
+// One tile of `items` chunks from c0, scanned within itself in registers: every chunk's loads
+// and body values, each chunk scanned within the warp, every chunk's warp totals through shared
+// memory at once (one barrier). An element's value before the tile's carry is (the tile's
+// earlier chunks and warps (op) the warp's lanes before (op) the thread's elements up to it).
+std::vector<ScanLowering::Chunk> ScanLowering::load_tile(const std::vector<Value*>& row, Value* c0,
+                                                         Value* j_end, bool vector, int items) {
+  std::vector<Chunk> chunks;
+  for (int ci = 0; ci < std::max(1, items); ++ci) {
+    chunks.push_back(load_chunk(row, b_.CreateAdd(c0, i64(ci * cfg_.chunk())), j_end, vector));
+  }
+  return chunks;
+}
+
+ScanLowering::TileScan ScanLowering::scan_tile(std::vector<Chunk>& chunks) {
   const int G = cfg_.group, V = cfg_.vec;
   const int warps = G / 32;
-  const int I = std::max(1, items);
-  const int64_t chunk = int64_t{G} * V;
+  const int I = static_cast<int>(chunks.size());
   Value* identity = em_.identity(op_, scan_stmt_->value.type());
   Value* lane = b_.CreateURem(tid_, i64(32));
   Value* warp = b_.CreateUDiv(b_.CreateURem(tid_, i64(G)), i64(32));
-  std::vector<Chunk> chunks;
-  for (int ci = 0; ci < I; ++ci) {
-    chunks.push_back(load_chunk(row, b_.CreateAdd(c0, i64(int64_t{ci} * chunk)), j_end, vector));
-  }
   std::vector<Value*> before(static_cast<size_t>(I));
   for (int ci = 0; ci < I; ++ci) {
     Value* x = scan_warp(chunks[static_cast<size_t>(ci)]);
@@ -884,8 +922,8 @@ void ScanLowering::scan_tile(const std::vector<Value*>& row, Value* c0, Value* j
   // Each chunk's warp totals, lane w holding warp w's: scanned across the lanes (in order,
   // as a warp's threads are), so that each warp reads the fold of the warps before it and
   // the chunk's total; the chunks' totals fold in order.
+  TileScan tile;
   Value* running = identity;
-  std::vector<Value*> earlier(static_cast<size_t>(I));
   for (int ci = 0; ci < I; ++ci) {
     Value* mine = b_.CreateICmpULT(lane, i64(warps));
     Value* at = b_.CreateAdd(i64(int64_t{ci} * warps), b_.CreateSelect(mine, lane, i64(0)));
@@ -900,18 +938,148 @@ void ScanLowering::scan_tile(const std::vector<Value*>& row, Value* c0, Value* j
     prev = b_.CreateSelect(b_.CreateICmpEQ(warp, i64(0)), identity, prev);
     Value* total = shfl(llvm::Intrinsic::nvvm_shfl_sync_idx_f32,
                         llvm::Intrinsic::nvvm_shfl_sync_idx_i32, x, b_.getInt32(warps - 1), 31);
-    earlier[ci] = ci == 0 ? prev : em_.combine(op_, running, prev);
+    Value* earlier = ci == 0 ? prev : em_.combine(op_, running, prev);
     running = ci == 0 ? total : em_.combine(op_, running, total);
-  }
-  Value* carry = carry_of(running);
-  for (int ci = 0; ci < I; ++ci) {
     Chunk& ch = chunks[static_cast<size_t>(ci)];
-    Value* prefix = em_.combine(op_, earlier[ci], before[ci]);
-    for (int k = 0; k < V; ++k) {
-      ch.pts[k].scan = em_.combine(op_, carry, em_.combine(op_, prefix, ch.incl[k]));
+    Value* prefix = em_.combine(op_, earlier, before[ci]);
+    std::vector<Value*> partial;
+    for (int k = 0; k < V; ++k) partial.push_back(em_.combine(op_, prefix, ch.incl[k]));
+    tile.partial.push_back(partial);
+    tile.loaded.push_back(ch.loaded);
+  }
+  tile.total = running;
+  return tile;
+}
+
+// Stores every output at the tile's elements: an element's value is carry (op) its partial.
+void ScanLowering::store_tile(const std::vector<Value*>& row, Value* c0, Value* j_end, bool vector,
+                              const TileScan& tile, Value* carry) {
+  const int64_t chunk = cfg_.chunk();
+  for (size_t ci = 0; ci < tile.partial.size(); ++ci) {
+    Chunk ch =
+        chunk_at(row, b_.CreateAdd(c0, i64(static_cast<int64_t>(ci) * chunk)), j_end, vector);
+    if (vector) lanes_from(ch, tile.loaded[ci]);
+    for (int k = 0; k < cfg_.vec; ++k) {
+      ch.pts[static_cast<size_t>(k)].scan = em_.combine(op_, carry, tile.partial[ci][k]);
     }
     store_chunk(row, ch, j_end, vector);
   }
+}
+
+// Tiles of one step held in registers, tile t from `first` while t < count, pipelined by one
+// tile: each round loads tile B (this round's ticket), scans it within itself and publishes
+// its total at once; then waits for the carry of the tile A it loaded the round before, takes
+// the next ticket (its round trip under A's stores) and stores A. So a tile's total is
+// published one load after its ticket, as when a block held one tile, and the look-back for
+// A runs a load later than it did then, when the tiles before A have long published theirs.
+// Measured on an H200 (bench/results/2026-11-27-h200-held-scan): one 64M-element f32 row
+// 217.8 -> 203.2 us, 8 rows of 4M 98.5 -> 82.8, bf16 4 x 16M 145.0 -> 121.1 (holding one
+// tile, its blocks waited for the records, then loaded, in turns). Polling every record of
+// the fold at once, instead of phase by phase, was no faster (201.2 us on the 64M row,
+// slower on the others).
+void ScanLowering::held_tiles(const std::vector<Value*>& coord, Value* first, Value* count,
+                              bool vector, int items, BasicBlock* out) {
+  const int64_t step = cfg_.chunk() * items;
+  auto slot = [&](int i) { return b_.CreateInBoundsGEP(b_.getInt32Ty(), shared_, {i64(i)}); };
+  auto value_of = [&](Value* s) {
+    return b_.CreateLoad(llvm::cast<llvm::AllocaInst>(s)->getAllocatedType(), s);
+  };
+  // The held tile A (held, its index and its scan) and this round's B, carried in slots.
+  Value* held = var(b_.getFalse(), "held");
+  Value* tile_a = slot_of(b_.getInt64Ty(), "tile.a");
+  Value* tile_b = var(first, "tile.b");
+  TileScan a_slots, b_slots;
+  auto* head = BasicBlock::Create(m_.getContext(), "held.next", fn_);
+  auto* round = BasicBlock::Create(m_.getContext(), "held.round", fn_);
+  auto* load_b = BasicBlock::Create(m_.getContext(), "held.load", fn_);
+  auto* loaded = BasicBlock::Create(m_.getContext(), "held.loaded", fn_);
+  auto* store_a = BasicBlock::Create(m_.getContext(), "held.store", fn_);
+  auto* alone = BasicBlock::Create(m_.getContext(), "held.alone", fn_);
+  auto* tail = BasicBlock::Create(m_.getContext(), "held.tail", fn_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  Value* tb = b_.CreateLoad(b_.getInt64Ty(), tile_b);
+  Value* has_b = b_.CreateICmpULT(tb, count);
+  Value* has_a = b_.CreateLoad(b_.getInt1Ty(), held);
+  b_.CreateCondBr(b_.CreateOr(has_a, has_b), round, out);
+  b_.SetInsertPoint(round);
+  b_.CreateCondBr(has_b, load_b, loaded);
+
+  // B: loaded, scanned within itself, its total published at once, kept in b_slots.
+  b_.SetInsertPoint(load_b);
+  std::vector<Chunk> chunks = load_tile(coord, b_.CreateMul(tb, i64(step)), L_, vector, items);
+  for (TileScan* t : {&a_slots, &b_slots}) {
+    t->total = slot_of(acc_type_, "total");
+    for (const Chunk& ch : chunks) {
+      t->partial.emplace_back();
+      t->loaded.emplace_back();
+      for (int k = 0; k < cfg_.vec; ++k) t->partial.back().push_back(slot_of(acc_type_, "partial"));
+      for (Value* v : ch.loaded) t->loaded.back().push_back(slot_of(v->getType(), "loaded"));
+    }
+  }
+  TileScan scan = scan_tile(chunks);
+  publish_total(tb, scan.total);
+  b_.CreateStore(scan.total, b_slots.total);
+  for (size_t ci = 0; ci < scan.partial.size(); ++ci) {
+    for (size_t k = 0; k < scan.partial[ci].size(); ++k)
+      b_.CreateStore(scan.partial[ci][k], b_slots.partial[ci][k]);
+    for (size_t k = 0; k < scan.loaded[ci].size(); ++k)
+      b_.CreateStore(scan.loaded[ci][k], b_slots.loaded[ci][k]);
+  }
+  b_.CreateBr(loaded);
+
+  // A: its carry (warp 0 looks back, every thread reads it after a barrier), then its stores.
+  b_.SetInsertPoint(loaded);
+  Value* next = var(b_.getInt32(0), "next");
+  auto take_ticket = [&] {
+    when(b_.CreateICmpEQ(tid_, i64(0)), [&] {
+      b_.CreateStore(b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, record(i64(0)), b_.getInt32(1),
+                                        llvm::MaybeAlign(8), llvm::AtomicOrdering::Monotonic),
+                     next);
+    });
+  };
+  b_.CreateCondBr(has_a, store_a, alone);
+  b_.SetInsertPoint(store_a);
+  Value* ta = b_.CreateLoad(b_.getInt64Ty(), tile_a);
+  TileScan a;
+  a.total = value_of(a_slots.total);
+  for (size_t ci = 0; ci < a_slots.partial.size(); ++ci) {
+    a.partial.emplace_back();
+    a.loaded.emplace_back();
+    for (Value* s : a_slots.partial[ci]) a.partial[ci].push_back(value_of(s));
+    for (Value* s : a_slots.loaded[ci]) a.loaded[ci].push_back(value_of(s));
+  }
+  when(b_.CreateICmpULT(tid_, i64(32)), [&] {
+    Value* carry = look_back(ta, a.total);
+    when(b_.CreateICmpEQ(tid_, i64(0)),
+         [&] { b_.CreateStore(b_.CreateBitCast(carry, b_.getInt32Ty()), slot(1)); });
+  });
+  barrier();
+  Value* carry = b_.CreateBitCast(b_.CreateLoad(b_.getInt32Ty(), slot(1)), acc_type_);
+  take_ticket();
+  store_tile(coord, b_.CreateMul(ta, i64(step)), L_, vector, a, carry);
+  b_.CreateBr(tail);
+  b_.SetInsertPoint(alone);
+  take_ticket();
+  b_.CreateBr(tail);
+
+  // B becomes A; thread 0's ticket reaches every thread after a barrier.
+  b_.SetInsertPoint(tail);
+  when(b_.CreateICmpEQ(tid_, i64(0)),
+       [&] { b_.CreateStore(b_.CreateLoad(b_.getInt32Ty(), next), slot(0)); });
+  b_.CreateStore(has_b, held);
+  b_.CreateStore(tb, tile_a);
+  auto move = [&](Value* from, Value* to) { b_.CreateStore(value_of(from), to); };
+  move(b_slots.total, a_slots.total);
+  for (size_t ci = 0; ci < a_slots.partial.size(); ++ci) {
+    for (size_t k = 0; k < a_slots.partial[ci].size(); ++k)
+      move(b_slots.partial[ci][k], a_slots.partial[ci][k]);
+    for (size_t k = 0; k < a_slots.loaded[ci].size(); ++k)
+      move(b_slots.loaded[ci][k], a_slots.loaded[ci][k]);
+  }
+  barrier();
+  b_.CreateStore(b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), slot(0)), b_.getInt64Ty()), tile_b);
+  b_.CreateBr(head);
 }
 
 // Outer scans: block * vec columns per block (thread t owns columns t, t + block, ...), each
