@@ -35,10 +35,12 @@
 // shared memory at once: one barrier) and publishes its total; then it waits for the carry
 // of the tile A it loaded the round before, takes its next ticket and stores A. A tile's
 // total is thus published one load after its ticket, and the look-back for A runs a whole
-// load later, when the tiles before A have published theirs (measured: one 64M-element row
-// 218 -> 203 us; holding one tile, each block waited for the records, then loaded, in turns;
-// taking tickets ahead instead, so that a tile's total waited for its block's previous
-// tile, was slower: 280 us). The carry is not "the nearest finished prefix plus the totals
+// load later, when the tiles before A have published their totals (the group and chain
+// records still come from look-backs, which run a load later too). Measured on an H200: one
+// 64M-element row 218 -> 203 us, holding one tile against two, in one run; holding one tile,
+// each block waited for the records, then loaded, in turns. Taking tickets ahead instead, so
+// that a tile's total waited for its block's previous tile, was slower (the twelfth
+// session: 280 us against 223). The carry is not "the nearest finished prefix plus the totals
 // after it" (that sum's order would depend on timing) but a fixed tree: tile t = 1024 h +
 // 32 g' + i folds the totals of the i tiles before it in its group of 32 (lane l of warp 0 waits
 // for tile 32 g + l's record; a butterfly fold, the same bits on every lane), the totals of the g'
@@ -526,7 +528,7 @@ void ScanLowering::emit_split(bool vector) {
 }
 
 // Phase 1 of a split row: the blocks take the row's tiles in the order of a counter. A tile is
-// one step of `items` chunks held in registers (scan_tile) when the records hold that many
+// one step of `items` chunks held in registers (held_tiles) when the records hold that many
 // tiles; else (rows of more than ~256 tiles a block) k chunks read twice, their total first,
 // then their scan from the carry (the second read mostly from L2).
 void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, bool vector) {
@@ -971,12 +973,14 @@ void ScanLowering::store_tile(const std::vector<Value*>& row, Value* c0, Value* 
 // its total at once; then waits for the carry of the tile A it loaded the round before, takes
 // the next ticket (its round trip under A's stores) and stores A. So a tile's total is
 // published one load after its ticket, as when a block held one tile, and the look-back for
-// A runs a load later than it did then, when the tiles before A have long published theirs.
+// A runs a load later than it did then, when the tiles before A have published their totals.
+// A's stores evaluate the epilogue at fresh points: its reads other than the row loads kept
+// with A (a broadcast, any read on the scalar path) are issued again there.
 // Measured on an H200 (bench/results/2026-11-27-h200-held-scan): one 64M-element f32 row
 // 217.8 -> 203.2 us, 8 rows of 4M 98.5 -> 82.8, bf16 4 x 16M 145.0 -> 121.1 (holding one
 // tile, its blocks waited for the records, then loaded, in turns). Polling every record of
-// the fold at once, instead of phase by phase, was no faster (201.2 us on the 64M row,
-// slower on the others).
+// the fold at once, instead of level by level, was no faster (201.2 us on the 64M row, within
+// the runs' spread; slower on rows of 16M, 8 x 4M, 64 x 1M and 64M - 1).
 void ScanLowering::held_tiles(const std::vector<Value*>& coord, Value* first, Value* count,
                               bool vector, int items, BasicBlock* out) {
   const int64_t step = cfg_.chunk() * items;
