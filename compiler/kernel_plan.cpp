@@ -283,7 +283,8 @@ void explain_scan_rule(const StepPlan& step, const bundle::StepRule& rule, Line&
     line(fmt::format(
         "rows < the GPU's SMs and {} >= {}: variant {} ({}), each row spread over blocks "
         "that take its tiles in order, each tile scanned from the carry of the tiles before it "
-        "(a single pass with a look-back through a workspace that a first launch clears)",
+        "(a single pass with a look-back through a workspace that a first launch clears; each "
+        "block loads its next tile before it looks back for the one it holds)",
         L, int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk, rule.split,
         config_text(v.config)));
     line("else:");
