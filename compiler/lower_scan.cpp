@@ -29,31 +29,31 @@
 // blocks a row, launched twice: phase 0 clears the row's records in the workspace
 // (kLookbackSlots words a block: 64-bit records, the row's tile counter then two per tile),
 // phase 1 scans. The row is cut into tiles of `items` chunks; a block takes the next tile from
-// the row's counter (so tiles start in order and the look-back cannot wait on a tile no
-// block holds) and holds two at a time (held_tiles): each round it loads tile B, scans it
-// within itself in registers (each chunk by levels 1-2, every chunk's warp totals through
-// shared memory at once: one barrier) and publishes its total; then it waits for the carry
-// of the tile A it loaded the round before, takes its next ticket and stores A. A tile's
-// total is thus published one load after its ticket, and the look-back for A runs a whole
-// load later, when the tiles before A have published their totals (the group and chain
-// records still come from look-backs, which run a load later too). Measured on an H200: one
-// 64M-element row 218 -> 203 us, holding one tile against two, in one run; holding one tile,
-// each block waited for the records, then loaded, in turns. Taking tickets ahead instead, so
-// that a tile's total waited for its block's previous tile, was slower (the twelfth
-// session: 280 us against 223). The carry is not "the nearest finished prefix plus the totals
-// after it" (that sum's order would depend on timing) but a fixed tree: tile t = 1024 h +
-// 32 g' + i folds the totals of the i tiles before it in its group of 32 (lane l of warp 0 waits
-// for tile 32 g + l's record; a butterfly fold, the same bits on every lane), the totals of the g'
-// groups before its group in its supergroup of 1024 (published by each group's last tile), and the
-// prefix of the supergroups before h (a chain: the first tile of supergroup h publishes prefix(h -
-// 1) (op) total(h - 1), published by supergroup h - 1's last tile). A record is a 64-bit word, flag
-// in the high half, written and polled whole (volatile, 8-byte aligned), with a pause between
-// polls. Results depend on the tile size, not on timing. Rows of more tiles than the records hold
-// (about 256 a block) take tiles of k chunks read twice, their total first, then their scan from
-// the carry (mostly from L2). Outer scans (j is not innermost): a block covers block * vec
-// consecutive columns (the flattened indices but j), interleaved so that each warp's loads and
-// stores are contiguous; each thread walks down j, `items` steps loaded ahead, carrying one prefix
-// per column.
+// the row's counter (so tiles start in order and the look-back cannot wait on a tile no block
+// holds) and holds two at a time (held_tiles): each round it loads tile B, scans it within
+// itself in registers (each chunk by levels 1-2, every chunk's warp totals through shared memory
+// at once: one barrier) and publishes its total; then it waits for the carry of the tile A it
+// loaded the round before, takes its next ticket and stores A. A tile's total is thus published
+// one load after its ticket, and the look-back for A runs a whole load later, when the tiles
+// before A have published their totals (the group and chain records still come from look-backs,
+// which run a load later too). Measured on an H200: one 64M-element row 218 -> 203 us, holding
+// one tile against two, in one run; holding one tile, each block waited for the records, then
+// loaded, in turns. Taking tickets ahead instead, so that a tile's total waited for its block's
+// previous tile, was slower (the twelfth session: 280 us against 223). The carry is not "the
+// nearest finished prefix plus the totals after it" (that sum's order would depend on timing)
+// but a fixed tree: tile t = 1024 h + 32 g' + i folds the totals of the i tiles before it in its
+// group of 32 (lane l of warp 0 waits for tile 32 g + l's record; a butterfly fold, the same
+// bits on every lane), the totals of the g' groups before its group in its supergroup of 1024
+// (published by each group's last tile), and the prefix of the supergroups before h (a chain:
+// the first tile of supergroup h publishes prefix(h - 1) (op) total(h - 1), published by
+// supergroup h - 1's last tile). A record is a 64-bit word, flag in the high half, written and
+// polled whole (volatile, 8-byte aligned), with a pause between polls. Results depend on the
+// tile size, not on timing. Rows of more tiles than the records hold (about 256 a block) take
+// tiles of k chunks read twice, their total first, then their scan from the carry (mostly from
+// L2).
+// Outer scans (j is not innermost): a block covers block * vec consecutive columns (the
+// flattened indices but j), interleaved so that each warp's loads and stores are contiguous;
+// each thread walks down j, `items` steps loaded ahead, carrying one prefix per column.
 //
 // The order of accumulation therefore differs from the interpreter's sequential one for sums
 // and products (f32 on the GPU, f64 in the interpreter); max and min are exact, and propagate
@@ -145,6 +145,16 @@ class ScanLowering {
   void emit_split(bool vector);
   void lookback_row(const std::vector<Value*>& coord, Value* S, bool vector);
   Value* look_back(Value* t, Value* total);
+  /// Word i of the block's shared slots (shared_): 0 the next ticket, 1 the carry.
+  Value* tile_slot(int i) { return b_.CreateInBoundsGEP(b_.getInt32Ty(), shared_, {i64(i)}); }
+  /// The row's next ticket (its tile counter, record 0), for thread 0 to take.
+  Value* ticket() {
+    return b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, record(i64(0)), b_.getInt32(1),
+                              llvm::MaybeAlign(8), llvm::AtomicOrdering::Monotonic);
+  }
+  /// The carry of tile t, whose total is published: warp 0 looks back, every thread reads it
+  /// after a barrier.
+  Value* carry_of(Value* t, Value* total);
   /// Thread 0 publishes tile t's total (its agg record).
   void publish_total(Value* t, Value* total);
   void publish(Value* ptr, Value* v);
@@ -541,25 +551,9 @@ void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, bool
       b_.CreateSub(b_.CreateUDiv(b_.CreateSub(b_.CreateMul(S, i64(half)), i64(1)), i64(2)), i64(2));
   Value* steps = b_.CreateUDiv(b_.CreateAdd(L_, i64(step - 1)), i64(step));
   Value* identity = em_.identity(op_, scan_stmt_->value.type());
-  auto slot = [&](int i) { return b_.CreateInBoundsGEP(b_.getInt32Ty(), shared_, {i64(i)}); };
-  auto ticket = [&] {
-    return b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, record(i64(0)), b_.getInt32(1),
-                              llvm::MaybeAlign(8), llvm::AtomicOrdering::Monotonic);
-  };
-  // The carry of tile t from its total: warp 0 looks back, every thread reads it after a barrier.
-  auto carry_of = [&](Value* t, Value* total) {
-    publish_total(t, total);
-    when(b_.CreateICmpULT(tid_, i64(32)), [&] {
-      Value* carry = look_back(t, total);
-      when(b_.CreateICmpEQ(tid_, i64(0)),
-           [&] { b_.CreateStore(b_.CreateBitCast(carry, b_.getInt32Ty()), slot(1)); });
-    });
-    barrier();
-    return b_.CreateBitCast(b_.CreateLoad(b_.getInt32Ty(), slot(1)), acc_type_);
-  };
-  when(b_.CreateICmpEQ(tid_, i64(0)), [&] { b_.CreateStore(ticket(), slot(0)); });
+  when(b_.CreateICmpEQ(tid_, i64(0)), [&] { b_.CreateStore(ticket(), tile_slot(0)); });
   barrier();
-  Value* first = b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), slot(0)), b_.getInt64Ty());
+  Value* first = b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), tile_slot(0)), b_.getInt64Ty());
   auto* in_registers = BasicBlock::Create(m_.getContext(), "tiles.registers", fn_);
   auto* read_twice = BasicBlock::Create(m_.getContext(), "tiles.twice", fn_);
   auto* out = BasicBlock::Create(m_.getContext(), "tiles.done", fn_);
@@ -578,7 +572,8 @@ void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, bool
     b_.SetInsertPoint(work);
     body(t);
     barrier();
-    b_.CreateStore(b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), slot(0)), b_.getInt64Ty()), t_slot);
+    b_.CreateStore(b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), tile_slot(0)), b_.getInt64Ty()),
+                   t_slot);
     b_.CreateBr(head);
   };
 
@@ -595,8 +590,9 @@ void ScanLowering::lookback_row(const std::vector<Value*>& coord, Value* S, bool
     Value* begin = b_.CreateMul(t, tile);
     Value* end = min64(b_.CreateAdd(begin, tile), L_);
     Value* total = scan_row(coord, begin, end, identity, vector, false, 1);
+    publish_total(t, total);
     Value* carry = carry_of(t, total);
-    when(b_.CreateICmpEQ(tid_, i64(0)), [&] { b_.CreateStore(ticket(), slot(0)); });
+    when(b_.CreateICmpEQ(tid_, i64(0)), [&] { b_.CreateStore(ticket(), tile_slot(0)); });
     scan_row(coord, begin, end, carry, vector, true, 1);
   });
   b_.SetInsertPoint(out);
@@ -608,6 +604,16 @@ void ScanLowering::publish(Value* ptr, Value* v) {
   Value* word = b_.CreateZExt(b_.CreateBitCast(v, b_.getInt32Ty()), b_.getInt64Ty());
   b_.CreateAlignedStore(b_.CreateOr(word, i64(int64_t{1} << 32)), ptr, llvm::Align(8),
                         /*isVolatile=*/true);
+}
+
+Value* ScanLowering::carry_of(Value* t, Value* total) {
+  when(b_.CreateICmpULT(tid_, i64(32)), [&] {
+    Value* carry = look_back(t, total);
+    when(b_.CreateICmpEQ(tid_, i64(0)),
+         [&] { b_.CreateStore(b_.CreateBitCast(carry, b_.getInt32Ty()), tile_slot(1)); });
+  });
+  barrier();
+  return b_.CreateBitCast(b_.CreateLoad(b_.getInt32Ty(), tile_slot(1)), acc_type_);
 }
 
 void ScanLowering::publish_total(Value* t, Value* total) {
@@ -984,15 +990,41 @@ void ScanLowering::store_tile(const std::vector<Value*>& row, Value* c0, Value* 
 void ScanLowering::held_tiles(const std::vector<Value*>& coord, Value* first, Value* count,
                               bool vector, int items, BasicBlock* out) {
   const int64_t step = cfg_.chunk() * items;
-  auto slot = [&](int i) { return b_.CreateInBoundsGEP(b_.getInt32Ty(), shared_, {i64(i)}); };
-  auto value_of = [&](Value* s) {
-    return b_.CreateLoad(llvm::cast<llvm::AllocaInst>(s)->getAllocatedType(), s);
-  };
-  // The held tile A (held, its index and its scan) and this round's B, carried in slots.
+  // The held tile A (held, its index and its scan) and this round's B, carried in slots: a
+  // TileScan of slots, stored and loaded whole.
   Value* held = var(b_.getFalse(), "held");
   Value* tile_a = slot_of(b_.getInt64Ty(), "tile.a");
   Value* tile_b = var(first, "tile.b");
   TileScan a_slots, b_slots;
+  // f(each value of x) in one order, the results in the same shape.
+  auto map = [](const TileScan& x, const std::function<Value*(Value*)>& f) {
+    TileScan y;
+    y.total = f(x.total);
+    for (size_t ci = 0; ci < x.partial.size(); ++ci) {
+      y.partial.emplace_back();
+      y.loaded.emplace_back();
+      for (Value* v : x.partial[ci]) y.partial[ci].push_back(f(v));
+      for (Value* v : x.loaded[ci]) y.loaded[ci].push_back(f(v));
+    }
+    return y;
+  };
+  auto load_all = [&](const TileScan& slots) {
+    return map(slots, [&](Value* s) {
+      return b_.CreateLoad(llvm::cast<llvm::AllocaInst>(s)->getAllocatedType(), s);
+    });
+  };
+  auto flatten = [](const TileScan& x) {  // the values in map's order
+    std::vector<Value*> all{x.total};
+    for (size_t ci = 0; ci < x.partial.size(); ++ci) {
+      all.insert(all.end(), x.partial[ci].begin(), x.partial[ci].end());
+      all.insert(all.end(), x.loaded[ci].begin(), x.loaded[ci].end());
+    }
+    return all;
+  };
+  auto store_all = [&](const TileScan& values, const TileScan& slots) {
+    const std::vector<Value*> v = flatten(values), to = flatten(slots);
+    for (size_t i = 0; i < v.size(); ++i) b_.CreateStore(v[i], to[i]);
+  };
   auto* head = BasicBlock::Create(m_.getContext(), "held.next", fn_);
   auto* round = BasicBlock::Create(m_.getContext(), "held.round", fn_);
   auto* load_b = BasicBlock::Create(m_.getContext(), "held.load", fn_);
@@ -1012,54 +1044,25 @@ void ScanLowering::held_tiles(const std::vector<Value*>& coord, Value* first, Va
   // B: loaded, scanned within itself, its total published at once, kept in b_slots.
   b_.SetInsertPoint(load_b);
   std::vector<Chunk> chunks = load_tile(coord, b_.CreateMul(tb, i64(step)), L_, vector, items);
-  for (TileScan* t : {&a_slots, &b_slots}) {
-    t->total = slot_of(acc_type_, "total");
-    for (const Chunk& ch : chunks) {
-      t->partial.emplace_back();
-      t->loaded.emplace_back();
-      for (int k = 0; k < cfg_.vec; ++k) t->partial.back().push_back(slot_of(acc_type_, "partial"));
-      for (Value* v : ch.loaded) t->loaded.back().push_back(slot_of(v->getType(), "loaded"));
-    }
-  }
   TileScan scan = scan_tile(chunks);
-  publish_total(tb, scan.total);
-  b_.CreateStore(scan.total, b_slots.total);
-  for (size_t ci = 0; ci < scan.partial.size(); ++ci) {
-    for (size_t k = 0; k < scan.partial[ci].size(); ++k)
-      b_.CreateStore(scan.partial[ci][k], b_slots.partial[ci][k]);
-    for (size_t k = 0; k < scan.loaded[ci].size(); ++k)
-      b_.CreateStore(scan.loaded[ci][k], b_slots.loaded[ci][k]);
+  for (TileScan* t : {&a_slots, &b_slots}) {
+    *t = map(scan, [&](Value* v) { return slot_of(v->getType(), "held.value"); });
   }
+  publish_total(tb, scan.total);
+  store_all(scan, b_slots);
   b_.CreateBr(loaded);
 
-  // A: its carry (warp 0 looks back, every thread reads it after a barrier), then its stores.
+  // A: its carry, then its stores; thread 0 takes the next ticket once the carry is known.
   b_.SetInsertPoint(loaded);
   Value* next = var(b_.getInt32(0), "next");
   auto take_ticket = [&] {
-    when(b_.CreateICmpEQ(tid_, i64(0)), [&] {
-      b_.CreateStore(b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, record(i64(0)), b_.getInt32(1),
-                                        llvm::MaybeAlign(8), llvm::AtomicOrdering::Monotonic),
-                     next);
-    });
+    when(b_.CreateICmpEQ(tid_, i64(0)), [&] { b_.CreateStore(ticket(), next); });
   };
   b_.CreateCondBr(has_a, store_a, alone);
   b_.SetInsertPoint(store_a);
   Value* ta = b_.CreateLoad(b_.getInt64Ty(), tile_a);
-  TileScan a;
-  a.total = value_of(a_slots.total);
-  for (size_t ci = 0; ci < a_slots.partial.size(); ++ci) {
-    a.partial.emplace_back();
-    a.loaded.emplace_back();
-    for (Value* s : a_slots.partial[ci]) a.partial[ci].push_back(value_of(s));
-    for (Value* s : a_slots.loaded[ci]) a.loaded[ci].push_back(value_of(s));
-  }
-  when(b_.CreateICmpULT(tid_, i64(32)), [&] {
-    Value* carry = look_back(ta, a.total);
-    when(b_.CreateICmpEQ(tid_, i64(0)),
-         [&] { b_.CreateStore(b_.CreateBitCast(carry, b_.getInt32Ty()), slot(1)); });
-  });
-  barrier();
-  Value* carry = b_.CreateBitCast(b_.CreateLoad(b_.getInt32Ty(), slot(1)), acc_type_);
+  TileScan a = load_all(a_slots);
+  Value* carry = carry_of(ta, a.total);
   take_ticket();
   store_tile(coord, b_.CreateMul(ta, i64(step)), L_, vector, a, carry);
   b_.CreateBr(tail);
@@ -1070,19 +1073,13 @@ void ScanLowering::held_tiles(const std::vector<Value*>& coord, Value* first, Va
   // B becomes A; thread 0's ticket reaches every thread after a barrier.
   b_.SetInsertPoint(tail);
   when(b_.CreateICmpEQ(tid_, i64(0)),
-       [&] { b_.CreateStore(b_.CreateLoad(b_.getInt32Ty(), next), slot(0)); });
+       [&] { b_.CreateStore(b_.CreateLoad(b_.getInt32Ty(), next), tile_slot(0)); });
   b_.CreateStore(has_b, held);
   b_.CreateStore(tb, tile_a);
-  auto move = [&](Value* from, Value* to) { b_.CreateStore(value_of(from), to); };
-  move(b_slots.total, a_slots.total);
-  for (size_t ci = 0; ci < a_slots.partial.size(); ++ci) {
-    for (size_t k = 0; k < a_slots.partial[ci].size(); ++k)
-      move(b_slots.partial[ci][k], a_slots.partial[ci][k]);
-    for (size_t k = 0; k < a_slots.loaded[ci].size(); ++k)
-      move(b_slots.loaded[ci][k], a_slots.loaded[ci][k]);
-  }
+  store_all(load_all(b_slots), a_slots);
   barrier();
-  b_.CreateStore(b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), slot(0)), b_.getInt64Ty()), tile_b);
+  b_.CreateStore(b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), tile_slot(0)), b_.getInt64Ty()),
+                 tile_b);
   b_.CreateBr(head);
 }
 
