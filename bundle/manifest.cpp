@@ -87,6 +87,9 @@ OrderedJson variant_json(const Variant& v) {
   }
   if (v.strided) out["strided"] = true;
   if (v.odd_rows >= 0) out["odd_rows"] = v.odd_rows;
+  if (!v.general.entry.empty()) {
+    out["general"] = {{"entry", v.general.entry}, {"row_multiple", v.general.row_multiple}};
+  }
   if (v.tile.m > 0) {
     out["tile"] = {{"m", v.tile.m},
                    {"n", v.tile.n},
@@ -281,6 +284,15 @@ Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
   if (o.find("max_reduced")) v.max_reduced = o.integer("max_reduced", 0, kInt64Max);
   if (o.find("min_rows_per_sm")) v.min_rows_per_sm = o.integer("min_rows_per_sm", 1, 1 << 20);
   if (o.find("odd_rows")) v.odd_rows = static_cast<int>(o.integer("odd_rows", 0, kIntMax));
+  if (o.find("general")) {  // version 11
+    Obj go(o.get("general", "an object"), o.at("general"));
+    v.general.entry = go.nonempty_str("entry");
+    v.general.row_multiple = go.integer("row_multiple", 0, 256);
+    if (v.general.entry == v.entry) {
+      fail(go.at("entry"),
+           fmt::format("expected an entry other than the variant's own ({})", v.entry));
+    }
+  }
   if (o.find("split")) {
     Obj so(o.get("split", "an object"), o.at("split"));
     v.split.phases = static_cast<int>(so.integer("phases", 2, 64));
@@ -447,6 +459,16 @@ Step read_step(const Obj& o, const KernelInfo& k) {
                        t));
     }
   }
+  // A general entry belongs to a pointwise variant that neither tiles nor reads strides.
+  for (size_t i = 0; i < s.variants.size(); ++i) {
+    const Variant& v = s.variants[i];
+    if (v.general.entry.empty()) continue;
+    if (s.kind != StepKind::pointwise || v.strided || v.config.count("tile_in") > 0) {
+      fail(key_path(index_path(o.at("variants"), i), "general"),
+           "expected a general entry only on a pointwise variant that neither tiles nor is "
+           "strided");
+    }
+  }
   // A map fallback is another variant of the step, one without maps.
   for (size_t i = 0; i < s.variants.size(); ++i) {
     const int f = s.variants[i].tile.map_fallback;
@@ -554,6 +576,12 @@ Manifest read_top(const Json& j) {
 }
 
 }  // namespace
+
+bool runs_general(const GeneralForm& g, int64_t elements, int64_t inner) {
+  if (g.entry.empty()) return false;
+  return elements > std::numeric_limits<int32_t>::max() ||
+         (g.row_multiple > 0 && inner % g.row_multiple != 0);
+}
 
 std::string_view to_string(StepKind k) {
   switch (k) {

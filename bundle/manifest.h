@@ -105,15 +105,16 @@ namespace kiln::bundle {
 // Version 2 added the images' content hashes, version 3 split variants, version 4 buffers,
 // version 5 contraction steps, version 6 tensor maps, version 7 scalar parameters, version 8
 // strided inputs, version 9 strided variants that tile (stage.row_align), version 10 clusters
-// (tile.cluster). Bundles before version 3 are refused (recompile them): a version 2 reader
-// would launch a split variant as a plain one. A version 3 to 9 bundle reads as a version 10 one
-// without what came later; an older
-// reader refuses a newer version (a version 4 reader would launch a contraction's persistent kernel
-// without its shared memory, a version 5 one without its tensor maps, a version 6 one would pass a
-// scalar's value as a pointer, a version 7 one would launch an entry without its strides, a version
-// 8 one would give a tile too little shared memory, a version 9 one would launch a cluster's
-// blocks alone).
-inline constexpr int kFormatVersion = 10;
+// (tile.cluster), version 11 pointwise variants with a general entry (Variant::general).
+// Bundles before version 3 are refused (recompile them): a version 2 reader would launch a split
+// variant as a plain one. A version 3 to 10 bundle reads as a version 11 one without what came
+// later; an older reader refuses a newer version (a version 4 reader would launch a contraction's
+// persistent kernel without its shared memory, a version 5 one without its tensor maps, a version
+// 6 one would pass a scalar's value as a pointer, a version 7 one would launch an entry without
+// its strides, a version 8 one would give a tile too little shared memory, a version 9 one would
+// launch a cluster's blocks alone, a version 10 one would launch an entry that holds only the
+// row-aligned 32-bit form on any shape).
+inline constexpr int kFormatVersion = 11;
 inline constexpr int kMaxClusterBlocks = 8;  // the portable cluster size
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
@@ -197,6 +198,23 @@ struct TileInfo {
   friend bool operator==(const TileInfo&, const TileInfo&) = default;
 };
 
+/// A pointwise variant's second entry (format 11), for the launches its own entry does not
+/// serve. The variant's entry computes its element indices in 32 bits and, when row_multiple > 0,
+/// reads vectors that never cross a row: it may only run when the step has at most 2^31 - 1
+/// elements and its innermost extent is a multiple of row_multiple. Every other launch runs
+/// `entry`, which is correct for every launch (its code for the launches above is the
+/// slower general form): one kernel holding both forms took the registers of its costliest
+/// path, one that never ran on those shapes (compiler/lower_pointwise.cpp).
+struct GeneralForm {
+  std::string entry;         // empty: the variant's entry serves every launch
+  int64_t row_multiple = 0;  // 0: any innermost extent
+  friend bool operator==(const GeneralForm&, const GeneralForm&) = default;
+};
+
+/// Whether a launch of a step with `elements` elements whose innermost extent is `inner` runs
+/// the variant's general entry.
+bool runs_general(const GeneralForm& g, int64_t elements, int64_t inner);
+
 struct Variant {
   int id = 0;                             // index in Step::variants
   std::map<std::string, int64_t> config;  // e.g. {"block": 256, "vec": 4, "unroll": 2}
@@ -226,6 +244,9 @@ struct Variant {
   // rule runs instead for rows whose length is not a multiple of the twin's config "vec" (> 1),
   // or -1. "odd_rows" in JSON, present only when >= 0.
   int odd_rows = -1;
+  // Pointwise variants: the entry for the launches `entry` does not serve (GeneralForm);
+  // "general" in JSON, present only when its entry is not empty.
+  GeneralForm general;
   friend bool operator==(const Variant&, const Variant&) = default;
 };
 

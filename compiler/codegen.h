@@ -21,11 +21,25 @@ namespace kiln {
 struct VariantLayout {
   int align_bytes = 1;              // required alignment of the pointers below
   std::vector<int> aligned_params;  // params read or written with vectors
+  // A pointwise variant's second entry and the row multiple its own entry needs
+  // (bundle::GeneralForm); empty when the entry serves every launch.
+  std::string general_entry;
+  int row_multiple = 0;
 };
 
 /// The widest vector (in elements) worth using for a step: 16 bytes of the narrowest tensor
 /// it reads or writes contiguously.
 int max_vector_width(const KernelDef& k, const PointwiseStep& step);
+
+/// Whether the vector variants of `step` compute coordinates, and so read in a row-aligned form
+/// that needs rows a multiple of their vector (compiler/lower_pointwise.cpp, steps 4 and 6):
+/// a step of two or more variables that reads a tensor at other than its own indices, gathers,
+/// or uses an index variable's value.
+bool has_row_aligned_form(const PointwiseStep& step);
+
+/// Whether `e` is the row-major flat index of `step`'s variables over its space, spelled as the
+/// parser fills in rand(seed, offset)'s counter: i64(s0) * E1 + s1 ...
+bool is_flat_index(const PointwiseStep& step, const Expr& e);
 
 /// Adds to `m` a kernel, `entry`, that runs `step` with `cfg` (ABI in bundle/manifest.h):
 /// lower_tiled for a tiled config, else the flat kernel. The module needs no target yet;

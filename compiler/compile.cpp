@@ -110,7 +110,7 @@ BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const st
   lower_step(m, step, cfg, arch, entry, &out.layout);
   if (blocks_per_sm > 0) require_blocks_per_sm(m, entry, blocks_per_sm);
   out.ptx = emit_ptx(m, arch);
-  if (assemble) out.cubin = assemble_cubin(out.ptx, arch);
+  if (assemble) out.cubin = assemble_cubin(out.ptx, arch, entry);
   return out;
 }
 
@@ -205,6 +205,9 @@ std::string apply_image(BuiltImage&& built, bundle::Variant& v, size_t image,
   bundle::ArchImage& im = v.images[image];
   v.align_bytes = built.layout.align_bytes;
   v.aligned_params = built.layout.aligned_params;
+  internal_check(built.layout.general_entry == v.general.entry &&
+                     built.layout.row_multiple == v.general.row_multiple,
+                 "compile: the lowered entries differ from the plan's");
   im.ptx_hash = content_hash(built.ptx);
   files[im.ptx] = std::move(built.ptx);
   if (!built.cubin.ok()) return fmt::format("no cubin for {}: {}", im.arch, built.cubin.message());
@@ -359,12 +362,13 @@ Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
     for (const bundle::Step& s : ki.steps) {
       for (const bundle::Variant& v : s.variants) {
         taken.insert(v.entry);
+        if (!v.general.entry.empty()) taken.insert(v.general.entry);
         for (const bundle::ArchImage& im : v.images) taken.insert({im.ptx, im.cubin});
       }
     }
   }
   auto is_free = [&](const std::string& entry) {
-    if (taken.count(entry)) return false;
+    if (taken.count(entry) || taken.count(entry + "_general")) return false;
     return std::none_of(archs.begin(), archs.end(), [&](const std::string& arch) {
       return taken.count(fmt::format("{}.{}.ptx", entry, arch)) ||
              taken.count(fmt::format("{}.{}.cubin", entry, arch));

@@ -5,6 +5,7 @@
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/PatternMatch.h>
 
 #include <cmath>
 
@@ -75,9 +76,49 @@ Value* Emitter::widen_lane(Value* vec, int lane, DType t) {
   return b_.CreateBitCast(bits, b_.getFloatTy());
 }
 
+namespace {
+
+// The word that bf16 lanes `lo` and `hi` were widened from by widen_lane (lo = word << 16, hi =
+// word & 0xFFFF0000), or null. Rounding such a lane back to bf16 gives its bits unchanged, a
+// NaN's payload included, so a pair of them stores the word as loaded: a copy or a gather of
+// bf16 values then holds 4 words a vector in registers, not 8 widened floats.
+Value* loaded_bf16_word(Value* lo, Value* hi) {
+  using namespace llvm::PatternMatch;
+  Value *a = nullptr, *b = nullptr;
+  if (!match(lo, m_BitCast(m_Shl(m_Value(a), m_SpecificInt(16))))) return nullptr;
+  if (!match(hi, m_BitCast(m_And(m_Value(b), m_SpecificInt(0xFFFF0000u))))) return nullptr;
+  if (!a->getType()->isIntegerTy(32)) return nullptr;
+  if (a == b) return a;
+  // widen_lane casts the loaded vector to words once per lane: the same word of two casts of
+  // one vector is the same word.
+  Value *va = nullptr, *vb = nullptr, *src_a = nullptr, *src_b = nullptr;
+  uint64_t ia = 0, ib = 0;
+  if (match(a, m_ExtractElt(m_Value(va), m_ConstantInt(ia))) &&
+      match(b, m_ExtractElt(m_Value(vb), m_ConstantInt(ib))) && ia == ib &&
+      match(va, m_BitCast(m_Value(src_a))) && match(vb, m_BitCast(m_Value(src_b))) &&
+      src_a == src_b) {
+    return a;
+  }
+  return nullptr;
+}
+
+// The 16 bits a bf16 value was widened from by widen (zext, << 16), or null.
+Value* loaded_bf16_bits(Value* v) {
+  using namespace llvm::PatternMatch;
+  Value* bits = nullptr;
+  if (match(v, m_BitCast(m_Shl(m_ZExt(m_Value(bits)), m_SpecificInt(16)))) &&
+      bits->getType()->isIntegerTy(16)) {
+    return bits;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Value* Emitter::to_storage(Value* v, DType t) {
   switch (t) {
     case DType::bf16:
+      if (Value* bits = loaded_bf16_bits(v)) return bits;
       return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getBFloatTy()), b_.getInt16Ty());
     case DType::f16:
       return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getInt16Ty());
@@ -157,6 +198,10 @@ std::vector<Value*> Emitter::storage_words(DType t, const std::vector<Value*>& v
   internal_check(size_of(t) == 2 && n % 2 == 0, "storage_words: pairs of 16-bit elements");
   for (int l = 0; l < n; l += 2) {
     if (t == DType::bf16) {
+      if (Value* word = loaded_bf16_word(vals[l], vals[l + 1])) {
+        words.push_back(word);
+        continue;
+      }
       // Pairs rounded by one cvt.rn.bf16x2.f32 (sm_80+) instead of two conversions and a pack.
       Value* two =
           b_.CreateIntrinsic(llvm::Intrinsic::nvvm_ff2bf16x2_rn, {}, {vals[l + 1], vals[l]});

@@ -332,6 +332,12 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     v.block_threads = p->block;
     v.elements_per_block = p->elements_per_block();
     v.strided = p->strided;
+    // The flat kernel's entries (compiler/lower_pointwise.cpp, step 6): a strided variant has
+    // one entry, tiles their own kernel.
+    if (!p->strided && !p->tiled()) {
+      v.general = true;
+      v.row_multiple = p->vec > 1 && has_row_aligned_form(step.pointwise) ? p->vec : 0;
+    }
     return v;
   }
   if (const auto* t = std::get_if<ContractionConfig>(&config)) {
@@ -516,6 +522,7 @@ bundle::Variant manifest_variant(const PlannedVariant& pv, int id, const std::st
   v.tile = pv.tile;
   v.strided = pv.strided;
   v.odd_rows = pv.odd_rows;
+  if (pv.general) v.general = {entry + "_general", pv.row_multiple};
   v.is_default = pv.is_default;
   // A wgmma variant's Hopper image is the arch-specific one (wgmma exists on sm_90a only);
   // the runtime prefers it on sm_90 devices, and its other images run mma.sync.
@@ -590,6 +597,14 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           "  every output is f16 or bf16: tanh runs on tanh.approx.f32 (its error: "
           "docs/language.md)");
     }
+    const bool rows = step.max_vec > 1 && has_row_aligned_form(step.pointwise);
+    line(fmt::format(
+        "  {}each variant's own entry computes 32-bit indices{}; steps of more than 2^31 - 1 "
+        "elements{} run its general entry (every form, 64-bit indices){}",
+        step.pointwise.tiling.tiled() ? "the flat kernel's variants: " : "",
+        rows ? " and, with vectors, reads rows a multiple of its vector" : "",
+        rows ? " or with rows that are not" : "",
+        step.strided_variant >= 0 ? "; the strided variant has one entry, for every launch" : ""));
     if (gathers(step.pointwise) && !step.pointwise.tiling.tiled()) {
       line(
           fmt::format("  a gather: {} vectors in flight per thread, as the addresses wait on "

@@ -36,6 +36,16 @@
 //  5. A strided variant (cfg.strided, always scalar) reads each strided input at
 //     sum(coord_d * stride_d) in 64 bits, the strides being kernel arguments; other variants
 //     read strided inputs as the contiguous tensors the runtime checked them to be.
+//  6. Two entries per variant but the strided one (bundle::GeneralForm). Its own entry holds
+//     only the 32-bit copy, and of a step with the row-aligned form only that form: the
+//     runtime launches it on steps of at most INT32_MAX elements whose innermost extent is a
+//     multiple of vec. The general entry (`<entry>_general`) holds the rest: the 32-bit copy's
+//     vectors that may cross rows and the whole 64-bit copy, and is correct on any launch.
+//     One kernel holding every form took the registers of its costliest path, one that never
+//     ran on the shapes it was timed on. Measured on an H200 in one call
+//     (bench/results/2026-11-27-h200-pointwise-forms, call 1): an embedding lookup of 128K x
+//     4096 bf16 63 -> 32 registers, 583.0 -> 510.8 us; rotary embedding 155 -> 64 registers,
+//     136.8 -> 103.7 us; bias + erf-GELU in bf16 212.1 -> 201.0 us; dropout 161.3 -> 162.9.
 // Values and math follow compiler/emit.h.
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
@@ -51,6 +61,32 @@
 #include "compiler/emit.h"
 
 namespace kiln {
+
+// See codegen.h (step 4).
+bool is_flat_index(const PointwiseStep& step, const Expr& e) {
+  auto is_var = [&](const Expr& x, size_t d) {
+    const IndexRef* r = x.as<IndexRef>();
+    return r && r->name == step.vars[d];
+  };
+  auto is_extent = [&](const Expr& x, const Dim& d) {
+    if (const Const* c = x.as<Const>()) return d.is_fixed() && c->value == double(d.value());
+    const SymRef* r = x.as<SymRef>();
+    return r && !d.is_fixed() && r->name == d.name();
+  };
+  auto match = [&](auto&& self, const Expr& x, size_t d) -> bool {
+    if (d == 0) {
+      const Cast* c = x.as<Cast>();
+      return c && c->to == DType::i64 && is_var(wrap(c->a), 0);
+    }
+    const Binary* add = x.as<Binary>();
+    if (!add || add->op != BinaryOp::add || !is_var(wrap(add->b), d)) return false;
+    const Binary* mul = wrap(add->a).as<Binary>();
+    return mul && mul->op == BinaryOp::mul && is_extent(wrap(mul->b), step.space[d]) &&
+           self(self, wrap(mul->a), d - 1);
+  };
+  return !step.vars.empty() && match(match, e, step.vars.size() - 1);
+}
+
 namespace {
 
 using llvm::BasicBlock;
@@ -77,6 +113,13 @@ struct Lane {
   std::unordered_map<const ExprNode*, Value*> memo;
 };
 
+// Which launches a function serves (step 6).
+enum class Form {
+  whole,    // every launch: a strided variant's one entry
+  fast,     // 32-bit indices; only the row-aligned form when the step has one
+  general,  // every launch, the fast entry's launches in its slower forms
+};
+
 class PointwiseLowering {
  public:
   PointwiseLowering(llvm::Module& m, const KernelDef& k, const PointwiseStep& step,
@@ -92,7 +135,14 @@ class PointwiseLowering {
 
   void run(const std::string& entry, VariantLayout* layout) {
     collect_accesses();
-    build_function(entry);
+    if (cfg_.strided) {
+      build_function(entry, Form::whole);
+    } else {
+      build_function(entry, Form::fast);
+      layout_.general_entry = entry + "_general";
+      layout_.row_multiple = has_rows_form() ? cfg_.vec : 0;
+      build_function(layout_.general_entry, Form::general);
+    }
     if (layout) *layout = layout_;
   }
 
@@ -124,7 +174,6 @@ class PointwiseLowering {
         self(self, wrap(r->offset));
         return;
       }
-      if (e.as<IndexRef>() || e.as<Gather>()) uses_coords_ = true;
       if (e.as<Gather>() && row_vector_gather(e)) vector_gathers_.push_back(e);
       for_each_child(e, [&](const Expr& c) { self(self, c); });
     };
@@ -157,31 +206,7 @@ class PointwiseLowering {
     }
   }
 
-  // Whether `e` is the row-major flat index of the step's variables over its space, spelled
-  // as the parser fills in rand(seed, offset)'s counter: i64(s0) * E1 + s1 ... (step 4).
-  bool is_flat_index(const Expr& e) const {
-    auto is_var = [&](const Expr& x, size_t d) {
-      const IndexRef* r = x.as<IndexRef>();
-      return r && r->name == step_.vars[d];
-    };
-    auto is_extent = [&](const Expr& x, const Dim& d) {
-      if (const Const* c = x.as<Const>()) return d.is_fixed() && c->value == double(d.value());
-      const SymRef* r = x.as<SymRef>();
-      return r && !d.is_fixed() && r->name == d.name();
-    };
-    auto match = [&](auto&& self, const Expr& x, size_t d) -> bool {
-      if (d == 0) {
-        const Cast* c = x.as<Cast>();
-        return c && c->to == DType::i64 && is_var(wrap(c->a), 0);
-      }
-      const Binary* add = x.as<Binary>();
-      if (!add || add->op != BinaryOp::add || !is_var(wrap(add->b), d)) return false;
-      const Binary* mul = wrap(add->a).as<Binary>();
-      return mul && mul->op == BinaryOp::mul && is_extent(wrap(mul->b), step_.space[d]) &&
-             self(self, wrap(mul->a), d - 1);
-    };
-    return !step_.vars.empty() && match(match, e, step_.vars.size() - 1);
-  }
+  bool is_flat_index(const Expr& e) const { return kiln::is_flat_index(step_, e); }
 
   // A lane at flat index `flat` (the index type) whose rand counters that are flat indices
   // take the value `counter` (i64; null when there are none).
@@ -261,7 +286,15 @@ class PointwiseLowering {
     return sym_args_[it - symbols_.begin()];
   }
 
-  void build_function(const std::string& entry) {
+  // Whether full chunks branch to the row-aligned form (step 4) when the innermost extent is
+  // a multiple of vec.
+  bool has_rows_form() const { return cfg_.vec > 1 && has_row_aligned_form(step_); }
+
+  void build_function(const std::string& entry, Form form) {
+    form_ = form;
+    ptr_args_.clear();
+    sym_args_.clear();
+    extents64_.clear();
     fn_ = em_.declare_kernel(k_, entry, cfg_.block);
     em_.set_read_strides(cfg_.strided);
     em_.set_approx_tanh(step_.approx_tanh);
@@ -282,14 +315,18 @@ class PointwiseLowering {
     first_ = b_.CreateMul(bid, chunk_, "first");
     stride_ = b_.CreateMul(nblocks, chunk_, "stride");
 
-    BasicBlock* loop32 = BasicBlock::Create(ctx_, "idx32", fn_);
-    BasicBlock* loop64 = BasicBlock::Create(ctx_, "idx64", fn_);
     exit_ = BasicBlock::Create(ctx_, "exit", fn_);
-    b_.CreateCondBr(b_.CreateICmpULE(numel_, b_.getInt64(INT32_MAX)), loop32, loop64);
-    b_.SetInsertPoint(loop32);
-    emit_loop(b_.getInt32Ty());
-    b_.SetInsertPoint(loop64);
-    emit_loop(b_.getInt64Ty());
+    if (form == Form::fast) {  // the runtime launches it on at most INT32_MAX elements
+      emit_loop(b_.getInt32Ty());
+    } else {
+      BasicBlock* loop32 = BasicBlock::Create(ctx_, "idx32", fn_);
+      BasicBlock* loop64 = BasicBlock::Create(ctx_, "idx64", fn_);
+      b_.CreateCondBr(b_.CreateICmpULE(numel_, b_.getInt64(INT32_MAX)), loop32, loop64);
+      b_.SetInsertPoint(loop32);
+      emit_loop(b_.getInt32Ty());
+      b_.SetInsertPoint(loop64);
+      emit_loop(b_.getInt64Ty());
+    }
     b_.SetInsertPoint(exit_);
     b_.CreateRetVoid();
   }
@@ -347,12 +384,18 @@ class PointwiseLowering {
   // A chunk wholly inside [0, numel). With vectors and a load that is neither contiguous nor
   // a scalar, it branches on `innermost extent % vec == 0` to the row-aligned form (step 4).
   void emit_full_chunk(Value* base) {
-    bool needs_coords =
-        uses_coords_ || std::any_of(accesses_.begin(), accesses_.end(), [](const Access& a) {
-          return !a.contiguous && !a.vars.empty();
-        });
-    if (cfg_.vec == 1 || step_.vars.size() < 2 || !needs_coords) {
+    if (!has_rows_form()) {
       emit_chunk_body(base, false, 0, cfg_.unroll);
+      return;
+    }
+    // The fast entry runs only on rows a multiple of vec; the general entry's 32-bit copy
+    // only on the others (the runtime's choice, bundle::GeneralForm).
+    if (form_ == Form::fast) {
+      emit_chunk_body(base, true, 0, cfg_.unroll);
+      return;
+    }
+    if (form_ == Form::general && idx_ty_->isIntegerTy(32)) {
+      emit_general_vectors(base);
       return;
     }
     BasicBlock* aligned = BasicBlock::Create(ctx_, "full.rows", fn_);
@@ -364,12 +407,17 @@ class PointwiseLowering {
     emit_chunk_body(base, true, 0, cfg_.unroll);
     b_.CreateBr(done);
     b_.SetInsertPoint(general);
-    // One vector at a time: its lanes' loads are per lane here, and all of the chunk's in
-    // flight at once would hold enough registers to cost the row-aligned form occupancy (the
-    // kernel's register count is its costliest path's).
-    for (int u = 0; u < cfg_.unroll; ++u) emit_chunk_body(base, false, u, u + 1);
+    emit_general_vectors(base);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
+  }
+
+  // The full chunk's vectors when they may cross rows, one vector at a time: its lanes' loads
+  // are per lane here, and all of the chunk's in flight at once would hold enough registers to
+  // cost the 64-bit row-aligned form beside it occupancy (a kernel's register count is its
+  // costliest path's).
+  void emit_general_vectors(Value* base) {
+    for (int u = 0; u < cfg_.unroll; ++u) emit_chunk_body(base, false, u, u + 1);
   }
 
   // Vectors u0 .. u1 - 1 of the chunk at `base`.
@@ -570,11 +618,11 @@ class PointwiseLowering {
   std::vector<const TensorDecl*> params_;
   std::vector<std::string> symbols_;
   std::vector<Access> accesses_;
-  std::vector<Expr> vector_gathers_;  // read as vectors in row-aligned vectors (step 4)
-  bool uses_coords_ = false;          // an index variable's value or a gather is evaluated
+  std::vector<Expr> vector_gathers_;            // read as vectors in row-aligned vectors (step 4)
   std::vector<const ExprNode*> flat_counters_;  // rand counters that are the flat index
   VariantLayout layout_;
 
+  Form form_ = Form::whole;
   llvm::Function* fn_ = nullptr;
   std::vector<Value*> ptr_args_, sym_args_;
   Value *tid_ = nullptr, *numel_ = nullptr, *chunk_ = nullptr, *first_ = nullptr,
@@ -586,6 +634,25 @@ class PointwiseLowering {
 };
 
 }  // namespace
+
+bool has_row_aligned_form(const PointwiseStep& step) {
+  if (step.vars.size() < 2) return false;
+  bool coords = false;
+  std::unordered_map<const ExprNode*, bool> seen;
+  auto visit = [&](auto&& self, const Expr& e) -> void {
+    if (coords || !seen.emplace(e.ptr().get(), true).second) return;
+    if (const Load* ld = e.as<Load>()) coords = !ld->indices.empty() && ld->indices != step.vars;
+    if (e.as<IndexRef>() || e.as<Gather>()) coords = true;
+    if (const Rand* r = e.as<Rand>(); r && is_flat_index(step, wrap(r->counter))) {
+      self(self, wrap(r->seed));  // its counter is the flat index: no coordinates
+      self(self, wrap(r->offset));
+      return;
+    }
+    for_each_child(e, [&](const Expr& c) { self(self, c); });
+  };
+  for (const StepStore& st : step.stores) visit(visit, st.value);
+  return coords;
+}
 
 int max_vector_width(const KernelDef& k, const PointwiseStep& step) {
   size_t narrow = 4;

@@ -75,11 +75,19 @@ int log_number(const std::string& log, const char* pattern) {
   return 0;
 }
 
-void read_numbers(Cubin& c) {
-  c.registers = log_number(c.info_log, R"(Used (\d+) registers)");
-  c.spill_bytes = log_number(c.info_log, R"((\d+) bytes spill stores)") +
-                  log_number(c.info_log, R"((\d+) bytes spill loads)");
-  c.shared_bytes = log_number(c.info_log, R"((\d+) bytes smem)");
+// The assembler's numbers for `entry`: its part of the log, from "Compiling entry function
+// 'entry'" to the next entry's, when it names the entry; else the first numbers of the log.
+void read_numbers(Cubin& c, const std::string& entry) {
+  std::string log = c.info_log;
+  const std::string head = "Compiling entry function '";
+  if (size_t at = log.find(head + entry + "'"); !entry.empty() && at != std::string::npos) {
+    const size_t end = log.find(head, at + head.size());
+    log = log.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+  c.registers = log_number(log, R"(Used (\d+) registers)");
+  c.spill_bytes = log_number(log, R"((\d+) bytes spill stores)") +
+                  log_number(log, R"((\d+) bytes spill loads)");
+  c.shared_bytes = log_number(log, R"((\d+) bytes smem)");
 }
 
 std::string read_file(const std::filesystem::path& p) {
@@ -120,8 +128,8 @@ class TempDir {
 
 // The toolkit's ptxas, whole-program: `ptxas -arch=ARCH -O3 -v kernel.ptx -o kernel.cubin`,
 // its output (the -v report, or the errors) in the log.
-Result<Cubin> ptxas_cubin(const std::string& ptxas, const std::string& ptx,
-                          const std::string& arch) {
+Result<Cubin> ptxas_cubin(const std::string& ptxas, const std::string& ptx, const std::string& arch,
+                          const std::string& entry) {
   TempDir dir;
   if (dir.path().empty()) return Status::error("ptxas: " + dir.error());
   const std::filesystem::path in = dir.path() / "kernel.ptx", out = dir.path() / "kernel.cubin",
@@ -166,7 +174,7 @@ Result<Cubin> ptxas_cubin(const std::string& ptxas, const std::string& ptx,
   }
   c.bytes = read_file(out);
   if (c.bytes.empty()) return Status::error("ptxas wrote no cubin for " + arch);
-  read_numbers(c);
+  read_numbers(c, entry);
   return c;
 }
 
@@ -194,7 +202,8 @@ std::string libdevice_path() {
   return cuda_root() + "/nvvm/libdevice/libdevice.10.bc";
 }
 
-Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch) {
+Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch,
+                             const std::string& entry) {
   if (wants_whole_program(ptx)) {
     const std::string ptxas = cuda_root() + "/bin/ptxas";
     if (::access(ptxas.c_str(), X_OK) != 0) {
@@ -203,7 +212,7 @@ Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch) {
           "program; nvJitLink would serialize their MMAs)",
           ptxas));
     }
-    return ptxas_cubin(ptxas, ptx, arch);
+    return ptxas_cubin(ptxas, ptx, arch, entry);
   }
   const JitLinkApi& api = jitlink();
   if (!api.error.empty()) return Status::error(api.error);
@@ -234,7 +243,7 @@ Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch) {
     out.bytes.resize(n);
     api.cubin(h, out.bytes.data());
     out.info_log = read_log(api.info_log_size, api.info_log);
-    read_numbers(out);
+    read_numbers(out, entry);
   }
   api.destroy(&h);
   if (!st.ok()) return st;

@@ -26,7 +26,9 @@ struct Cubin {
 /// Assembles `ptx` for `arch` ("sm_90") with nvJitLink, or with the toolkit's ptxas
 /// (whole-program, a process per call) when it uses wgmma or setmaxnreg, which nvJitLink's
 /// separate compilation degrades (toolkit.cpp). Fails (never throws) when the assembler is
-/// missing or rejects the PTX; the message carries its error log.
-Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch);
+/// missing or rejects the PTX; the message carries its error log. The registers, spills and
+/// shared memory reported are `entry`'s when it is named and the PTX holds several entries.
+Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch,
+                             const std::string& entry = "");
 
 }  // namespace kiln

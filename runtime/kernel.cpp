@@ -286,7 +286,8 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
           l.variant, what, rt_->describe(r),
           r == CUDA_ERROR_INVALID_CONTEXT ? " (call Runtime::make_current on this thread)" : ""));
     };
-    CUfunction fn = steps_[s][static_cast<size_t>(l.variant)].fn;
+    const LoadedVariant& lv = steps_[s][static_cast<size_t>(l.variant)];
+    CUfunction fn = l.general ? lv.general_fn : lv.fn;
     auto launch = [&] {
       if (l.cluster > 1) {  // loaded only where the driver has cuLaunchKernelEx (runtime.cpp)
         CUlaunchAttribute attr;

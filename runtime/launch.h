@@ -97,6 +97,7 @@ struct StepLaunch {
   int64_t workspace_bytes = 0;  // split variants
   int phases = 0;               // split variants: launches of the step, else 0
   unsigned cluster = 1;         // blocks per cluster (grid a multiple), 1: no cluster
+  bool general = false;         // runs the variant's general entry (bundle::GeneralForm)
 };
 
 /// How a loaded contraction variant runs in clusters (manifest.h, tile.cluster): its image's

@@ -192,8 +192,8 @@ int64_t abi_bytes(const std::vector<AbiParam>& params) {
 // manifest's kernel ABI: 8 bytes per argument but scalars. Catches an entry taking more parameters
 // than the manifest says as well as fewer; unknown for PTX images.
 Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, const KernelInfo& k,
-                         const Variant& v, const std::string& file) {
-  auto it = param_bytes.find(v.entry);
+                         const Variant& v, const std::string& entry, const std::string& file) {
+  auto it = param_bytes.find(entry);
   if (it == param_bytes.end()) return Status::ok_status();
   const std::vector<std::string> names = abi_names(k, v);
   const int64_t expected = abi_bytes(abi_params(k, v));
@@ -206,7 +206,7 @@ Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, cons
     return Status::error(fmt::format(
         "entry {} in {} takes {} bytes of parameters, but the manifest's kernel {} passes {} "
         "({}: {})",
-        v.entry, file, it->second, k.name, expected,
+        entry, file, it->second, k.name, expected,
         expected == static_cast<int64_t>(8 * names.size())
             ? fmt::format("{} x 8", names.size())
             : fmt::format("{} parameters with scalars", names.size()),
@@ -215,7 +215,7 @@ Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, cons
   return Status::error(fmt::format(
       "entry {} in {} takes {} bytes of parameters, but the manifest's kernel {} passes {} to "
       "{} ({} with {} tensor map(s): {})",
-      v.entry, file, it->second, k.name, expected, expected + padding, names.size(),
+      entry, file, it->second, k.name, expected, expected + padding, names.size(),
       v.tile.tensor_maps.size(), join_names(names)));
 }
 
@@ -226,9 +226,8 @@ Status check_param_bytes(const std::map<std::string, int64_t>& param_bytes, cons
 // cubins). Without cuFuncGetParamInfo (drivers before CUDA 12.4), or when the driver cannot
 // answer, nothing is checked here.
 Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k, const Variant& v,
-                    const std::string& file) {
+                    const std::string& entry, const std::string& file) {
   if (api.cuFuncGetParamInfo == nullptr) return Status::ok_status();
-  const std::string& entry = v.entry;
   const std::vector<AbiParam> params = abi_params(k, v);
   const std::vector<std::string> names = abi_names(k, v);
   const size_t expected = names.size();
@@ -251,6 +250,25 @@ Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k, co
     }
   }
   return Status::ok_status();
+}
+
+// A pointwise variant's general entry (bundle::GeneralForm) from the module of its entry,
+// checked as the entry is: `fn` stays null when the variant has none.
+Status load_general(const Runtime& rt, const Module& mod, const KernelInfo& k, const Variant& v,
+                    const std::string& file, CUfunction& fn) {
+  fn = nullptr;
+  if (v.general.entry.empty()) return Status::ok_status();
+  const std::string& entry = v.general.entry;
+  if (CUresult r = rt.driver().cuModuleGetFunction(&fn, mod.module, entry.c_str());
+      r != CUDA_SUCCESS) {
+    fn = nullptr;
+    return Status::error(
+        fmt::format("general entry {} not found in {}: {}", entry, file, rt.describe(r)));
+  }
+  Status s = check_param_bytes(mod.param_bytes, k, v, entry, file);
+  if (s.ok()) s = check_params(rt.driver(), fn, k, v, entry, file);
+  if (!s.ok()) fn = nullptr;
+  return s;
 }
 
 // Lets a staging variant's `fn` have the most dynamic shared memory the device allows a block
@@ -483,12 +501,17 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
             loaded[vi].fn = nullptr;
             loaded[vi].load_error =
                 fmt::format("entry {} not found in {}: {}", v.entry, file, rt.describe(r));
-          } else if (Status s = check_param_bytes(it->second.param_bytes, info, v, file); !s.ok()) {
+          } else if (Status s = check_param_bytes(it->second.param_bytes, info, v, v.entry, file);
+                     !s.ok()) {
             loaded[vi].fn = nullptr;
             loaded[vi].load_error = s.message();
-          } else if (Status s = check_params(api, loaded[vi].fn, info, v, file); !s.ok()) {
+          } else if (Status s = check_params(api, loaded[vi].fn, info, v, v.entry, file); !s.ok()) {
             loaded[vi].fn = nullptr;
             loaded[vi].load_error = s.message();
+          } else if (Status g = load_general(rt, it->second, info, v, file, loaded[vi].general_fn);
+                     !g.ok()) {
+            loaded[vi].fn = nullptr;
+            loaded[vi].load_error = g.message();
           } else if (v.stage.bytes_per_element > 0) {
             smem[vi] = allow_dynamic_smem(rt, loaded[vi].fn);
           } else if (v.tile.smem_bytes > 0) {

@@ -163,7 +163,8 @@ class Kernel {
  private:
   friend class Bundle;
   struct LoadedVariant {
-    CUfunction fn = nullptr;  // null when the variant could not be loaded here
+    CUfunction fn = nullptr;          // null when the variant could not be loaded here
+    CUfunction general_fn = nullptr;  // its general entry (bundle::GeneralForm), if it has one
     std::string load_error;
   };
   /// Steps 3 and 4 of the launch, on checked arguments and variants that loaded.

@@ -44,8 +44,13 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
       bundle::resident_blocks(bs.variants[static_cast<size_t>(out.variant)], device);
   const int64_t blocks = bundle::ceil_div(*rows, v.elements_per_block);
   if (step.kind == bundle::StepKind::pointwise) {
-    out.how = fmt::format("{} element(s) per block, {} block(s) (the grid loops past {})",
-                          v.elements_per_block, blocks, bundle::kMaxGridX);
+    const bundle::GeneralForm& g = bs.variants[static_cast<size_t>(out.variant)].general;
+    const int64_t inner = step.space.empty() ? 1 : product({step.space.back()}, sizes).value_or(1);
+    out.how = fmt::format("{} element(s) per block, {} block(s) (the grid loops past {}){}",
+                          v.elements_per_block, blocks, bundle::kMaxGridX,
+                          g.entry.empty()                         ? ""
+                          : bundle::runs_general(g, *rows, inner) ? "; its general entry"
+                                                                  : "; its own entry");
     return out;
   }
   if (step.kind == bundle::StepKind::contraction) {

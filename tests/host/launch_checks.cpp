@@ -336,6 +336,39 @@ TEST_CASE("a pointer missing a vector variant's alignment falls back to the scal
   CHECK_THAT(s.message(), Catch::Contains("needs 16-byte aligned pointers"));
 }
 
+TEST_CASE("rows that are not a multiple of a pointwise variant's vectors run its general entry",
+          "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("embedding"));
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("embedding");
+  const bundle::Variant& v = step_of(k, 0).variants[static_cast<size_t>(k.chosen_variant(0))];
+  REQUIRE(v.general.row_multiple == v.config.at("vec"));
+  REQUIRE(v.general.row_multiple > 1);
+  REQUIRE(v.general.entry == v.entry + "_general");
+  // Rows of whole vectors run the variant's entry, the others its general entry, with the same
+  // grid; an explicit choice of the variant does the same.
+  const int64_t vec = v.general.row_multiple;
+  for (const auto& [d, entry] : {std::pair{vec * 64, v.entry},
+                                 {vec * 64 + 1, v.general.entry},
+                                 {vec - 1, v.general.entry},
+                                 {vec, v.entry}}) {
+    const std::map<std::string, int64_t> n{{"T", 3}, {"V", 5}, {"D", d}};
+    Args a(*rt, k.info(), n);
+    fake.reset();
+    REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), n)).ok());
+    REQUIRE(fake.launches() == 1);
+    unsigned grid = 0;
+    CHECK(fake.entry(0, &grid) == entry);
+    CHECK(grid == bundle::ceil_div(3 * d, v.elements_per_block));
+    const int chosen = k.chosen_variant(0);
+    fake.reset();
+    REQUIRE(k.launch_variants(nullptr, a.ptrs, values(k.info(), n), std::span(&chosen, 1)).ok());
+    CHECK(fake.entry(0) == entry);
+  }
+}
+
 TEST_CASE("few, very long rows run the split variant, its workspace is freed", "[launch]") {
   auto rt = open_fake();
   Fake fake;

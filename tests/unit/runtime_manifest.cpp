@@ -99,7 +99,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 10);
+  CHECK(j["version"] == 11);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -108,7 +108,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 10,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 11,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -250,17 +250,17 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 11; }) ==
-        "bundle/manifest.json: version: unsupported format version 11 (this runtime reads "
-        "versions 3 to 10)");
+  CHECK(error_after([](Json& j) { j["version"] = 12; }) ==
+        "bundle/manifest.json: version: unsupported format version 12 (this runtime reads "
+        "versions 3 to 11)");
   // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
   // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "versions 3 to 10; recompile the bundle)");
+        "versions 3 to 11; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "versions 3 to 10; recompile the bundle)");
+        "versions 3 to 11; recompile the bundle)");
   // Version 3 had no buffers: it reads as version 4 without them.
   Json v3 = sample_json();
   v3["version"] = 3;
@@ -553,6 +553,59 @@ TEST_CASE("manifest: a step's approximation error round-trips, absent means none
     REQUIRE_FALSE(bad.ok());
     CHECK_THAT(bad.message(), Catch::Contains("approx_error"));
   }
+}
+
+TEST_CASE("manifest: pointwise general entries (format 11) round-trip and are checked",
+          "[runtime]") {
+  Manifest m = sample();
+  Variant& v = m.kernels[0].steps[0].variants[1];
+  v.general = {"softmax_s0_v1_general", 4};
+  const std::string text = to_json(m);
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  Json j = Json::parse(text);
+  CHECK(variant_json(j, 1)["general"] ==
+        Json({{"entry", "softmax_s0_v1_general"}, {"row_multiple", 4}}));
+  CHECK_FALSE(variant_json(j, 0).contains("general"));  // written only when there is one
+  // A version 10 bundle has none: each variant's one entry serves every launch.
+  Json v10 = sample_json();
+  v10["version"] = 10;
+  Result<Manifest> old = parse_manifest(v10.dump(), kOrigin);
+  REQUIRE(old.ok());
+  CHECK(old->kernels[0].steps[0].variants[1].general.entry.empty());
+  const std::string g1 = "bundle/manifest.json: kernels[0].steps[0].variants[1].general";
+  auto with_general = [](Json& j, Json g) { variant_json(j, 1)["general"] = std::move(g); };
+  CHECK(error_after([&](Json& j) {
+          with_general(j, {{"entry", "softmax_s0_v1"}, {"row_multiple", 4}});
+        }) == g1 + ".entry: expected an entry other than the variant's own (softmax_s0_v1)");
+  CHECK(error_after([&](Json& j) {
+          with_general(j, {{"entry", "g"}, {"row_multiple", -1}});
+        }).rfind(g1 + ".row_multiple: ", 0) == 0);
+  CHECK(error_after([&](Json& j) {
+          with_general(j, {{"entry", ""}, {"row_multiple", 4}});
+        }).rfind(g1 + ".entry: ", 0) == 0);
+  CHECK(error_after([&](Json& j) {
+          with_general(j, {{"entry", "g"}, {"row_multiple", 4}});
+          j["kernels"][0]["steps"][0]["kind"] = "scan";
+        }).find(g1 + ": expected a general entry only on a pointwise variant") !=
+        std::string::npos);
+}
+
+TEST_CASE(
+    "a launch runs a pointwise variant's general entry past 32-bit indices or on rows "
+    "that are not a multiple of its vectors",
+    "[runtime]") {
+  const GeneralForm none;
+  CHECK_FALSE(runs_general(none, int64_t{1} << 40, 3));
+  const GeneralForm rows{"e_general", 8};
+  CHECK_FALSE(runs_general(rows, 2147483647, 8));
+  CHECK(runs_general(rows, 2147483648, 8));
+  CHECK(runs_general(rows, 4095, 4095));
+  CHECK_FALSE(runs_general(rows, 4096 * 3, 4096));
+  const GeneralForm any{"e_general", 0};
+  CHECK_FALSE(runs_general(any, 4095, 4095));
+  CHECK(runs_general(any, 2147483648, 1));
 }
 
 TEST_CASE("manifest: strided inputs and variants (format 8) round-trip, older bundles have none",
