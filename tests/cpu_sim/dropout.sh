@@ -26,4 +26,6 @@ for ((v = 0; v < n; v++)); do run $v "" "1 1" "3 1001" "65 63" "7 1000" "5 4099"
 echo "dropout_mask: $n variants checked at 5 shapes"
 run "$default" --force64 "3 1001" "65 63"
 echo "dropout_mask v$default: the 64-bit path checked at 2 shapes"
+run "$default" --general "3 1001" "65 63" "5 4099"
+echo "dropout_mask v$default: its general entry's 32-bit path checked at 3 shapes"
 exit $fail

@@ -5,8 +5,9 @@ mantissa cleared (worse than the hardware's, so that the Newton steps after it m
 conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, nanosleep nothing, the reduction
 kernels' inline assembly plain IR (see below), and the shared-memory tile an ordinary global
 (blocks run one after another).
-    python3 to_host.py IN.ll OUT.ll [--force64] [--smem=BYTES]
---force64 makes the kernel take its 64-bit index path at any size; --smem gives the launch
+    python3 to_host.py IN.ll OUT.ll [--force64] [--general] [--smem=BYTES]
+--force64 makes the kernel take its 64-bit index path at any size (a pointwise variant's
+general entry, which holds it); --general runs that entry at its usual sizes; --smem gives the launch
 BYTES of dynamic shared memory (else none: staging variants run unstaged, tiles untiled)."""
 import re
 import sys
@@ -52,6 +53,13 @@ if " asm " in s:
 if "llvm.nvvm" in s:
     sys.exit("to_host.py: an NVVM intrinsic it does not know: " +
              next(l for l in s.splitlines() if "llvm.nvvm" in l))
+# A pointwise variant's general entry (compiler/lower_pointwise.cpp, step 6) holds the 64-bit
+# path: --force64 and --general run it as the kernel the driver calls, its own entry renamed.
+if ("--force64" in sys.argv or "--general" in sys.argv) and "@kern_general(" in s:
+    s = re.sub(r"@kern\b", "@kern_own", s)
+    s = re.sub(r"@kern_general\b", "@kern", s)
+elif "--general" in sys.argv:
+    sys.exit("to_host.py: --general on a kernel without a general entry")
 if "--force64" in sys.argv:
     if s.count(", 2147483647") != 1:
         sys.exit("to_host.py: expected one comparison with INT32_MAX")
