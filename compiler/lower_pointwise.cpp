@@ -168,7 +168,7 @@ class PointwiseLowering {
     auto visit = [&](auto&& self, const Expr& e) -> void {
       if (!seen.emplace(e.ptr().get(), true).second) return;
       if (const Load* ld = e.as<Load>()) access_of(*ld);
-      if (const Rand* r = e.as<Rand>(); r && is_flat_index(wrap(r->counter))) {
+      if (const Rand* r = e.as<Rand>(); r && is_flat_index(step_, wrap(r->counter))) {
         flat_counters_.push_back(r->counter.get());
         self(self, wrap(r->seed));
         self(self, wrap(r->offset));
@@ -205,8 +205,6 @@ class PointwiseLowering {
           layout_.aligned_params.end());
     }
   }
-
-  bool is_flat_index(const Expr& e) const { return kiln::is_flat_index(step_, e); }
 
   // A lane at flat index `flat` (the index type) whose rand counters that are flat indices
   // take the value `counter` (i64; null when there are none).

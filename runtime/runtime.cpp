@@ -252,18 +252,16 @@ Status check_params(const DriverApi& api, CUfunction fn, const KernelInfo& k, co
   return Status::ok_status();
 }
 
-// A pointwise variant's general entry (bundle::GeneralForm) from the module of its entry,
-// checked as the entry is: `fn` stays null when the variant has none.
-Status load_general(const Runtime& rt, const Module& mod, const KernelInfo& k, const Variant& v,
-                    const std::string& file, CUfunction& fn) {
+// Entry `entry` of variant `v` from `mod`, checked against the manifest's kernel ABI
+// (check_param_bytes, check_params): a variant's entry and its general entry
+// (bundle::GeneralForm) alike. `fn` is null unless it loaded and passed.
+Status load_entry(const Runtime& rt, const Module& mod, const KernelInfo& k, const Variant& v,
+                  const std::string& entry, const std::string& file, CUfunction& fn) {
   fn = nullptr;
-  if (v.general.entry.empty()) return Status::ok_status();
-  const std::string& entry = v.general.entry;
   if (CUresult r = rt.driver().cuModuleGetFunction(&fn, mod.module, entry.c_str());
       r != CUDA_SUCCESS) {
     fn = nullptr;
-    return Status::error(
-        fmt::format("general entry {} not found in {}: {}", entry, file, rt.describe(r)));
+    return Status::error(fmt::format("entry {} not found in {}: {}", entry, file, rt.describe(r)));
   }
   Status s = check_param_bytes(mod.param_bytes, k, v, entry, file);
   if (s.ok()) s = check_params(rt.driver(), fn, k, v, entry, file);
@@ -496,22 +494,14 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
             loaded[vi].load_error = it->second.error;
             continue;
           }
-          CUresult r = api.cuModuleGetFunction(&loaded[vi].fn, it->second.module, v.entry.c_str());
-          if (r != CUDA_SUCCESS) {
-            loaded[vi].fn = nullptr;
-            loaded[vi].load_error =
-                fmt::format("entry {} not found in {}: {}", v.entry, file, rt.describe(r));
-          } else if (Status s = check_param_bytes(it->second.param_bytes, info, v, v.entry, file);
-                     !s.ok()) {
-            loaded[vi].fn = nullptr;
-            loaded[vi].load_error = s.message();
-          } else if (Status s = check_params(api, loaded[vi].fn, info, v, v.entry, file); !s.ok()) {
-            loaded[vi].fn = nullptr;
-            loaded[vi].load_error = s.message();
-          } else if (Status g = load_general(rt, it->second, info, v, file, loaded[vi].general_fn);
-                     !g.ok()) {
-            loaded[vi].fn = nullptr;
-            loaded[vi].load_error = g.message();
+          Status entry = load_entry(rt, it->second, info, v, v.entry, file, loaded[vi].fn);
+          if (entry.ok() && !v.general.entry.empty()) {
+            entry =
+                load_entry(rt, it->second, info, v, v.general.entry, file, loaded[vi].general_fn);
+            if (!entry.ok()) loaded[vi].fn = nullptr;
+          }
+          if (!entry.ok()) {
+            loaded[vi].load_error = entry.message();
           } else if (v.stage.bytes_per_element > 0) {
             smem[vi] = allow_dynamic_smem(rt, loaded[vi].fn);
           } else if (v.tile.smem_bytes > 0) {
