@@ -37,6 +37,11 @@ int max_vector_width(const KernelDef& k, const PointwiseStep& step);
 /// or uses an index variable's value.
 bool has_row_aligned_form(const PointwiseStep& step);
 
+/// The name of the general entry (bundle::GeneralForm) of the pointwise variant whose entry is
+/// `entry`: one spelling for the lowering that emits it, the plan that names it in the
+/// manifest, and the compiler that keeps new variants' names free.
+std::string general_entry_name(const std::string& entry);
+
 /// Whether `e` is the row-major flat index of `step`'s variables over its space, spelled as the
 /// parser fills in rand(seed, offset)'s counter: i64(s0) * E1 + s1 ...
 bool is_flat_index(const PointwiseStep& step, const Expr& e);

@@ -368,7 +368,7 @@ Result<int> add_variant(const std::string& dir, const KernelDef& k, size_t step,
     }
   }
   auto is_free = [&](const std::string& entry) {
-    if (taken.count(entry) || taken.count(entry + "_general")) return false;
+    if (taken.count(entry) || taken.count(general_entry_name(entry))) return false;
     return std::none_of(archs.begin(), archs.end(), [&](const std::string& arch) {
       return taken.count(fmt::format("{}.{}.ptx", entry, arch)) ||
              taken.count(fmt::format("{}.{}.cubin", entry, arch));

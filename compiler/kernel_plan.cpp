@@ -522,7 +522,7 @@ bundle::Variant manifest_variant(const PlannedVariant& pv, int id, const std::st
   v.tile = pv.tile;
   v.strided = pv.strided;
   v.odd_rows = pv.odd_rows;
-  if (pv.general) v.general = {entry + "_general", pv.row_multiple};
+  if (pv.general) v.general = {general_entry_name(entry), pv.row_multiple};
   v.is_default = pv.is_default;
   // A wgmma variant's Hopper image is the arch-specific one (wgmma exists on sm_90a only);
   // the runtime prefers it on sm_90 devices, and its other images run mma.sync.

@@ -139,7 +139,7 @@ class PointwiseLowering {
       build_function(entry, Form::whole);
     } else {
       build_function(entry, Form::fast);
-      layout_.general_entry = entry + "_general";
+      layout_.general_entry = general_entry_name(entry);
       layout_.row_multiple = has_rows_form() ? cfg_.vec : 0;
       build_function(layout_.general_entry, Form::general);
     }
@@ -632,6 +632,10 @@ class PointwiseLowering {
 };
 
 }  // namespace
+
+std::string general_entry_name(const std::string& entry) {
+  return entry + "_general";
+}
 
 bool has_row_aligned_form(const PointwiseStep& step) {
   if (step.vars.size() < 2) return false;
