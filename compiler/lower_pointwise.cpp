@@ -135,12 +135,13 @@ class PointwiseLowering {
 
   void run(const std::string& entry, VariantLayout* layout) {
     collect_accesses();
+    rows_form_ = cfg_.vec > 1 && has_row_aligned_form(step_);
     if (cfg_.strided) {
       build_function(entry, Form::whole);
     } else {
       build_function(entry, Form::fast);
       layout_.general_entry = general_entry_name(entry);
-      layout_.row_multiple = has_rows_form() ? cfg_.vec : 0;
+      layout_.row_multiple = rows_form_ ? cfg_.vec : 0;
       build_function(layout_.general_entry, Form::general);
     }
     if (layout) *layout = layout_;
@@ -284,10 +285,6 @@ class PointwiseLowering {
     return sym_args_[it - symbols_.begin()];
   }
 
-  // Whether full chunks branch to the row-aligned form (step 4) when the innermost extent is
-  // a multiple of vec.
-  bool has_rows_form() const { return cfg_.vec > 1 && has_row_aligned_form(step_); }
-
   void build_function(const std::string& entry, Form form) {
     form_ = form;
     ptr_args_.clear();
@@ -382,7 +379,7 @@ class PointwiseLowering {
   // A chunk wholly inside [0, numel). With vectors and a load that is neither contiguous nor
   // a scalar, it branches on `innermost extent % vec == 0` to the row-aligned form (step 4).
   void emit_full_chunk(Value* base) {
-    if (!has_rows_form()) {
+    if (!rows_form_) {
       emit_chunk_body(base, false, 0, cfg_.unroll);
       return;
     }
@@ -620,6 +617,9 @@ class PointwiseLowering {
   std::vector<const ExprNode*> flat_counters_;  // rand counters that are the flat index
   VariantLayout layout_;
 
+  // Whether full chunks take the row-aligned form (step 4) when the innermost extent is a
+  // multiple of vec: has_row_aligned_form, once per variant.
+  bool rows_form_ = false;
   Form form_ = Form::whole;
   llvm::Function* fn_ = nullptr;
   std::vector<Value*> ptr_args_, sym_args_;
