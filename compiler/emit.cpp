@@ -551,7 +551,9 @@ uint64_t split_constant(llvm::IRBuilder<>& b, Value* v, Value** base) {
 
 // Philox 4x32-10 as ir/expr.h's philox_uniform: the same words, rounds and conversion, so the
 // GPU's numbers are the interpreter's bit for bit. Each round's two 32 x 32 -> 64-bit products
-// are a mul.hi.u32 and a mul.lo.u32 each (as cuRAND computes them), all in 32-bit registers.
+// are one mul.wide.u32 each, which ptxas assembles to one IMAD.WIDE.U32 writing the pair of
+// registers the round reads its words from. Inline PTX: written as an i64 product in LLVM IR,
+// the optimizer widened the rounds' xors and products to 64 bits.
 std::array<Value*, 4> Emitter::philox_block(Value* seed, Value* offset, Value* block) {
   Type* i32 = b_.getInt32Ty();
   auto lo = [&](Value* v) { return b_.CreateTrunc(v, i32); };
@@ -559,17 +561,24 @@ std::array<Value*, 4> Emitter::philox_block(Value* seed, Value* offset, Value* b
   Value* c[4] = {lo(block), hi(block), lo(offset), hi(offset)};
   Value* k0 = lo(seed);
   Value* k1 = hi(seed);
-  auto mulhi = [&](Value* a, uint32_t m) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_mulhi_ui, {}, {a, b_.getInt32(m)});
+  auto* pair = llvm::StructType::get(i32, i32);
+  auto* wide = llvm::InlineAsm::get(llvm::FunctionType::get(pair, {i32, b_.getInt64Ty()}, false),
+                                    "{ .reg .b64 t; mul.wide.u32 t, $2, $3; mov.b64 {$0, $1}, t; }",
+                                    "=r,=r,r,n",
+                                    /*hasSideEffects=*/false);
+  // {low word, high word} of a * m.
+  auto product = [&](Value* a, uint32_t m) {
+    llvm::CallInst* p = b_.CreateCall(wide, {a, b_.getInt64(m)});  // i64: printed unsigned
+    p->setDoesNotAccessMemory();  // so that the lanes' identical products are merged
+    p->setDoesNotThrow();
+    return std::pair{b_.CreateExtractValue(p, 0), b_.CreateExtractValue(p, 1)};
   };
   for (int round = 0; round < 10; ++round) {
-    Value* n0 = b_.CreateXor(b_.CreateXor(mulhi(c[2], 0xCD9E8D57u), c[1]), k0);
-    Value* n2 = b_.CreateXor(b_.CreateXor(mulhi(c[0], 0xD2511F53u), c[3]), k1);
-    Value* lo1 = b_.CreateMul(c[2], b_.getInt32(0xCD9E8D57u));
-    Value* lo0 = b_.CreateMul(c[0], b_.getInt32(0xD2511F53u));
-    c[0] = n0;
+    auto [lo1, hi1] = product(c[2], 0xCD9E8D57u);
+    auto [lo0, hi0] = product(c[0], 0xD2511F53u);
+    c[0] = b_.CreateXor(b_.CreateXor(hi1, c[1]), k0);
     c[1] = lo1;
-    c[2] = n2;
+    c[2] = b_.CreateXor(b_.CreateXor(hi0, c[3]), k1);
     c[3] = lo0;
     k0 = b_.CreateAdd(k0, b_.getInt32(0x9E3779B9u));
     k1 = b_.CreateAdd(k1, b_.getInt32(0xBB67AE85u));
@@ -586,7 +595,7 @@ std::array<Value*, 4> Emitter::philox_block(Value* seed, Value* offset, Value* b
 // (base >> 2) + (c >> 2) and, when c & 3 != 0, the next one, and selects; the lanes' identical
 // computations are merged by the optimizer, so a vector of 8 lanes computes 3 blocks (2 when
 // base is a known multiple of 4), not 8.
-Value* Emitter::philox_uniform(Value* seed, Value* offset, Value* counter) {
+Value* Emitter::philox_bits(Value* seed, Value* offset, Value* counter) {
   Type* i32 = b_.getInt32Ty();
   Value* base = nullptr;
   uint64_t c = split_constant(b_, counter, &base);
@@ -616,9 +625,46 @@ Value* Emitter::philox_uniform(Value* seed, Value* offset, Value* counter) {
       w = b_.CreateSelect(b_.CreateICmpUGE(r, b_.getInt64(4)), next, w);
     }
   }
-  // (w >> 8) has 24 bits: exact in f32, and so is the product by 2^-24.
-  Value* f = b_.CreateUIToFP(b_.CreateLShr(w, 8), b_.getFloatTy());
+  return b_.CreateLShr(w, 8);
+}
+
+// (w >> 8) has 24 bits: exact in f32, and so is the product by 2^-24.
+Value* Emitter::philox_uniform(Value* seed, Value* offset, Value* counter) {
+  Value* f = b_.CreateUIToFP(philox_bits(seed, offset, counter), b_.getFloatTy());
   return b_.CreateFMul(f, llvm::ConstantFP::get(b_.getFloatTy(), 0x1p-24));
+}
+
+// rand OP v with rand = k * 2^-24 (k = philox_bits, an integer in [0, 2^24)) is k OP t with
+// t = v * 2^24: scaling both sides by a power of two is exact (a t that overflows to +-inf
+// compares as v did). An integer compares with a real t as with ceil(t) (>=, <) or floor(t)
+// (>, <=), and clamped to [-1, 2^24] that bound is an exact i32 giving the same answer for
+// every k; a NaN v, for which every one of these comparisons is false, takes the bound that
+// makes it false. Where v is the same for every element (a dropout's p), the bound is computed
+// once and each element costs a shift and an integer compare instead of a conversion (a
+// quarter-rate instruction), a multiply and a float compare.
+Value* Emitter::rand_compare(BinaryOp op, Value* k, Value* v) {
+  auto f32 = [&](double x) { return llvm::ConstantFP::get(b_.getFloatTy(), x); };
+  Value* t = b_.CreateFMul(v, f32(0x1p24));
+  bool up = op == BinaryOp::ge || op == BinaryOp::lt;  // ceil(t); floor(t) for > and <=
+  Value* bound = intrinsic(up ? llvm::Intrinsic::ceil : llvm::Intrinsic::floor, {t});
+  bound = intrinsic(llvm::Intrinsic::maxnum, {bound, f32(-1.0)});
+  bound = intrinsic(llvm::Intrinsic::minnum, {bound, f32(0x1p24)});
+  bool greater = op == BinaryOp::ge || op == BinaryOp::gt;
+  Value* never = f32(greater ? 0x1p24 : -1.0);
+  bound = b_.CreateSelect(b_.CreateFCmpUNO(t, t), never, bound);
+  Value* n = b_.CreateFPToSI(bound, b_.getInt32Ty());
+  switch (op) {
+    case BinaryOp::ge:
+      return b_.CreateICmpSGE(k, n);
+    case BinaryOp::gt:
+      return b_.CreateICmpSGT(k, n);
+    case BinaryOp::le:
+      return b_.CreateICmpSLE(k, n);
+    case BinaryOp::lt:
+      return b_.CreateICmpSLT(k, n);
+    default:
+      throw InternalError("rand_compare: not an ordering");
+  }
 }
 
 Value* Emitter::identity(ReduceOp op, DType t) {
@@ -675,6 +721,35 @@ Value* Emitter::int_div(Value* a, Value* b, bool is_signed) {
   Value* ovf = b_.CreateAnd(b_.CreateICmpEQ(a, min), b_.CreateICmpEQ(b, c(-1)));
   Value* safe_b = b_.CreateSelect(b_.CreateOr(zero, ovf), c(1), b);
   return b_.CreateSelect(zero, c(0), b_.CreateSDiv(a, safe_b));
+}
+
+// A comparison of rand with a value that is the same for every element, in either order, as
+// rand_compare; nullptr for any other binary node.
+Value* Emitter::rand_ordering(const Binary& n, ValueMemo& memo, const LeafFn& leaf) {
+  std::optional<BinaryOp> op;
+  switch (n.op) {
+    case BinaryOp::lt:
+    case BinaryOp::le:
+    case BinaryOp::gt:
+    case BinaryOp::ge:
+      op = n.op;
+      break;
+    default:
+      return nullptr;
+  }
+  Expr a = wrap(n.a), b = wrap(n.b);
+  if (!a.as<Rand>()) {
+    std::swap(a, b);
+    op = *op == BinaryOp::lt   ? BinaryOp::gt
+         : *op == BinaryOp::le ? BinaryOp::ge
+         : *op == BinaryOp::gt ? BinaryOp::lt
+                               : BinaryOp::le;
+  }
+  const Rand* r = a.as<Rand>();
+  if (!r || !is_launch_invariant(b)) return nullptr;
+  Value* k = philox_bits(eval(wrap(r->seed), memo, leaf), eval(wrap(r->offset), memo, leaf),
+                         eval(wrap(r->counter), memo, leaf));
+  return rand_compare(*op, k, eval(b, memo, leaf));
 }
 
 Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
@@ -735,6 +810,7 @@ Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
     throw InternalError("eval: unary op");
   }
   if (const Binary* n = e.as<Binary>()) {
+    if (Value* c = rand_ordering(*n, memo, leaf)) return c;
     Value* a = sub(n->a);
     Value* b = sub(n->b);
     bool f = a->getType()->isFloatTy();

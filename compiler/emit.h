@@ -115,6 +115,13 @@ class Emitter {
   /// A counter that is a shared value plus a lane's constant (a vector's lanes) shares the
   /// Philox calls of its block of four with the other lanes (emit.cpp says how).
   llvm::Value* philox_uniform(llvm::Value* seed, llvm::Value* offset, llvm::Value* counter);
+  /// rand's 24-bit integer k (i32): the number is k * 2^-24.
+  llvm::Value* philox_bits(llvm::Value* seed, llvm::Value* offset, llvm::Value* counter);
+  /// rand OP v (OP one of < <= > >=) from rand's integer k, in integers (emit.cpp says how).
+  llvm::Value* rand_compare(BinaryOp op, llvm::Value* k, llvm::Value* v);
+  /// `n` as rand_compare when it orders rand against a value that is the same for every
+  /// element; nullptr otherwise.
+  llvm::Value* rand_ordering(const Binary& n, ValueMemo& memo, const LeafFn& leaf);
   /// The four words of Philox 4x32-10 for counter block `block` (i64).
   std::array<llvm::Value*, 4> philox_block(llvm::Value* seed, llvm::Value* offset,
                                            llvm::Value* block);

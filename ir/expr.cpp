@@ -176,6 +176,14 @@ bool is_weak(const Expr& e) {
   return e.as<Const>() || e.as<SymRef>() || e.as<IndexRef>();
 }
 
+bool is_launch_invariant(const Expr& e) {
+  if (e.as<Load>() || e.as<Gather>() || e.as<IndexRef>() || e.as<Reduce>() || e.as<Scan>())
+    return false;
+  bool invariant = true;
+  for_each_child(e, [&](const Expr& c) { invariant = invariant && is_launch_invariant(c); });
+  return invariant;
+}
+
 Expr make_const(double value, DType type, SourceLoc loc) {
   switch (type) {
     case DType::f32:

@@ -226,6 +226,10 @@ void philox4x32_10(uint32_t counter[4], uint32_t k0, uint32_t k1);
 /// True for Const, SymRef and IndexRef: operands that adopt the other side's type.
 bool is_weak(const Expr& e);
 
+/// True when e has one value at every point of a launch: it reads no tensor and no index
+/// variable (constants, dimension symbols, scalar parameters and operations on them).
+bool is_launch_invariant(const Expr& e);
+
 std::string_view to_string(UnaryOp op);   // "neg", "exp", ...
 std::string_view to_string(BinaryOp op);  // "+", "-", "max", "<", ...
 std::string_view to_string(ReduceOp op);  // "sum", ...

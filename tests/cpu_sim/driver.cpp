@@ -3,8 +3,10 @@
 // run one after another over a grid of at most MAXGRID blocks (so that blocks loop over
 // tiles), and the output is compared bit for bit with a host reference. Inputs are random;
 // outputs start poisoned, so an element never written fails. Exits 1 on any mismatch.
-//   driver BLOCK ELEMENTS_PER_BLOCK MAXGRID EXTENTS...      (compiled with -DK=1..7)
+//   driver BLOCK ELEMENTS_PER_BLOCK MAXGRID EXTENTS...      (compiled with -DK=1..8)
+#include <algorithm>
 #include <barrier>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -58,6 +60,22 @@ std::mt19937 rng(7);
 float rnd() {
   return std::uniform_real_distribution<float>(-2, 2)(rng);
 }
+// A Philox 4x32-10 written here from its definition (Salmon et al. 2011; docs/language.md
+// gives the counter layout), not the interpreter's: a kernel's numbers must be these. Returns
+// the 24-bit integer k of counter `ctr`: the number is k * 2^-24.
+[[maybe_unused]] static uint32_t philox_bits(uint64_t seed, uint64_t offset, uint64_t ctr) {
+  const uint64_t blk = ctr >> 2;
+  uint32_t c[4] = {uint32_t(blk), uint32_t(blk >> 32), uint32_t(offset), uint32_t(offset >> 32)};
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  for (int r = 0; r < 10; ++r) {
+    const uint64_t a = uint64_t(0xD2511F53u) * c[0], b = uint64_t(0xCD9E8D57u) * c[2];
+    const uint32_t c0 = uint32_t(b >> 32) ^ c[1] ^ k0, c2 = uint32_t(a >> 32) ^ c[3] ^ k1;
+    c[0] = c0, c[1] = uint32_t(b), c[2] = c2, c[3] = uint32_t(a);
+    k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+  }
+  return c[ctr & 3] >> 8;
+}
+[[maybe_unused]] constexpr uint64_t kSeed = 0x0123456789ABCDEFull, kOffset = 0xFEDCBA9876543210ull;
 int main(int argc, char** argv) {
   if (argc < 5) return 2;
   int block = atoi(argv[1]);
@@ -167,30 +185,74 @@ int main(int argc, char** argv) {
       }
     }
 #elif K == 7  // dropout_mask(p, seed, offset) -> mask: u32[M,N], bits: i32[M,N]; args M N
-  // A Philox 4x32-10 written here from its definition (Salmon et al. 2011; docs/language.md
-  // gives the counter layout), not the interpreter's: the kernel's numbers must be these.
   extern void kern(float, long, long, uint32_t*, int32_t*, long, long) asm("kern");
   long M = d[0], N = d[1];
   n = M * N;
   const float p = 0.3f;
-  const uint64_t seed = 0x0123456789ABCDEFull, offset = 0xFEDCBA9876543210ull;
   std::vector<uint32_t> mask(n, 0xDEADBEEF);
   std::vector<int32_t> bits(n, -7);
   long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
-  launch(grid, block, [&] { kern(p, long(seed), long(offset), mask.data(), bits.data(), M, N); });
+  launch(grid, block, [&] { kern(p, long(kSeed), long(kOffset), mask.data(), bits.data(), M, N); });
   for (long e = 0; e < n; ++e) {
-    const uint64_t ctr = uint64_t(e), blk = ctr >> 2;
-    uint32_t c[4] = {uint32_t(blk), uint32_t(blk >> 32), uint32_t(offset), uint32_t(offset >> 32)};
-    uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
-    for (int r = 0; r < 10; ++r) {
-      const uint64_t a = uint64_t(0xD2511F53u) * c[0], b = uint64_t(0xCD9E8D57u) * c[2];
-      const uint32_t c0 = uint32_t(b >> 32) ^ c[1] ^ k0, c2 = uint32_t(a >> 32) ^ c[3] ^ k1;
-      c[0] = c0, c[1] = uint32_t(b), c[2] = c2, c[3] = uint32_t(a);
-      k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
-    }
-    const uint32_t k = c[ctr & 3] >> 8;  // the 24-bit integer: the number is k * 2^-24
+    const uint32_t k = philox_bits(kSeed, kOffset, uint64_t(e));
     if (bits[e] != int32_t(k) || mask[e] != uint32_t(float(k) * 0x1p-24f >= p)) {
       if (bad++ < 5) printf("bad [%ld]: bits %d mask %u want %u\n", e, bits[e], mask[e], k);
+    }
+  }
+#elif K == 8  // rand_orderings(p, seed, offset) -> ord: u32[M,N], bits: i32[M,N]; args M N
+  // tests/cpu_sim/rand.kiln: rand against p in every order, at values of p on the numbers'
+  // steps (the shape's own numbers), between steps (p < 0.5 only: above, f32 has no value
+  // between two numbers), at the ends of [0, 1), outside it, infinite and NaN.
+  extern void kern(float, long, long, uint32_t*, int32_t*, long, long) asm("kern");
+  long M = d[0], N = d[1];
+  n = M * N;
+  uint32_t lo = 1u << 24, mid = 0;  // the shape's least number, and its largest below 2^23
+  for (long e = 0; e < n; ++e) {
+    const uint32_t k = philox_bits(kSeed, kOffset, uint64_t(e));
+    lo = std::min(lo, k);
+    if (k < (1u << 23)) mid = std::max(mid, k);
+  }
+  const float a = float(lo), b = float(mid);
+  const float ps[] = {0.3f,
+                      0.0f,
+                      -0.0f,
+                      1.0f,
+                      0.5f,
+                      -1.0f,
+                      2.0f,
+                      a * 0x1p-24f,
+                      (a + 0.5f) * 0x1p-24f,
+                      (a - 0.5f) * 0x1p-24f,
+                      (a + 0.25f) * 0x1p-24f,
+                      b * 0x1p-24f,
+                      (b + 0.5f) * 0x1p-24f,
+                      (b - 0.5f) * 0x1p-24f,
+                      0x1p-24f,
+                      0x1.8p-24f,
+                      1.0f - 0x1p-24f,
+                      0x1p-149f,
+                      -0x1p-149f,
+                      3.4e38f,
+                      -3.4e38f,
+                      INFINITY,
+                      -INFINITY,
+                      NAN,
+                      0x1p-25f,
+                      0.75f};
+  for (float p : ps) {
+    std::vector<uint32_t> ord(n, 0xDEADBEEF);
+    std::vector<int32_t> bits(n, -7);
+    long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
+    launch(grid, block,
+           [&] { kern(p, long(kSeed), long(kOffset), ord.data(), bits.data(), M, N); });
+    for (long e = 0; e < n; ++e) {
+      const uint32_t k = philox_bits(kSeed, kOffset, uint64_t(e));
+      const float r = float(k) * 0x1p-24f;
+      const uint32_t want = (r >= p) + 2 * (r > p) + 4 * (r <= p) + 8 * (r < p) + 16 * (p <= r) +
+                            32 * (p > r) + 64 * (r >= p * 0.5f + 0.25f);
+      if (bits[e] != int32_t(k) || ord[e] != want) {
+        if (bad++ < 5) printf("bad [%ld] p=%a: ord %u want %u (k %u)\n", e, p, ord[e], want, k);
+      }
     }
   }
 #endif

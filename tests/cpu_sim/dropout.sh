@@ -5,7 +5,9 @@
 # integers are compared bit for bit with a Philox written in the driver, at awkward shapes (the
 # vector variants' lanes share Philox blocks and take their words without selects when a
 # vector starts at a multiple of 4: compiler/lower_pointwise.cpp), and on the default variant's
-# 64-bit index path. No GPU: this checks the numbers, not the speed.
+# 64-bit index path; and rand compared with a launch scalar (tests/cpu_sim/rand.kiln), which
+# the kernels compare in integers (compiler/emit.cpp's rand_compare). No GPU: this checks the
+# numbers, not the speed.
 #   tests/cpu_sim/dropout.sh DUMP LLC CXX OUT_DIR SPEC
 source "$(dirname "$0")/common.sh"
 sim_driver driver.cpp 7
@@ -28,4 +30,25 @@ run "$default" --force64 "3 1001" "65 63"
 echo "dropout_mask v$default: the 64-bit path checked at 2 shapes"
 run "$default" --general "3 1001" "65 63" "5 4099"
 echo "dropout_mask v$default: its general entry's 32-bit path checked at 3 shapes"
+
+# rand compared with a launch scalar in every order, at 26 values of p (tests/cpu_sim/rand.kiln):
+# every variant, and the default's general entry.
+sim_driver driver.cpp 8
+rand_spec="$here/rand.kiln"
+run_rand() {
+  local v=$1 force=$2; shift 2
+  local block epb tiled
+  sim_build "$out/driver8.o" "$rand_spec" rand_orderings "$v" "$out/sim8" $force
+  read -r block epb tiled <<< "$sim_stats"
+  for shape in "$@"; do
+    if ! r=$("$out/sim8" "$block" "$epb" 3 $shape); then
+      echo "FAIL rand_orderings v$v $force [$shape]: $r"; fail=1
+    fi
+  done
+}
+n=$("$dump" "$rand_spec" rand_orderings -1)
+read -r _ default < <("$dump" "$rand_spec" rand_orderings -2)
+for ((v = 0; v < n; v++)); do run_rand $v "" "1 1" "3 67"; done
+run_rand "$default" --general "5 41"
+echo "rand_orderings: $n variants checked at 2 shapes, the default's general entry at 1"
 exit $fail

@@ -1,6 +1,6 @@
 """Rewrites a kernel's LLVM IR (tests/cpu_sim/dump.cpp) to run on the host: the
 thread and block registers, the barrier and the warp shuffles become calls into the driver,
-mul.hi.u32 an IR function, rcp.approx.ftz.f64 the reciprocal with all but 16 bits of its
+mul.hi.u32 and Philox's mul.wide.u32 IR functions, rcp.approx.ftz.f64 the reciprocal with all but 16 bits of its
 mantissa cleared (worse than the hardware's, so that the Newton steps after it must work), the bf16 pair
 conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, nanosleep nothing, the reduction
 kernels' inline assembly plain IR (see below), and the shared-memory tile an ordinary global
@@ -41,6 +41,8 @@ for pattern, repl in [
          "call { i32, i32, i32, i32 } @sim_ld_v4("),
         (r'call \{ i32, i32 \} asm "ld\.global\.nc\.L1::evict_last[^"]*", "[^"]*"\(',
          "call { i32, i32 } @sim_ld_v2("),
+        (r'call \{ i32, i32 \} asm "\{ \.reg \.b64 t; mul\.wide\.u32 [^"]*", "=r,=r,r,n"\(',
+         "call { i32, i32 } @sim_mul_wide("),
         (r'call i32 asm "mov\.b32 \$0, \$1; // pass \d+", "=r,r"\(', "call i32 @sim_mov32("),
         (r'call i16 asm "mov\.b16 \$0, \$1; // pass \d+", "=h,h"\(', "call i16 @sim_mov16("),
         (r'call i32 asm "mov\.u32 \$0, %dynamic_smem_size;", "=r"\(\)', f"add i32 {smem}, 0"),
@@ -104,6 +106,16 @@ define internal i32 @sim_mov32(i32 %x) {
 }
 define internal i16 @sim_mov16(i16 %x) {
   ret i16 %x
+}
+define internal { i32, i32 } @sim_mul_wide(i32 %a, i64 %m) {
+  %a64 = zext i32 %a to i64
+  %p = mul i64 %a64, %m
+  %l = trunc i64 %p to i32
+  %h = lshr i64 %p, 32
+  %u = trunc i64 %h to i32
+  %r0 = insertvalue { i32, i32 } poison, i32 %l, 0
+  %r1 = insertvalue { i32, i32 } %r0, i32 %u, 1
+  ret { i32, i32 } %r1
 }
 define internal i32 @sim_mulhi_ui(i32 %a, i32 %b) {
   %a64 = zext i32 %a to i64

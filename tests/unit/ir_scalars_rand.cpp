@@ -242,3 +242,32 @@ TEST_CASE("rand errors are located", "[ir]") {
   check_parse_error("kernel k(s: i64) -> (u: f32[N]) {\n  t[i] = rand(s, 0)\n  u[i] = t[i]\n}",
                     "cannot infer the extent of index 'i': it never indexes a tensor", 2, 3);
 }
+
+// compiler/emit.cpp compares rand with a value in integers only when that value is the same at
+// every point of a launch.
+TEST_CASE("is_launch_invariant: constants, symbols and scalars, not reads or indices", "[ir]") {
+  Program p = parse_program(
+      "kernel k(x: f32[M, N], t: i64[M], p: f32, seed: i64) -> (y: f32[M, N]) {\n"
+      "  y[i, j] = x[i, j] + p * 0.5 + f32(N) + rand(seed, 3, 7) + f32(i) + x[i, t[i]]\n"
+      "      + sum(x[i, k], k) + rand(seed, 3)\n"
+      "}\n");
+  const Expr& y = p.kernels[0].body[0].value;
+  std::vector<std::pair<std::string, bool>> seen;
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (e.as<Binary>() && e.as<Binary>()->op == BinaryOp::add) {
+      for_each_child(e, walk);
+      return;
+    }
+    seen.emplace_back(print(e), is_launch_invariant(e));
+  };
+  walk(y);
+  REQUIRE(seen.size() == 8);
+  CHECK(seen[0] == std::pair<std::string, bool>{"x[i, j]", false});
+  CHECK(seen[1].second);   // p * 0.5
+  CHECK(seen[2].second);   // f32(N)
+  CHECK(seen[3].second);   // rand with a constant counter
+  CHECK(!seen[4].second);  // f32(i)
+  CHECK(!seen[5].second);  // a gather
+  CHECK(!seen[6].second);  // a reduction
+  CHECK(!seen[7].second);  // rand keyed by the element's index
+}
