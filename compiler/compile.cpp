@@ -101,6 +101,26 @@ struct BuiltImage {
   Result<Cubin> cubin = Status::error("assembly disabled");
 };
 
+// The assembler of each kind of kernel. nvJitLink has ptxas compile an image as relocatable
+// code, and for pointwise and scan kernels ptxas then takes far more registers than the same
+// PTX needs assembled as a whole program (ptxas 13.0, sm_90, default variants: dropout bf16 78
+// against 32, rotary 144 against 56, bias + GELU 64 against 36, column scans 117 against 32),
+// which costs them occupancy. Measured on an H200, one binary assembling both ways, default
+// variants (bench/results/2026-11-27-h200-philox, call 2): dropout bf16 16K x 8K 155.3 -> 145.9
+// us, rotary 16K x 32 x 128 bf16 102.6 -> 83.7, rotary f32 181.9 -> 170.6, a hashed gather
+// 203.5 -> 198.4, cumsum 4K x 32K 291.1 -> 282.0, one 64M row 199.6 -> 195.4; embedding and the
+// causal mask within 0.5%. The tiled transposes stay with nvJitLink: level or slower assembled
+// whole (call 3, 8192^2 f32 -> bf16 102.4 -> 104.1 us; the others within 1%). So do row and
+// outer reductions: the cross-entropy's default (several rows a block) lost, 495.6 -> 528.7
+// us, and build_image's occupancy hint (below) already gives the row kernels the registers it
+// measured best. Contractions choose by their PTX (assemble_cubin: wgmma and setmaxnreg need a
+// whole program).
+Assembly assembly_for(const AnyConfig& cfg) {
+  const auto* pc = std::get_if<PointwiseConfig>(&cfg);
+  return (pc && !pc->tiled()) || std::holds_alternative<ScanConfig>(cfg) ? Assembly::whole_program
+                                                                         : Assembly::separate;
+}
+
 // `blocks_per_sm` > 0 asks ptxas to fit that many blocks on an SM (require_blocks_per_sm).
 BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
                             const std::string& arch, bool assemble, int blocks_per_sm) {
@@ -110,7 +130,7 @@ BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const st
   lower_step(m, step, cfg, arch, entry, &out.layout);
   if (blocks_per_sm > 0) require_blocks_per_sm(m, entry, blocks_per_sm);
   out.ptx = emit_ptx(m, arch);
-  if (assemble) out.cubin = assemble_cubin(out.ptx, arch, entry);
+  if (assemble) out.cubin = assemble_cubin(out.ptx, arch, entry, assembly_for(cfg));
   return out;
 }
 

@@ -203,14 +203,16 @@ std::string libdevice_path() {
 }
 
 Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch,
-                             const std::string& entry) {
-  if (wants_whole_program(ptx)) {
+                             const std::string& entry, Assembly how) {
+  const bool mma = wants_whole_program(ptx);
+  if (mma || how == Assembly::whole_program) {
     const std::string ptxas = cuda_root() + "/bin/ptxas";
     if (::access(ptxas.c_str(), X_OK) != 0) {
       return Status::error(fmt::format(
-          "{} not found: kernels with wgmma or setmaxnreg are assembled by ptxas (whole "
-          "program; nvJitLink would serialize their MMAs)",
-          ptxas));
+          "{} not found: {} are assembled by ptxas as a whole program ({})", ptxas,
+          mma ? "kernels with wgmma or setmaxnreg" : "flat pointwise and scan kernels",
+          mma ? "nvJitLink would serialize their MMAs"
+              : "nvJitLink's separate compilation gives them registers that cost occupancy"));
     }
     return ptxas_cubin(ptxas, ptx, arch, entry);
   }

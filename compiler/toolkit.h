@@ -23,12 +23,17 @@ struct Cubin {
   std::string info_log;
 };
 
-/// Assembles `ptx` for `arch` ("sm_90") with nvJitLink, or with the toolkit's ptxas
-/// (whole-program, a process per call) when it uses wgmma or setmaxnreg, which nvJitLink's
-/// separate compilation degrades (toolkit.cpp). Fails (never throws) when the assembler is
-/// missing or rejects the PTX; the message carries its error log. The registers, spills and
-/// shared memory reported are `entry`'s when it is named and the PTX holds several entries.
+/// How an image is assembled: by nvJitLink, which has ptxas compile it as relocatable code
+/// (separate compilation, in process), or by the toolkit's ptxas as a whole program (a process
+/// per call). compile.cpp's `assembly_for` says which kernels take which, and why.
+enum class Assembly { separate, whole_program };
+
+/// Assembles `ptx` for `arch` ("sm_90") as `how` says; PTX with wgmma or setmaxnreg always
+/// whole-program, as nvJitLink's separate compilation degrades both (toolkit.cpp). Fails (never
+/// throws) when the assembler is missing or rejects the PTX; the message carries its error log.
+/// The registers, spills and shared memory reported are `entry`'s when it is named and the PTX
+/// holds several entries.
 Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch,
-                             const std::string& entry = "");
+                             const std::string& entry = "", Assembly how = Assembly::separate);
 
 }  // namespace kiln
