@@ -34,9 +34,10 @@ std::vector<PointwiseConfig> pointwise_config_space(int max_vec) {
 }
 
 // Measured on an H200 (bench/results/2026-11-21-h200-pointwise.md): 128 threads with two
-// vectors in flight was the best or within 3% of the best config for add, swiglu and bias_gelu.
-PointwiseConfig default_pointwise_config(int max_vec, bool gathers) {
-  return {128, max_vec, gathers ? 4 : 2};
+// vectors in flight was the best or within 3% of the best config for add, swiglu and bias_gelu
+// (and for gathers: config.h).
+PointwiseConfig default_pointwise_config(int max_vec) {
+  return {128, max_vec, 2};
 }
 
 namespace {

@@ -48,10 +48,14 @@ struct PointwiseConfig {
 /// fallback for pointers that are not 16-byte aligned.
 std::vector<PointwiseConfig> pointwise_config_space(int max_vec);
 
-/// The heuristic default: 128 threads, full vectors, two vectors in flight; four for a step
-/// that gathers, whose row loads wait on index loads (measured on an H200, embedding lookups
-/// of 8K-512K tokens x 768-4096 bf16: 6-9% faster than two, bench/results/2026-11-24-h200-shapes).
-PointwiseConfig default_pointwise_config(int max_vec, bool gathers = false);
+/// The heuristic default: 128 threads, full vectors, two vectors in flight, gathers included.
+/// Gathers had four (6-9% faster for embedding lookups, bench/results/2026-11-24-h200-shapes,
+/// when their kernels held every index form); with the own entries' fast form alone and
+/// whole-program assembly, two were faster on an H200 for 4 of 5 gathers (embedding 128K x
+/// 4096 bf16 498.7 against 515.1 us, rotary bf16 81.8 against 83.7, a hashed gather 188.0
+/// against 198.4; rotary f32 the exception, 182.2 against 170.6:
+/// bench/results/2026-11-27-h200-philox, call 2).
+PointwiseConfig default_pointwise_config(int max_vec);
 
 /// The tiled configurations of a step whose widest vector is `max_vec` elements and whose
 /// tiled loads take `smem_bytes_per_element` bytes of shared memory per tile element (the sum

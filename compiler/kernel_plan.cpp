@@ -72,11 +72,6 @@ bool reads(const Expr& e, const std::string& name) {
   return found;
 }
 
-// Whether a pointwise step gathers (reads at positions computed from other reads).
-bool gathers(const PointwiseStep& step) {
-  return any_node(step, [](const Expr& e) { return e.as<Gather>() != nullptr; });
-}
-
 // Whether `step` reads a strided input of its entry.
 bool reads_strided(const StepPlan& step) {
   for (const TensorDecl* t : step.abi->params()) {
@@ -164,7 +159,7 @@ void plan_variants(StepPlan& step) {
         break;  // no tune ranges: a tile's knobs constrain one another (config.h)
       }
       for (const PointwiseConfig& c : pointwise_config_space(step.max_vec)) space.push_back(c);
-      def = default_pointwise_config(step.max_vec, gathers(step.pointwise));
+      def = default_pointwise_config(step.max_vec);
       // Pointwise variants compile on the fly: the tuner may move these knobs past the grid.
       step.tune_ranges = {{"block", 32, 1024}, {"unroll", 1, 16}};
       break;
@@ -605,12 +600,6 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
         rows ? " and, with vectors, reads rows a multiple of its vector" : "",
         rows ? " or with rows that are not" : "",
         step.strided_variant >= 0 ? "; the strided variant has one entry, for every launch" : ""));
-    if (gathers(step.pointwise) && !step.pointwise.tiling.tiled()) {
-      line(
-          fmt::format("  a gather: {} vectors in flight per thread, as the addresses wait on "
-                      "loads",
-                      std::get<PointwiseConfig>(def.config).unroll));
-    }
     if (const Tiling& t = step.pointwise.tiling; t.tiled()) {
       const auto& c = std::get<PointwiseConfig>(def.config);
       const std::string& across = step.pointwise.vars[static_cast<size_t>(t.across)];
