@@ -726,30 +726,21 @@ Value* Emitter::int_div(Value* a, Value* b, bool is_signed) {
 // A comparison of rand with a value that is the same for every element, in either order, as
 // rand_compare; nullptr for any other binary node.
 Value* Emitter::rand_ordering(const Binary& n, ValueMemo& memo, const LeafFn& leaf) {
-  std::optional<BinaryOp> op;
-  switch (n.op) {
-    case BinaryOp::lt:
-    case BinaryOp::le:
-    case BinaryOp::gt:
-    case BinaryOp::ge:
-      op = n.op;
-      break;
-    default:
-      return nullptr;
-  }
+  if (!is_comparison(n.op) || n.op == BinaryOp::eq || n.op == BinaryOp::ne) return nullptr;
+  BinaryOp op = n.op;
   Expr a = wrap(n.a), b = wrap(n.b);
-  if (!a.as<Rand>()) {
+  if (!a.as<Rand>()) {  // v OP rand is rand OP' v, with OP' the mirrored ordering
     std::swap(a, b);
-    op = *op == BinaryOp::lt   ? BinaryOp::gt
-         : *op == BinaryOp::le ? BinaryOp::ge
-         : *op == BinaryOp::gt ? BinaryOp::lt
-                               : BinaryOp::le;
+    op = op == BinaryOp::lt   ? BinaryOp::gt
+         : op == BinaryOp::le ? BinaryOp::ge
+         : op == BinaryOp::gt ? BinaryOp::lt
+                              : BinaryOp::le;
   }
   const Rand* r = a.as<Rand>();
   if (!r || !is_launch_invariant(b)) return nullptr;
   Value* k = philox_bits(eval(wrap(r->seed), memo, leaf), eval(wrap(r->offset), memo, leaf),
                          eval(wrap(r->counter), memo, leaf));
-  return rand_compare(*op, k, eval(b, memo, leaf));
+  return rand_compare(op, k, eval(b, memo, leaf));
 }
 
 Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
