@@ -34,7 +34,11 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       }
       continue;
     }
-    if (v.max_reduced > 0 && !step.reduced.empty()) r.tiers.emplace_back(v.max_reduced, id);
+    // A pointwise step's tiers have the limit 1 (its reduced extent) and differ in
+    // min_rows_per_sm, its rows being its elements.
+    if (v.max_reduced > 0 && (!step.reduced.empty() || step.kind == StepKind::pointwise)) {
+      r.tiers.emplace_back(v.max_reduced, id);
+    }
   }
   std::sort(r.strided_tiers.begin(), r.strided_tiers.end());
   // Contraction steps: the smallest tiles of the chosen variant's kind (TMA-fed or not).
@@ -64,7 +68,8 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
   }
   std::sort(r.tiers.begin(), r.tiers.end());
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
-  const bool may_split = !r.tiers.empty() || step.kind == StepKind::outer_reduction;
+  const bool may_split = (!r.tiers.empty() && step.kind != StepKind::pointwise) ||
+                         step.kind == StepKind::outer_reduction;
   for (size_t vi = 0; vi < step.variants.size() && r.split < 0 && may_split; ++vi) {
     if (loadable[vi] && step.variants[vi].split.phases > 0 && device.memory_pools) {
       r.split = static_cast<int>(vi);

@@ -40,6 +40,10 @@ PointwiseConfig default_pointwise_config(int max_vec) {
   return {128, max_vec, 2};
 }
 
+PointwiseConfig heavy_pointwise_config(int max_vec) {
+  return {128, max_vec, 4};
+}
+
 namespace {
 
 constexpr int64_t kStaticSmemBytes = 48 * 1024;

@@ -57,6 +57,23 @@ std::vector<PointwiseConfig> pointwise_config_space(int max_vec);
 /// bench/results/2026-11-27-h200-philox, call 2).
 PointwiseConfig default_pointwise_config(int max_vec);
 
+/// Steps whose estimated work (compiler/plan.h: pointwise_work_per_byte) is at least this
+/// many instructions per byte run heavy_pointwise_config on launches of at least
+/// kHeavyMinElementsPerSm elements per SM, default_pointwise_config below that.
+inline constexpr double kHeavyWorkPerByte = 5;
+inline constexpr int64_t kHeavyMinElementsPerSm = 128 * 1024;
+
+/// Four vectors in flight per thread of 128: a thread that spends long on arithmetic between
+/// its loads keeps more bytes in flight. Measured on an H200 (bench/results/2026-11-27-h200-
+/// ahead), against two at 16384 x 8192 (call 1): dropout bf16 145.3 -> 138.9 us, its backward
+/// 145.1 -> 138.6, bias + erf-GELU bf16 189.3 -> 181.7 (estimated 7.2, 7.2 and 7.8
+/// instructions a byte; Nsight Compute counted 5.9 and 9.2 executed, call 2); slower for every
+/// step estimated under 5 (dropout f32 255.9 -> 262.6 at 3.4, executed 3.6; bias + tanh-GELU
+/// bf16 130.3 -> 131.7 at 4.0, executed 4.2; silu * b, tanh f32, add, a cast: 1-3%). By size
+/// (call 2, three heavy steps): four are level at 16M elements (124K an SM of 132), 1.5-4%
+/// faster from 32M, 0-4% slower at 8M and 3-6% at 4M.
+PointwiseConfig heavy_pointwise_config(int max_vec);
+
 /// The tiled configurations of a step whose widest vector is `max_vec` elements and whose
 /// tiled loads take `smem_bytes_per_element` bytes of shared memory per tile element (the sum
 /// of their element sizes): full vectors first, then scalar ones (the fallback for pointers

@@ -332,6 +332,14 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     if (!p->strided && !p->tiled()) {
       v.general = true;
       v.row_multiple = p->vec > 1 && has_row_aligned_form(step.pointwise) ? p->vec : 0;
+      // Heavy steps: two tiers by the launch's elements (config.h), the reduced extent being 1.
+      if (step.pointwise.work_per_byte >= kHeavyWorkPerByte && !step.pointwise.tiling.tiled()) {
+        if (*p == default_pointwise_config(step.max_vec)) v.max_reduced = 1;
+        if (*p == heavy_pointwise_config(step.max_vec)) {
+          v.max_reduced = 1;
+          v.min_rows_per_sm = kHeavyMinElementsPerSm;
+        }
+      }
     }
     return v;
   }
@@ -586,7 +594,28 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     line("contiguous strides:");
   }
   if (step.kind == bundle::StepKind::pointwise) {
-    line(fmt::format("every size: variant {} ({})", step.default_variant, config_text(def.config)));
+    // Heavy steps' tiers (config.h): the one for many elements per SM first.
+    std::vector<int> tiers;
+    for (const auto& [limit, v] : rule.tiers) tiers.push_back(v);
+    std::sort(tiers.begin(), tiers.end(), [&](int a, int b) {
+      return step.variants[static_cast<size_t>(a)].min_rows_per_sm >
+             step.variants[static_cast<size_t>(b)].min_rows_per_sm;
+    });
+    if (tiers.size() == 2) {
+      const PlannedVariant& many = step.variants[static_cast<size_t>(tiers[0])];
+      line(fmt::format(
+          "an estimated {:.1f} instructions per byte moved (>= {}): elements >= {} x SMs: variant "
+          "{} ({}), more vectors in flight per thread",
+          step.pointwise.work_per_byte, kHeavyWorkPerByte, many.min_rows_per_sm, tiers[0],
+          config_text(many.config)));
+      line(fmt::format("else: variant {} ({})", tiers[1],
+                       config_text(step.variants[static_cast<size_t>(tiers[1])].config)));
+    } else {
+      line(
+          fmt::format("every size: variant {} ({}) (an estimated {:.1f} instructions per byte "
+                      "moved)",
+                      step.default_variant, config_text(def.config), step.pointwise.work_per_byte));
+    }
     if (step.pointwise.approx_tanh) {
       line(
           "  every output is f16 or bf16: tanh runs on tanh.approx.f32 (its error: "

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace kiln {
 
@@ -97,8 +98,83 @@ std::vector<PointwiseStep> plan_pointwise(const KernelDef& k) {
   for (PointwiseStep& st : steps) {
     st.tiling = plan_tiling(st);
     st.approx_tanh = approx_tanh(k, st);
+    st.work_per_byte = pointwise_work_per_byte(k, st);
   }
   return steps;
+}
+
+namespace {
+
+bool narrow(DType t) {
+  return t == DType::f16 || t == DType::bf16;
+}
+
+// The instructions one element of node e costs, its operands aside (pointwise_work_per_byte):
+// SASS instructions of its usual lowering (compiler/emit.cpp), rounded.
+double node_cost(const Expr& e, bool approx_tanh) {
+  if (const Load* ld = e.as<Load>()) return narrow(ld->stored) ? 2 : 1;  // with the widening
+  if (const Gather* g = e.as<Gather>()) return narrow(g->stored) ? 2 : 1;
+  if (e.as<Rand>()) return 16;  // Philox 4x32-10: ten rounds of 6 for 4 numbers, and the bits
+  if (const Unary* u = e.as<Unary>()) {
+    switch (u->op) {
+      case UnaryOp::exp:
+        return 2;  // ex2.approx and its scaling
+      case UnaryOp::sqrt:
+      case UnaryOp::rsqrt:
+        return 4;
+      case UnaryOp::tanh:
+        return approx_tanh ? 1 : 18;  // tanh.approx.f32, else libdevice
+      case UnaryOp::sigmoid:
+        return 13;  // exp, an add and a division
+      case UnaryOp::log:
+        return 12;  // libdevice
+      case UnaryOp::erf:
+        return 20;  // libdevice: a polynomial on each of two ranges
+      default:
+        return 1;
+    }
+  }
+  if (const Binary* b = e.as<Binary>()) {
+    const bool wide = wrap(b->a).type() == DType::i64;
+    switch (b->op) {
+      case BinaryOp::div:
+        return wrap(b->a).type() == DType::f32 ? 10 : 20;  // IEEE f32, or integer division
+      case BinaryOp::pow:
+        return 40;
+      default:
+        return wide ? 2 : 1;
+    }
+  }
+  if (e.as<Select>() || e.as<Cast>()) return 1;
+  return 0;  // constants, indices, symbols and scalars
+}
+
+}  // namespace
+
+double pointwise_work_per_byte(const KernelDef& k, const PointwiseStep& step) {
+  std::vector<const TensorDecl*> params = k.params();
+  double work = 0, bytes = 0;
+  std::unordered_set<Expr> seen;  // structurally equal nodes are evaluated once (ValueMemo)
+  auto visit = [&](auto&& self, const Expr& e) -> void {
+    // What is the same at every point (a scale 1 / (1 - p)) is evaluated once per thread.
+    if (is_launch_invariant(e) || !seen.insert(e).second) return;
+    work += node_cost(e, step.approx_tanh);
+    if (const Load* ld = e.as<Load>()) {
+      const bool every = std::all_of(step.vars.begin(), step.vars.end(), [&](const std::string& v) {
+        return std::find(ld->indices.begin(), ld->indices.end(), v) != ld->indices.end();
+      });
+      if (every) bytes += static_cast<double>(size_of(ld->stored));
+    }
+    if (const Gather* g = e.as<Gather>()) bytes += static_cast<double>(size_of(g->stored));
+    for_each_child(e, [&](const Expr& c) { self(self, c); });
+  };
+  for (const StepStore& st : step.stores) {
+    const DType t = params[static_cast<size_t>(st.param)]->dtype;
+    work += narrow(t) ? 2 : 1;
+    bytes += static_cast<double>(size_of(t));
+    visit(visit, st.value);
+  }
+  return bytes > 0 ? work / bytes : work;
 }
 
 bool any_node(const PointwiseStep& step, const std::function<bool(const Expr&)>& pred) {

@@ -1,6 +1,8 @@
 // Unit tests of the compiler's pointwise path: planning (inlining, grouping by iteration
 // space), the config space, vector widths, and whole-program compilation into a manifest that
 // the runtime's reader accepts.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <functional>
 #include <set>
@@ -10,6 +12,7 @@
 #include "compiler/codegen.h"
 #include "compiler/compile.h"
 #include "compiler/config.h"
+#include "compiler/kernel_plan.h"
 #include "compiler/plan.h"
 #include "ir/text.h"
 
@@ -65,6 +68,81 @@ TEST_CASE("tanh is approximate only where every output of the step is 16-bit", "
              "  y[i] = tanh(x[i])\n  z[i] = x[i] * 2.0\n}"));
   CHECK_FALSE(approx("kernel k(x: bf16[N]) -> (y: f32[N]) { y[i] = tanh(x[i]) }"));
   CHECK_FALSE(approx(kBiasGelu));
+}
+
+TEST_CASE("the work estimate counts each distinct node per element over the bytes moved",
+          "[compiler]") {
+  auto work = [](const char* src) {
+    Program p = parse_program(src);
+    std::vector<PointwiseStep> steps = plan_pointwise(p.kernels[0]);
+    REQUIRE(steps.size() == 1);
+    return steps[0].work_per_byte;
+  };
+  // Loads of x and b, the add, the store (4 instructions) over x's and y's 8 bytes: the bias is
+  // a broadcast, read from cache.
+  CHECK(work("kernel k(x: f32[M, N], b: f32[N]) -> (y: f32[M, N]) { y[i, j] = x[i, j] + b[j] }") ==
+        0.5);
+  // erf is 20; x * x written twice is one node.
+  CHECK(work("kernel k(x: f32[N]) -> (y: f32[N]) { y[i] = erf(x[i]) }") == 22.0 / 8);
+  CHECK(work("kernel k(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * x[i] + x[i] * x[i] }") == 4.0 / 8);
+  // A scale the same at every point (1 / (1 - p)) costs nothing per element; a division by a
+  // loaded value costs 10.
+  CHECK(work("kernel k(x: f32[N], p: f32) -> (y: f32[N]) { y[i] = x[i] * (1.0 / (1.0 - p)) }") ==
+        3.0 / 8);
+  CHECK(work("kernel k(x: f32[N], z: f32[N]) -> (y: f32[N]) { y[i] = x[i] / z[i] }") == 13.0 / 12);
+  // 16-bit loads and stores count their conversions.
+  CHECK(work("kernel k(x: bf16[N]) -> (y: bf16[N]) { y[i] = x[i] * 2.0 }") == 5.0 / 4);
+  // bias + erf-GELU in bf16 and dropout in bf16 are heavy, their f32 and tanh forms are not.
+  CHECK(work(kBiasGelu) >= kHeavyWorkPerByte);
+  const char* dropout =
+      "kernel k(x: {0}[M, N], p: f32, seed: i64, offset: i64) -> (y: {0}[M, N]) {{\n"
+      "  y[i, j] = x[i, j] * f32(rand(seed, offset) >= p) * (1.0 / (1.0 - p))\n}}";
+  CHECK(work(fmt::format(fmt::runtime(dropout), "bf16").c_str()) >= kHeavyWorkPerByte);
+  CHECK(work(fmt::format(fmt::runtime(dropout), "f32").c_str()) < kHeavyWorkPerByte);
+  CHECK(work("kernel k(x: bf16[M, N], b: bf16[N]) -> (y: bf16[M, N]) {\n"
+             "  h[i, j] = x[i, j] + b[j]\n"
+             "  y[i, j] = 0.5 * h[i, j] * (1.0 + tanh(0.79788456 * (h[i, j] + 0.044715 * h[i, j] "
+             "* h[i, j] * h[i, j])))\n}") < kHeavyWorkPerByte);
+}
+
+TEST_CASE("heavy flat steps run four vectors in flight from many elements per SM", "[compiler]") {
+  auto rule_of = [](const char* src, const bundle::DeviceFacts& device, int64_t elements) {
+    Program p = parse_program(src);
+    std::unique_ptr<KernelPlan> plan = plan_kernel(p.kernels[0]);
+    REQUIRE(plan->steps.size() == 1);
+    const bundle::Step s = manifest_step(*plan, 0, {"sm_90"});
+    const bundle::StepRule rule =
+        bundle::step_rule(s, std::vector<bool>(s.variants.size(), true), device);
+    return std::pair{static_cast<int>(rule.tiers.size()),
+                     bundle::heuristic_variant(s, rule, elements, 1, device)};
+  };
+  const bundle::DeviceFacts h200{132, true};
+  const int64_t many = kHeavyMinElementsPerSm * 132;
+  const auto variant_of = [](const char* src, const PointwiseConfig& c) {
+    Program p = parse_program(src);
+    std::unique_ptr<KernelPlan> plan = plan_kernel(p.kernels[0]);
+    const std::vector<PlannedVariant>& vs = plan->steps[0].variants;
+    for (size_t v = 0; v < vs.size(); ++v) {
+      if (std::get<PointwiseConfig>(vs[v].config) == c) return static_cast<int>(v);
+    }
+    return -1;
+  };
+  const int two = variant_of(kBiasGelu, default_pointwise_config(8));
+  const int four = variant_of(kBiasGelu, heavy_pointwise_config(8));
+  REQUIRE(two >= 0);
+  REQUIRE(four >= 0);
+  CHECK(rule_of(kBiasGelu, h200, many) == std::pair{2, four});
+  CHECK(rule_of(kBiasGelu, h200, many - 132) == std::pair{2, two});
+  CHECK(rule_of(kBiasGelu, h200, 1) == std::pair{2, two});
+  // On a GPU of 20 SMs the same count is many elements per SM.
+  CHECK(rule_of(kBiasGelu, {20, true}, kHeavyMinElementsPerSm * 20) == std::pair{2, four});
+  // Light steps have no tiers; nor do tiled ones, however heavy (their tiles run).
+  CHECK(
+      rule_of("kernel k(x: bf16[M, N]) -> (y: bf16[M, N]) { y[i, j] = x[i, j] * 2.0 }", h200, many)
+          .first == 0);
+  CHECK(rule_of("kernel k(x: bf16[N, M]) -> (y: bf16[M, N]) { y[i, j] = erf(erf(x[j, i])) }", h200,
+                many)
+            .first == 0);
 }
 
 TEST_CASE("outputs of one iteration space share a step, others get their own", "[compiler]") {
