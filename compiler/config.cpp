@@ -339,11 +339,10 @@ std::vector<ScanConfig> row_scan_space(int max_vec) {
   return space;
 }
 
-// Measured on an H200 (bench/results/2026-11-24-h200-shapes): a warp per row is the fastest
-// on rows of f32 8192 (284 us against 287 for the next) and bf16 32768 (64 KiB: 160 against
-// 173), so it is the tier up to 64 KiB (f32 16384 was not measured); 256 threads loading two
-// chunks ahead beyond (f32 32768 and 131072: 291 and 297 us against 387 and 389 for 512
-// threads with one chunk; 262144: 206 against 203).
+// Measured on an H200 (bench/results/2026-11-24-h200-shapes): 256 threads loading two chunks
+// ahead were the fastest on long rows (f32 32768 and 131072: 291 and 297 us against 387 and
+// 389 for 512 threads with one chunk; 262144: 206 against 203). Since rows load a step ahead,
+// the shorter tiers are config.h's (warp_scan_limit, block_scan_limit).
 ScanConfig default_row_scan_config(int max_vec) {
   return {256, 256, max_vec, 2, false};
 }
@@ -351,6 +350,7 @@ ScanConfig default_row_scan_config(int max_vec) {
 int64_t row_scan_tier_limit(const ScanConfig& c, int max_vec) {
   if (c.split || c.vec != max_vec) return 0;
   if (c.group == 32 && c.block == 256 && c.items == 1) return warp_scan_limit(max_vec);
+  if (c == ScanConfig{256, 256, max_vec, 1, false}) return block_scan_limit(max_vec);
   if (c == default_row_scan_config(max_vec)) return std::numeric_limits<int64_t>::max();
   return 0;
 }

@@ -221,19 +221,35 @@ inline constexpr int kLookbackPollNs = 100;
 inline constexpr int64_t kLookbackTileChunks = 8;
 
 /// Row scans: a warp per row (the tier for rows of up to warp_scan_limit elements), a block
-/// of 256 per row loading 2 chunks ahead (compiler/lower_scan.cpp: the tier for longer rows,
-/// the default), other block sizes and depths for the tuner, scalar copies (the fallback for
-/// pointers that are not aligned to the vectors), and the split variant, which the rule runs
-/// for few, very long rows.
+/// of 256 per row with one chunk a step (the tier up to block_scan_limit), a block of 256
+/// loading 2 chunks a step (compiler/lower_scan.cpp: the tier for longer rows, the default),
+/// other block sizes and depths for the tuner, scalar copies (the fallback for pointers that
+/// are not aligned to the vectors), and the split variant, which the rule runs for few, very
+/// long rows.
 std::vector<ScanConfig> row_scan_space(int max_vec);
 ScanConfig default_row_scan_config(int max_vec);
-/// The tier limit of a row scan config: warp_scan_limit for a vector warp per row, INT64_MAX
+/// The tier limit of a row scan config: warp_scan_limit for a vector warp per row,
+/// block_scan_limit for a vector block of 256 with one chunk a step (when not 0), INT64_MAX
 /// for the default, 0 (not a tier) for the others.
 int64_t row_scan_tier_limit(const ScanConfig& c, int max_vec);
-/// The longest row a warp scans in the heuristic: 64 KiB of 16 / max_vec-byte elements (16384
-/// f32, 32768 bf16).
+/// The longest row a warp scans in the heuristic. Measured on an H200 with rows loading a step
+/// ahead, 128M elements, over row lengths of 512 to 262144 (bench/results/2026-11-27-h200-ahead,
+/// call 4): with vectors of 4 (f32, i32) a warp per row is the fastest up to 2048 elements (8
+/// KiB) and a block of 256 3.6-5% faster from 4096 to 16384 (266.2 against 276.2 us at 4096,
+/// 264.4 against 278.5 at 8192); with vectors of 8 (16-bit rows, or f32 rows beside a 16-bit
+/// output, whose block variants take many registers: cumsum_fused 392-397 us on a warp per
+/// row against 403-415 on a block up to 16384) the warp stays the tier up to 64 KiB of
+/// 2-byte elements (32768; bf16 rows of 8192 to 32768 1-3% faster on the default's blocks).
 constexpr int64_t warp_scan_limit(int max_vec) {
-  return int64_t{4096} * max_vec;
+  return max_vec <= 4 ? int64_t{512} * max_vec : int64_t{4096} * max_vec;
+}
+/// The longest row a block of 256 with one chunk a step scans in the heuristic, when max_vec
+/// <= 4: 65536 f32 (256 KiB). Measured as above: one chunk a step (two in flight, the next
+/// loading during this one's scan) beat two from 4096 to 65536 f32 elements (279.8 against
+/// 298.8 us at 65536, level at 32768), two won at 262144 (290.0 against 302.1); with vectors
+/// of 8, two won from 8192 bf16 on (0: no such tier).
+constexpr int64_t block_scan_limit(int max_vec) {
+  return max_vec <= 4 ? int64_t{16384} * max_vec : 0;
 }
 /// Outer scans: 128 threads of one column each with 16 steps loaded ahead (the default),
 /// other blocks, depths and columns per thread for the tuner. For outer scans `vec` is the

@@ -300,11 +300,11 @@ void explain_scan_rule(const StepPlan& step, const bundle::StepRule& rule, Line&
     std::string when = t + 1 < rule.tiers.size() ? fmt::format("{} <= {}", L, limit)
                        : t == 0                  ? std::string("every length")
                                 : fmt::format("{} > {}", L, rule.tiers[t - 1].first);
-    line(fmt::format("{}{}: variant {} ({}), {} per row, chunks of {} carrying the prefix{}", ind,
-                     when, vi, config_text(v.config),
-                     c.group == 32 ? std::string("a warp") : fmt::format("{} threads", c.group),
-                     c.chunk(),
-                     c.items > 1 ? fmt::format(", {} loaded ahead", c.items) : std::string()));
+    line(fmt::format(
+        "{}{}: variant {} ({}), {} per row, chunks of {} carrying the prefix, {} a step{}", ind,
+        when, vi, config_text(v.config),
+        c.group == 32 ? std::string("a warp") : fmt::format("{} threads", c.group), c.chunk(),
+        c.items, c.vec > 1 ? " (vectors: the next step's load during this one's scan)" : ""));
   }
 }
 

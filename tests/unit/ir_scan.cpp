@@ -231,10 +231,26 @@ TEST_CASE("plan: scan variants, tiers and the split for one long row", "[compile
     const int v = bundle::heuristic_variant(written, rule, rows_n, len, h100);
     return std::get<ScanConfig>(st.variants[static_cast<size_t>(v)].config);
   };
-  CHECK(pick(4096, 32768) == def);
+  // f32 rows of up to 8 KiB: a warp each; up to 256 KiB: a block with one chunk a step;
+  // longer: the default's two.
+  const ScanConfig one{256, 256, 4, 1, false};
   CHECK(pick(4096, 1000).group == 32);
-  CHECK(pick(4096, 16384).group == 32);  // rows of up to 64 KiB: a warp each
-  CHECK(pick(4096, 16385) == def);
+  CHECK(pick(4096, 2048).group == 32);
+  CHECK(pick(4096, 2049) == one);
+  CHECK(pick(4096, 32768) == one);
+  CHECK(pick(4096, 65536) == one);
+  CHECK(pick(4096, 65537) == def);
+  // 16-bit rows (vectors of 8): a warp each up to 64 KiB, then the default.
+  std::unique_ptr<KernelPlan> half = plan_kernel(*p.find_kernel("cumsum_bf16"));
+  const bundle::Step half_written = manifest_step(*half, 0, {"sm_90"});
+  const bundle::StepRule half_rule =
+      bundle::step_rule(half_written, std::vector<bool>(half_written.variants.size(), true), h100);
+  auto pick_half = [&](int64_t len) {
+    const int v = bundle::heuristic_variant(half_written, half_rule, 4096, len, h100);
+    return std::get<ScanConfig>(half->steps[0].variants[static_cast<size_t>(v)].config);
+  };
+  CHECK(pick_half(32768).group == 32);
+  CHECK(pick_half(32769) == ScanConfig{256, 256, 8, 2, false});
   CHECK(pick(1, 67108864).split);
   CHECK(pick(3, 100003).split);
   CHECK_FALSE(pick(1, 5000).split);  // too short to give each of its blocks two chunks
