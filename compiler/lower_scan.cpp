@@ -200,6 +200,10 @@ class ScanLowering {
     llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
     return entry.CreateAlloca(ty, nullptr, name);
   }
+  /// The value in a slot_of slot.
+  Value* load_slot(Value* slot) {
+    return b_.CreateLoad(llvm::cast<llvm::AllocaInst>(slot)->getAllocatedType(), slot);
+  }
   void emit_outer();
 
   llvm::Module& m_;
@@ -888,10 +892,7 @@ Value* ScanLowering::scan_row(const std::vector<Value*>& row, Value* j_begin, Va
     if (prefetch) {
       for (const std::vector<Value*>& slots : ahead) {
         held.emplace_back();
-        for (Value* s : slots) {
-          held.back().push_back(
-              b_.CreateLoad(llvm::cast<llvm::AllocaInst>(s)->getAllocatedType(), s));
-        }
+        for (Value* s : slots) held.back().push_back(load_slot(s));
       }
       hold(load_step(b_.CreateAdd(c_base, i64(chunk * I))));
     }
@@ -1060,9 +1061,7 @@ void ScanLowering::held_tiles(const std::vector<Value*>& coord, Value* first, Va
     return y;
   };
   auto load_all = [&](const TileScan& slots) {
-    return map(slots, [&](Value* s) {
-      return b_.CreateLoad(llvm::cast<llvm::AllocaInst>(s)->getAllocatedType(), s);
-    });
+    return map(slots, [&](Value* s) { return load_slot(s); });
   };
   auto flatten = [](const TileScan& x) {  // the values in map's order
     std::vector<Value*> all{x.total};

@@ -70,6 +70,14 @@ Expr Inliner::inline_definition(const Stmt& s, const std::vector<std::string>& i
   return value;
 }
 
+namespace {
+
+bool narrow(DType t) {  // a 16-bit float
+  return t == DType::f16 || t == DType::bf16;
+}
+
+}  // namespace
+
 std::vector<PointwiseStep> plan_pointwise(const KernelDef& k) {
   Inliner inliner(k);
   std::vector<const TensorDecl*> params = k.params();
@@ -104,10 +112,6 @@ std::vector<PointwiseStep> plan_pointwise(const KernelDef& k) {
 }
 
 namespace {
-
-bool narrow(DType t) {
-  return t == DType::f16 || t == DType::bf16;
-}
 
 // The instructions one element of node e costs, its operands aside (pointwise_work_per_byte):
 // SASS instructions of its usual lowering (compiler/emit.cpp), rounded.
@@ -190,8 +194,7 @@ bool any_node(const PointwiseStep& step, const std::function<bool(const Expr&)>&
 bool approx_tanh(const KernelDef& k, const PointwiseStep& step) {
   std::vector<const TensorDecl*> params = k.params();
   auto half = [&](const StepStore& s) {
-    DType t = params[static_cast<size_t>(s.param)]->dtype;
-    return t == DType::f16 || t == DType::bf16;
+    return narrow(params[static_cast<size_t>(s.param)]->dtype);
   };
   auto is_tanh = [](const Expr& e) {
     const Unary* u = e.as<Unary>();
