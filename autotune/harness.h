@@ -66,10 +66,11 @@ std::optional<InputMode> parse_input_mode(std::string_view name);
 /// output type (a cast in the spec, e.g. f16(...), rounded it already), the exact value is
 /// unknown within that rounding, and a flip of it costs up to one ulp: u_out is allowed twice.
 ///
-/// A kernel with approximate functions (the manifest's steps[].approx_error: tanh.approx.f32
-/// where every output of the step is f16 or bf16) adds their error to gamma: an absolute error
-/// of at most 2^-10 in tanh, scaled by what multiplies it, is at most that of the output's
-/// largest value where the factors are no larger than it (GELU's 0.5 h, a scaled tanh).
+/// A kernel with approximate functions (the manifest's steps[].approx_error: tanh and erf on
+/// tanh.approx.f32 where every output of the step is f16 or bf16) adds their error to gamma: an
+/// absolute error of at most 2^-10 in tanh or erf, scaled by what multiplies it, is at most that of
+/// the output's largest value where the factors are no larger than it (GELU's 0.5 h, a scaled
+/// tanh).
 struct Tolerance {
   double rel = 0;    // u_out + gamma, or --rtol when given
   double gamma = 0;  // the coefficient of scale

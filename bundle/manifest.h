@@ -270,8 +270,8 @@ struct Step {
                              // for a row or outer reduction over several indices), else empty
   std::vector<Variant> variants;
   // The largest error the step's approximate functions add, as a fraction of an output's
-  // largest value (tanh.approx.f32 in steps whose outputs are all f16 or bf16:
-  // compiler/plan.h PointwiseStep::approx_tanh); the harness adds it to its tolerance
+  // largest value (tanh and erf on tanh.approx.f32 in steps whose outputs are all f16 or
+  // bf16: compiler/kernel_plan.h StepPlan::fast_functions); the harness adds it to its tolerance
   // (autotune/harness.h). "approx_error" in JSON, present only when > 0.
   double approx_error = 0;
   friend bool operator==(const Step&, const Step&) = default;

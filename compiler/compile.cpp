@@ -86,7 +86,7 @@ void lower_step(llvm::Module& m, const StepPlan& plan, const AnyConfig& cfg,
   if (const auto* pc = std::get_if<PointwiseConfig>(&cfg)) {
     lower_pointwise(m, *plan.abi, plan.pointwise, *pc, entry, layout);
   } else if (const auto* cc = std::get_if<ContractionConfig>(&cfg)) {
-    lower_contraction(m, *plan.abi, *plan.sk, *cc, arch, entry, layout);
+    lower_contraction(m, *plan.abi, *plan.sk, *cc, plan.fast_functions, arch, entry, layout);
   } else if (const auto* sc = std::get_if<ScanConfig>(&cfg)) {
     lower_scan(m, *plan.abi, *plan.sk, *sc, entry, layout);
   } else {

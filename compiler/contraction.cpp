@@ -183,12 +183,12 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
   return c;
 }
 
-bool transcendental_epilogue(const KernelDef& k) {
-  auto any = [](auto&& self, const Expr& e) -> bool {
+bool transcendental_epilogue(const KernelDef& k, bool fast_functions) {
+  auto any = [&](auto&& self, const Expr& e) -> bool {
     bool found = false;
     if (const Unary* u = e.as<Unary>()) {
-      found = u->op == UnaryOp::exp || u->op == UnaryOp::log || u->op == UnaryOp::tanh ||
-              u->op == UnaryOp::sigmoid || u->op == UnaryOp::erf;
+      found = u->op == UnaryOp::exp || u->op == UnaryOp::log || u->op == UnaryOp::sigmoid ||
+              (!fast_functions && (u->op == UnaryOp::tanh || u->op == UnaryOp::erf));
     } else if (const Binary* b = e.as<Binary>()) {
       found = b->op == BinaryOp::pow;
     }

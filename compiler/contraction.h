@@ -60,10 +60,12 @@ struct ContractionShape {
 std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef& k, const Stmt& s);
 
 /// Whether a statement of contraction kernel `k` (its epilogue) evaluates a transcendental
-/// function: exp, log, tanh, sigmoid, erf or pow, libdevice calls of tens of instructions per
-/// element. The plan stages such epilogues through shared memory, and the register epilogue
-/// keeps one copy of their code (lower_contraction.h).
-bool transcendental_epilogue(const KernelDef& k);
+/// function: exp, log, sigmoid or pow, and tanh or erf unless `fast_functions` (then they are
+/// tanh.approx.f32 and a polynomial of it, StepPlan::fast_functions); else libdevice calls of
+/// tens of instructions per element. The plan stages epilogues with any of these functions
+/// through shared memory (in clusters of two unless one is a libdevice call), and the register
+/// epilogue keeps one copy of their code (lower_contraction.h).
+bool transcendental_epilogue(const KernelDef& k, bool fast_functions);
 
 /// "A: a[i, k] (K contiguous), B: w[k, j] (N contiguous)".
 std::string describe_operands(const ContractionShape& c);

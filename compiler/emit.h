@@ -89,6 +89,8 @@ class Emitter {
   llvm::Value* fast_exp(llvm::Value* x);
   /// tanh(x) on tanh.approx.f32 (see emit.cpp for its error).
   llvm::Value* approx_tanh(llvm::Value* x);
+  /// erf(x) as tanh.approx.f32 of an odd polynomial (see emit.cpp for its error).
+  llvm::Value* approx_erf(llvm::Value* x);
   /// A kernel taking one global pointer per parameter of `abi` (noalias; readonly for inputs,
   /// writeonly for outputs; a scalar parameter by value, in its storage type) then one i64 per
   /// symbol; with `workspace`, then a global pointer (noalias) and an i64 phase (split reductions,
@@ -101,8 +103,8 @@ class Emitter {
   /// Whether loads of strided parameters go through their strides (a strided variant:
   /// PointwiseConfig::strided). Gathers follow it; each lowering applies it to its own loads.
   void set_read_strides(bool on) { read_strides_ = on; }
-  /// Whether tanh runs on tanh.approx.f32 (PointwiseStep::approx_tanh).
-  void set_approx_tanh(bool on) { approx_tanh_ = on; }
+  /// Whether tanh and erf run on approx_tanh and approx_erf (PointwiseStep::fast_functions).
+  void set_fast_functions(bool on) { fast_functions_ = on; }
   bool read_strides() const { return read_strides_; }
   /// Element offset (i64) of `tensor` at `coords` (integers, zero-extended) through the
   /// current kernel's stride arguments of that tensor, or nullptr when it has none.
@@ -154,7 +156,7 @@ class Emitter {
   llvm::Module& m_;
   llvm::IRBuilder<>& b_;
   bool read_strides_ = false;
-  bool approx_tanh_ = false;
+  bool fast_functions_ = false;
 };
 
 }  // namespace kiln

@@ -14,6 +14,36 @@
 namespace kiln {
 namespace {
 
+std::vector<DType> stored_types(const KernelDef& k) {
+  std::vector<DType> types;
+  for (const TensorDecl& o : k.outputs) types.push_back(o.dtype);
+  return types;
+}
+
+std::vector<Expr> statement_values(const KernelDef& k) {
+  std::vector<Expr> values;
+  for (const Stmt& s : k.body) values.push_back(s.value);
+  return values;
+}
+
+// `kiln explain`'s line on a step's approximate functions (StepPlan::fast_functions).
+std::string fast_functions_line(const StepPlan& step) {
+  std::vector<Expr> values;
+  if (step.kind == bundle::StepKind::pointwise) {
+    for (const StepStore& st : step.pointwise.stores) values.push_back(st.value);
+  } else if (step.sk) {
+    values = statement_values(step.sk->def);
+  }
+  const std::string fns = approximated_functions(values);
+  const char* tanh = "tanh runs on tanh.approx.f32";
+  const char* erf = "erf runs as tanh.approx.f32 of an odd polynomial";
+  return fmt::format(
+      "every output is f16 or bf16: {} (error at most 2^-10 absolute: docs/language.md)",
+      fns == "tanh"  ? tanh
+      : fns == "erf" ? erf
+                     : fmt::format("{}, {}", tanh, erf));
+}
+
 bool declares(const std::vector<TensorDecl>& ds, const std::string& name) {
   return std::any_of(ds.begin(), ds.end(), [&](const TensorDecl& d) { return d.name == name; });
 }
@@ -202,11 +232,22 @@ void plan_variants(StepPlan& step) {
       for (const ContractionConfig& c : contraction_config_space()) {
         if (tma || !c.tma) space.push_back(c);
       }
-      // (The heavy default is a TMA config: without TMA the 128 x 256 tiles copied by the MMA
-      // warps, as before.)
-      ContractionConfig d = tma && transcendental_epilogue(step.sk->def)
-                                ? default_contraction_config_heavy()
-                                : default_contraction_config();
+      // An epilogue with transcendental functions stages its accumulators through shared
+      // memory (one copy of its code; the heavy default is a TMA config: without TMA the
+      // 128 x 256 tiles copied by the MMA warps, as before). In clusters of two, as the plain
+      // default, when its functions are approximated (fast_functions): under sustained load on
+      // an H200, the bias + erf-GELU GEMM in 448.8 / 321.9 us at 8192 x 4096 x 4096 /
+      // 2048 x 11008 x 4096, against 454.4 / 326.9 alone and 466.0 / 337.2 from registers
+      // (bench/results/2026-11-27-h200-fast-erf, call 3); alone where one is a libdevice call
+      // (clusters were 2% slower with libdevice's erf at 8192 x 4096 x 4096:
+      // bench/results/2026-11-26-h200-cluster).
+      ContractionConfig d = default_contraction_config();
+      if (tma && transcendental_epilogue(step.sk->def, false)) {
+        d = default_contraction_config_heavy();
+        if (!transcendental_epilogue(step.sk->def, step.fast_functions)) {
+          d.cluster = default_contraction_config().cluster;
+        }
+      }
       if (!tma) {  // nor clusters, which share tiles through TMA
         d.tma = 0;
         d.cluster = 1;
@@ -402,6 +443,7 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
       p.abi = &abi;
       p.space = st.space;
       p.pointwise = st;
+      p.fast_functions = st.fast_functions;
       p.max_vec = max_vector_width(abi, st);
       plan_variants(p);
     }
@@ -457,6 +499,7 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
     if (p.kind == StepKind::contraction) {
       // 16-byte copies of the operands' tiles (cp.async) where their layout allows.
       p.max_vec = 16 / static_cast<int>(size_of(sk.contraction->a.dtype));
+      p.fast_functions = fast_functions(stored_types(sk.def), statement_values(sk.def));
       plan_variants(p);
       continue;
     }
@@ -485,9 +528,7 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   bs.kind = step.kind;
   bs.space = step.space;
   bs.reduced = step.reduced;
-  if (step.kind == bundle::StepKind::pointwise && step.pointwise.approx_tanh) {
-    bs.approx_error = kApproxTanhError;
-  }
+  if (step.fast_functions) bs.approx_error = kApproxError;
   std::vector<int> written(step.variants.size(), -1);  // plan index -> manifest id
   // --default-only keeps the default, its odd-row twin and the strided variant.
   const int default_twin = step.variants[static_cast<size_t>(step.default_variant)].odd_rows;
@@ -616,11 +657,7 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                       "moved)",
                       step.default_variant, config_text(def.config), step.pointwise.work_per_byte));
     }
-    if (step.pointwise.approx_tanh) {
-      line(
-          "  every output is f16 or bf16: tanh runs on tanh.approx.f32 (its error: "
-          "docs/language.md)");
-    }
+    if (step.fast_functions) line("  " + fast_functions_line(step));
     const bool rows = step.max_vec > 1 && has_row_aligned_form(step.pointwise);
     line(fmt::format(
         "  {}each variant's own entry computes 32-bit indices{}; steps of more than 2^31 - 1 "
@@ -661,14 +698,14 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           def.tile.cluster, def.tile.cluster));
     }
     // plan_variants made it the default only for a transcendental epilogue.
-    if (const auto* dc = std::get_if<ContractionConfig>(&def.config);
-        dc && *dc == default_contraction_config_heavy()) {
+    if (const auto* dc = std::get_if<ContractionConfig>(&def.config); dc && dc->smem_epilogue) {
       line(
           "its epilogue evaluates a transcendental function: the accumulators go through "
           "shared memory, 32 columns at a time, to one copy of the epilogue's code in a loop "
           "(unrolled over every accumulator, an erf-GELU epilogue waited on instruction fetch: "
           "1.1-1.2x faster on an H200, measured)");
     }
+    if (step.fast_functions) line(fast_functions_line(step));
     if (!def.tile.tensor_maps.empty()) {
       line(
           "its operands are copied by TMA through tensor maps the runtime encodes at launch; "

@@ -76,6 +76,9 @@ struct StepPlan {
   PointwiseStep pointwise;         // pointwise: the stores, in the step's variables
   const ScheduledKernel* sk = nullptr;  // reductions, contractions, scans: the kernel it lowers
   int max_vec = 1;                      // widest useful vector, in elements (16 bytes)
+  // Pointwise steps and contraction epilogues: tanh and erf run on approximations, every
+  // output being f16 or bf16 (plan.h fast_functions; pointwise: PointwiseStep::fast_functions).
+  bool fast_functions = false;
 
   // Row reductions: the passes over a row (held on chip, looped) and the fusions of looped
   // rows ("s: online max+sum with mx"); a kernel with fusions gets fused variants.

@@ -67,7 +67,7 @@ struct Operand {
 class ContractionLowering {
  public:
   ContractionLowering(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
-                      const ContractionConfig& cfg, const std::string& arch)
+                      const ContractionConfig& cfg, bool fast_functions, const std::string& arch)
       : wgmma_(cfg.wgmma != 0 && arch == "sm_90a"),
         specialized_(wgmma_ && cfg.tma != 0),
         pingpong_(specialized_ && cfg.pingpong != 0),
@@ -82,7 +82,9 @@ class ContractionLowering {
         params_(abi.params()),
         symbols_(abi.symbols()),
         dtype_(c_.a.dtype),
-        elem_bytes_(static_cast<int>(size_of(dtype_))) {}
+        elem_bytes_(static_cast<int>(size_of(dtype_))) {
+    em_.set_fast_functions(fast_functions);
+  }
 
   void run(const std::string& entry) {
     check_config();
@@ -1205,9 +1207,12 @@ class ContractionLowering {
   // Whether the register epilogue also has the interior tiles' form (vector_stores): every
   // output 2 or 4 bytes an element, a warp's columns whole groups of 4 fragments, and an
   // epilogue cheap enough to appear twice (a transcendental one, unrolled over every
-  // accumulator, already waits on instruction fetch: bench/results/2026-11-25-h200-epilogue).
+  // accumulator, already waits on instruction fetch: bench/results/2026-11-25-h200-epilogue;
+  // approximated tanh and erf count, their code twice over not measured).
   bool vector_epilogue(const std::vector<Store>& outs) const {
-    if ((cfg_.tile_n / cfg_.warps_n / 8) % 4 != 0 || transcendental_epilogue(sk_.def)) return false;
+    if ((cfg_.tile_n / cfg_.warps_n / 8) % 4 != 0 || transcendental_epilogue(sk_.def, false)) {
+      return false;
+    }
     return std::all_of(outs.begin(), outs.end(), [&](const Store& st) {
       const int bytes = size_of(params_[static_cast<size_t>(st.param)]->dtype);
       return bytes == 2 || bytes == 4;
@@ -1558,10 +1563,10 @@ int specialized_register_pool(const ContractionConfig& cfg) {
 }
 
 void lower_contraction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
-                       const ContractionConfig& cfg, const std::string& arch,
+                       const ContractionConfig& cfg, bool fast_functions, const std::string& arch,
                        const std::string& entry, VariantLayout* layout) {
   internal_check(sk.contraction.has_value(), "lower_contraction: not a contraction kernel");
-  ContractionLowering(m, abi, sk, cfg, arch).run(entry);
+  ContractionLowering(m, abi, sk, cfg, fast_functions, arch).run(entry);
   if (layout) *layout = VariantLayout{};
 }
 

@@ -76,8 +76,9 @@ int specialized_register_pool(const ContractionConfig& cfg);
 /// dynamic shared memory. Sets *layout (when given): it reads nothing with a required
 /// alignment (misaligned operands take the element-by-element copies).
 /// `arch` picks the math: wgmma for a config with `wgmma` on sm_90a, mma.sync otherwise.
+/// `fast_functions`: the epilogue's tanh and erf run on approximations (StepPlan::fast_functions).
 void lower_contraction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
-                       const ContractionConfig& cfg, const std::string& arch,
+                       const ContractionConfig& cfg, bool fast_functions, const std::string& arch,
                        const std::string& entry, VariantLayout* layout);
 
 }  // namespace kiln

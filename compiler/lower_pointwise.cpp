@@ -292,7 +292,7 @@ class PointwiseLowering {
     extents64_.clear();
     fn_ = em_.declare_kernel(k_, entry, cfg_.block);
     em_.set_read_strides(cfg_.strided);
-    em_.set_approx_tanh(step_.approx_tanh);
+    em_.set_fast_functions(step_.fast_functions);
     for (size_t i = 0; i < params_.size(); ++i) ptr_args_.push_back(fn_->getArg(i));
     for (size_t i = 0; i < symbols_.size(); ++i)
       sym_args_.push_back(fn_->getArg(params_.size() + i));

@@ -89,7 +89,7 @@ class TiledLowering {
         rank_(static_cast<int>(step.vars.size())),
         across_(step.tiling.across),
         inner_(rank_ - 1) {
-    em_.set_approx_tanh(step.approx_tanh);
+    em_.set_fast_functions(step.fast_functions);
   }
 
   void run(const std::string& entry, VariantLayout* layout) {

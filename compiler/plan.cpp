@@ -105,7 +105,13 @@ std::vector<PointwiseStep> plan_pointwise(const KernelDef& k) {
   }
   for (PointwiseStep& st : steps) {
     st.tiling = plan_tiling(st);
-    st.approx_tanh = approx_tanh(k, st);
+    std::vector<DType> stored;
+    std::vector<Expr> values;
+    for (const StepStore& store : st.stores) {
+      stored.push_back(params[static_cast<size_t>(store.param)]->dtype);
+      values.push_back(store.value);
+    }
+    st.fast_functions = fast_functions(stored, values);
     st.work_per_byte = pointwise_work_per_byte(k, st);
   }
   return steps;
@@ -115,7 +121,7 @@ namespace {
 
 // The instructions one element of node e costs, its operands aside (pointwise_work_per_byte):
 // SASS instructions of its usual lowering (compiler/emit.cpp), rounded.
-double node_cost(const Expr& e, bool approx_tanh) {
+double node_cost(const Expr& e, bool fast_functions) {
   if (const Load* ld = e.as<Load>()) return narrow(ld->stored) ? 2 : 1;  // with the widening
   if (const Gather* g = e.as<Gather>()) return narrow(g->stored) ? 2 : 1;
   if (e.as<Rand>()) return 16;  // Philox 4x32-10: ten rounds of 6 for 4 numbers, and the bits
@@ -127,13 +133,13 @@ double node_cost(const Expr& e, bool approx_tanh) {
       case UnaryOp::rsqrt:
         return 4;
       case UnaryOp::tanh:
-        return approx_tanh ? 1 : 18;  // tanh.approx.f32, else libdevice
+        return fast_functions ? 1 : 18;  // tanh.approx.f32, else libdevice
       case UnaryOp::sigmoid:
         return 13;  // exp, an add and a division
       case UnaryOp::log:
         return 12;  // libdevice
       case UnaryOp::erf:
-        return 20;  // libdevice: a polynomial on each of two ranges
+        return fast_functions ? 7 : 20;  // a polynomial and tanh.approx.f32, else libdevice
       default:
         return 1;
     }
@@ -162,7 +168,7 @@ double pointwise_work_per_byte(const KernelDef& k, const PointwiseStep& step) {
   auto visit = [&](auto&& self, const Expr& e) -> void {
     // What is the same at every point (a scale 1 / (1 - p)) is evaluated once per thread.
     if (is_launch_invariant(e) || !seen.insert(e).second) return;
-    work += node_cost(e, step.approx_tanh);
+    work += node_cost(e, step.fast_functions);
     if (const Load* ld = e.as<Load>()) {
       const bool every = std::all_of(step.vars.begin(), step.vars.end(), [&](const std::string& v) {
         return std::find(ld->indices.begin(), ld->indices.end(), v) != ld->indices.end();
@@ -191,17 +197,28 @@ bool any_node(const PointwiseStep& step, const std::function<bool(const Expr&)>&
                      [&](const StepStore& st) { return any(any, st.value); });
 }
 
-bool approx_tanh(const KernelDef& k, const PointwiseStep& step) {
-  std::vector<const TensorDecl*> params = k.params();
-  auto half = [&](const StepStore& s) {
-    return narrow(params[static_cast<size_t>(s.param)]->dtype);
-  };
-  auto is_tanh = [](const Expr& e) {
+namespace {
+
+bool evaluates(const std::vector<Expr>& values, UnaryOp op) {
+  auto any = [&](auto&& self, const Expr& e) -> bool {
     const Unary* u = e.as<Unary>();
-    return u && u->op == UnaryOp::tanh;
+    bool found = u && u->op == op;
+    for_each_child(e, [&](const Expr& c) { found = found || self(self, c); });
+    return found;
   };
-  return !step.stores.empty() && std::all_of(step.stores.begin(), step.stores.end(), half) &&
-         any_node(step, is_tanh);
+  return std::any_of(values.begin(), values.end(), [&](const Expr& v) { return any(any, v); });
+}
+
+}  // namespace
+
+bool fast_functions(const std::vector<DType>& stored, const std::vector<Expr>& values) {
+  return !stored.empty() && std::all_of(stored.begin(), stored.end(), narrow) &&
+         !approximated_functions(values).empty();
+}
+
+std::string approximated_functions(const std::vector<Expr>& values) {
+  const bool tanh = evaluates(values, UnaryOp::tanh), erf = evaluates(values, UnaryOp::erf);
+  return tanh && erf ? "tanh and erf" : tanh ? "tanh" : erf ? "erf" : "";
 }
 
 int Tiling::smem_bytes_per_element() const {

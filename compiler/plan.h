@@ -53,21 +53,23 @@ struct Tiling {
   int smem_bytes_per_element() const;  // the loads' element sizes, summed
 };
 
-/// The error tanh.approx.f32 may have: the PTX ISA's 2^-10.987, rounded up to a power of two
-/// (measured on an H200 over every f32 input: 2^-16.46 at most, bench/experiments/tanh_approx,
-/// docs/language.md). The manifest carries it (bundle::Step::approx_error) for the harness's
+/// The absolute error the approximate functions of 16-bit steps may have (fast_functions): for
+/// tanh.approx.f32, the PTX ISA's 2^-10.987, rounded up to a power of two (measured on an H200
+/// over every f32 input: 2^-16.93 at most, bench/experiments/tanh_approx); erf, as tanh.approx.f32
+/// of an odd polynomial (Emitter::approx_erf), adds the polynomial's 2^-18.4 and stays under it
+/// (docs/language.md). The manifest carries it (bundle::Step::approx_error) for the harness's
 /// tolerance.
-inline constexpr double kApproxTanhError = 0x1p-10;
+inline constexpr double kApproxError = 0x1p-10;
 
 struct PointwiseStep {
   std::vector<std::string> vars;  // "s0", "s1", ...
   std::vector<Dim> space;         // extent of each var
   std::vector<StepStore> stores;
   Tiling tiling;  // plan_tiling
-  /// tanh runs on the hardware's tanh.approx.f32 (Emitter::approx_tanh): the step evaluates
-  /// tanh and every store is f16 or bf16, whose rounding (2^-8, 2^-11 relative) is of the
-  /// order of its error (kApproxTanhError). plan_pointwise sets it.
-  bool approx_tanh = false;
+  /// tanh and erf run on approximations (Emitter::approx_tanh, approx_erf): the step evaluates
+  /// one of them and every store is f16 or bf16, whose rounding (2^-8, 2^-11 relative) is of
+  /// the order of their error (kApproxError). plan_pointwise sets it (fast_functions).
+  bool fast_functions = false;
   /// The step's estimated instructions per byte it moves (pointwise_work_per_byte); plan_pointwise
   /// sets it. Steps of kHeavyWorkPerByte or more keep more vectors in flight on large launches
   /// (compiler/config.h: heavy_pointwise_config).
@@ -106,8 +108,15 @@ std::vector<PointwiseStep> plan_pointwise(const KernelDef& k);
 /// Whether an expression `step` stores holds a node for which `pred` holds.
 bool any_node(const PointwiseStep& step, const std::function<bool(const Expr&)>& pred);
 
-/// Whether `step` evaluates tanh and every store is f16 or bf16 (PointwiseStep::approx_tanh).
-bool approx_tanh(const KernelDef& k, const PointwiseStep& step);
+/// Whether values that only `stored` types keep may evaluate tanh and erf approximately
+/// (kApproxError): every stored type is f16 or bf16 and one of `values` evaluates tanh or
+/// erf. Pointwise steps (PointwiseStep::fast_functions) and contraction epilogues
+/// (StepPlan::fast_functions) decide by it.
+bool fast_functions(const std::vector<DType>& stored, const std::vector<Expr>& values);
+
+/// The functions fast_functions approximates that `values` evaluate: "tanh", "erf", "tanh and
+/// erf" (for `kiln explain`); empty when none.
+std::string approximated_functions(const std::vector<Expr>& values);
 
 /// An estimate of the instructions `step` issues per byte of DRAM traffic: per element, the
 /// instructions of each distinct node its stores evaluate (a table of costs, plan.cpp: an add

@@ -178,6 +178,8 @@ REFERENCES = {
                   ("nan",)),
     "tanh_f16": (lambda x: torch.tanh(x * 4.0), False, ("nan", "inf")),
     "tanh_f32": (lambda x: torch.tanh(x * 4.0), False, ("nan", "inf")),
+    "erf_f16": (lambda x: torch.erf(x * 4.0), False, ("nan", "inf")),
+    "erf_f32": (lambda x: torch.erf(x * 4.0), False, ("nan", "inf")),
     "causal_mask": (_causal, False, ("nan", "inf")),
     "colsum": (lambda x: x.sum(0), True, ("nan",)),
     "global_max_norm": (lambda x: x / x.amax(), True, ("nan",)),
@@ -414,8 +416,8 @@ def poisoned_outputs(kernel, syms):
 
 def approx_error(b, name):
     """The largest steps[].approx_error of kernel `name` in bundle `b`'s manifest: the error of
-    approximate functions (tanh.approx.f32 in 16-bit steps), which the harness's tolerance
-    adds to gamma too (docs/testing.md, "Tolerances")."""
+    approximate functions (tanh and erf on tanh.approx.f32 in 16-bit steps), which the
+    harness's tolerance adds to gamma too (docs/testing.md, "Tolerances")."""
     manifest = json.loads((b.path / "manifest.json").read_text())
     kernel = next(k for k in manifest["kernels"] if k["name"] == name)
     return max((s.get("approx_error", 0.0) for s in kernel["steps"]), default=0.0)

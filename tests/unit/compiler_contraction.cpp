@@ -500,24 +500,31 @@ TEST_CASE("contraction: warp-specialized images keep their wgmma pipeline and se
 
 // The default for a transcendental epilogue is a TMA config; operands TMA cannot read (rank
 // > 5) keep the 128 x 256 tiles copied by the MMA warps (this once failed to plan at all).
+// Into a bf16 output tanh is tanh.approx.f32 (StepPlan::fast_functions): the staged epilogue
+// then runs in clusters of two, as the plain default does.
 TEST_CASE("contraction: a transcendental epilogue's default, with and without TMA",
           "[contraction]") {
   for (const bool deep : {false, true}) {
-    const std::string b = deep ? "P, Q, R, S, " : "";
-    const std::string i = deep ? "p, q, r, s, " : "";
-    KernelDef k =
-        kernel_of(fmt::format("kernel f(a: bf16[{0}M, K], w: bf16[K, N]) -> (c: bf16[{0}M, N]) {{\n"
-                              "  c[{1}m, n] = tanh(sum(a[{1}m, k] * w[k, n], k))\n}}\n",
-                              b, i));
-    std::unique_ptr<KernelPlan> plan = plan_kernel(k);
-    REQUIRE(plan->steps.size() == 1);
-    const StepPlan& st = plan->steps[0];
-    const auto& d =
-        std::get<ContractionConfig>(st.variants[static_cast<size_t>(st.default_variant)].config);
-    INFO("rank " << (deep ? 6 : 2));
-    CHECK(d.tma == (deep ? 0 : 1));
-    CHECK(d.tile_n == 256);
-    CHECK(d.smem_epilogue == (deep ? 0 : 1));
+    for (const char* out : {"f32", "bf16"}) {
+      const std::string b = deep ? "P, Q, R, S, " : "";
+      const std::string i = deep ? "p, q, r, s, " : "";
+      KernelDef k = kernel_of(
+          fmt::format("kernel f(a: bf16[{0}M, K], w: bf16[K, N]) -> (c: {2}[{0}M, N]) {{\n"
+                      "  c[{1}m, n] = tanh(sum(a[{1}m, k] * w[k, n], k))\n}}\n",
+                      b, i, out));
+      std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+      REQUIRE(plan->steps.size() == 1);
+      const StepPlan& st = plan->steps[0];
+      const auto& d =
+          std::get<ContractionConfig>(st.variants[static_cast<size_t>(st.default_variant)].config);
+      const bool fast = std::string(out) == "bf16";
+      INFO("rank " << (deep ? 6 : 2) << ", " << out);
+      CHECK(st.fast_functions == fast);
+      CHECK(d.tma == (deep ? 0 : 1));
+      CHECK(d.tile_n == 256);
+      CHECK(d.smem_epilogue == (deep ? 0 : 1));
+      CHECK(d.cluster == (!deep && fast ? 2 : 1));
+    }
   }
 }
 

@@ -31,6 +31,12 @@ std::set<std::string> loaded(const Expr& e) {
   return out;
 }
 
+const char* kDropoutBf16 = R"(
+kernel dropout(x: bf16[M, N], p: f32, seed: i64, offset: i64) -> (y: bf16[M, N]) {
+  y[i, j] = x[i, j] * f32(rand(seed, offset) >= p) * (1.0 / (1.0 - p))
+}
+)";
+
 const char* kBiasGelu = R"(
 kernel bias_gelu(x: bf16[M, N], b: bf16[N]) -> (y: bf16[M, N]) {
   h[i, j] = x[i, j] + b[j]
@@ -51,12 +57,13 @@ TEST_CASE("temporaries are inlined and never loaded", "[compiler]") {
   CHECK(loaded(steps[0].stores[0].value) == std::set<std::string>{"x", "b"});
 }
 
-TEST_CASE("tanh is approximate only where every output of the step is 16-bit", "[compiler]") {
+TEST_CASE("tanh and erf are approximate only where every output of the step is 16-bit",
+          "[compiler]") {
   auto approx = [](const char* src) {
     Program p = parse_program(src);
     std::vector<PointwiseStep> steps = plan_pointwise(p.kernels[0]);
     REQUIRE(steps.size() == 1);
-    return steps[0].approx_tanh;
+    return steps[0].fast_functions;
   };
   CHECK(approx("kernel k(x: f32[N]) -> (y: bf16[N]) { y[i] = tanh(x[i]) }"));
   CHECK(
@@ -67,7 +74,45 @@ TEST_CASE("tanh is approximate only where every output of the step is 16-bit", "
       approx("kernel k(x: bf16[N]) -> (y: bf16[N], z: f32[N]) {\n"
              "  y[i] = tanh(x[i])\n  z[i] = x[i] * 2.0\n}"));
   CHECK_FALSE(approx("kernel k(x: bf16[N]) -> (y: f32[N]) { y[i] = tanh(x[i]) }"));
-  CHECK_FALSE(approx(kBiasGelu));
+  CHECK_FALSE(approx("kernel k(x: bf16[N]) -> (y: bf16[N]) { y[i] = exp(x[i]) }"));
+  // erf as tanh of a polynomial, under the same rule.
+  CHECK(approx(kBiasGelu));
+  CHECK_FALSE(approx("kernel k(x: bf16[N]) -> (y: f32[N]) { y[i] = erf(x[i]) }"));
+  CHECK(approximated_functions({parse_program("kernel k(x: f32[N]) -> (y: f32[N]) {\n"
+                                              "  y[i] = erf(x[i]) + tanh(x[i])\n}")
+                                    .kernels[0]
+                                    .body[0]
+                                    .value}) == "tanh and erf");
+}
+
+TEST_CASE("explain names the approximated functions of a step and of a contraction epilogue",
+          "[compiler]") {
+  auto explained = [](const char* src) {
+    Program p = parse_program(src);
+    std::unique_ptr<KernelPlan> plan = plan_kernel(p.kernels[0]);
+    std::string text;
+    for (size_t si = 0; si < plan->steps.size(); ++si) {
+      text += explain_rule(*plan, si, "") +
+              fmt::format("approx_error={}\n", manifest_step(*plan, si, {}).approx_error);
+    }
+    return text;
+  };
+  using Catch::Contains;
+  const std::string gelu = explained(kBiasGelu);
+  CHECK_THAT(gelu, Contains("erf runs as tanh.approx.f32 of an odd polynomial"));
+  CHECK_THAT(gelu, !Contains("tanh runs"));
+  CHECK_THAT(gelu, Contains(fmt::format("approx_error={}", kApproxError)));
+  // A contraction's epilogue: bf16 out approximates, f32 out does not.
+  const char* linear =
+      "kernel k(x: bf16[M, K], w: bf16[K, N]) -> (y: {}[M, N]) {{\n"
+      "  h[i, j] = sum(x[i, k] * w[k, j], k)\n"
+      "  y[i, j] = h[i, j] * (1.0 + tanh(h[i, j]))\n}}";
+  const std::string bf16 = explained(fmt::format(fmt::runtime(linear), "bf16").c_str());
+  CHECK_THAT(bf16, Contains("tanh runs on tanh.approx.f32"));
+  CHECK_THAT(bf16, Contains(fmt::format("approx_error={}", kApproxError)));
+  const std::string f32 = explained(fmt::format(fmt::runtime(linear), "f32").c_str());
+  CHECK_THAT(f32, !Contains("tanh.approx"));
+  CHECK_THAT(f32, Contains("approx_error=0"));
 }
 
 TEST_CASE("the work estimate counts each distinct node per element over the bytes moved",
@@ -82,8 +127,9 @@ TEST_CASE("the work estimate counts each distinct node per element over the byte
   // a broadcast, read from cache.
   CHECK(work("kernel k(x: f32[M, N], b: f32[N]) -> (y: f32[M, N]) { y[i, j] = x[i, j] + b[j] }") ==
         0.5);
-  // erf is 20; x * x written twice is one node.
+  // erf is 20, 7 approximated into a 16-bit output; x * x written twice is one node.
   CHECK(work("kernel k(x: f32[N]) -> (y: f32[N]) { y[i] = erf(x[i]) }") == 22.0 / 8);
+  CHECK(work("kernel k(x: bf16[N]) -> (y: bf16[N]) { y[i] = erf(x[i]) }") == 11.0 / 4);
   CHECK(work("kernel k(x: f32[N]) -> (y: f32[N]) { y[i] = x[i] * x[i] + x[i] * x[i] }") == 4.0 / 8);
   // A scale the same at every point (1 / (1 - p)) costs nothing per element; a division by a
   // loaded value costs 10.
@@ -92,12 +138,13 @@ TEST_CASE("the work estimate counts each distinct node per element over the byte
   CHECK(work("kernel k(x: f32[N], z: f32[N]) -> (y: f32[N]) { y[i] = x[i] / z[i] }") == 13.0 / 12);
   // 16-bit loads and stores count their conversions.
   CHECK(work("kernel k(x: bf16[N]) -> (y: bf16[N]) { y[i] = x[i] * 2.0 }") == 5.0 / 4);
-  // bias + erf-GELU in bf16 and dropout in bf16 are heavy, their f32 and tanh forms are not.
-  CHECK(work(kBiasGelu) >= kHeavyWorkPerByte);
+  // Dropout in bf16 is heavy, its f32 form is not, nor (erf approximated) bias + erf-GELU in
+  // bf16, nor its tanh form.
+  CHECK(work(kBiasGelu) < kHeavyWorkPerByte);
+  CHECK(work(kDropoutBf16) >= kHeavyWorkPerByte);
   const char* dropout =
       "kernel k(x: {0}[M, N], p: f32, seed: i64, offset: i64) -> (y: {0}[M, N]) {{\n"
       "  y[i, j] = x[i, j] * f32(rand(seed, offset) >= p) * (1.0 / (1.0 - p))\n}}";
-  CHECK(work(fmt::format(fmt::runtime(dropout), "bf16").c_str()) >= kHeavyWorkPerByte);
   CHECK(work(fmt::format(fmt::runtime(dropout), "f32").c_str()) < kHeavyWorkPerByte);
   CHECK(work("kernel k(x: bf16[M, N], b: bf16[N]) -> (y: bf16[M, N]) {\n"
              "  h[i, j] = x[i, j] + b[j]\n"
@@ -127,22 +174,25 @@ TEST_CASE("heavy flat steps run four vectors in flight from many elements per SM
     }
     return -1;
   };
-  const int two = variant_of(kBiasGelu, default_pointwise_config(8));
-  const int four = variant_of(kBiasGelu, heavy_pointwise_config(8));
+  const int two = variant_of(kDropoutBf16, default_pointwise_config(8));
+  const int four = variant_of(kDropoutBf16, heavy_pointwise_config(8));
   REQUIRE(two >= 0);
   REQUIRE(four >= 0);
-  CHECK(rule_of(kBiasGelu, h200, many) == std::pair{2, four});
-  CHECK(rule_of(kBiasGelu, h200, many - 132) == std::pair{2, two});
-  CHECK(rule_of(kBiasGelu, h200, 1) == std::pair{2, two});
+  CHECK(rule_of(kDropoutBf16, h200, many) == std::pair{2, four});
+  CHECK(rule_of(kDropoutBf16, h200, many - 132) == std::pair{2, two});
+  CHECK(rule_of(kDropoutBf16, h200, 1) == std::pair{2, two});
   // On a GPU of 20 SMs the same count is many elements per SM.
-  CHECK(rule_of(kBiasGelu, {20, true}, kHeavyMinElementsPerSm * 20) == std::pair{2, four});
+  CHECK(rule_of(kDropoutBf16, {20, true}, kHeavyMinElementsPerSm * 20) == std::pair{2, four});
   // Light steps have no tiers; nor do tiled ones, however heavy (their tiles run).
   CHECK(
       rule_of("kernel k(x: bf16[M, N]) -> (y: bf16[M, N]) { y[i, j] = x[i, j] * 2.0 }", h200, many)
           .first == 0);
-  CHECK(rule_of("kernel k(x: bf16[N, M]) -> (y: bf16[M, N]) { y[i, j] = erf(erf(x[j, i])) }", h200,
-                many)
-            .first == 0);
+  const char* tiled = "kernel k(x: f32[N, M]) -> (y: f32[M, N]) { y[i, j] = erf(erf(x[j, i])) }";
+  {
+    Program p = parse_program(tiled);
+    REQUIRE(plan_pointwise(p.kernels[0])[0].work_per_byte >= kHeavyWorkPerByte);
+  }
+  CHECK(rule_of(tiled, h200, many).first == 0);
 }
 
 TEST_CASE("outputs of one iteration space share a step, others get their own", "[compiler]") {
