@@ -3,7 +3,7 @@
 torch.compile(mode="max-autotune-no-cudagraphs"), in one run on one GPU.
 
     PYTHONPATH=python KILN_BIN=build/tools/kiln KILN_RUNTIME_LIB=build/lib/libkiln_runtime.so \\
-        python3 bench/contraction.py OUT_DIR [--quick]
+        python3 bench/contraction.py OUT_DIR [--quick] [--only TEXT ...]
 
 Kiln runs the kernels of bench/contraction.kiln with its heuristic's variant (no tuning cache:
 what a plain launch runs); bench/contraction.sh times every variant with `kiln run`. Every result is checked before it is timed: against torch in float64
@@ -66,6 +66,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--quick", action="store_true", help="only the square GEMMs")
+    ap.add_argument("--only", nargs="+", metavar="TEXT",
+                    help="only the cases whose name contains one of these (e.g. gelu)")
     a = ap.parse_args()
     out_dir = Path(a.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -78,18 +80,24 @@ def main():
         return torch.randn(*shape, device=dev, dtype=bf)
 
     cases = []
+
+    def timed(name, *args, **kwargs):  # case(), for the cases --only keeps
+        if a.only and not any(t in name for t in a.only):
+            return None
+        return case(name, *args, **kwargs)
+
     gemms = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 4096, 4096)]
     for m, n, k in gemms:
         x, w = rnd(m, k), rnd(k, n)
         c = torch.empty(m, n, device=dev, dtype=bf)
-        cases.append(case(f"gemm {m}x{n}x{k}", 2 * m * n * k, lambda: bundle.gemm(x, w, c),
+        cases.append(timed(f"gemm {m}x{n}x{k}", 2 * m * n * k, lambda: bundle.gemm(x, w, c),
                           lambda x, w: x @ w, (x, w), lambda x, w: x.double() @ w.double(),
                           cublas_fn=lambda: torch.matmul(x, w, out=c)))
     if not a.quick:
         b, m, n, k = 16, 2048, 2048, 512
         x, w = rnd(b, m, k), rnd(b, k, n)
         c = torch.empty(b, m, n, device=dev, dtype=bf)
-        cases.append(case(f"bmm {b}x{m}x{n}x{k}", 2 * b * m * n * k, lambda: bundle.bmm(x, w, c),
+        cases.append(timed(f"bmm {b}x{m}x{n}x{k}", 2 * b * m * n * k, lambda: bundle.bmm(x, w, c),
                           lambda x, w: torch.bmm(x, w), (x, w),
                           lambda x, w: x.double() @ w.double(),
                           cublas_fn=lambda: torch.bmm(x, w, out=c)))
@@ -97,7 +105,7 @@ def main():
         for m, n, k in [(8192, 4096, 4096), (2048, 11008, 4096)]:
             x, w, bias = rnd(m, k), rnd(k, n) * 0.02, rnd(n)
             y = torch.empty(m, n, device=dev, dtype=bf)
-            cases.append(case(
+            cases.append(timed(
                 f"bias+gelu {m}x{n}x{k}", 2 * m * n * k,
                 lambda: bundle.linear_bias_gelu(x, w, bias, y),
                 lambda x, w, bias: torch.nn.functional.gelu(x @ w + bias), (x, w, bias),
@@ -116,10 +124,10 @@ def main():
             xd = x.double()
             return (xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6)) @ w.double()
 
-        cases.append(case(f"rmsnorm+linear {m}x{n}x{k}", 2 * m * n * k,
+        cases.append(timed(f"rmsnorm+linear {m}x{n}x{k}", 2 * m * n * k,
                           lambda: bundle.rmsnorm_linear(x, w, y), rms_torch, (x, w), rms_want))
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "cases": cases}
+              "cases": [c for c in cases if c is not None]}
     json.dump(result, open(out_dir / "contraction.json", "w"), indent=2)
 
 
