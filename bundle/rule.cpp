@@ -2,6 +2,8 @@
 #include "bundle/rule.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 
 namespace kiln::bundle {
 
@@ -41,16 +43,20 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     }
   }
   std::sort(r.strided_tiers.begin(), r.strided_tiers.end());
-  // Contraction steps: the smallest tiles of the chosen variant's kind (TMA-fed or not).
+  // Contraction steps: the smaller tiles of the chosen variant's kind (TMA-fed or not),
+  // largest first, the first variant of each size.
   if (step.kind == StepKind::contraction && r.chosen >= 0) {
-    const size_t tma = step.variants[static_cast<size_t>(r.chosen)].config.count("tma");
+    const Variant& chosen = step.variants[static_cast<size_t>(r.chosen)];
+    const size_t tma = chosen.config.count("tma");
+    std::map<int64_t, int, std::greater<>> by_size;  // elements per block -> first variant
     for (size_t vi = 0; vi < step.variants.size(); ++vi) {
       const Variant& v = step.variants[vi];
       if (loadable[vi] && v.config.count("tma") == tma &&
-          (r.small < 0 || v.elements_per_block < step.variants[r.small].elements_per_block)) {
-        r.small = static_cast<int>(vi);
+          v.elements_per_block < chosen.elements_per_block) {
+        by_size.emplace(v.elements_per_block, static_cast<int>(vi));
       }
     }
+    for (const auto& [size, vi] : by_size) r.smaller.push_back(vi);
   }
   r.map_fallback.assign(step.variants.size(), -1);
   for (size_t vi = 0; vi < step.variants.size(); ++vi) {
@@ -135,17 +141,26 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
                       const DeviceFacts& device) {
   if (rows < 1 || reduced < 1) return rule.chosen;
   if (step.kind == StepKind::contraction) {
-    if (rule.chosen < 0 || rule.small < 0) return rule.chosen;
-    const int64_t tiles =
-        ceil_div(rows, step.variants[static_cast<size_t>(rule.chosen)].elements_per_block);
-    // Fewer tiles than half the SMs: smaller tiles fill more of the GPU. Measured on an H200
-    // (bench/results/2026-11-24-h200-contractions): at 1024^3 the 64 x 64 tiles beat 128 x 256
-    // (32 tiles), at 2048^3 128 x 256 (128 tiles) beat them by 1.6x. Among the TMA variants
-    // (bench/results/2026-11-24-h200-session7/variants_small.txt) the 128 x 128 tiles beat the
-    // 64 x 64 mma.sync ones at all 5 shapes this rule sends to them (1.1x at 512^3, 1.5x at
-    // 1024^3, 2.0x at 1024 x 1024 x 4096, 2.8x at 4096 x 512 x 4096), and 128 x 256 stayed the
-    // fastest at the 3 shapes just past the threshold.
-    return 2 * tiles < device.sm_count ? rule.small : rule.chosen;
+    if (rule.chosen < 0 || rule.smaller.empty()) return rule.chosen;
+    // Fewer tiles than half the SMs: smaller tiles fill more of the GPU, the largest that
+    // give half the SMs a tile. Measured on an H200 (bench/results/2026-11-24-h200-contractions):
+    // at 1024^3 the 64 x 64 tiles beat 128 x 256 (32 tiles), at 2048^3 128 x 256 (128 tiles)
+    // beat them by 1.6x. Among the TMA variants (bench/results/2026-11-24-h200-session7/
+    // variants_small.txt) the 128 x 128 tiles beat the 64 x 64 mma.sync ones at all 5 shapes
+    // this rule sent to them, and 128 x 256 stayed the fastest at the 3 shapes just past the
+    // threshold. 128 x 64 against 128 x 128 (bench/results/2026-11-27-h200-fast-erf, call 6):
+    // faster where 128 x 128 leaves half the SMs idle (1024^3 10.1 against 12.3 us, 1024 x 1024
+    // x 4096 21.8 against 29.7, 128 x 4096 x 4096 23.2 against 29.5, 512^3, 256 x 4096 x 4096, a
+    // batch of 4 512 x 512 x 1024), slower where it does not (4096 x 512 x 4096 40.1 against
+    // 31.7, 1536 x 1024 x 2048, 2048 x 1024 x 1024).
+    auto tiles = [&](int v) {
+      return ceil_div(rows, step.variants[static_cast<size_t>(v)].elements_per_block);
+    };
+    if (2 * tiles(rule.chosen) >= device.sm_count) return rule.chosen;
+    for (int v : rule.smaller) {
+      if (2 * tiles(v) >= device.sm_count) return v;
+    }
+    return rule.smaller.back();
   }
   if (rule.split >= 0) {
     // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth kSplitMinBlocks+ blocks.

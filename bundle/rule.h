@@ -61,9 +61,10 @@ struct StepRule {
   // narrow_split would run its scalar path).
   int narrow_split = -1;
   int narrow_scalar_split = -1;
-  // Contraction steps: the loadable variant with the smallest tiles among those of the chosen
-  // one's kind (TMA-fed, or copied by the MMA warps), or -1.
-  int small = -1;
+  // Contraction steps: the loadable variants of the chosen one's kind (TMA-fed, or copied by
+  // the MMA warps) with smaller tiles than it, largest tiles first, one per tile size (the
+  // first in variant order); empty when there are none.
+  std::vector<int> smaller;
   // [variant]: its tile.map_fallback when that loaded, else -1 (contraction steps).
   std::vector<int> map_fallback;
   // [variant]: its odd_rows twin when that loaded, else -1 (row reduction steps).
@@ -110,10 +111,11 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
 /// is not a multiple of the twin's vec (measured on an H200: a softmax of 16384 x 4095 bf16
 /// took 73.7 us shifted against 181.0 on scalars, bench/results/2026-11-25-h200-memory-bound);
 /// else rule.chosen. Staging variants are never chosen here (measured slower:
-/// docs/architecture.md). A contraction step runs rule.small when rule.chosen would have
-/// fewer tiles than half the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows
-/// being every output element), else rule.chosen. Values below 1 (unchecked input) give
-/// rule.chosen.
+/// docs/architecture.md). A contraction step whose rule.chosen would have fewer tiles than half
+/// the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows being every output
+/// element) runs the first of rule.smaller (the largest tiles) that gives at least half the SMs
+/// a tile, else the last (the smallest tiles); else rule.chosen. Values below 1 (unchecked
+/// input) give rule.chosen.
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
 

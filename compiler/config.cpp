@@ -416,6 +416,9 @@ std::vector<ContractionConfig> contraction_config_space() {
       // The default's tiles without a cluster, and the heavy default's in clusters of two.
       {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1},
       {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 1, 2},
+      // TMA-fed 128 x 64 in 8 stages (192 KiB): twice the tiles of 128 x 128 for problems of
+      // few tiles (bundle/rule.h).
+      {128, 64, 64, 8, 1, 8, 8, 0, 1, 1, 1},
   };
 }
 

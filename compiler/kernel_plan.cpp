@@ -678,18 +678,31 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           c.vec));
     }
   } else if (step.kind == bundle::StepKind::contraction) {
-    const PlannedVariant& small = step.variants[static_cast<size_t>(rule.small)];
-    if (rule.small != step.default_variant) {
-      line(fmt::format("2 ceil(elements / {}) < the GPU's SMs: variant {} ({}), tiles of {} x {}",
-                       def.elements_per_block, rule.small, config_text(small.config), small.tile.m,
-                       small.tile.n));
+    // Smaller tiles when the default's leave more than half the SMs idle: the largest that
+    // give half of them a tile, else the smallest (bundle/rule.h heuristic_variant).
+    const bool smaller = !rule.smaller.empty() && rule.chosen == step.default_variant;
+    if (smaller) {
+      line(
+          fmt::format("2 ceil(elements / {}) < the GPU's SMs (tiles of {} x {} leave half of "
+                      "them idle):",
+                      def.elements_per_block, def.tile.m, def.tile.n));
+      for (size_t i = 0; i < rule.smaller.size(); ++i) {
+        const int id = rule.smaller[i];
+        const PlannedVariant& v = step.variants[static_cast<size_t>(id)];
+        line(fmt::format(
+            "  {}variant {} ({}), tiles of {} x {}",
+            i + 1 < rule.smaller.size()
+                ? fmt::format("2 ceil(elements / {}) >= the GPU's SMs: ", v.elements_per_block)
+                : std::string(i > 0 ? "else: " : ""),
+            id, config_text(v.config), v.tile.m, v.tile.n));
+      }
       line("else:");
     }
     line(
         fmt::format("{}variant {} ({}): tiles of {} x {}, at most {} block(s) per SM walking "
                     "them",
-                    rule.small != step.default_variant ? "  " : "", step.default_variant,
-                    config_text(def.config), def.tile.m, def.tile.n, def.tile.ctas_per_sm));
+                    smaller ? "  " : "", step.default_variant, config_text(def.config), def.tile.m,
+                    def.tile.n, def.tile.ctas_per_sm));
     if (def.tile.cluster > 1) {
       line(fmt::format(
           "on sm_90a in clusters of {} blocks along M, each copying 1/{} of B's tile into all of "

@@ -205,18 +205,31 @@ TEST_CASE("contraction: plan, manifest and the rule", "[contraction]") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.message().find("only contraction steps have tiles") != std::string::npos);
 
-  // The rule: the default, unless its tiles would leave more than half the SMs idle.
+  // The rule: the default, unless its tiles would leave more than half the SMs idle; then the
+  // largest smaller tiles that give half of them a tile, else the smallest.
   const bundle::DeviceFacts h200{132, true};
   bundle::StepRule rule = bundle::step_rule(bs, std::vector<bool>(bs.variants.size(), true), h200);
-  REQUIRE(rule.small >= 0);
-  // The small tiles are of the default's kind: TMA-fed like it, 128 x 128.
-  CHECK(bs.variants[static_cast<size_t>(rule.small)].config.count("tma") == 1);
-  CHECK(bs.variants[static_cast<size_t>(rule.small)].elements_per_block == 128 * 128);
+  // The smaller tiles are of the default's kind, TMA-fed like it: 128 x 128, then 128 x 64.
+  REQUIRE(rule.smaller.size() == 2);
+  const auto& mid = bs.variants[static_cast<size_t>(rule.smaller[0])];
+  const auto& least = bs.variants[static_cast<size_t>(rule.smaller[1])];
+  CHECK(mid.config.count("tma") == 1);
+  CHECK(least.config.count("tma") == 1);
+  CHECK(mid.elements_per_block == 128 * 128);
+  CHECK(least.elements_per_block == 128 * 64);
+  CHECK_FALSE(mid.config.count("pingpong"));  // the first variant of its size
   const int64_t area = bs.variants[static_cast<size_t>(rule.chosen)].elements_per_block;
   CHECK(bundle::heuristic_variant(bs, rule, 4096 * 4096, 4096, h200) == rule.chosen);
   CHECK(bundle::heuristic_variant(bs, rule, area * 66, 64, h200) == rule.chosen);
-  CHECK(bundle::heuristic_variant(bs, rule, area * 65, 64, h200) == rule.small);
-  CHECK(bundle::heuristic_variant(bs, rule, 1, 1, h200) == rule.small);
+  // 65 tiles of the default's: 130 of 128 x 128, enough.
+  CHECK(bundle::heuristic_variant(bs, rule, area * 65, 64, h200) == rule.smaller[0]);
+  CHECK(bundle::heuristic_variant(bs, rule, 128 * 128 * 66, 64, h200) == rule.smaller[0]);
+  // 65 tiles of 128 x 128: 130 of 128 x 64; fewer: the smallest tiles.
+  CHECK(bundle::heuristic_variant(bs, rule, 128 * 128 * 65, 64, h200) == rule.smaller[1]);
+  CHECK(bundle::heuristic_variant(bs, rule, 1024 * 1024, 1024, h200) == rule.smaller[1]);
+  CHECK(bundle::heuristic_variant(bs, rule, 1, 1, h200) == rule.smaller[1]);
+  // On a GPU of 20 SMs 1024^3 has tiles enough for 128 x 256 (32 >= 10).
+  CHECK(bundle::heuristic_variant(bs, rule, 1024 * 1024, 1024, {20, true}) == rule.chosen);
   // Without the default (no sm_90 image on this device, say), the lowest loadable variant.
   std::vector<bool> loadable(bs.variants.size(), true);
   loadable[static_cast<size_t>(st.default_variant)] = false;
@@ -313,8 +326,8 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
     CHECK(v.tile.cluster == (v.config.count("cluster") ? v.config.at("cluster") : 1));
   }
   // 128 x 256 in clusters of two (the default) and alone, 128 x 128, the two ping-pong tiles,
-  // 128 x 256 with the staged epilogue alone and in clusters of two
-  CHECK(with_maps == 7);
+  // 128 x 256 with the staged epilogue alone and in clusters of two, 128 x 64
+  CHECK(with_maps == 8);
   CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].tile.cluster == 2);
   CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].config.count("tma") == 1);
 
