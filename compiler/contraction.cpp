@@ -184,19 +184,14 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
 }
 
 bool transcendental_epilogue(const KernelDef& k, bool fast_functions) {
-  auto any = [&](auto&& self, const Expr& e) -> bool {
-    bool found = false;
+  return any_node(statement_values(k), [&](const Expr& e) {
     if (const Unary* u = e.as<Unary>()) {
-      found = u->op == UnaryOp::exp || u->op == UnaryOp::log || u->op == UnaryOp::sigmoid ||
-              (!fast_functions && (u->op == UnaryOp::tanh || u->op == UnaryOp::erf));
-    } else if (const Binary* b = e.as<Binary>()) {
-      found = b->op == BinaryOp::pow;
+      return u->op == UnaryOp::exp || u->op == UnaryOp::log || u->op == UnaryOp::sigmoid ||
+             (!fast_functions && (u->op == UnaryOp::tanh || u->op == UnaryOp::erf));
     }
-    for_each_child(e, [&](const Expr& c) { found = found || self(self, c); });
-    return found;
-  };
-  return std::any_of(k.body.begin(), k.body.end(),
-                     [&](const Stmt& s) { return any(any, s.value); });
+    const Binary* b = e.as<Binary>();
+    return b && b->op == BinaryOp::pow;
+  });
 }
 
 }  // namespace kiln

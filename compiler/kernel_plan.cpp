@@ -20,12 +20,6 @@ std::vector<DType> stored_types(const KernelDef& k) {
   return types;
 }
 
-std::vector<Expr> statement_values(const KernelDef& k) {
-  std::vector<Expr> values;
-  for (const Stmt& s : k.body) values.push_back(s.value);
-  return values;
-}
-
 // `kiln explain`'s line on a step's approximate functions (StepPlan::fast_functions).
 std::string fast_functions_line(const StepPlan& step) {
   std::vector<Expr> values;

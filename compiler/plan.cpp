@@ -187,26 +187,28 @@ double pointwise_work_per_byte(const KernelDef& k, const PointwiseStep& step) {
   return bytes > 0 ? work / bytes : work;
 }
 
-bool any_node(const PointwiseStep& step, const std::function<bool(const Expr&)>& pred) {
+std::vector<Expr> statement_values(const KernelDef& k) {
+  std::vector<Expr> values;
+  for (const Stmt& s : k.body) values.push_back(s.value);
+  return values;
+}
+
+bool any_node(const std::vector<Expr>& values, const std::function<bool(const Expr&)>& pred) {
   auto any = [&](auto&& self, const Expr& e) -> bool {
     bool found = pred(e);
     for_each_child(e, [&](const Expr& c) { found = found || self(self, c); });
     return found;
   };
-  return std::any_of(step.stores.begin(), step.stores.end(),
-                     [&](const StepStore& st) { return any(any, st.value); });
+  return std::any_of(values.begin(), values.end(), [&](const Expr& v) { return any(any, v); });
 }
 
 namespace {
 
 bool evaluates(const std::vector<Expr>& values, UnaryOp op) {
-  auto any = [&](auto&& self, const Expr& e) -> bool {
+  return any_node(values, [op](const Expr& e) {
     const Unary* u = e.as<Unary>();
-    bool found = u && u->op == op;
-    for_each_child(e, [&](const Expr& c) { found = found || self(self, c); });
-    return found;
-  };
-  return std::any_of(values.begin(), values.end(), [&](const Expr& v) { return any(any, v); });
+    return u && u->op == op;
+  });
 }
 
 }  // namespace

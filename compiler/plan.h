@@ -105,8 +105,11 @@ class Inliner {
 /// plan (compiler/kernel_plan.h); one left here throws UserError at its location.
 std::vector<PointwiseStep> plan_pointwise(const KernelDef& k);
 
-/// Whether an expression `step` stores holds a node for which `pred` holds.
-bool any_node(const PointwiseStep& step, const std::function<bool(const Expr&)>& pred);
+/// The values of `k`'s statements, in order.
+std::vector<Expr> statement_values(const KernelDef& k);
+
+/// Whether one of `values` holds a node for which `pred` holds.
+bool any_node(const std::vector<Expr>& values, const std::function<bool(const Expr&)>& pred);
 
 /// Whether values that only `stored` types keep may evaluate tanh and erf approximately
 /// (kApproxError): every stored type is f16 or bf16 and one of `values` evaluates tanh or
