@@ -275,7 +275,8 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec) {
   for (ReductionConfig c :
        {default_outer_split_config(max_vec), narrow_outer_split_config(max_vec),
         ReductionConfig{256, 8, max_vec, 2}, ReductionConfig{256, 8, std::max(1, max_vec / 2), 4},
-        ReductionConfig{512, 16, 1, 4}, ReductionConfig{512, 8, std::max(1, max_vec / 2), 4}}) {
+        ReductionConfig{512, 16, 1, 4}, ReductionConfig{512, 8, std::max(1, max_vec / 2), 4},
+        ReductionConfig{256, 32, max_vec, 4}}) {
     c.split = true;
     if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
   }
@@ -298,11 +299,16 @@ ReductionConfig default_outer_split_config(int max_vec) {
   return {256, 8, max_vec, 4, true};
 }
 
-// Expected, not yet measured: for fewer columns than the default split's tile, 8 threads along
-// the rows (64 bf16 columns, 32 f32) and 32 along the reduced index, so no thread idles on
-// 64 columns (the default split's tile of 256 would leave 3 in 4 of its threads idle).
+// For fewer columns than the default split's tile: 8 threads along the rows with 16 bytes each
+// (64 bf16 columns, 32 f32), so no thread idles on 64 columns (the default split's tile of 256
+// would leave 3 in 4 of its threads idle), 16 along the reduced index with 8 steps in flight.
+// Measured on an H200 against 256 threads (32 along the reduced index, 4 steps), now the
+// tuner's, interleaved, 200 launches (bench/results/2026-11-27-h200-scan-overlap, call 4):
+// column sums bf16 1048576 x 64 54.4 -> 52.9 us, 524288 x 128 54.8 -> 53.5, 4194304 x 16 111.1
+// -> 100.2, f32 1048576 x 32 54.8 -> 52.5, ln_wgrad bf16 1048576 x 64 90.4 -> 86.8; 256 threads
+// with 8 steps and 512 with 4 were no faster.
 ReductionConfig narrow_outer_split_config(int max_vec) {
-  return {256, 32, max_vec, 4, true};
+  return {128, 16, max_vec, 8, true};
 }
 
 std::map<std::string, int64_t> ScanConfig::as_map() const {

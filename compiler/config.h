@@ -184,8 +184,8 @@ ReductionConfig default_outer_config(int max_vec);
 /// The first split variant: 32 threads along the rows with 16 bytes of them each, 8 along the
 /// reduced index, 4 steps in flight.
 ReductionConfig default_outer_split_config(int max_vec);
-/// The split variant for few columns: 8 threads along the rows with 16 bytes each, 32 along
-/// the reduced index.
+/// The split variant for few columns: 8 threads along the rows with 16 bytes each, 16 along
+/// the reduced index with 8 steps in flight.
 ReductionConfig narrow_outer_split_config(int max_vec);
 
 /// A scan kernel (compiler/lower_scan.h).
