@@ -1038,7 +1038,15 @@ void ScanLowering::store_tile(const std::vector<Value*>& row, Value* c0, Value* 
 // 217.8 -> 203.2 us, 8 rows of 4M 98.5 -> 82.8, bf16 4 x 16M 145.0 -> 121.1 (holding one
 // tile, its blocks waited for the records, then loaded, in turns). Polling every record of
 // the fold at once, instead of level by level, was no faster (201.2 us on the 64M row, within
-// the runs' spread; slower on rows of 16M, 8 x 4M, 64 x 1M and 64M - 1).
+// the runs' spread; slower on rows of 16M, 8 x 4M, 64 x 1M and 64M - 1). Measured slower too,
+// against this order in the same runs (bench/results/2026-11-27-h200-scan-overlap, calls 1-2):
+// issuing B's loads before A's look-back and scanning B after A's stores, so that the loads
+// are in flight during the polls but B's total waits for them (one 64M row 197.7 -> 211.3 us,
+// 8 x 8M 156.6 -> 165.9, bf16 4 x 16M 119.7 -> 132.3, 64M - 1 on the scalar path 379.5 ->
+// 612.5; only 64 x 1M faster, 164.3 -> 160.0); taking the ticket before the look-back (its
+// round trip under the polls: 64M 208-209 us, 8 x 8M 164-165) or at the round's start (207-208,
+// 160); polls 32 ns apart instead of 100 (as the ticket before the look-back). Tickets taken
+// once the carry is known hand tiles to blocks in the order they finish their look-backs.
 void ScanLowering::held_tiles(const std::vector<Value*>& coord, Value* first, Value* count,
                               bool vector, int items, BasicBlock* out) {
   const int64_t step = cfg_.chunk() * items;
