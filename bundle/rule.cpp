@@ -127,6 +127,18 @@ int resident_blocks(const Variant& v, const DeviceFacts& device) {
   return static_cast<int>(std::max<int64_t>(blocks, 0));
 }
 
+// Measured on an H200 (bench/results/2026-11-27-h200-scan-overlap, calls 7-8: column sums of
+// 262144 rows, interleaved): the narrow split was faster while it needed 1 or 2 tiles (bf16 over
+// 72 to 128 columns 30.2-35.3 us against 37.3-39.4 on the wide split; f32 over 48 and 64
+// 31.4-31.7 and 34.5-34.9 against 35.8 and 36.8-37.0), mixed at 3 (bf16 192 44.3-44.7 against
+// 45.5, f32 96 43.0-43.7 against 45.6-45.8; bf16 160 and 176 2-4% slower), and slower at 4, where
+// its tiles cover as many columns as one wide tile (bf16 200 to 248 50.0-57.5 against 46.6-51.3;
+// f32 112 and 124 52.5-55.9 against 49.1-52.2).
+int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile) {
+  if (narrow_tile <= 0 || wide_tile <= narrow_tile) return 0;
+  return (wide_tile - 1) / narrow_tile * narrow_tile;
+}
+
 int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count, int resident) {
   tiles = std::max<int64_t>(tiles, 1);
   const int64_t sms = std::max(sm_count, 1);
@@ -165,12 +177,14 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
   if (rule.split >= 0) {
     // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth kSplitMinBlocks+ blocks.
     int split = rule.split;
-    if (rule.narrow_split >= 0 &&
-        rows < step.variants[static_cast<size_t>(split)].elements_per_block) {
-      split = rule.narrow_split;
-      const int64_t vec = config_vec(step.variants[static_cast<size_t>(split)]);
+    const int64_t tile = step.variants[static_cast<size_t>(split)].elements_per_block;
+    if (rule.narrow_split >= 0 && rows < tile) {
+      const Variant& narrow = step.variants[static_cast<size_t>(rule.narrow_split)];
+      const int64_t vec = config_vec(narrow);
       if (rule.narrow_scalar_split >= 0 && vec > 1 && rows % vec != 0) {
         split = rule.narrow_scalar_split;
+      } else if (rows <= narrow_split_max_rows(tile, narrow.elements_per_block)) {
+        split = rule.narrow_split;
       }
     }
     const Variant& sv = step.variants[static_cast<size_t>(split)];

@@ -101,10 +101,17 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
 /// resident >= 0.
 int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count, int resident);
 
+/// The most rows (an outer reduction's columns) the narrow split runs, given the elements per
+/// block of the wide split (its tile) and of the narrow one: while the narrow tiles needed cover
+/// fewer columns than one wide tile (192 of bf16 for tiles of 256 and 64, 96 of f32 for 128 and
+/// 32); 0 when the narrow tile is not narrower.
+int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile);
+
 /// The variant the rule runs for a step whose space holds `rows` and whose reduced extent is
-/// `reduced` elements (1 for a pointwise step): the split variant (narrow_split for fewer rows
-/// than a tile of split's) when it would have fewer tiles than SMs and the split gives each at
-/// least kSplitMinBlocks blocks;
+/// `reduced` elements (1 for a pointwise step): the split variant (narrow_split for at most
+/// narrow_split_max_rows rows, narrow_scalar_split for fewer rows than a tile of split's that
+/// are not whole vectors of narrow_split's) when it would have fewer tiles than SMs and the
+/// split gives each at least kSplitMinBlocks blocks;
 /// else the tier with the smallest max_reduced >= reduced (the largest tier when none; of the
 /// tiers with that max_reduced, the one with the largest min_rows_per_sm that rows reach,
 /// rows >= min_rows_per_sm * SMs), or that tier's odd_rows twin when it has one and `reduced`

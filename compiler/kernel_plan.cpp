@@ -745,18 +745,20 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     if (sv >= 0) {
       const int64_t tile = step.variants[static_cast<size_t>(sv)].elements_per_block;
       if (rule.narrow_split >= 0) {
+        const PlannedVariant& narrow = step.variants[static_cast<size_t>(rule.narrow_split)];
+        const int64_t most = bundle::narrow_split_max_rows(tile, narrow.elements_per_block);
         if (rule.narrow_scalar_split >= 0) {
-          const int64_t vec = std::get<ReductionConfig>(
-                                  step.variants[static_cast<size_t>(rule.narrow_split)].config)
-                                  .vec;
+          const int64_t vec = std::get<ReductionConfig>(narrow.config).vec;
           split_line(rule.narrow_split,
-                     fmt::format("rows < {} and a multiple of {} and ", tile, vec));
+                     fmt::format("rows <= {} and a multiple of {} and ", most, vec));
           split_line(rule.narrow_scalar_split,
                      fmt::format("rows < {} and not a multiple of {} and ", tile, vec));
+          split_line(sv, fmt::format("rows > {} and (rows >= {} or a multiple of {}) and ", most,
+                                     tile, vec));
         } else {
-          split_line(rule.narrow_split, fmt::format("rows < {} and ", tile));
+          split_line(rule.narrow_split, fmt::format("rows <= {} and ", most));
+          split_line(sv, fmt::format("rows > {} and ", most));
         }
-        split_line(sv, fmt::format("rows >= {} and ", tile));
       } else {
         split_line(sv, "");
       }

@@ -388,7 +388,19 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(hsc.config.at("vec") == 1);
   CHECK(hsc.split.phases > 0);
   CHECK(bundle::heuristic_variant(hs, hr, 7, 1000003, h200) == hr.narrow_scalar_split);
-  CHECK(bundle::heuristic_variant(hs, hr, 200, 262144, h200) == hr.narrow_split);
+  // Whole vectors: the narrow split while its tiles cover fewer columns than one wide tile
+  // (3 x 64 < 256), the wide split from 4 narrow tiles on.
+  CHECK(bundle::narrow_split_max_rows(256, 64) == 192);
+  CHECK(bundle::narrow_split_max_rows(128, 32) == 96);
+  CHECK(bundle::narrow_split_max_rows(100, 64) == 64);
+  CHECK(bundle::narrow_split_max_rows(64, 64) == 0);
+  CHECK(bundle::narrow_split_max_rows(256, 0) == 0);
+  CHECK(bundle::heuristic_variant(hs, hr, 192, 262144, h200) == hr.narrow_split);
+  CHECK(bundle::heuristic_variant(hs, hr, 200, 262144, h200) == hr.split);
+  CHECK(bundle::heuristic_variant(hs, hr, 248, 262144, h200) == hr.split);
+  CHECK(bundle::heuristic_variant(hs, hr, 201, 262144, h200) == hr.narrow_scalar_split);
+  CHECK(bundle::heuristic_variant(step, rule, 96, 262144, h200) == rule.narrow_split);
+  CHECK(bundle::heuristic_variant(step, rule, 100, 262144, h200) == rule.split);
   // A manifest's config is only numbers: a vec of 0 or -1 must not divide (a hostile bundle).
   for (int64_t bad : {0, -1}) {
     bundle::Step hostile = hs;
