@@ -203,6 +203,28 @@ void ReductionLowering::fold(ReduceOp op, DType t, std::vector<Group>& groups, V
     }
     reduction_math::kahan_add(math_, a, *c, v);
   };
+  if (comp && shape_ == StepKind::outer_reduction) {
+    // An outer thread's chunk holds `items` steps of each of its columns: each column's
+    // steps are summed plainly, in order, and the chunk's sum enters the compensated sum
+    // once. Compensating every step, as below, cost 8 instructions per element
+    // where this costs about 1, and made bf16 column sums issue-bound: on an H200, 1048576 x 64
+    // read DRAM at 69% of its peak with the SMs 55% busy (bench/results/
+    // 2026-11-27-h200-few-columns, call 1). The plain sum's rounding is that of `items`
+    // additions of the chunk's own terms; the compensation still spans the chunks. (A
+    // pairwise tree per column raised the registers of the default outer variants more.)
+    std::vector<Value*> part(S, nullptr);
+    for (Group& g : groups) {
+      for (Point& p : g.pts) {
+        const int slot = S > 1 ? p.slot : 0;
+        Value* v = b_.CreateSelect(p.ok, value(p, g), em_.identity(op, t));
+        part[slot] = part[slot] ? em_.combine(op, part[slot], v) : v;
+      }
+    }
+    for (int slot = 0; slot < S; ++slot) {
+      if (part[slot]) into(slot, part[slot]);
+    }
+    return;
+  }
   for (Group& g : groups) {
     const bool one_mask = S == 1 && std::all_of(g.pts.begin(), g.pts.end(), [&](const Point& p) {
                             return p.ok == g.pts[0].ok;
