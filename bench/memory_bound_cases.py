@@ -121,12 +121,16 @@ def _cases():
                   [(BF16, [65536, 2048])], [(F32, [2048])], colsum))
     c.append(Case("colsum_bf16_64", "outer reduction", "colsum_bf16", {"M": 1 << 20, "N": 64},
                   [(BF16, [1 << 20, 64])], [(F32, [64])], colsum))
+    c.append(Case("colsum_bf16_16", "outer reduction", "colsum_bf16", {"M": 1 << 22, "N": 16},
+                  [(BF16, [1 << 22, 16])], [(F32, [16])], colsum))
     B, M, N = 64, 1024, 512
     c.append(Case("mid_mean_3d", "outer reduction", "mid_mean", {"B": B, "M": M, "N": N},
                   [(F32, [B, M, N])], [(F32, [B, N])], mid_mean))
     M, N = 32768, 4096
     c.append(Case("ln_wgrad", "outer reduction", "ln_wgrad", {"M": M, "N": N},
                   [(BF16, [M, N])] * 2, [(F32, [N])] * 2, ln_wgrad))
+    c.append(Case("ln_wgrad_64", "outer reduction", "ln_wgrad", {"M": 1 << 20, "N": 64},
+                  [(BF16, [1 << 20, 64])] * 2, [(F32, [64])] * 2, ln_wgrad))
     c.append(Case("layernorm_bf16", "norm", "layernorm_bf16", {"M": M, "N": N},
                   [(BF16, [M, N]), (BF16, [N]), (BF16, [N])], [(BF16, [M, N])], layernorm))
     c.append(Case("layernorm_f32_odd", "norm", "layernorm_f32", {"M": 16383, "N": 1023},

@@ -5,7 +5,7 @@ in the same process.
 
     python3 bench/torch_memory_bound.py OUT.json [ID_PART ... | K/N]
 
-K/N runs every N-th case from the K-th (0-based): the torch side of all 34 cases takes longer
+K/N runs every N-th case from the K-th (0-based): the torch side of all 36 cases takes longer
 than one 10-minute call on the GPU machine, so it runs as shards (torch_0.json, torch_1.json;
 the summary reads every torch*.json of the directory)."""
 import sys
