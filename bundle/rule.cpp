@@ -95,6 +95,23 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
             .elements_per_block;
     if (step.variants[vi].elements_per_block < fewest) r.narrow_split = static_cast<int>(vi);
   }
+  // The deep split: the narrow split's shape with more steps in flight (the first such).
+  if (r.narrow_split >= 0) {
+    const Variant& narrow = step.variants[static_cast<size_t>(r.narrow_split)];
+    auto same = [&](const Variant& v, const char* key) {
+      const auto a = v.config.find(key), b = narrow.config.find(key);
+      return a != v.config.end() && b != narrow.config.end() && a->second == b->second;
+    };
+    for (size_t vi = 0; vi < step.variants.size() && r.deep_split < 0; ++vi) {
+      const Variant& v = step.variants[vi];
+      if (loadable[vi] && v.split.phases > 0 && same(v, "block") && same(v, "group") &&
+          same(v, "vec") && v.elements_per_block == narrow.elements_per_block &&
+          v.config.count("items") && narrow.config.count("items") &&
+          v.config.at("items") > narrow.config.at("items")) {
+        r.deep_split = static_cast<int>(vi);
+      }
+    }
+  }
   // Measured there: bf16 column sums of 1000003 x 7 took 38.1 us on the scalar split, 64.9 on the
   // 16-byte narrow split's scalar path.
   for (size_t vi = 0; vi < step.variants.size() && r.narrow_split >= 0; ++vi) {
@@ -184,7 +201,8 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
       if (rule.narrow_scalar_split >= 0 && vec > 1 && rows % vec != 0) {
         split = rule.narrow_scalar_split;
       } else if (rows <= narrow_split_max_rows(tile, narrow.elements_per_block)) {
-        split = rule.narrow_split;
+        split = rule.deep_split >= 0 && reduced >= kDeepSplitMinReduced ? rule.deep_split
+                                                                        : rule.narrow_split;
       }
     }
     const Variant& sv = step.variants[static_cast<size_t>(split)];

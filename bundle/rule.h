@@ -44,6 +44,13 @@ int resident_blocks(const Variant& v, const DeviceFacts& device);
 inline constexpr int kSplitBlocksPerSm = 4;
 inline constexpr int kSplitMinChunks = 2;
 inline constexpr int kSplitMinBlocks = 4;
+/// The shortest reduced extent the deep split (StepRule::deep_split) runs. Measured on an H100
+/// (bench/results/2026-11-28-h200-narrow-split, call 3: column sums of bf16 over 16, 64 and
+/// 128 columns, f32 over 32, the layernorm weight gradient over 64; 16 steps in flight against
+/// 8, interleaved, best of three rounds): 2% slower to 2% faster at 32768 rows, level to 10%
+/// faster from 65536 to 4194304 (0.3% slower once, ln_wgrad at 4194304); on an H200 (call 1)
+/// up to 10% slower from 2048 to 4096 rows.
+inline constexpr int64_t kDeepSplitMinReduced = 65536;
 
 /// One step's rule, derived once from the manifest (which variants loaded, and the device):
 /// the variant it runs by default, its scalar fallback, the tiers and the split variant of a
@@ -61,6 +68,10 @@ struct StepRule {
   // narrow_split would run its scalar path).
   int narrow_split = -1;
   int narrow_scalar_split = -1;
+  // Outer steps: the loadable split variant with narrow_split's block, threads along the
+  // reduced index and vector width, and more steps in flight (items), or -1; it runs instead
+  // of narrow_split when the reduced extent is at least kDeepSplitMinReduced.
+  int deep_split = -1;
   // Contraction steps: the loadable variants of the chosen one's kind (TMA-fed, or copied by
   // the MMA warps) with smaller tiles than it, largest tiles first, one per tile size (the
   // first in variant order); empty when there are none.
@@ -109,8 +120,9 @@ int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile);
 
 /// The variant the rule runs for a step whose space holds `rows` and whose reduced extent is
 /// `reduced` elements (1 for a pointwise step): the split variant (narrow_split for at most
-/// narrow_split_max_rows rows, narrow_scalar_split for fewer rows than a tile of split's that
-/// are not whole vectors of narrow_split's) when it would have fewer tiles than SMs and the
+/// narrow_split_max_rows rows, deep_split instead from kDeepSplitMinReduced on,
+/// narrow_scalar_split for fewer rows than a tile of split's that are not whole vectors of
+/// narrow_split's) when it would have fewer tiles than SMs and the
 /// split gives each at least kSplitMinBlocks blocks;
 /// else the tier with the smallest max_reduced >= reduced (the largest tier when none; of the
 /// tiers with that max_reduced, the one with the largest min_rows_per_sm that rows reach,

@@ -271,12 +271,13 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec) {
     if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
   }
   // Split over the reduced extent, for few columns: the rule's two (the default split, then
-  // the narrow one for fewer columns than its tile), then the others for the tuner.
+  // the narrow one for fewer columns than its tile), then the others for the tuner, then the
+  // rule's deep one (last: the ids before it stay those of earlier bundles).
   for (ReductionConfig c :
        {default_outer_split_config(max_vec), narrow_outer_split_config(max_vec),
         ReductionConfig{256, 8, max_vec, 2}, ReductionConfig{256, 8, std::max(1, max_vec / 2), 4},
         ReductionConfig{512, 16, 1, 4}, ReductionConfig{512, 8, std::max(1, max_vec / 2), 4},
-        ReductionConfig{256, 32, max_vec, 4}}) {
+        ReductionConfig{256, 32, max_vec, 4}, deep_outer_split_config(max_vec)}) {
     c.split = true;
     if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
   }
@@ -309,6 +310,18 @@ ReductionConfig default_outer_split_config(int max_vec) {
 // with 8 steps and 512 with 4 were no faster.
 ReductionConfig narrow_outer_split_config(int max_vec) {
   return {128, 16, max_vec, 8, true};
+}
+
+// Once the narrow split's chunks summed plainly, 16 steps in flight (4 blocks of 128 registers
+// per SM: 128 KB of loads in flight against 80 KB with 8 steps) were 2-9% faster on long bf16
+// column sums on an H200 (4194304 x 16 65.5 -> 59.5 us, 1048576 x 64 52.3 -> 51.0: bench/
+// results/2026-11-27-h200-few-columns, call 6), but its chunks of 256 need twice the rows to
+// split at all and give fewer blocks on short columns: 1.7x slower from 1024 to 2047 rows,
+// where the rule ran the unsplit default instead, and up to 10% slower from 2048 to 4096
+// (bench/results/2026-11-28-h200-narrow-split, call 1). The rule runs it from 65536 rows on
+// (bundle/rule.h kDeepSplitMinReduced).
+ReductionConfig deep_outer_split_config(int max_vec) {
+  return {128, 16, max_vec, 16, true};
 }
 
 std::map<std::string, int64_t> ScanConfig::as_map() const {

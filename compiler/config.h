@@ -175,8 +175,9 @@ std::optional<ReductionConfig> row_shift_twin(const ReductionConfig& c, int max_
 ReductionConfig default_row_config(int max_vec);
 
 /// Outer reductions: 64-column blocks and their neighbours, then the split variants (the
-/// heuristic runs the first, or the narrow one for fewer columns than its tile, when the
-/// tiles are fewer than the SMs: bundle/rule.h).
+/// heuristic runs the first, or the narrow one for fewer columns than its tile, or the deep
+/// one for those columns over a long reduced extent, when the tiles are fewer than the SMs:
+/// bundle/rule.h).
 std::vector<ReductionConfig> outer_reduction_space(int max_vec);
 /// 32 threads along the rows with 8 bytes of them each, 8 along the reduced index, 4 steps in
 /// flight.
@@ -187,6 +188,8 @@ ReductionConfig default_outer_split_config(int max_vec);
 /// The split variant for few columns: 8 threads along the rows with 16 bytes each, 16 along
 /// the reduced index with 8 steps in flight.
 ReductionConfig narrow_outer_split_config(int max_vec);
+/// The narrow split with 16 steps in flight, for long reduced extents.
+ReductionConfig deep_outer_split_config(int max_vec);
 
 /// A scan kernel (compiler/lower_scan.h).
 /// Along the contiguous index (a row scan): `group` threads share a row (32: a warp per row; a

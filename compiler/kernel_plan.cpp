@@ -730,33 +730,46 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
   } else {
     const std::string R = product_text(step.reduced);
     const int sv = rule.split;
-    // The split variant's line: when it runs (after `rows`, the narrow split's condition).
-    auto split_line = [&](int vi, const std::string& rows) {
+    // The split variant's line: when it runs (after `rows`, the narrow split's condition;
+    // `when`, the reduced extent's, else the one every split needs).
+    auto split_line = [&](int vi, const std::string& rows, const std::string& when = "") {
       const PlannedVariant& v = step.variants[static_cast<size_t>(vi)];
-      line(fmt::format(
-          "{}ceil(rows / {}) < the GPU's SMs and {} >= {} ({}+ blocks per tile in one wave of "
-          "resident blocks, {}+ chunks of {} each): variant {} ({}), {} spread over blocks, {} "
-          "launches through a workspace",
-          rows, v.elements_per_block, R,
+      const std::string needs = fmt::format(
+          "{} >= {} ({}+ blocks per tile in one wave of resident blocks, {}+ chunks of {} each)", R,
           int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk,
-          bundle::kSplitMinBlocks, bundle::kSplitMinChunks, v.split.chunk, vi,
-          config_text(v.config), R, v.split.phases));
+          bundle::kSplitMinBlocks, bundle::kSplitMinChunks, v.split.chunk);
+      line(fmt::format(
+          "{}ceil(rows / {}) < the GPU's SMs and {}: variant {} ({}), {} spread over blocks, {} "
+          "launches through a workspace",
+          rows, v.elements_per_block, when.empty() ? needs : when, vi, config_text(v.config), R,
+          v.split.phases));
     };
     if (sv >= 0) {
       const int64_t tile = step.variants[static_cast<size_t>(sv)].elements_per_block;
       if (rule.narrow_split >= 0) {
         const PlannedVariant& narrow = step.variants[static_cast<size_t>(rule.narrow_split)];
         const int64_t most = bundle::narrow_split_max_rows(tile, narrow.elements_per_block);
+        const int64_t vec = std::get<ReductionConfig>(narrow.config).vec;
+        const std::string whole =
+            rule.narrow_scalar_split >= 0
+                ? fmt::format("rows <= {} and a multiple of {} and ", most, vec)
+                : fmt::format("rows <= {} and ", most);
+        if (rule.deep_split >= 0) {
+          const auto& deep =
+              std::get<ReductionConfig>(step.variants[static_cast<size_t>(rule.deep_split)].config);
+          split_line(rule.deep_split, whole,
+                     fmt::format("{} >= {} (long: {} steps in flight where the narrow split has "
+                                 "{}, faster from there, measured)",
+                                 R, bundle::kDeepSplitMinReduced, deep.items,
+                                 std::get<ReductionConfig>(narrow.config).items));
+        }
+        split_line(rule.narrow_split, whole);
         if (rule.narrow_scalar_split >= 0) {
-          const int64_t vec = std::get<ReductionConfig>(narrow.config).vec;
-          split_line(rule.narrow_split,
-                     fmt::format("rows <= {} and a multiple of {} and ", most, vec));
           split_line(rule.narrow_scalar_split,
                      fmt::format("rows < {} and not a multiple of {} and ", tile, vec));
           split_line(sv, fmt::format("rows > {} and (rows >= {} or a multiple of {}) and ", most,
                                      tile, vec));
         } else {
-          split_line(rule.narrow_split, fmt::format("rows <= {} and ", most));
           split_line(sv, fmt::format("rows > {} and ", most));
         }
       } else {

@@ -8,8 +8,8 @@
 #  4. compute-sanitizer (memcheck, racecheck, initcheck, one tool per shard at once) on the
 #     default variant of the smaller cases and on the runtime tests, and initcheck on every
 #     variant of the split and buffered kernels (outputs, buffers and workspaces poisoned).
-#  5. (phase "big", only when PHASES names it) the default variant of a tiled transpose at two
-#     shapes of more than 2^31 elements;
+#  5. (phase "big", only when PHASES names it) the default variant of a tiled transpose and of a
+#     bf16 column sum at two shapes each of more than 2^31 elements;
 #  6. (phase "tune", only when PHASES names it) tests/gpu/tune_shapes.sh: shapes recorded by a
 #     real run (KILN_RECORD_SHAPES), kiln tune --shapes-from, two shards merged with the keys
 #     of one unsharded run.
@@ -130,6 +130,16 @@ if wants big; then
   done
   note "transposes of more than 2^31 elements: exit $rc ($(seconds "$t0") s)"
   check "big transposes" $rc
+  # Column sums of more than 2^31 elements, default variant: the narrow split (64 columns)
+  # and the wide one (2048), each row's offset past 2^31 elements.
+  t0=$(date +%s)
+  "$kiln" compile examples/reduction_suite.kiln -o "$out/reductions.bundle" > /dev/null
+  rc=0
+  for shape in M=33554433,N=64 M=1048577,N=2048; do
+    "$kiln" run "$out/reductions.bundle" colsum_bf16 --shape "$shape" --reps 2 >> "$out/big.txt" 2>&1 || rc=1
+  done
+  note "column sums of more than 2^31 elements: exit $rc ($(seconds "$t0") s)"
+  check "big column sums" $rc
 fi
 
 if wants tune; then

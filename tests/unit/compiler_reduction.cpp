@@ -339,7 +339,7 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   bundle::Manifest cols =
       compile_text("kernel c(x: f32[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }");
   const std::vector<bundle::Variant>& vs = cols.kernels[0].steps[0].variants;
-  constexpr size_t kSplits = 7;
+  constexpr size_t kSplits = 8;
   REQUIRE(vs.size() > kSplits);
   for (size_t i = 0; i < vs.size(); ++i) {
     const bundle::Variant& v = vs[i];
@@ -365,8 +365,26 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   const bundle::StepRule rule = bundle::step_rule(step, std::vector<bool>(vs.size(), true), h200);
   CHECK(rule.split == static_cast<int>(vs.size() - kSplits));
   CHECK(rule.narrow_split == rule.split + 1);
-  // 64 columns run the narrow split, 2048 the wide one, 32768 the unsplit default.
-  CHECK(bundle::heuristic_variant(step, rule, 64, 1 << 20, h200) == rule.narrow_split);
+  // The deep split (last: earlier ids stay) is the narrow one with 16 steps in flight.
+  CHECK(rule.deep_split == static_cast<int>(vs.size() - 1));
+  CHECK(vs.back().config == deep_outer_split_config(4).as_map());
+  CHECK(vs.back().elements_per_block == narrow.elements_per_block);
+  CHECK(vs.back().split.chunk == 2 * narrow.split.chunk);
+  // 64 columns run the narrow split up to 65535 rows, the deep one from 65536; 2048 columns
+  // the wide one, 32768 the unsplit default.
+  CHECK(bundle::heuristic_variant(step, rule, 64, 1 << 20, h200) == rule.deep_split);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 65536, h200) == rule.deep_split);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 65535, h200) == rule.narrow_split);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 1024, h200) == rule.narrow_split);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 1023, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(step, rule, 96, 1 << 20, h200) == rule.deep_split);
+  CHECK(bundle::heuristic_variant(step, rule, 128, 1 << 20, h200) == rule.split);
+  // Without the deep variant (not loadable), the narrow one runs long columns too.
+  std::vector<bool> no_deep(vs.size(), true);
+  no_deep.back() = false;
+  const bundle::StepRule shallow = bundle::step_rule(step, no_deep, h200);
+  CHECK(shallow.deep_split == -1);
+  CHECK(bundle::heuristic_variant(step, shallow, 64, 1 << 20, h200) == rule.narrow_split);
   CHECK(bundle::heuristic_variant(step, rule, 2048, 65536, h200) == rule.split);
   CHECK(bundle::heuristic_variant(step, rule, 32768, 4096, h200) == rule.chosen);
   // bf16: the narrow split is the 16-byte one over 64 columns, not the scalar split variant
@@ -381,7 +399,11 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(hn.config == narrow_outer_split_config(8).as_map());
   CHECK(hn.elements_per_block == 64);
   CHECK(hs.variants[static_cast<size_t>(hr.split)].config.at("vec") == 8);
-  CHECK(bundle::heuristic_variant(hs, hr, 64, 1 << 20, h200) == hr.narrow_split);
+  REQUIRE(hr.deep_split >= 0);
+  CHECK(hs.variants[static_cast<size_t>(hr.deep_split)].config ==
+        deep_outer_split_config(8).as_map());
+  CHECK(bundle::heuristic_variant(hs, hr, 64, 1 << 20, h200) == hr.deep_split);
+  CHECK(bundle::heuristic_variant(hs, hr, 64, 4096, h200) == hr.narrow_split);
   // Columns that are not whole vectors run the scalar split of the fewest columns.
   REQUIRE(hr.narrow_scalar_split >= 0);
   const bundle::Variant& hsc = hs.variants[static_cast<size_t>(hr.narrow_scalar_split)];
@@ -395,11 +417,13 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(bundle::narrow_split_max_rows(100, 64) == 64);
   CHECK(bundle::narrow_split_max_rows(64, 64) == 0);
   CHECK(bundle::narrow_split_max_rows(256, 0) == 0);
-  CHECK(bundle::heuristic_variant(hs, hr, 192, 262144, h200) == hr.narrow_split);
+  CHECK(bundle::heuristic_variant(hs, hr, 192, 262144, h200) == hr.deep_split);
+  CHECK(bundle::heuristic_variant(hs, hr, 192, 32768, h200) == hr.narrow_split);
   CHECK(bundle::heuristic_variant(hs, hr, 200, 262144, h200) == hr.split);
   CHECK(bundle::heuristic_variant(hs, hr, 248, 262144, h200) == hr.split);
   CHECK(bundle::heuristic_variant(hs, hr, 201, 262144, h200) == hr.narrow_scalar_split);
-  CHECK(bundle::heuristic_variant(step, rule, 96, 262144, h200) == rule.narrow_split);
+  CHECK(bundle::heuristic_variant(step, rule, 96, 262144, h200) == rule.deep_split);
+  CHECK(bundle::heuristic_variant(step, rule, 96, 32768, h200) == rule.narrow_split);
   CHECK(bundle::heuristic_variant(step, rule, 100, 262144, h200) == rule.split);
   // A manifest's config is only numbers: a vec of 0 or -1 must not divide (a hostile bundle).
   for (int64_t bad : {0, -1}) {
