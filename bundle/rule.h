@@ -49,7 +49,7 @@ inline constexpr int kSplitMinBlocks = 4;
 /// 128 columns, f32 over 32, the layernorm weight gradient over 64; 16 steps in flight against
 /// 8, interleaved, best of three rounds): 2% slower to 2% faster at 32768 rows, level to 10%
 /// faster from 65536 to 4194304 (0.3% slower once, ln_wgrad at 4194304); on an H200 (call 1)
-/// up to 10% slower from 2048 to 4096 rows.
+/// up to 13% slower from 2048 to 4096 rows.
 inline constexpr int64_t kDeepSplitMinReduced = 65536;
 
 /// One step's rule, derived once from the manifest (which variants loaded, and the device):

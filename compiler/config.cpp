@@ -316,8 +316,8 @@ ReductionConfig narrow_outer_split_config(int max_vec) {
 // per SM: 128 KB of loads in flight against 80 KB with 8 steps) were 2-9% faster on long bf16
 // column sums on an H200 (4194304 x 16 65.5 -> 59.5 us, 1048576 x 64 52.3 -> 51.0: bench/
 // results/2026-11-27-h200-few-columns, call 6), but its chunks of 256 need twice the rows to
-// split at all and give fewer blocks on short columns: 1.7x slower from 1024 to 2047 rows,
-// where the rule ran the unsplit default instead, and up to 10% slower from 2048 to 4096
+// split at all and give fewer blocks on short columns: 1.7-2.9x slower from 1024 to 2047 rows,
+// where the rule ran the unsplit default instead, and up to 13% slower from 2048 to 4096
 // (bench/results/2026-11-28-h200-narrow-split, call 1). The rule runs it from 65536 rows on
 // (bundle/rule.h kDeepSplitMinReduced).
 ReductionConfig deep_outer_split_config(int max_vec) {
