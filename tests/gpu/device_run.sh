@@ -119,27 +119,26 @@ if wants runtime && [[ -x "$hostile" ]]; then
   check "concurrent tuners" $rc
 fi
 
-# Tiled transposes of more than 2^31 elements, default variant (tests/gpu/cases.txt says why
-# not every variant).
+# The default variant of KERNEL of SPEC at each of SHAPES (more than 2^31 elements each),
+# checked against the interpreter: big NAME SPEC KERNEL SHAPES...
+big() {
+  local name=$1 spec=$2 kernel=$3 t0 rc=0
+  shift 3
+  local bundle="$out/$(basename "$spec" .kiln).bundle"
+  t0=$(date +%s)
+  "$kiln" compile "$spec" -o "$bundle" > /dev/null
+  for shape in "$@"; do
+    "$kiln" run "$bundle" "$kernel" --shape "$shape" --reps 2 >> "$out/big.txt" 2>&1 || rc=1
+  done
+  note "$name of more than 2^31 elements: exit $rc ($(seconds "$t0") s)"
+  check "big $name" $rc
+}
+
+# Tiled transposes (tests/gpu/cases.txt says why not every variant), and column sums: the deep
+# split (64 columns) and the wide one (2048), each row's offset past 2^31 elements.
 if wants big; then
-  t0=$(date +%s)
-  "$kiln" compile examples/permute.kiln -o "$out/permute.bundle" > /dev/null
-  rc=0
-  for shape in M=46341,N=46341 M=32768,N=65544; do
-    "$kiln" run "$out/permute.bundle" transpose_bf16 --shape "$shape" --reps 2 >> "$out/big.txt" 2>&1 || rc=1
-  done
-  note "transposes of more than 2^31 elements: exit $rc ($(seconds "$t0") s)"
-  check "big transposes" $rc
-  # Column sums of more than 2^31 elements, default variant: the narrow split (64 columns)
-  # and the wide one (2048), each row's offset past 2^31 elements.
-  t0=$(date +%s)
-  "$kiln" compile examples/reduction_suite.kiln -o "$out/reductions.bundle" > /dev/null
-  rc=0
-  for shape in M=33554433,N=64 M=1048577,N=2048; do
-    "$kiln" run "$out/reductions.bundle" colsum_bf16 --shape "$shape" --reps 2 >> "$out/big.txt" 2>&1 || rc=1
-  done
-  note "column sums of more than 2^31 elements: exit $rc ($(seconds "$t0") s)"
-  check "big column sums" $rc
+  big transposes examples/permute.kiln transpose_bf16 M=46341,N=46341 M=32768,N=65544
+  big "column sums" examples/reduction_suite.kiln colsum_bf16 M=33554433,N=64 M=1048577,N=2048
 fi
 
 if wants tune; then
