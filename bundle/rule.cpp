@@ -95,19 +95,23 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
             .elements_per_block;
     if (step.variants[vi].elements_per_block < fewest) r.narrow_split = static_cast<int>(vi);
   }
-  // The deep split: the narrow split's shape with more steps in flight (the first such).
+  // The deep split: the first variant whose config is the narrow split's but for more steps
+  // in flight (items).
   if (r.narrow_split >= 0) {
-    const Variant& narrow = step.variants[static_cast<size_t>(r.narrow_split)];
-    auto same = [&](const Variant& v, const char* key) {
-      const auto a = v.config.find(key), b = narrow.config.find(key);
-      return a != v.config.end() && b != narrow.config.end() && a->second == b->second;
+    auto items_of = [](const Variant& v) {
+      const auto it = v.config.find("items");
+      return it == v.config.end() ? int64_t{1} : it->second;
     };
+    auto but_items = [](std::map<std::string, int64_t> config) {
+      config.erase("items");
+      return config;
+    };
+    const Variant& narrow = step.variants[static_cast<size_t>(r.narrow_split)];
+    const std::map<std::string, int64_t> shape = but_items(narrow.config);
     for (size_t vi = 0; vi < step.variants.size() && r.deep_split < 0; ++vi) {
       const Variant& v = step.variants[vi];
-      if (loadable[vi] && v.split.phases > 0 && same(v, "block") && same(v, "group") &&
-          same(v, "vec") && v.elements_per_block == narrow.elements_per_block &&
-          v.config.count("items") && narrow.config.count("items") &&
-          v.config.at("items") > narrow.config.at("items")) {
+      if (loadable[vi] && v.split.phases > 0 && items_of(v) > items_of(narrow) &&
+          but_items(v.config) == shape) {
         r.deep_split = static_cast<int>(vi);
       }
     }
