@@ -230,7 +230,9 @@ struct Variant {
   // the tier with the smallest max_reduced >= R (the largest tier when none). 0: not a tier.
   // A strided variant's is the rows it is for (the strided variants' own tiers, above). A
   // pointwise step's tiers have max_reduced 1 (its reduced extent) and differ in
-  // min_rows_per_sm, its rows being its elements (compute-heavy steps, compiler/config.h).
+  // min_rows_per_sm, its rows being its elements (compute-heavy steps, compiler/config.h). An
+  // outer step's are not tiers: they mark the variants the rule runs for short columns, up to
+  // max_reduced reduced rows (bundle/rule.h kShortOuterMaxReduced, kShortSplitMaxReduced).
   int64_t max_reduced = 0;
   // A tier that replaces the other tiers of its max_reduced when the step has at least
   // min_rows_per_sm rows per SM of the device (the looped rows' smaller blocks: bundle/rule.h).

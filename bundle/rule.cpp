@@ -36,6 +36,15 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       }
       continue;
     }
+    // An outer step's limits mark its variants for short columns (rule.h), not tiers.
+    if (v.max_reduced > 0 && step.kind == StepKind::outer_reduction) {
+      if (v.split.phases == 0) {
+        r.short_outer.push_back(id);
+      } else if (r.short_split < 0 && device.memory_pools) {
+        r.short_split = id;
+      }
+      continue;
+    }
     // A pointwise step's tiers have the limit 1 (its reduced extent) and differ in
     // min_rows_per_sm, its rows being its elements.
     if (v.max_reduced > 0 && (!step.reduced.empty() || step.kind == StepKind::pointwise)) {
@@ -43,6 +52,10 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     }
   }
   std::sort(r.strided_tiers.begin(), r.strided_tiers.end());
+  std::stable_sort(r.short_outer.begin(), r.short_outer.end(), [&](int a, int b) {
+    return step.variants[static_cast<size_t>(a)].elements_per_block <
+           step.variants[static_cast<size_t>(b)].elements_per_block;
+  });
   // Contraction steps: the smaller tiles of the chosen variant's kind (TMA-fed or not),
   // largest first, the first variant of each size.
   if (step.kind == StepKind::contraction && r.chosen >= 0) {
@@ -195,6 +208,15 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     }
     return rule.smaller.back();
   }
+  if (step.kind == StepKind::outer_reduction && reduced >= kShortOuterMinReduced) {
+    for (int v : rule.short_outer) {
+      const Variant& sv = step.variants[static_cast<size_t>(v)];
+      if (reduced <= sv.max_reduced &&
+          ceil_div(rows, std::max<int64_t>(sv.elements_per_block, 1)) < device.sm_count) {
+        return v;
+      }
+    }
+  }
   if (rule.split >= 0) {
     // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth kSplitMinBlocks+ blocks.
     int split = rule.split;
@@ -205,8 +227,13 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
       if (rule.narrow_scalar_split >= 0 && vec > 1 && rows % vec != 0) {
         split = rule.narrow_scalar_split;
       } else if (rows <= narrow_split_max_rows(tile, narrow.elements_per_block)) {
-        split = rule.deep_split >= 0 && reduced >= kDeepSplitMinReduced ? rule.deep_split
-                                                                        : rule.narrow_split;
+        split = rule.narrow_split;
+        if (rule.deep_split >= 0 && reduced >= kDeepSplitMinReduced) {
+          split = rule.deep_split;
+        } else if (rule.short_split >= 0 &&
+                   reduced <= step.variants[static_cast<size_t>(rule.short_split)].max_reduced) {
+          split = rule.short_split;
+        }
       }
     }
     const Variant& sv = step.variants[static_cast<size_t>(split)];

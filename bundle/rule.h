@@ -51,6 +51,24 @@ inline constexpr int kSplitMinBlocks = 4;
 /// faster from 65536 to 4194304 (0.3% slower once, ln_wgrad at 4194304); on an H200 (call 1)
 /// up to 13% slower from 2048 to 4096 rows.
 inline constexpr int64_t kDeepSplitMinReduced = 65536;
+/// Short outer reductions. The compiler gives the outer variants the rule runs for short columns
+/// a limit (max_reduced): the unsplit ones kShortOuterMaxReduced, the short split
+/// kShortSplitMaxReduced. Measured on an H200 (bench/results/2026-11-28-h200-short-outer, calls
+/// 1 and 2: column sums of bf16 and f32, the layernorm weight gradient, a middle-axis mean and a
+/// max over two leading indices, 1 to 65536 rows over 16 to 65536 columns, every variant):
+/// - from 128 to 1023 rows, one launch of blocks with 32 (or 16) threads along the reduced index
+///   took 5.3-13.1 us where the unsplit default (8 along it) took 6.0-26.1 and the split 9.4-16.2
+///   (two launches; e.g. bf16 over 64 columns of 512 rows 7.0 against 11.9 and 9.4, f32 over 4096
+///   of 512 9.0 against 13.3 and 13.1); below 128 rows (less than one step of 32 x 4 rows in
+///   flight) the default was as fast or faster (96 rows: 5.3 against 6.0);
+/// - from 1024 to 24576 rows over few columns, the split of chunks of 32 rows (the default's
+///   blocks, split) took 9.3-15.0 us where the narrow split (chunks of 128) took 10.6-15.8 (bf16
+///   over 16 columns of 2047 rows 10.4 against 13.2, of 16384 10.5 against 11.2); at 30000 and
+///   32768 rows from 4% faster to 5% slower (call 3: bf16 over 8 and 40 columns of 30000 rows
+///   2-4% slower, over 136 4% faster).
+inline constexpr int64_t kShortOuterMinReduced = 128;
+inline constexpr int64_t kShortOuterMaxReduced = 1023;
+inline constexpr int64_t kShortSplitMaxReduced = 24576;
 
 /// One step's rule, derived once from the manifest (which variants loaded, and the device):
 /// the variant it runs by default, its scalar fallback, the tiers and the split variant of a
@@ -72,6 +90,11 @@ struct StepRule {
   // reduced index and vector width, and more steps in flight (items), or -1; it runs instead
   // of narrow_split when the reduced extent is at least kDeepSplitMinReduced.
   int deep_split = -1;
+  // Outer steps: the loadable unsplit variants with a limit (max_reduced: short columns),
+  // fewest columns per block first; and the loadable split variant with a limit (the short
+  // split), or -1, which runs instead of narrow_split for reduced extents up to its limit.
+  std::vector<int> short_outer;
+  int short_split = -1;
   // Contraction steps: the loadable variants of the chosen one's kind (TMA-fed, or copied by
   // the MMA warps) with smaller tiles than it, largest tiles first, one per tile size (the
   // first in variant order); empty when there are none.
@@ -119,22 +142,23 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
 int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile);
 
 /// The variant the rule runs for a step whose space holds `rows` and whose reduced extent is
-/// `reduced` elements (1 for a pointwise step): the split variant (narrow_split for at most
-/// narrow_split_max_rows rows, deep_split instead from kDeepSplitMinReduced on,
-/// narrow_scalar_split for fewer rows than a tile of split's that are not whole vectors of
-/// narrow_split's) when it would have fewer tiles than SMs and the
-/// split gives each at least kSplitMinBlocks blocks;
-/// else the tier with the smallest max_reduced >= reduced (the largest tier when none; of the
-/// tiers with that max_reduced, the one with the largest min_rows_per_sm that rows reach,
-/// rows >= min_rows_per_sm * SMs), or that tier's odd_rows twin when it has one and `reduced`
-/// is not a multiple of the twin's vec (measured on an H200: a softmax of 16384 x 4095 bf16
-/// took 73.7 us shifted against 181.0 on scalars, bench/results/2026-11-25-h200-memory-bound);
-/// else rule.chosen. Staging variants are never chosen here (measured slower:
-/// docs/architecture.md). A contraction step whose rule.chosen would have fewer tiles than half
-/// the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows being every output
-/// element) runs the first of rule.smaller (the largest tiles) that gives at least half the SMs
-/// a tile, else the last (the smallest tiles); else rule.chosen. Values below 1 (unchecked
-/// input) give rule.chosen.
+/// `reduced` elements (1 for a pointwise step): for an outer step, the first of short_outer whose
+/// limit `reduced` does not pass, from kShortOuterMinReduced on, and whose tiles (ceil(rows /
+/// elements_per_block)) are fewer than the SMs; else the split variant (narrow_split for at most
+/// narrow_split_max_rows rows, deep_split instead from kDeepSplitMinReduced on, short_split up
+/// to its limit, narrow_scalar_split for fewer rows than a tile of split's that are not whole
+/// vectors of narrow_split's) when it would have fewer tiles than SMs and the split gives each at
+/// least kSplitMinBlocks blocks; else the tier with the smallest max_reduced >= reduced (the
+/// largest tier when none; of the tiers with that max_reduced, the one with the largest
+/// min_rows_per_sm that rows reach, rows >= min_rows_per_sm * SMs), or that tier's odd_rows twin
+/// when it has one and `reduced` is not a multiple of the twin's vec (measured on an H200: a
+/// softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on scalars,
+/// bench/results/2026-11-25-h200-memory-bound); else rule.chosen. Staging variants are never chosen
+/// here (measured slower: docs/architecture.md). A contraction step whose rule.chosen would have
+/// fewer tiles than half the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows
+/// being every output element) runs the first of rule.smaller (the largest tiles) that gives at
+/// least half the SMs a tile, else the last (the smallest tiles); else rule.chosen. Values below 1
+/// (unchecked input) give rule.chosen.
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
 

@@ -324,6 +324,28 @@ ReductionConfig deep_outer_split_config(int max_vec) {
   return {128, 16, max_vec, 16, true};
 }
 
+// Measured on an H200 (bench/results/2026-11-28-h200-short-outer, calls 1 and 2): from 128 to
+// 1023 rows, 32 threads along the reduced index over 32 columns of scalars were the fastest
+// variant or within 10% of it wherever their tiles were fewer than the SMs (bf16 column sums over
+// 16 to 4096 columns, f32 over 32 to 4096, the layernorm weight gradient over 64 and 1024; e.g.
+// bf16 over 64 columns of 512 rows 7.0 us against 11.9 for the default, over 4096 of 1000 rows
+// 11.6 against 14.4 for the split the rule ran). Over more columns (bf16 8192 and 16384, the
+// weight gradient over 8192), 16 threads over 32 vectors of 8 bytes: bf16 over 8192 columns of
+// 512 rows 10.1 us against 13.8 (the split) and 12.4 (32 threads over scalars, twice the
+// blocks). Over 65536 columns the default (8 threads) was 5-10% faster than either.
+std::vector<ReductionConfig> short_outer_configs(int max_vec) {
+  return {{1024, 32, 1, 4}, {512, 16, std::max(1, max_vec / 2), 4}};
+}
+
+// Measured there: from 1024 to 24576 rows over few columns, chunks of 32 rows gave 4x the
+// blocks of the narrow split's chunks of 128 and took 9.3-15.0 us against 10.6-15.8 (bf16 over
+// 64 columns of 4096 rows 9.7 against 11.2); from 30000 rows level or slower (up to 5%).
+ReductionConfig short_outer_split_config(int max_vec) {
+  ReductionConfig c = default_outer_config(max_vec);
+  c.split = true;
+  return c;
+}
+
 std::map<std::string, int64_t> ScanConfig::as_map() const {
   std::map<std::string, int64_t> m = {{"block", block}, {"group", group}, {"vec", vec}};
   if (items > 1) m["items"] = items;

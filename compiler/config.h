@@ -190,6 +190,13 @@ ReductionConfig default_outer_split_config(int max_vec);
 ReductionConfig narrow_outer_split_config(int max_vec);
 /// The narrow split with 16 steps in flight, for long reduced extents.
 ReductionConfig deep_outer_split_config(int max_vec);
+/// The unsplit variants for short columns (bundle/rule.h kShortOuterMaxReduced): 32 threads
+/// along the reduced index over 32 columns of scalars, then 16 over 32 vectors of 8 bytes
+/// (for columns too many for the first's tiles to be fewer than the SMs).
+std::vector<ReductionConfig> short_outer_configs(int max_vec);
+/// The split for few short columns (bundle/rule.h kShortSplitMaxReduced): the default's
+/// blocks (8 threads along the reduced index, chunks of 32 rows), split.
+ReductionConfig short_outer_split_config(int max_vec);
 
 /// A scan kernel (compiler/lower_scan.h).
 /// Along the contiguous index (a row scan): `group` threads share a row (32: a warp per row; a

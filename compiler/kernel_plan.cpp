@@ -407,6 +407,17 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     v.max_reduced = row_heuristic_limit(c, step.max_vec, step.looped_fusion());
     v.min_rows_per_sm = row_many_rows_per_sm(c, step.max_vec, step.looped_fusion());
   }
+  // Outer steps: the variants the rule runs for short columns carry their limit (bundle/rule.h).
+  if (step.kind == bundle::StepKind::outer_reduction && !c.strided && !c.stage) {
+    const std::vector<ReductionConfig> shorts = short_outer_configs(step.max_vec);
+    const ReductionConfig short_split = short_outer_split_config(step.max_vec);
+    if (!c.split && std::find(shorts.begin(), shorts.end(), c) != shorts.end()) {
+      v.max_reduced = bundle::kShortOuterMaxReduced;
+    } else if (c == short_split && c != default_outer_split_config(step.max_vec) &&
+               c != narrow_outer_split_config(step.max_vec)) {
+      v.max_reduced = bundle::kShortSplitMaxReduced;
+    }
+  }
   if (c.split) {
     // The elements of the reduced extent a block walks per iteration.
     const int64_t chunk = row ? c.capacity() : int64_t{c.group} * c.items;
@@ -731,12 +742,13 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     const std::string R = product_text(step.reduced);
     const int sv = rule.split;
     // The split variant's line: when it runs (after `rows`, the narrow split's condition;
-    // `when`, the reduced extent's, else the one every split needs).
-    auto split_line = [&](int vi, const std::string& rows, const std::string& when = "") {
+    // `when`, the reduced extent's, else the one every split needs, after `upto`).
+    auto split_line = [&](int vi, const std::string& rows, const std::string& when = "",
+                          const std::string& upto = "") {
       const PlannedVariant& v = step.variants[static_cast<size_t>(vi)];
       const std::string needs = fmt::format(
-          "{} >= {} ({}+ blocks per tile in one wave of resident blocks, {}+ chunks of {} each)", R,
-          int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk,
+          "{}{} >= {} ({}+ blocks per tile in one wave of resident blocks, {}+ chunks of {} each)",
+          upto, R, int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk,
           bundle::kSplitMinBlocks, bundle::kSplitMinChunks, v.split.chunk);
       line(fmt::format(
           "{}ceil(rows / {}) < the GPU's SMs and {}: variant {} ({}), {} spread over blocks, {} "
@@ -744,6 +756,15 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           rows, v.elements_per_block, when.empty() ? needs : when, vi, config_text(v.config), R,
           v.split.phases));
     };
+    // Short columns first: one launch with the most threads along the reduced index.
+    for (const int vi : rule.short_outer) {
+      const PlannedVariant& v = step.variants[static_cast<size_t>(vi)];
+      line(fmt::format(
+          "{} >= {} and {} <= {} and ceil(rows / {}) < the GPU's SMs (short: {} threads along {}, "
+          "one launch; faster there than the default and the split, measured): variant {} ({})",
+          R, bundle::kShortOuterMinReduced, R, v.max_reduced, v.elements_per_block,
+          std::get<ReductionConfig>(v.config).group, R, vi, config_text(v.config)));
+    }
     if (sv >= 0) {
       const int64_t tile = step.variants[static_cast<size_t>(sv)].elements_per_block;
       if (rule.narrow_split >= 0) {
@@ -762,6 +783,13 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                                  "{}, faster from there, measured)",
                                  R, bundle::kDeepSplitMinReduced, deep.items,
                                  std::get<ReductionConfig>(narrow.config).items));
+        }
+        if (rule.short_split >= 0) {
+          const PlannedVariant& v = step.variants[static_cast<size_t>(rule.short_split)];
+          split_line(rule.short_split, whole, "",
+                     fmt::format("{} <= {} (short: chunks of {} rows where the narrow split's are "
+                                 "{}, more blocks; faster up to there, measured) and ",
+                                 R, v.max_reduced, v.split.chunk, narrow.split.chunk));
         }
         split_line(rule.narrow_split, whole);
         if (rule.narrow_scalar_split >= 0) {
@@ -899,7 +927,11 @@ std::string print_plan(const KernelPlan& plan) {
       const PlannedVariant& v = st.variants[vi];
       out += fmt::format("    v{} {}{} threads={} per_block={}", vi, config_text(v.config),
                          v.is_default ? " default" : "", v.block_threads, v.elements_per_block);
-      if (v.max_reduced > 0) out += fmt::format(" tier<={}", limit_text(v.max_reduced));
+      if (v.max_reduced > 0) {
+        out +=
+            fmt::format(" {}<={}", st.kind == bundle::StepKind::outer_reduction ? "short" : "tier",
+                        limit_text(v.max_reduced));
+      }
       if (v.min_rows_per_sm > 0) out += fmt::format(" rows>={}xSMs", v.min_rows_per_sm);
       if (v.odd_rows >= 0) out += fmt::format(" odd_rows=v{}", v.odd_rows);
       if (v.split.phases > 0) {

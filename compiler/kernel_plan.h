@@ -46,7 +46,8 @@ struct PlannedVariant {
   bool is_default = false;
   int block_threads = 0;
   int64_t elements_per_block = 0;  // elements (pointwise) or rows (reductions) a block covers
-  int64_t max_reduced = 0;         // a tier of the rule: rows of up to this many elements; 0: not
+  int64_t max_reduced = 0;         // a tier of the rule: rows of up to this many elements (outer
+                                   // steps: short columns, bundle/rule.h); 0: not
   int64_t min_rows_per_sm = 0;     // the tier replaces the others of its limit from this many
                                    // rows per SM (bundle/rule.h); 0: an ordinary tier
   bundle::SplitInfo split;         // split variants (phases > 0)

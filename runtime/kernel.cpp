@@ -35,6 +35,7 @@ Status Kernel::set_choice(size_t step, int variant) {
   rules_[step].chosen = variant;
   rules_[step].tiers.clear();  // an explicit choice replaces the heuristic
   rules_[step].split = -1;
+  rules_[step].short_outer.clear();
   return Status::ok_status();
 }
 

@@ -113,11 +113,26 @@ TEST_CASE("column sums are an outer reduction over the columns", "[compiler][red
   CHECK(st.kind == bundle::StepKind::outer_reduction);
   CHECK(st.space == std::vector<Dim>{Dim::symbol("N")});
   CHECK(st.reduced == std::vector<Dim>{Dim::symbol("M")});
+  // Only the variants the rule runs for short columns carry a limit (bundle/rule.h): two
+  // unsplit ones up to kShortOuterMaxReduced, the short split up to kShortSplitMaxReduced.
+  int short_unsplit = 0, short_split = 0;
   for (const bundle::Variant& v : st.variants) {
+    INFO(v.entry);
     const int64_t x = v.config.at("block") / v.config.at("group");
     CHECK(v.elements_per_block == x * v.config.at("vec"));  // columns per block
-    CHECK(v.max_reduced == 0);
+    const bool split = v.split.phases > 0;
+    bool is_short = false;
+    for (const ReductionConfig& c : short_outer_configs(4)) is_short |= v.config == c.as_map();
+    CHECK(is_short == (!split && v.max_reduced > 0));
+    if (is_short) CHECK(v.max_reduced == bundle::kShortOuterMaxReduced);
+    const bool is_short_split = v.config == short_outer_split_config(4).as_map();
+    CHECK(is_short_split == (split && v.max_reduced > 0));
+    if (is_short_split) CHECK(v.max_reduced == bundle::kShortSplitMaxReduced);
+    short_unsplit += is_short;
+    short_split += is_short_split;
   }
+  CHECK(short_unsplit == 2);
+  CHECK(short_split == 1);
 }
 
 TEST_CASE("a reduction and an unrelated pointwise output are two steps of one kernel",
@@ -370,13 +385,48 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(vs.back().config == deep_outer_split_config(4).as_map());
   CHECK(vs.back().elements_per_block == narrow.elements_per_block);
   CHECK(vs.back().split.chunk == 2 * narrow.split.chunk);
-  // 64 columns run the narrow split up to 65535 rows, the deep one from 65536; 2048 columns
-  // the wide one, 32768 the unsplit default.
+  // 64 columns run the short split up to 24576 rows, the narrow split up to 65535, the deep
+  // one from 65536; 2048 columns the wide one, 32768 the unsplit default.
+  REQUIRE(rule.short_split >= 0);
+  CHECK(vs[static_cast<size_t>(rule.short_split)].config == short_outer_split_config(4).as_map());
+  CHECK(vs[static_cast<size_t>(rule.short_split)].split.chunk == 32);
   CHECK(bundle::heuristic_variant(step, rule, 64, 1 << 20, h200) == rule.deep_split);
   CHECK(bundle::heuristic_variant(step, rule, 64, 65536, h200) == rule.deep_split);
   CHECK(bundle::heuristic_variant(step, rule, 64, 65535, h200) == rule.narrow_split);
-  CHECK(bundle::heuristic_variant(step, rule, 64, 1024, h200) == rule.narrow_split);
-  CHECK(bundle::heuristic_variant(step, rule, 64, 1023, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 24577, h200) == rule.narrow_split);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 24576, h200) == rule.short_split);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 1024, h200) == rule.short_split);
+  // Short columns (128 to 1023 rows): 32 threads along them over 32 columns while those tiles
+  // are fewer than the SMs, then 16 over 64 (f32: 2 x 32), then the rule as before.
+  REQUIRE(rule.short_outer.size() == 2);
+  const bundle::Variant& s32 = vs[static_cast<size_t>(rule.short_outer[0])];
+  const bundle::Variant& s16 = vs[static_cast<size_t>(rule.short_outer[1])];
+  CHECK(s32.config == short_outer_configs(4)[0].as_map());
+  CHECK(s16.config == short_outer_configs(4)[1].as_map());
+  CHECK(s32.elements_per_block == 32);
+  CHECK(s16.elements_per_block == 64);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 1023, h200) == rule.short_outer[0]);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 128, h200) == rule.short_outer[0]);
+  CHECK(bundle::heuristic_variant(step, rule, 64, 127, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 32, 512, h200) == rule.short_outer[0]);
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 32 + 1, 512, h200) == rule.short_outer[1]);
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 1, 512, h200) == rule.split);
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 1, 64, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(step, rule, 65536, 512, h200) == rule.chosen);
+  // An explicit choice of variant (runtime/kernel.cpp) clears the short variants with the split.
+  bundle::StepRule chosen_rule = rule;
+  chosen_rule.split = -1;
+  chosen_rule.short_outer.clear();
+  CHECK(bundle::heuristic_variant(step, chosen_rule, 64, 512, h200) == rule.chosen);
+  // Without the short variants loadable, the rule runs what it ran before them.
+  std::vector<bool> no_short(vs.size(), true);
+  for (int v : rule.short_outer) no_short[static_cast<size_t>(v)] = false;
+  no_short[static_cast<size_t>(rule.short_split)] = false;
+  const bundle::StepRule plain = bundle::step_rule(step, no_short, h200);
+  CHECK(plain.short_outer.empty());
+  CHECK(plain.short_split == -1);
+  CHECK(bundle::heuristic_variant(step, plain, 64, 1023, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(step, plain, 64, 1024, h200) == rule.narrow_split);
   CHECK(bundle::heuristic_variant(step, rule, 96, 1 << 20, h200) == rule.deep_split);
   CHECK(bundle::heuristic_variant(step, rule, 128, 1 << 20, h200) == rule.split);
   // Without the deep variant (not loadable), the narrow one runs long columns too.
@@ -403,7 +453,9 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(hs.variants[static_cast<size_t>(hr.deep_split)].config ==
         deep_outer_split_config(8).as_map());
   CHECK(bundle::heuristic_variant(hs, hr, 64, 1 << 20, h200) == hr.deep_split);
-  CHECK(bundle::heuristic_variant(hs, hr, 64, 4096, h200) == hr.narrow_split);
+  CHECK(bundle::heuristic_variant(hs, hr, 64, 32768, h200) == hr.narrow_split);
+  CHECK(bundle::heuristic_variant(hs, hr, 64, 4096, h200) == hr.short_split);
+  CHECK(hs.variants[static_cast<size_t>(hr.short_split)].config.at("vec") == 4);
   // Columns that are not whole vectors run the scalar split of the fewest columns.
   REQUIRE(hr.narrow_scalar_split >= 0);
   const bundle::Variant& hsc = hs.variants[static_cast<size_t>(hr.narrow_scalar_split)];
