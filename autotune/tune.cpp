@@ -370,8 +370,7 @@ class Tuner {
       Status loadable = Status::ok_status();
       {
         Stopwatch sw(spent_.loading);
-        loadable = k.set_choice(step, v);
-        (void)k.set_choice(step, defaults[step]);
+        loadable = k.check_variant(step, v);
       }
       if (!loadable.ok()) return {std::nullopt, loadable.message()};
       auto fn = [&] { launch(choice); };

@@ -269,6 +269,18 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
   return odd_rows_variant(step, rule, best, reduced);
 }
 
+StepRule pinned_rule(const StepRule& rule, int variant) {
+  StepRule pinned;
+  pinned.chosen = variant;
+  pinned.scalar_fallback = rule.scalar_fallback;
+  pinned.map_fallback = rule.map_fallback;
+  pinned.odd_rows = rule.odd_rows;
+  pinned.reads_strided = rule.reads_strided;
+  pinned.strided = rule.strided;
+  pinned.strided_tiers = rule.strided_tiers;
+  return pinned;
+}
+
 int strided_variant(const StepRule& rule, int64_t reduced) {
   for (const auto& [limit, variant] : rule.strided_tiers) {
     if (reduced <= limit) return variant;

@@ -130,6 +130,15 @@ inline bool contiguous_strides(std::span<const int64_t> extents, std::span<const
 /// `loadable[v]`: whether variant v of `step` loaded on this device. chosen is -1 when none did.
 StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const DeviceFacts& device);
 
+/// The rule once `variant` is chosen explicitly (Kernel::set_choice: `kiln run --variant`, an
+/// application's override): `variant` runs at every shape. Only what a launch needs to run a
+/// variant correctly carries over (the scalar and tensor-map fallbacks for misaligned pointers,
+/// the odd-row twins a tuned bucket entry runs, the strided variants for strided views); every
+/// field the heuristic reads (tiers, the splits, short columns, smaller contraction tiles) starts
+/// empty, so a field added to StepRule for the heuristic is off here unless it is copied below.
+/// `variant` is the caller's to check (Kernel::check_variant).
+StepRule pinned_rule(const StepRule& rule, int variant);
+
 /// Blocks per tile of a split launch (above), the grid within kMaxGridX, for `resident` blocks
 /// per SM (0: unknown). Defined for any tiles, reduced, chunk >= 1, sm_count >= 1 and
 /// resident >= 0.

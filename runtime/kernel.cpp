@@ -15,7 +15,7 @@
 
 namespace kiln {
 
-Status Kernel::set_choice(size_t step, int variant) {
+Status Kernel::check_variant(size_t step, int variant) const {
   const bundle::KernelInfo& info = *info_;
   if (step >= steps_.size()) {
     return Status::error(
@@ -32,10 +32,12 @@ Status Kernel::set_choice(size_t step, int variant) {
                                      step, info.steps[step].name, variant,
                                      loaded[variant].load_error));
   }
-  rules_[step].chosen = variant;
-  rules_[step].tiers.clear();  // an explicit choice replaces the heuristic
-  rules_[step].split = -1;
-  rules_[step].short_outer.clear();
+  return Status::ok_status();
+}
+
+Status Kernel::set_choice(size_t step, int variant) {
+  if (Status s = check_variant(step, variant); !s.ok()) return s;
+  rules_[step] = bundle::pinned_rule(rules_[step], variant);
   return Status::ok_status();
 }
 

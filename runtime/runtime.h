@@ -114,9 +114,13 @@ class Kernel {
   /// caller overrides it with set_choice). A reduction step without an override picks, per
   /// launch, the heuristic tier for its row length (bundle/manifest.h, max_reduced).
   int chosen_variant(size_t step) const { return rules_[step].chosen; }
-  /// Overrides the variant of step `step` (e.g. a tuned winner); fails if out of range or
-  /// not loadable on this device.
+  /// Overrides the variant of step `step`: it then runs at every shape, the heuristic's picks
+  /// (tiers, splits, smaller tiles) off for that step until the bundle is loaded again
+  /// (bundle::pinned_rule); fails as check_variant does.
   Status set_choice(size_t step, int variant);
+  /// Whether variant `variant` of step `step` can run here: fails, saying why, if either is out
+  /// of range or the variant did not load on this device. Changes nothing.
+  Status check_variant(size_t step, int variant) const;
 
   /// Launches on `stream`, as the sequence of runtime/launch.h: check every argument, choose
   /// the variants, lay out buffers and workspaces, enqueue. `ptrs` are device pointers for

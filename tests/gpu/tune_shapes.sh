@@ -6,7 +6,7 @@
 #    long rows), twice at once, with KILN_RECORD_SHAPES=OUT_DIR/shapes.jsonl: every line must
 #    parse and each (kernel, shape) pair must be there exactly twice (once per process).
 # 2. kiln tune --shapes-from on each bundle into one cache: its exact keys must be exactly the
-#    recorded pairs.
+#    recorded pairs, and each entry's default is the variant a plain launch runs at its shape.
 # 3. The same as two shards (--shard 0/2 and 1/2, at once, on the shared bundles), merged with
 #    kiln cache merge: the merged keys must equal the unsharded run's.
 # 4. kiln cache show of the result (100 columns) and a warm re-tune (nothing benchmarked).
@@ -75,6 +75,42 @@ print("\n".join(sorted({j["kernel"] + " " + ",".join(f"{s}={v}" for s, v in sort
 tuned=$(keys "$out/full.json" | awk '$2 == "exact" {print $1, $3}' | sort -u)
 [[ -n "$tuned" && "$tuned" == "$recorded" ]] && ok "the cache's exact shapes are the recorded ones" ||
   bad "tuned shapes differ from the recorded ones: $(diff <(echo "$recorded") <(echo "$tuned"))"
+
+# Each exact entry's default is what a plain launch runs at its shape (kiln run --variant
+# default), though the tuner timed other variants of the same kernel at other shapes first.
+"$kiln" cache show "$out/full.json" --json > "$out/full.show.json"
+mismatch=$(python3 - "$kiln" "$out" "${bundles[@]}" <<'PY'
+import json, subprocess, sys
+kiln, out, bundles = sys.argv[1], sys.argv[2], sys.argv[3:]
+kernels = {}
+for b in bundles:
+    for k in json.load(open(f"{out}/{b}/manifest.json"))["kernels"]:
+        kernels[k["name"]] = (b, k)
+checked = 0
+for e in json.load(open(f"{out}/full.show.json")):
+    key = e["key"]
+    if key["bucket"]:
+        continue
+    b, k = kernels[e["kernel"]]
+    shape = ",".join(f"{s}={v}" for s, v in key["shape"].items())
+    res = f"{out}/default_run.json"
+    subprocess.run([kiln, "run", f"{out}/{b}", e["kernel"], "--shape", shape, "--variant",
+                    "default", "--reps", "1", "--no-check", "--json", res],
+                   check=True, stdout=subprocess.DEVNULL)
+    ran = json.load(open(res))["variants"][0]["variants"][key["step"]]
+    variants = json.load(open(f"{out}/{b}/manifest.json"))["kernels"]
+    variants = [x for x in variants if x["name"] == e["kernel"]][0]["steps"][key["step"]]["variants"]
+    config = [v["config"] for v in variants if v["id"] == ran][0]
+    checked += 1
+    if config != e["default"]["config"]:
+        print(f"{e['kernel']} {shape} step {key['step']}: the cache's default "
+              f"{e['default']['config']}, a plain launch runs variant {ran} {config}")
+print(f"checked {checked}", file=sys.stderr)
+PY
+)
+rc=$?
+(( rc == 0 )) && [[ -z "$mismatch" ]] && ok "each exact entry's default is what a plain launch runs" ||
+  bad "defaults in the cache that a plain launch does not run (exit $rc): $mismatch"
 
 # 3. Two shards at once, merged.
 t0=$(date +%s%N)

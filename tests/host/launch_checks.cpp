@@ -791,6 +791,44 @@ TEST_CASE("a contraction in clusters launches whole clusters, as many as the dev
   CHECK(ampere.grid == 132);  // 16 x 12 tiles of 128 x 256, one block per SM
 }
 
+TEST_CASE("a variant chosen explicitly runs at every shape; checking one changes nothing",
+          "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("scalars"));
+  REQUIRE(b.ok());
+  Kernel& k = *(*b)->find("matmul_scaled");
+  const bundle::Step& step = step_of(k, 0);
+  // 512 x 512 outputs: 8 tiles of the default's 128 x 256, so the rule runs smaller tiles.
+  const std::map<std::string, int64_t> sym{{"M", 512}, {"N", 512}, {"K", 64}};
+  Args a(*rt, k.info(), sym);
+  std::vector<CUdeviceptr> p = a.ptrs;
+  p[2] = kiln_scalar_f32(2.0f);
+  auto ran = [&] {
+    fake.reset();
+    REQUIRE(k.launch(nullptr, p, values(k.info(), sym)).ok());
+    REQUIRE(fake.launches() == 1);
+    return fake.entry(0);
+  };
+  std::vector<int> chosen(1);
+  k.choose(values(k.info(), sym), chosen);
+  const int def = k.chosen_variant(0);
+  REQUIRE(chosen[0] != def);
+  CHECK(ran() == step.variants[static_cast<size_t>(chosen[0])].entry);
+  // What the tuner asks before timing a candidate: the rule is untouched.
+  CHECK(k.check_variant(0, def).ok());
+  CHECK_FALSE(k.check_variant(0, static_cast<int>(step.variants.size())).ok());
+  CHECK_FALSE(k.check_variant(1, 0).ok());
+  std::vector<int> again(1);
+  k.choose(values(k.info(), sym), again);
+  CHECK(again == chosen);
+  // Chosen explicitly, the default's tiles run here too.
+  REQUIRE(k.set_choice(0, def).ok());
+  k.choose(values(k.info(), sym), again);
+  CHECK(again[0] == def);
+  CHECK(ran() == step.variants[static_cast<size_t>(def)].entry);
+}
+
 TEST_CASE("the C API describes a bundle's kernels: params, dtypes, dims, symbols", "[launch]") {
   setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
   kiln_runtime* rt = nullptr;

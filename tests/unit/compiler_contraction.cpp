@@ -230,6 +230,15 @@ TEST_CASE("contraction: plan, manifest and the rule", "[contraction]") {
   CHECK(bundle::heuristic_variant(bs, rule, 1, 1, h200) == rule.smaller[1]);
   // On a GPU of 20 SMs 1024^3 has tiles enough for 128 x 256 (32 >= 10).
   CHECK(bundle::heuristic_variant(bs, rule, 1024 * 1024, 1024, {20, true}) == rule.chosen);
+  // A variant chosen explicitly (kiln run --variant) runs at every shape: the default at
+  // 1024^3, and the smallest tiles at 4096^3, where the rule would run the default.
+  const bundle::StepRule pinned = bundle::pinned_rule(rule, rule.chosen);
+  CHECK(pinned.smaller.empty());
+  CHECK(bundle::heuristic_variant(bs, pinned, 1024 * 1024, 1024, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(bs, pinned, 1, 1, h200) == rule.chosen);
+  const bundle::StepRule small = bundle::pinned_rule(rule, rule.smaller[1]);
+  CHECK(bundle::heuristic_variant(bs, small, 4096 * 4096, 4096, h200) == rule.smaller[1]);
+  CHECK(small.map_fallback == rule.map_fallback);  // what a misaligned launch needs stays
   // Without the default (no sm_90 image on this device, say), the lowest loadable variant.
   std::vector<bool> loadable(bs.variants.size(), true);
   loadable[static_cast<size_t>(st.default_variant)] = false;

@@ -413,11 +413,12 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 1, 512, h200) == rule.split);
   CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 1, 64, h200) == rule.chosen);
   CHECK(bundle::heuristic_variant(step, rule, 65536, 512, h200) == rule.chosen);
-  // An explicit choice of variant (runtime/kernel.cpp) clears the short variants with the split.
-  bundle::StepRule chosen_rule = rule;
-  chosen_rule.split = -1;
-  chosen_rule.short_outer.clear();
+  // An explicit choice of variant (Kernel::set_choice) clears the short variants with the split.
+  const bundle::StepRule chosen_rule = bundle::pinned_rule(rule, rule.chosen);
+  CHECK(chosen_rule.short_outer.empty());
+  CHECK(chosen_rule.short_split == -1);
   CHECK(bundle::heuristic_variant(step, chosen_rule, 64, 512, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(step, chosen_rule, 64, 1 << 20, h200) == rule.chosen);
   // Without the short variants loadable, the rule runs what it ran before them.
   std::vector<bool> no_short(vs.size(), true);
   for (int v : rule.short_outer) no_short[static_cast<size_t>(v)] = false;
