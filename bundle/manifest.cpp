@@ -78,6 +78,7 @@ OrderedJson variant_json(const Variant& v) {
   if (v.min_rows_per_sm > 0) out["min_rows_per_sm"] = v.min_rows_per_sm;
   if (v.split.phases > 0) {
     out["split"] = {{"phases", v.split.phases}, {"slots", v.split.slots}, {"chunk", v.split.chunk}};
+    if (v.split.min_reduced > 0) out["split"]["min_reduced"] = v.split.min_reduced;
   }
   if (v.stage.bytes_per_element > 0) {
     out["stage"] = {{"bytes_per_element", v.stage.bytes_per_element},
@@ -298,6 +299,7 @@ Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
     v.split.phases = static_cast<int>(so.integer("phases", 2, 64));
     v.split.slots = static_cast<int>(so.integer("slots", 1, 1024));
     v.split.chunk = so.integer("chunk", 1, kInt64Max);
+    if (so.find("min_reduced")) v.split.min_reduced = so.integer("min_reduced", 1, kInt64Max);
   }
   if (o.find("stage")) {
     Obj so(o.get("stage", "an object"), o.at("stage"));

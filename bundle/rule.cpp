@@ -238,8 +238,9 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     }
     const Variant& sv = step.variants[static_cast<size_t>(split)];
     const int64_t tiles = ceil_div(rows, sv.elements_per_block);
-    if (tiles < device.sm_count && split_blocks(tiles, reduced, sv.split.chunk, device.sm_count,
-                                                resident_blocks(sv, device)) >= kSplitMinBlocks) {
+    if (tiles < device.sm_count && reduced >= sv.split.min_reduced &&
+        split_blocks(tiles, reduced, sv.split.chunk, device.sm_count,
+                     resident_blocks(sv, device)) >= kSplitMinBlocks) {
       return split;
     }
   }

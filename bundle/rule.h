@@ -44,6 +44,30 @@ int resident_blocks(const Variant& v, const DeviceFacts& device);
 inline constexpr int kSplitBlocksPerSm = 4;
 inline constexpr int kSplitMinChunks = 2;
 inline constexpr int kSplitMinBlocks = 4;
+
+/// A row reduction splits only rows that the tier it would run instead (one block of 512
+/// threads a row, looping) walks at least this many bytes of: the inputs read at an element of
+/// the row, times its length, times that tier's passes over it (the compiler turns it into the
+/// split's min_reduced, split_min_reduced). Below it that block is faster than a split's two
+/// or three launches. Measured on an H200: bench/results/2026-11-28-h200-short-outer, call 7
+/// (fitted): 1 to 33 bf16 rows of 65536 (128 KiB, one pass) took 6.4-8.9 us in that tier
+/// against 9.1-13.5 split; at 256 KiB level for bf16 and the split faster for the f32 layernorm
+/// (3 passes, 17.7-21.3 against 27.0-28.4); from 512 KiB the split 1.4-11x faster.
+/// bench/results/2026-11-28-h200-row-split-bytes (kernels and lengths not fitted to): one-pass
+/// bf16 and f16 rows of 65536 to 131071 (row sums, logsumexp, mean and variance, cross-entropy)
+/// at 1 and 16 rows took 0.66-0.98 of the split's time; rows walked three times (a bf16
+/// softmax, a layernorm) or twice (an RMSNorm) took up to 1.8x the split's from 81920, which
+/// the passes keep on the split. A limit in chunks could not say this: the bf16 and f32 splits
+/// both walk chunks of 8192 elements.
+inline constexpr int64_t kSplitMinRowBytes = 256 * 1024;
+
+/// The shortest row a row reduction's split runs for, given the bytes the looping tier walks
+/// per element of the row: rows of at least kSplitMinRowBytes; 0 (no limit) for 0 bytes.
+constexpr int64_t split_min_reduced(int64_t row_bytes_per_element) {
+  return row_bytes_per_element > 0
+             ? (kSplitMinRowBytes + row_bytes_per_element - 1) / row_bytes_per_element
+             : 0;
+}
 /// The shortest reduced extent the deep split (StepRule::deep_split) runs. Measured on an H100
 /// (bench/results/2026-11-28-h200-narrow-split, call 3: column sums of bf16 over 16, 64 and
 /// 128 columns, f32 over 32, the layernorm weight gradient over 64; 16 steps in flight against
@@ -156,18 +180,18 @@ int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile);
 /// elements_per_block)) are fewer than the SMs; else the split variant (narrow_split for at most
 /// narrow_split_max_rows rows, deep_split instead from kDeepSplitMinReduced on, short_split up
 /// to its limit, narrow_scalar_split for fewer rows than a tile of split's that are not whole
-/// vectors of narrow_split's) when it would have fewer tiles than SMs and the split gives each at
-/// least kSplitMinBlocks blocks; else the tier with the smallest max_reduced >= reduced (the
-/// largest tier when none; of the tiers with that max_reduced, the one with the largest
-/// min_rows_per_sm that rows reach, rows >= min_rows_per_sm * SMs), or that tier's odd_rows twin
-/// when it has one and `reduced` is not a multiple of the twin's vec (measured on an H200: a
-/// softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on scalars,
-/// bench/results/2026-11-25-h200-memory-bound); else rule.chosen. Staging variants are never chosen
-/// here (measured slower: docs/architecture.md). A contraction step whose rule.chosen would have
-/// fewer tiles than half the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows
-/// being every output element) runs the first of rule.smaller (the largest tiles) that gives at
-/// least half the SMs a tile, else the last (the smallest tiles); else rule.chosen. Values below 1
-/// (unchecked input) give rule.chosen.
+/// vectors of narrow_split's) when it would have fewer tiles than SMs, `reduced` reaches its
+/// split.min_reduced and the split gives each at least kSplitMinBlocks blocks; else the tier with
+/// the smallest max_reduced >= reduced (the largest tier when none; of the tiers with that
+/// max_reduced, the one with the largest min_rows_per_sm that rows reach, rows >= min_rows_per_sm *
+/// SMs), or that tier's odd_rows twin when it has one and `reduced` is not a multiple of the twin's
+/// vec (measured on an H200: a softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on
+/// scalars, bench/results/2026-11-25-h200-memory-bound); else rule.chosen. Staging variants are
+/// never chosen here (measured slower: docs/architecture.md). A contraction step whose rule.chosen
+/// would have fewer tiles than half the GPU's SMs (tiles counted as ceil(rows /
+/// elements_per_block), rows being every output element) runs the first of rule.smaller (the
+/// largest tiles) that gives at least half the SMs a tile, else the last (the smallest tiles); else
+/// rule.chosen. Values below 1 (unchecked input) give rule.chosen.
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
 

@@ -349,6 +349,10 @@ bool StepPlan::row_scan() const {
   return sk && sk->scan_axis && *sk->scan_axis + 1 == static_cast<int>(sk->space.size());
 }
 
+int StepPlan::looping_passes() const {
+  return looped_fusion() != LoopedFusion::none ? passes.looped : passes.held;
+}
+
 LoopedFusion StepPlan::looped_fusion() const {
   if (passes.fused.empty()) return LoopedFusion::none;
   if (passes.looped == 1) return LoopedFusion::many;
@@ -421,7 +425,9 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
   if (c.split) {
     // The elements of the reduced extent a block walks per iteration.
     const int64_t chunk = row ? c.capacity() : int64_t{c.group} * c.items;
-    v.split = {step.split.phases, step.split.slots, chunk};
+    v.split = {
+        step.split.phases, step.split.slots, chunk,
+        row ? bundle::split_min_reduced(step.row_bytes_per_element * step.looping_passes()) : 0};
   }
   if (c.stage && c.strided) {  // a tile, for rows of any length
     v.stage = {step.tile.bytes_per_element, rows_per_block(step.kind, c), 1,
@@ -514,6 +520,7 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
       p.passes = row_passes(abi, sk);
       p.stage_bytes_per_element = stage_bytes_per_element(abi, sk);
       p.tile = tile_shape(abi, sk);
+      p.row_bytes_per_element = row_bytes_per_element(abi, sk);
     }
     plan_variants(p);
   }
@@ -746,9 +753,19 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     auto split_line = [&](int vi, const std::string& rows, const std::string& when = "",
                           const std::string& upto = "") {
       const PlannedVariant& v = step.variants[static_cast<size_t>(vi)];
+      const std::string longer =
+          v.split.min_reduced > 0
+              ? fmt::format(
+                    "{} >= {} ({} byte(s) an element x {} pass(es) of the looping tier: {} "
+                    "KiB or more a row; one block walks fewer faster, measured) and ",
+                    R, v.split.min_reduced, step.row_bytes_per_element, step.looping_passes(),
+                    bundle::kSplitMinRowBytes / 1024)
+              : std::string();
       const std::string needs = fmt::format(
-          "{}{} >= {} ({}+ blocks per tile in one wave of resident blocks, {}+ chunks of {} each)",
-          upto, R, int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk,
+          "{}{}{} >= {} ({}+ blocks per tile in one wave of resident blocks, {}+ chunks of {} "
+          "each)",
+          upto, longer, R,
+          int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk,
           bundle::kSplitMinBlocks, bundle::kSplitMinChunks, v.split.chunk);
       line(fmt::format(
           "{}ceil(rows / {}) < the GPU's SMs and {}: variant {} ({}), {} spread over blocks, {} "
@@ -935,8 +952,10 @@ std::string print_plan(const KernelPlan& plan) {
       if (v.min_rows_per_sm > 0) out += fmt::format(" rows>={}xSMs", v.min_rows_per_sm);
       if (v.odd_rows >= 0) out += fmt::format(" odd_rows=v{}", v.odd_rows);
       if (v.split.phases > 0) {
-        out += fmt::format(" split(phases={} slots={} chunk={})", v.split.phases, v.split.slots,
-                           v.split.chunk);
+        out += fmt::format(
+            " split(phases={} slots={} chunk={}{})", v.split.phases, v.split.slots, v.split.chunk,
+            v.split.min_reduced > 0 ? fmt::format(" min_reduced={}", v.split.min_reduced)
+                                    : std::string());
       }
       if (v.stage.bytes_per_element > 0) {
         out += fmt::format(" stage(bytes={} rows={} vec={}{})", v.stage.bytes_per_element,

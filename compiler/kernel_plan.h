@@ -92,6 +92,10 @@ struct StepPlan {
   // The strided variant's tile (row reductions that read a strided input at an element of the
   // row): shared memory per element of a row and its narrowest element; 0 when it has none.
   TileShape tile;
+  // Row reductions: the bytes the inputs read at an element of a row (row_bytes_per_element);
+  // the split variants run for rows whose bytes times looping_passes() reach
+  // bundle::kSplitMinRowBytes.
+  int64_t row_bytes_per_element = 0;
 
   std::vector<PlannedVariant> variants;  // the configuration space, in manifest order
   int default_variant = 0;
@@ -111,6 +115,9 @@ struct StepPlan {
   /// one pass, `largest` for two passes whose fusions are all online max+sum over elements of
   /// 4 bytes or more (max_vec <= 4), else `none`.
   LoopedFusion looped_fusion() const;
+  /// Row reductions: the passes over a row of the tier the rule runs for rows too long to hold
+  /// (the fused tier's passes.looped unless looped_fusion() is none, else passes.held).
+  int looping_passes() const;
 };
 
 /// What `config` is as a variant of `step`: the fields the manifest records and the rule

@@ -504,12 +504,29 @@ StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& par
   return row_areas(reads);
 }
 
-StagePlan plan_tile(const Program& p, const std::vector<const TensorDecl*>& params) {
+namespace {
+
+// The inputs (the strided ones only with `strided_only`) read at an element of the row by any
+// item of p, as row areas.
+StagePlan row_inputs(const Program& p, const std::vector<const TensorDecl*>& params,
+                     bool strided_only) {
   std::vector<int> all(p.items.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
   std::map<std::string, std::pair<std::set<int>, Load>> reads;
-  for (const auto& [key, ld] : row_element_loads(p, all, params, true)) reads[key] = {{}, ld};
+  for (const auto& [key, ld] : row_element_loads(p, all, params, strided_only)) {
+    reads[key] = {{}, ld};
+  }
   return row_areas(reads);
+}
+
+}  // namespace
+
+StagePlan plan_tile(const Program& p, const std::vector<const TensorDecl*>& params) {
+  return row_inputs(p, params, true);
+}
+
+StagePlan plan_row(const Program& p, const std::vector<const TensorDecl*>& params) {
+  return row_inputs(p, params, false);
 }
 
 }  // namespace reduction
@@ -562,6 +579,11 @@ TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk) {
   if (sk.kind != StepKind::row_reduction) return {};
   const reduction::StagePlan t = reduction::plan_tile(canonicalize(abi, sk, false), abi.params());
   return {t.bytes_per_element, t.narrowest};
+}
+
+int64_t row_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk) {
+  if (sk.kind != StepKind::row_reduction) return 0;
+  return reduction::plan_row(canonicalize(abi, sk, false), abi.params()).bytes_per_element;
 }
 
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {

@@ -54,6 +54,11 @@ struct TileShape {
 };
 TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk);
 
+/// The bytes row reduction `sk` reads from its inputs at an element of a row (each input read
+/// as x[o.., r] counted once, whatever the passes): a row's bytes are R times this. 0 when it
+/// reads no input along the row, and for other kinds.
+int64_t row_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk);
+
 /// Rows (elements of sk.space) one block covers.
 int64_t rows_per_block(StepKind kind, const ReductionConfig& cfg);
 
@@ -152,6 +157,9 @@ StagePlan plan_stage(const Program& p, const std::vector<const TensorDecl*>& par
 /// Laid out as a StagePlan's row areas (widest elements first; `passes` unused), each row's
 /// area padded to a multiple of kTileRowAlign bytes (bundle/manifest.h: StageInfo::row_align).
 StagePlan plan_tile(const Program& p, const std::vector<const TensorDecl*>& params);
+/// Every input read at an element of the row (strided or not), laid out as plan_tile's rows
+/// (without the padding): what a block reads of a row, per element (row_bytes_per_element).
+StagePlan plan_row(const Program& p, const std::vector<const TensorDecl*>& params);
 inline constexpr int64_t kTileRowAlign = 128;
 
 /// The key of a load among a group's loads: its tensor and canonical indices.

@@ -489,6 +489,90 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   }
 }
 
+TEST_CASE("rows split from 256 KiB walked by the looping tier, whatever their element size",
+          "[compiler][reduction]") {
+  const bundle::DeviceFacts h200{132, true};
+  // Bytes read at an element of the row (each input read along it once; w is read at j, not at
+  // an element of the row), and the passes over it of the tier that loops (fused: fewer).
+  struct Case {
+    const char* spec;
+    int64_t bytes;
+    int passes;
+    int64_t min_reduced;
+  } cases[] = {
+      {"kernel k(x: bf16[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }", 2, 1, 131072},
+      {"kernel k(x: f16[M, N]) -> (s: f16[M]) { s[i] = max(x[i, j], j) }", 2, 1, 131072},
+      {"kernel k(x: f32[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }", 4, 1, 65536},
+      {"kernel k(x: bf16[M, N], y: bf16[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j] * y[i, j], j) "
+       "}",
+       4, 1, 65536},
+      {"kernel k(x: f32[M, N], r: bf16[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j] * r[i, j], j) "
+       "}",
+       6, 1, 43691},
+      // The max and the sum fuse into one pass (online max+sum).
+      {R"(kernel k(x: bf16[M, N]) -> (y: f32[M]) {
+  mx[i] = max(x[i, j], j)
+  y[i] = mx[i] + log(sum(exp(x[i, j] - mx[i]), j))
+})",
+       2, 1, 131072},
+      // Three passes, none fused: the max, the sum, the stores.
+      {R"(kernel k(x: bf16[M, N], w: f32[N]) -> (y: bf16[M, N]) {
+  mx[i] = max(x[i, j], j)
+  e[i, j] = exp(x[i, j] - mx[i]) * w[j]
+  s[i] = sum(e[i, j], j)
+  y[i, j] = e[i, j] / s[i]
+})",
+       2, 3, 43691},
+      {R"(kernel k(x: bf16[M, N], w: bf16[N]) -> (y: bf16[M, N]) {
+  ms[i] = sum(x[i, k] * x[i, k], k) / N
+  y[i, j] = x[i, j] * rsqrt(ms[i] + 1e-6) * w[j]
+})",
+       2, 2, 65536},
+  };
+  for (const Case& c : cases) {
+    INFO(c.spec);
+    const Program p = parse_program(c.spec);
+    const std::unique_ptr<KernelPlan> plan = plan_kernel(p.kernels[0]);
+    REQUIRE(plan->steps.size() == 1);
+    CHECK(plan->steps[0].row_bytes_per_element == c.bytes);
+    CHECK(plan->steps[0].looping_passes() == c.passes);
+    CHECK(bundle::split_min_reduced(c.bytes * c.passes) == c.min_reduced);
+    bundle::Manifest m = compile_text(c.spec);
+    const bundle::Step& st = m.kernels[0].steps[0];
+    for (const bundle::Variant& v : st.variants) {
+      if (v.split.phases > 0) CHECK(v.split.min_reduced == c.min_reduced);
+    }
+    // 8 rows: the split from min_reduced on, the largest tier below it.
+    const bundle::StepRule rule =
+        bundle::step_rule(st, std::vector<bool>(st.variants.size(), true), h200);
+    REQUIRE(rule.split >= 0);
+    REQUIRE(!rule.tiers.empty());
+    const int longest = rule.tiers.back().second;
+    // What the split's chunks need (every split launch): 4+ blocks of 2+ chunks each.
+    const int64_t chunks = int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks *
+                           st.variants[static_cast<size_t>(rule.split)].split.chunk;
+    CHECK(chunks == 65536);
+    CHECK(bundle::heuristic_variant(st, rule, 8, std::max(c.min_reduced, chunks), h200) ==
+          rule.split);
+    CHECK(bundle::heuristic_variant(st, rule, 8, 1 << 22, h200) == rule.split);
+    if (c.min_reduced > chunks) {  // else the split's chunks are the limit, as before
+      CHECK(bundle::heuristic_variant(st, rule, 8, c.min_reduced - 1, h200) ==
+            bundle::odd_rows_variant(st, rule, longest, c.min_reduced - 1));
+      CHECK(bundle::heuristic_variant(st, rule, 8, chunks, h200) == longest);
+    }
+    // A bundle written before the limit (no min_reduced) splits by chunks alone.
+    bundle::Step old = st;
+    for (bundle::Variant& v : old.variants) v.split.min_reduced = 0;
+    CHECK(bundle::heuristic_variant(old, rule, 8, chunks, h200) == rule.split);
+    // The manifest keeps it.
+    Result<bundle::Manifest> back = bundle::parse_manifest(bundle::to_json(m), "m.json");
+    REQUIRE(back.ok());
+    CHECK(*back == m);
+  }
+  CHECK(bundle::split_min_reduced(0) == 0);
+  CHECK(bundle::split_min_reduced(1) == 262144);
+}
+
 TEST_CASE("two-pass rows loop fused where it was measured faster: f32 softmax",
           "[compiler][reduction]") {
   auto looped_tiers = [](const std::string& dtype, bool layernorm) {
