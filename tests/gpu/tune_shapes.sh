@@ -6,7 +6,8 @@
 #    long rows), twice at once, with KILN_RECORD_SHAPES=OUT_DIR/shapes.jsonl: every line must
 #    parse and each (kernel, shape) pair must be there exactly twice (once per process).
 # 2. kiln tune --shapes-from on each bundle into one cache: its exact keys must be exactly the
-#    recorded pairs, and each entry's default is the variant a plain launch runs at its shape.
+#    recorded pairs, and each entry's default is the variant a plain launch runs at its shape
+#    (also for one tune of two rowsum shapes whose defaults differ).
 # 3. The same as two shards (--shard 0/2 and 1/2, at once, on the shared bundles), merged with
 #    kiln cache merge: the merged keys must equal the unsharded run's.
 # 4. kiln cache show of the result (100 columns) and a warm re-tune (nothing benchmarked).
@@ -76,18 +77,20 @@ tuned=$(keys "$out/full.json" | awk '$2 == "exact" {print $1, $3}' | sort -u)
 [[ -n "$tuned" && "$tuned" == "$recorded" ]] && ok "the cache's exact shapes are the recorded ones" ||
   bad "tuned shapes differ from the recorded ones: $(diff <(echo "$recorded") <(echo "$tuned"))"
 
-# Each exact entry's default is what a plain launch runs at its shape (kiln run --variant
-# default), though the tuner timed other variants of the same kernel at other shapes first.
-"$kiln" cache show "$out/full.json" --json > "$out/full.show.json"
-mismatch=$(python3 - "$kiln" "$out" "${bundles[@]}" <<'PY'
+# Each exact entry's default in cache $1 is what a plain launch runs at its shape (kiln run
+# --variant default), though the tuner timed other variants of the same kernel at other shapes
+# first: defaults_match CACHE prints the entries that differ, and fails on any.
+defaults_match() {
+  "$kiln" cache show "$1" --json > "$1.show.json" || return 1
+  python3 - "$kiln" "$out" "$1.show.json" "${bundles[@]}" <<'PY'
 import json, subprocess, sys
-kiln, out, bundles = sys.argv[1], sys.argv[2], sys.argv[3:]
+kiln, out, shown, bundles = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 kernels = {}
 for b in bundles:
     for k in json.load(open(f"{out}/{b}/manifest.json"))["kernels"]:
         kernels[k["name"]] = (b, k)
-checked = 0
-for e in json.load(open(f"{out}/full.show.json")):
+checked = bad = 0
+for e in json.load(open(shown)):
     key = e["key"]
     if key["bucket"]:
         continue
@@ -98,19 +101,33 @@ for e in json.load(open(f"{out}/full.show.json")):
                     "default", "--reps", "1", "--no-check", "--json", res],
                    check=True, stdout=subprocess.DEVNULL)
     ran = json.load(open(res))["variants"][0]["variants"][key["step"]]
-    variants = json.load(open(f"{out}/{b}/manifest.json"))["kernels"]
-    variants = [x for x in variants if x["name"] == e["kernel"]][0]["steps"][key["step"]]["variants"]
-    config = [v["config"] for v in variants if v["id"] == ran][0]
+    step = [x for x in json.load(open(f"{out}/{b}/manifest.json"))["kernels"]
+            if x["name"] == e["kernel"]][0]["steps"][key["step"]]
+    config = [v["config"] for v in step["variants"] if v["id"] == ran][0]
     checked += 1
     if config != e["default"]["config"]:
+        bad += 1
         print(f"{e['kernel']} {shape} step {key['step']}: the cache's default "
               f"{e['default']['config']}, a plain launch runs variant {ran} {config}")
-print(f"checked {checked}", file=sys.stderr)
+print(f"{checked} exact entries, {bad} with another default")
+sys.exit(1 if bad or not checked else 0)
 PY
-)
-rc=$?
-(( rc == 0 )) && [[ -z "$mismatch" ]] && ok "each exact entry's default is what a plain launch runs" ||
-  bad "defaults in the cache that a plain launch does not run (exit $rc): $mismatch"
+}
+if msg=$(defaults_match "$out/full.json"); then
+  ok "each exact entry's default is what a plain launch runs ($msg)"
+else
+  bad "defaults in the cache that a plain launch does not run: $msg"
+fi
+# The same for one kiln tune of two shapes of rowsum whose defaults differ (a tier, then the
+# split of few long rows): the tuner's timing of the first shape's variants must not change
+# what it records as the second shape's default.
+"$kiln" tune "$out/rowsum" --shape M=4096,N=1000 --shape M=3,N=1000003 -c "$out/two.json" \
+  --no-descent -q > "$out/tune_two.txt" 2>&1 || bad "tune of two rowsum shapes: $(tail -2 "$out/tune_two.txt")"
+if msg=$(defaults_match "$out/two.json"); then
+  ok "one tune of two rowsum shapes records each shape's own default ($msg)"
+else
+  bad "one tune of two rowsum shapes: $msg"
+fi
 
 # 3. Two shards at once, merged.
 t0=$(date +%s%N)
