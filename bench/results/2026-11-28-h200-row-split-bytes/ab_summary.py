@@ -13,12 +13,14 @@ for line in open(sys.argv[1]):
     t[(k, shape)][which].append(float(f[-3]))
     pick[(k, shape, which)] = f[4]
 ratios = []
+every = []
 for (k, shape), d in sorted(t.items()):
     if not d["new"] or not d["old"]:
         continue
     new, old = min(d["new"]), min(d["old"])
     same = pick[(k, shape, "new")] == pick[(k, shape, "old")]
     r = new / old
+    every.append(r)
     if not same:
         ratios.append(r)
     print(f"{k} {shape} new {pick[(k, shape, 'new')]} {new:.2f} old {pick[(k, shape, 'old')]} "
@@ -26,3 +28,6 @@ for (k, shape), d in sorted(t.items()):
 if ratios:
     print(f"changed picks: {len(ratios)}, new/old {min(ratios):.3f}..{max(ratios):.3f}, "
           f"faster at {sum(r < 0.98 for r in ratios)}, slower at {sum(r > 1.02 for r in ratios)}")
+if every:
+    print(f"every shape: {len(every)}, new/old {min(every):.3f}..{max(every):.3f}, "
+          f"faster at {sum(r < 0.98 for r in every)}, slower at {sum(r > 1.02 for r in every)}")
