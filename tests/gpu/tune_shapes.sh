@@ -101,9 +101,7 @@ for e in json.load(open(shown)):
                     "default", "--reps", "1", "--no-check", "--json", res],
                    check=True, stdout=subprocess.DEVNULL)
     ran = json.load(open(res))["variants"][0]["variants"][key["step"]]
-    step = [x for x in json.load(open(f"{out}/{b}/manifest.json"))["kernels"]
-            if x["name"] == e["kernel"]][0]["steps"][key["step"]]
-    config = [v["config"] for v in step["variants"] if v["id"] == ran][0]
+    config = [v["config"] for v in k["steps"][key["step"]]["variants"] if v["id"] == ran][0]
     checked += 1
     if config != e["default"]["config"]:
         bad += 1
