@@ -53,12 +53,14 @@ inline constexpr int kSplitMinBlocks = 4;
 /// (fitted): 1 to 33 bf16 rows of 65536 (128 KiB, one pass) took 6.4-8.9 us in that tier
 /// against 9.1-13.5 split; at 256 KiB level for bf16 and the split faster for the f32 layernorm
 /// (3 passes, 17.7-21.3 against 27.0-28.4); from 512 KiB the split 1.4-11x faster.
-/// bench/results/2026-11-28-h200-row-split-bytes (kernels and lengths not fitted to): one-pass
-/// bf16 and f16 rows of 65536 to 131071 (row sums, logsumexp, mean and variance, cross-entropy)
-/// at 1 and 16 rows took 0.66-0.98 of the split's time; rows walked three times (a bf16
-/// softmax, a layernorm) or twice (an RMSNorm) took up to 1.8x the split's from 81920, which
-/// the passes keep on the split. A limit in chunks could not say this: the bf16 and f32 splits
-/// both walk chunks of 8192 elements.
+/// bench/results/2026-11-28-h200-row-split-bytes (kernels and lengths not fitted to), call 2:
+/// one-pass bf16 and f16 rows of 65536 to 131071 (row sums, logsumexp, mean and variance,
+/// cross-entropy) at 1 and 16 rows took 0.66-0.99 of the split's time; rows walked twice (an
+/// RMSNorm) or three times (a layernorm, a bf16 softmax) took 1.07-1.8x the split's at even
+/// lengths from 65536, 81920 and 114688 respectively, which the passes keep on the split. Call
+/// 3, this limit: row max, min and mean, f16 sums, cross-entropy and logsumexp at 70001 to
+/// 122880, 0.59-0.96 of the split's time at all 48 shapes. A limit in chunks could not say this:
+/// the bf16 and f32 splits both walk chunks of 8192 elements.
 inline constexpr int64_t kSplitMinRowBytes = 256 * 1024;
 
 /// The shortest row a row reduction's split runs for, given the bytes the looping tier walks
