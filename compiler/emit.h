@@ -65,6 +65,10 @@ class Emitter {
   /// priorities: evict_last in L1 and `policy` (l2_evict_last_policy) in L2 (PTX
   /// ld.global.nc.L1::evict_last.L2::cache_hint). Other sizes load as load_vector does.
   llvm::Value* load_vector_kept(llvm::Value* ptr, DType t, int n, llvm::Value* policy);
+  /// Asks L1 to fetch the line holding element `offset` (i64) of a tensor of type `t` at
+  /// `base` (PTX prefetch.global.L1): no register waits on it, so a later load of the line
+  /// finds it on chip. The element must be inside the tensor.
+  void prefetch_l1(llvm::Value* base, DType t, llvm::Value* offset);
   /// Compute values of consecutive elements of type `t` (2 or 4 bytes) as the 32-bit words that
   /// hold them in memory, rounded: pairs of 16-bit elements (the first in the low half), or one
   /// word per 32-bit element. For a 16-bit type, `vals` holds an even number of values.

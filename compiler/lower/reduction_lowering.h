@@ -33,6 +33,9 @@ inline constexpr int kUnalignedItems = 4;
 inline constexpr int kStridedItems = 8;
 // 16-byte vectors in flight per thread when a tile's copy reads columns (copy_columns).
 inline constexpr int kTileVectors = 4;
+// Bytes of each weight-like input a row block asks L1 for before its first pass
+// (prefetch_weights): two of them (a weight and a bias) stay well inside an SM's L1.
+inline constexpr int64_t kPrefetchWeightBytes = 64 * 1024;
 // Records a lane of a split outer kernel's last phase loads at a time (fold_columns).
 inline constexpr int kFoldAhead = 4;
 
@@ -197,6 +200,7 @@ class ReductionLowering {
   void rematerialize(std::vector<Group>& groups, int pass);
   Value* opaque_copy(Value* v, int tag);
   void prefetch(std::vector<Group>& groups);
+  void prefetch_weights();
   void stage_groups(std::vector<Group>& groups);
   Value* dynamic_smem_size();
   llvm::GlobalVariable* stage_smem();

@@ -56,6 +56,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -77,6 +78,7 @@ void ReductionLowering::branch_rows(Value* fits, Value* vec_ok) {
     branch_tiled(vec_ok);
     return;
   }
+  prefetch_weights();
   BasicBlock* persistent = BasicBlock::Create(ctx_, "persistent", fn_);
   BasicBlock* looped = BasicBlock::Create(ctx_, "looped", fn_);
   if (cfg_.shift) {
@@ -109,6 +111,73 @@ void ReductionLowering::branch_rows(Value* fits, Value* vec_ok) {
       emit_rows(false, vector);
     }
   });
+}
+
+// The inputs a row's element stores read along the row but the same for every row (a norm's
+// weight and bias, w[j]) are read only in the store pass, which evaluates and stores one
+// vector at a time: ptxas keeps each vector's loads after the previous vector's (conditional)
+// store, so on a block's first row every vector waits a round trip to L2 or DRAM in turn.
+// Measured on an H200 (bench/results/2026-11-28-h200-row-split-bytes, calls 5 and 6): the f32
+// layernorm's 128-thread tier at 8 rows of 4096 waited 9.4 of its 13.4 cycles an instruction
+// on those loads; issuing every vector's loads before the first store took it from 8.0 to
+// 5.0 us but held them in registers (95 -> 126), fewer rows in flight on long launches. Here
+// the block asks L1 for those lines before its first pass (PTX prefetch, no register holds
+// them): the first kPrefetchWeightBytes of each such input, a line per thread at a time.
+// Only where the grid is at most one block per SM (%nsmid: the SMs' ids run below it): a
+// prefetch holds its warp until the line is on chip, which pays only where that block's rows
+// are the SM's only work. Measured (bench/results/2026-11-28-h200-weight-prefetch): with every
+// block prefetching, 1 and 8 rows of norms took 0.79-0.99 of the time but 4096 rows up to 1.6x;
+// with only the first %nsmid blocks, 4096 rows of 1000 still 1.06x; as here, 1 and 8 rows
+// 0.80-0.97, 132 rows 0.90-1.02, 4096 rows unchanged.
+void ReductionLowering::prefetch_weights() {
+  std::vector<std::pair<int, const Load*>> weights;
+  std::set<std::string> seen_keys;
+  std::unordered_map<const ExprNode*, bool> seen;
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (!seen.emplace(e.ptr().get(), true).second) return;
+    if (const Load* ld = e.as<Load>()) {
+      const int param = param_of(ld->tensor);
+      if (param >= 0 && params_[param]->role == TensorRole::input && uses_reduced(ld->indices) &&
+          !uses_row(ld->indices) && seen_keys.insert(load_key(*ld)).second) {
+        weights.emplace_back(param, ld);
+      }
+      return;
+    }
+    for_each_child(e, walk);
+  };
+  for (const Item& it : prog_.items) {
+    if (it.kind == Item::element_store) walk(it.value);
+  }
+  if (weights.empty()) return;
+  BasicBlock* yes = BasicBlock::Create(ctx_, "prefetch.weights", fn_);
+  BasicBlock* done = BasicBlock::Create(ctx_, "prefetched.weights", fn_);
+  Value* sms = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nsmid);
+  b_.CreateCondBr(b_.CreateICmpULE(nblocks_, sms, "one.wave"), yes, done);
+  b_.SetInsertPoint(yes);
+  Point at;
+  at.o = coords_of(i64(0));
+  for (const auto& [param, ld] : weights) {
+    const int64_t size = size_of(ld->stored);
+    const int64_t line = 128 / size;  // elements a line
+    Value* end = b_.CreateSelect(b_.CreateICmpULT(R_, i64(kPrefetchWeightBytes / size)), R_,
+                                 i64(kPrefetchWeightBytes / size), "prefetch.end");
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* body = BasicBlock::Create(ctx_, "prefetch", fn_);
+    BasicBlock* walked = BasicBlock::Create(ctx_, "prefetched", fn_);
+    Value* start = b_.CreateMul(tid_, i64(line));
+    b_.CreateCondBr(b_.CreateICmpULT(start, end), body, walked);
+    b_.SetInsertPoint(body);
+    llvm::PHINode* r = b_.CreatePHI(b_.getInt64Ty(), 2, "prefetch.r");
+    r->addIncoming(start, pre);
+    at.r = r;
+    em_.prefetch_l1(ptrs_[param], ld->stored, offset_of(param, ld->indices, at));
+    Value* next = b_.CreateAdd(r, i64(int64_t{cfg_.block} * line));
+    r->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpULT(next, end), body, walked);
+    b_.SetInsertPoint(walked);
+  }
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
 }
 
 // Looped vector rows of a staging config: staged when the rows of the block fit in the
