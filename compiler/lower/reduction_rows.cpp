@@ -123,12 +123,13 @@ void ReductionLowering::branch_rows(Value* fits, Value* vec_ok) {
 // 5.0 us but held them in registers (95 -> 126), fewer rows in flight on long launches. Here
 // the block asks L1 for those lines before its first pass (PTX prefetch, no register holds
 // them): the first kPrefetchWeightBytes of each such input, a line per thread at a time.
-// Only where the grid is at most one block per SM (%nsmid: the SMs' ids run below it): a
-// prefetch holds its warp until the line is on chip, which pays only where that block's rows
-// are the SM's only work. Measured (bench/results/2026-11-28-h200-weight-prefetch): with every
-// block prefetching, 1 and 8 rows of norms took 0.79-0.99 of the time but 4096 rows up to 1.6x;
-// with only the first %nsmid blocks, 4096 rows of 1000 still 1.06x; as here, 1 and 8 rows
-// 0.80-0.97, 132 rows 0.90-1.02, 4096 rows unchanged.
+// Only where the grid is at most one block per SM (%nsmid: the SMs' ids run below it): the
+// prefetch costs each block time (our reading: it holds its warp until the line is on chip),
+// which pays only where that block's rows are the SM's only work. Measured
+// (bench/results/2026-11-28-h200-weight-prefetch): with every block prefetching, 1 and 8 rows of
+// norms took 0.79-0.99 of the time but 4096 rows up to 1.6x; with only the first %nsmid blocks,
+// 4096 rows of 1000 still 1.06x; as here, 1 and 8 rows 0.80-0.97, 132 rows 0.90-1.02, 4096 rows
+// unchanged.
 void ReductionLowering::prefetch_weights() {
   std::vector<std::pair<int, const Load*>> weights;
   std::set<std::string> seen_keys;
