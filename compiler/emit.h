@@ -66,7 +66,7 @@ class Emitter {
   /// ld.global.nc.L1::evict_last.L2::cache_hint). Other sizes load as load_vector does.
   llvm::Value* load_vector_kept(llvm::Value* ptr, DType t, int n, llvm::Value* policy);
   /// Asks L1 to fetch the line holding element `offset` (i64) of a tensor of type `t` at
-  /// `base` (PTX prefetch.global.L1): no register waits on it, so a later load of the line
+  /// `base` (PTX prefetch.global.L1; it writes no register), so that a later load of the line
   /// finds it on chip. The element must be inside the tensor.
   void prefetch_l1(llvm::Value* base, DType t, llvm::Value* offset);
   /// Compute values of consecutive elements of type `t` (2 or 4 bytes) as the 32-bit words that
