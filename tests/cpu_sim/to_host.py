@@ -30,11 +30,13 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
                  ("@llvm.nvvm.shfl.sync.bfly.f32(", "@sim_shfl_bfly_f32("),
                  ("@llvm.nvvm.shfl.sync.bfly.i32(", "@sim_shfl_bfly_i32("),
                  ("@llvm.nvvm.ex2.approx.ftz.f(", "@sim_ex2("),
-                 ("@llvm.nvvm.nanosleep(", "@sim_nanosleep(")]:
+                 ("@llvm.nvvm.nanosleep(", "@sim_nanosleep("),
+                 # %nsmid: an H200's 132 SMs, so that the small grids run here prefetch.
+                 ("call i32 @llvm.nvvm.read.ptx.sreg.nsmid()", "add i32 132, 0")]:
     s = s.replace(old, new)
 # The reduction kernels' inline assembly (compiler/emit.cpp, lower/reduction_rows.cpp): the L2
 # policy is any number, the hinted vector loads plain loads, the passes' opaque copies copies,
-# and a launch gives `smem` bytes of dynamic shared memory.
+# a prefetch nothing, and a launch gives `smem` bytes of dynamic shared memory.
 for pattern, repl in [
         (r'call i64 asm "createpolicy[^"]*", "=l"\(\)', "add i64 0, 0"),
         (r'call \{ i32, i32, i32, i32 \} asm "ld\.global\.nc\.L1::evict_last[^"]*", "[^"]*"\(',
@@ -46,6 +48,8 @@ for pattern, repl in [
         (r'call i32 asm "mov\.b32 \$0, \$1; // pass \d+", "=r,r"\(', "call i32 @sim_mov32("),
         (r'call i16 asm "mov\.b16 \$0, \$1; // pass \d+", "=h,h"\(', "call i16 @sim_mov16("),
         (r'call i32 asm "mov\.u32 \$0, %dynamic_smem_size;", "=r"\(\)', f"add i32 {smem}, 0"),
+        (r'call void asm sideeffect "\{ \.reg \.b64 %pf; mad\.lo\.s64 %pf, \$1, \d+, \$0; '
+         r'prefetch\.global\.L1 \[%pf\]; \}", "l,l"\(', "call void @sim_prefetch("),
         (r'= external addrspace\(3\) global \[0 x i8\]',
          f"= addrspace(3) global [{max(smem, 16)} x i8] zeroinitializer")]:
     s = re.sub(pattern, repl, s)
@@ -78,6 +82,9 @@ declare i32 @sim_shfl_idx_i32(i32, i32, i32, i32)
 declare float @sim_shfl_bfly_f32(i32, float, i32, i32)
 declare i32 @sim_shfl_bfly_i32(i32, i32, i32, i32)
 declare float @sim_ex2(float)
+define internal void @sim_prefetch(i64 %base, i64 %offset) {
+  ret void
+}
 define internal { i32, i32, i32, i32 } @sim_ld_v4(ptr addrspace(1) %p, i64 %policy) {
   %v = load <4 x i32>, ptr addrspace(1) %p, align 16
   %a = extractelement <4 x i32> %v, i32 0
