@@ -26,5 +26,5 @@ sim_build() {
   sim_stats=$("$dump" "$spec" "$kernel" "$v" 2>&1 > "$out/k.ll" | tail -1)
   python3 "$here/to_host.py" "$out/k.ll" "$out/k.host.ll" $force
   "$llc" -O2 -filetype=obj -relocation-model=pic "$out/k.host.ll" -o "$out/k.o"
-  "$cxx" "$driver" "$out/k.o" -o "$exe" -lpthread
+  "$cxx" "$driver" "$out/k.o" -o "$exe"
 }

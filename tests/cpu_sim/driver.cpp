@@ -1,50 +1,19 @@
 // Runs a kernel of examples/permute.kiln, lowered to the host (to_host.py), the way a GPU
-// would: each block's threads are host threads meeting at a std::barrier for bar.sync, blocks
-// run one after another over a grid of at most MAXGRID blocks (so that blocks loop over
+// would (sim_threads.h: a block's threads are fibers meeting at its barrier), blocks run
+// one after another over a grid of at most MAXGRID blocks (so that blocks loop over
 // tiles), and the output is compared bit for bit with a host reference. Inputs are random;
 // outputs start poisoned, so an element never written fails. Exits 1 on any mismatch.
 //   driver BLOCK ELEMENTS_PER_BLOCK MAXGRID EXTENTS...      (compiled with -DK=1..8)
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
-#include <thread>
 #include <vector>
-static thread_local int g_tid, g_ctaid;
-static int g_nctaid;
-static thread_local std::barrier<>* g_bar;
-extern "C" int sim_tid() {
-  return g_tid;
-}
-extern "C" int sim_ctaid() {
-  return g_ctaid;
-}
-extern "C" int sim_nctaid() {
-  return g_nctaid;
-}
-extern "C" void sim_barrier() {
-  g_bar->arrive_and_wait();
-}
-template <class F>
-void launch(int grid, int block, F f) {
-  g_nctaid = grid;
-  for (int b = 0; b < grid; ++b) {
-    std::barrier<> bar(block);
-    std::vector<std::thread> ts;
-    for (int t = 0; t < block; ++t)
-      ts.emplace_back([&, t] {
-        g_tid = t;
-        g_ctaid = b;
-        g_bar = &bar;
-        f();
-      });
-    for (auto& t : ts) t.join();
-  }
-}
+
+#include "sim_threads.h"
 static uint16_t bf16_bits(float f) {
   uint32_t b;
   memcpy(&b, &f, 4);

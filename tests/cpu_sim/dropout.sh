@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU check of rand (Philox 4x32-10) in the pointwise kernels: every variant of
 # examples/dropout.kiln's dropout_mask is lowered to the host (to_host.py), compiled with llc
-# and run by driver.cpp (K=7) with one host thread per GPU thread, and its mask and 24-bit
+# and run by driver.cpp (K=7) with one fiber per GPU thread, and its mask and 24-bit
 # integers are compared bit for bit with a Philox written in the driver, at awkward shapes (the
 # vector variants' lanes share Philox blocks and take their words without selects when a
 # vector starts at a multiple of 4: compiler/lower_pointwise.cpp), and on the default variant's

@@ -2,7 +2,7 @@
 # CPU check of the outer reduction kernels (compiler/lower/reduction_outer.cpp and the split
 # ones, reduction_split.cpp): every variant of examples/colsum.kiln's colsum and of
 # examples/reduction_suite.kiln's ln_wgrad_bf16 is lowered to the host (to_host.py), compiled
-# with llc and run by outer_driver.cpp with one host thread per GPU thread (a barrier per warp
+# with llc and run by outer_driver.cpp with one fiber per GPU thread (a barrier per warp
 # for the shuffles), then compared with f64 column sums at awkward shapes: one column, columns
 # not a multiple of the vector or of a tile, extents not a multiple of a chunk, more tiles than
 # the grid (the block loop), split over 1 and 5 blocks per tile, and over 37 on few columns

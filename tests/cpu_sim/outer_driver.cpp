@@ -1,6 +1,6 @@
-// Runs an outer reduction kernel, lowered to the host (to_host.py), the way a GPU would: each
-// block's threads are host threads meeting at a std::barrier for bar.sync, and the 32 threads
-// of each warp meet at a barrier of their own for every shuffle; blocks run one after another.
+// Runs an outer reduction kernel, lowered to the host (to_host.py), the way a GPU would
+// (sim_threads.h: a block's threads are fibers meeting at its barrier, a warp's at one of their
+// own for every shuffle); blocks run one after another.
 // A split variant runs its phases over a grid of tiles x S blocks with a workspace poisoned
 // with NaN; a plain one over at most MAXGRID blocks (the kernel loops over the rest). The
 // outputs are compared with f64 column sums within 1e-5 of the sum of the magnitudes; a NaN
@@ -10,7 +10,6 @@
 // K=1: colsum (examples/colsum.kiln), s[j] = sum(x[i, j], i), f32.
 // K=2: ln_wgrad_bf16 (examples/reduction_suite.kiln), dw[j] = sum(dy * xhat, i), db[j] =
 //      sum(dy, i), bf16 inputs, two words per column in a workspace record.
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -18,86 +17,12 @@
 #include <cstring>
 #include <memory>
 #include <random>
-#include <thread>
 #include <vector>
 
-static thread_local int g_tid, g_ctaid;
-static int g_nctaid;
-static thread_local std::barrier<>* g_bar;
-static thread_local std::barrier<>* g_warp_bar;
-static thread_local uint32_t* g_warp_slots;
-extern "C" int sim_tid() {
-  return g_tid;
-}
-extern "C" int sim_ctaid() {
-  return g_ctaid;
-}
-extern "C" int sim_nctaid() {
-  return g_nctaid;
-}
-extern "C" void sim_barrier() {
-  g_bar->arrive_and_wait();
-}
-// A shuffle: every lane publishes its value, then reads its source lane's.
-static uint32_t shuffle(uint32_t v, int src_lane) {
-  const int lane = g_tid % 32;
-  g_warp_slots[lane] = v;
-  g_warp_bar->arrive_and_wait();
-  uint32_t r = g_warp_slots[src_lane & 31];
-  g_warp_bar->arrive_and_wait();
-  return r;
-}
-static uint32_t bits(float f) {
-  uint32_t b;
-  memcpy(&b, &f, 4);
-  return b;
-}
-static float from_bits(uint32_t b) {
-  float f;
-  memcpy(&f, &b, 4);
-  return f;
-}
-extern "C" float sim_shfl_bfly_f32(int, float v, int m, int) {
-  return from_bits(shuffle(bits(v), (g_tid % 32) ^ m));
-}
-extern "C" int sim_shfl_bfly_i32(int, int v, int m, int) {
-  return static_cast<int>(shuffle(static_cast<uint32_t>(v), (g_tid % 32) ^ m));
-}
-// Not used by outer kernels; to_host.py declares them.
-extern "C" float sim_shfl_up_f32(int, float v, int, int) {
-  return v;
-}
-extern "C" int sim_shfl_up_i32(int, int v, int, int) {
-  return v;
-}
-extern "C" float sim_shfl_idx_f32(int, float v, int, int) {
-  return v;
-}
-extern "C" int sim_shfl_idx_i32(int, int v, int, int) {
-  return v;
-}
-template <class F>
-void launch(long grid, int block, F f) {
-  g_nctaid = static_cast<int>(grid);
-  for (long b = 0; b < grid; ++b) {
-    std::barrier<> bar(block);
-    const int warps = (block + 31) / 32;
-    std::vector<std::unique_ptr<std::barrier<>>> warp_bars;
-    for (int w = 0; w < warps; ++w) warp_bars.push_back(std::make_unique<std::barrier<>>(32));
-    std::vector<uint32_t> slots(static_cast<size_t>(warps) * 32);
-    std::vector<std::thread> ts;
-    for (int t = 0; t < block; ++t)
-      ts.emplace_back([&, t] {
-        g_tid = t;
-        g_ctaid = static_cast<int>(b);
-        g_bar = &bar;
-        g_warp_bar = warp_bars[t / 32].get();
-        g_warp_slots = &slots[static_cast<size_t>(t / 32) * 32];
-        f();
-      });
-    for (auto& t : ts) t.join();
-  }
-}
+#include "sim_threads.h"
+
+using sim::bits;
+using sim::from_bits;
 std::mt19937 rng(7);
 float rnd() {
   return std::uniform_real_distribution<float>(-2, 2)(rng);

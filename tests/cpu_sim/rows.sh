@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # CPU check of the row reduction kernels of tests/cpu_sim/rows.kiln (compiler/lower/
 # reduction_rows.cpp): unsplit variants' LLVM IR is lowered to the host (to_host.py),
-# compiled with llc and run by rows_driver.cpp with one host thread per GPU thread (a barrier
+# compiled with llc and run by rows_driver.cpp with one fiber per GPU thread (a barrier
 # per warp for the shuffles), then compared with an f64 reference at awkward row lengths:
 # shorter than 2 vectors, odd (every row at another alignment: shifted rows, their head and
 # tail), multiples of the vector, longer than every variant holds (looped rows). No GPU: this
 # checks the kernel's logic (indices, bounds, masks, edges, combines), not its speed.
 #   tests/cpu_sim/rows.sh DUMP LLC CXX OUT_DIR SPEC
 source "$(dirname "$0")/common.sh"
-# K kernel "variants" shapes ("M N")... Host threads are slow to start and to meet at every
-# shuffle, so a sample of the variants runs: threads per row of 8 (16 rows per block), 32,
-# 128 and 512, 8 rows of 32 per block, scalar (vec 1), fused copies (looped rows walked
-# once for max+sum or mean+M2) of 8 and 256 threads per row, and the shifting twins (shift=1:
-# what the rule runs for odd rows) of the tiers of 8, 32, 128 and 512 threads per row, and of
-# softmax_f32's fused 512-thread tier (v51: its looped rows fuse, shifted).
+# K kernel "variants" shapes ("M N")... Each variant's build (dump, to_host.py, llc, a link)
+# takes about a second, so a sample of the variants runs: threads per row of 8 (16 rows per
+# block), 32, 128 and 512, 8 rows of 32 per block, scalar (vec 1), fused copies (looped rows
+# walked once for max+sum or mean+M2) of 8 and 256 threads per row, and the shifting twins
+# (shift=1: what the rule runs for odd rows) of the tiers of 8, 32, 128 and 512 threads per
+# row, and of softmax_f32's fused 512-thread tier (v51: its looped rows fuse, shifted).
 check() {
   local K=$1 kernel=$2 variants=$3; shift 3
   sim_driver rows_driver.cpp "$K"

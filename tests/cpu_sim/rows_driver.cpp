@@ -1,12 +1,12 @@
 // Runs a row reduction of tests/cpu_sim/rows.kiln, lowered to the host (to_host.py), the way
-// a GPU would: each block's threads are host threads meeting at a std::barrier for bar.sync,
-// and the 32 threads of each warp meet at a barrier of their own for every shuffle; blocks
-// run one after another over a grid of ceil(M / rows per block). The output is compared with
-// an f64 host reference within the output type's tolerance; where the reference is NaN (row 1
-// holds a NaN) the output must be NaN. Row 2 holds -inf elements (softmax: zeros). Inputs
-// are random; the output starts poisoned (-7777), so an element never written fails. Every tensor
-// ends (rounded up to 16 bytes) at a page that cannot be read, and starts a page after
-// another: a whole vector read past the end or an access before the start faults.
+// a GPU would (sim_threads.h: a block's threads are fibers meeting at its barrier, a warp's at
+// one of their own for every shuffle); blocks run one after another over a grid of
+// ceil(M / rows per block). The output is compared with an f64 host reference within the
+// output type's tolerance; where the reference is NaN (row 1 holds a NaN) the output must be
+// NaN. Row 2 holds -inf elements (softmax: zeros). Inputs are random; the output starts
+// poisoned (-7777), so an element never written fails. Every tensor ends (rounded up to 16
+// bytes) at a page that cannot be read, and starts a page after another: a whole vector read
+// past the end or an access before the start faults.
 // K = 6 and 7 are examples/strided.kiln's layernorm_strided (bf16) and _f32, whose x is a view
 // of LAYOUT: t (transposed: element (i, j) at j x (M + 1) + i), T (transposed, unpadded: at
 // j x M + i), p (rows padded to N + 3) or c (contiguous), its strides the entry's last
@@ -14,7 +14,6 @@
 //   rows_driver BLOCK ELEMENTS_PER_BLOCK M N [LAYOUT]  (compiled with -DK=1..7: K names the kernel)
 #include <sys/mman.h>
 
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -22,77 +21,17 @@
 #include <cstring>
 #include <memory>
 #include <random>
-#include <thread>
 #include <vector>
 
-static thread_local int g_tid, g_ctaid;
-static int g_nctaid;
-static thread_local std::barrier<>* g_bar;
-static thread_local std::barrier<>* g_warp_bar;
-static thread_local uint32_t* g_warp_slots;
-extern "C" int sim_tid() {
-  return g_tid;
-}
-extern "C" int sim_ctaid() {
-  return g_ctaid;
-}
-extern "C" int sim_nctaid() {
-  return g_nctaid;
-}
-extern "C" void sim_barrier() {
-  g_bar->arrive_and_wait();
-}
-static uint32_t shuffle_xor(uint32_t v, int mask) {
-  const int lane = g_tid % 32;
-  g_warp_slots[lane] = v;
-  g_warp_bar->arrive_and_wait();
-  uint32_t r = g_warp_slots[lane ^ mask];
-  g_warp_bar->arrive_and_wait();
-  return r;
-}
-static uint32_t bits(float f) {
-  uint32_t b;
-  memcpy(&b, &f, 4);
-  return b;
-}
-static float from_bits(uint32_t b) {
-  float f;
-  memcpy(&f, &b, 4);
-  return f;
-}
-extern "C" float sim_shfl_bfly_f32(int, float v, int m, int) {
-  return from_bits(shuffle_xor(bits(v), m));
-}
-extern "C" int sim_shfl_bfly_i32(int, int v, int m, int) {
-  return static_cast<int>(shuffle_xor(static_cast<uint32_t>(v), m));
-}
+#include "sim_threads.h"
+
+using sim::bits;
+using sim::from_bits;
 extern "C" float sim_ex2(float x) {
   return exp2f(x);
 }
 extern "C" float __nv_rsqrtf(float x) {
   return 1.0f / sqrtf(x);
-}
-template <class F>
-void launch(long grid, int block, F f) {
-  g_nctaid = static_cast<int>(grid);
-  for (long b = 0; b < grid; ++b) {
-    std::barrier<> bar(block);
-    const int warps = (block + 31) / 32;
-    std::vector<std::unique_ptr<std::barrier<>>> warp_bars;
-    for (int w = 0; w < warps; ++w) warp_bars.push_back(std::make_unique<std::barrier<>>(32));
-    std::vector<uint32_t> slots(static_cast<size_t>(warps) * 32);
-    std::vector<std::thread> ts;
-    for (int t = 0; t < block; ++t)
-      ts.emplace_back([&, t] {
-        g_tid = t;
-        g_ctaid = static_cast<int>(b);
-        g_bar = &bar;
-        g_warp_bar = warp_bars[t / 32].get();
-        g_warp_slots = &slots[static_cast<size_t>(t / 32) * 32];
-        f();
-      });
-    for (auto& t : ts) t.join();
-  }
 }
 
 // n elements of type E between two pages that fault, the last 16 bytes before the second.

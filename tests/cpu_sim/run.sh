@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU check of the pointwise kernels of examples/permute.kiln (the tiled transposes, lowered by
 # compiler/lower_tiled.cpp, and the flat ones): every variant's LLVM IR is lowered to the host
-# (to_host.py), compiled with llc and run by driver.cpp with one host thread per GPU thread,
+# (to_host.py), compiled with llc and run by driver.cpp with one fiber per GPU thread,
 # then compared bit for bit with a host reference at awkward shapes; some variants also run
 # their 64-bit index path (the tiled variants). No GPU: this checks the kernel's logic (indices, bounds, tiles,
 # barriers), not its speed or the NVPTX backend.

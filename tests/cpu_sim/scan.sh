@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU check of the scan kernels of examples/scan.kiln (compiler/lower_scan.cpp): every
 # variant's LLVM IR is lowered to the host (to_host.py), compiled with llc and run by
-# scan_driver.cpp with one host thread per GPU thread (a barrier per warp for the shuffles),
+# scan_driver.cpp with one fiber per GPU thread (a barrier per warp for the shuffles),
 # then compared with a sequential f64 scan at awkward shapes: rows shorter than a warp's
 # chunk, not a multiple of the vector, several chunks, more rows than the grid. No GPU: this
 # checks the kernel's logic (prefixes, carries, tails, barriers, split phases), not its speed.

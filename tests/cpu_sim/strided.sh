@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU check of the strided pointwise kernel of examples/strided.kiln (add_strided): its
 # strided variant's LLVM IR is lowered to the host (to_host.py), compiled with llc and run by
-# driver.cpp (K=6) with one host thread per GPU thread, on a transposed input beside a row
+# driver.cpp (K=6) with one fiber per GPU thread, on a transposed input beside a row
 # expanded over M (stride 0), on padded rows beside a column expanded over N, and on
 # contiguous ones, compared bit for bit with a host reference at awkward shapes; the default
 # (vector) variant runs the contiguous view. Then the strided variants of layernorm_strided

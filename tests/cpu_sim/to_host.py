@@ -2,7 +2,8 @@
 thread and block registers, the barrier and the warp shuffles become calls into the driver,
 mul.hi.u32 and Philox's mul.wide.u32 IR functions, rcp.approx.ftz.f64 the reciprocal with all but 16 bits of its
 mantissa cleared (worse than the hardware's, so that the Newton steps after it must work), the bf16 pair
-conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, nanosleep nothing, the reduction
+conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, nanosleep a switch to the
+next thread (sim_threads.h), the reduction
 kernels' inline assembly plain IR (see below), and the shared-memory tile an ordinary global
 (blocks run one after another).
     python3 to_host.py IN.ll OUT.ll [--force64] [--general] [--smem=BYTES]
@@ -75,6 +76,7 @@ declare i32 @sim_tid()
 declare i32 @sim_ctaid()
 declare i32 @sim_nctaid()
 declare void @sim_barrier()
+declare void @sim_nanosleep(i32)
 declare float @sim_shfl_up_f32(i32, float, i32, i32)
 declare i32 @sim_shfl_up_i32(i32, i32, i32, i32)
 declare float @sim_shfl_idx_f32(i32, float, i32, i32)
@@ -104,9 +106,6 @@ define internal { i32, i32 } @sim_ld_v2(ptr addrspace(1) %p, i64 %policy) {
   %r0 = insertvalue { i32, i32 } poison, i32 %a, 0
   %r1 = insertvalue { i32, i32 } %r0, i32 %b, 1
   ret { i32, i32 } %r1
-}
-define internal void @sim_nanosleep(i32 %ns) {
-  ret void
 }
 define internal i32 @sim_mov32(i32 %x) {
   ret i32 %x
