@@ -117,6 +117,11 @@ OrderedJson step_json(const Step& s) {
                      {"space", dims_json(s.space)},
                      {"reduced", dims_json(s.reduced)}};
   if (s.approx_error > 0) out["approx_error"] = s.approx_error;
+  if (!s.few_rows.empty()) {
+    OrderedJson few = OrderedJson::array();
+    for (const auto& [limit, variant] : s.few_rows) few.push_back({limit, variant});
+    out["few_rows"] = few;
+  }
   out["variants"] = variants;
   return out;
 }
@@ -459,6 +464,32 @@ Step read_step(const Obj& o, const KernelInfo& k) {
            fmt::format("expected another variant of a row reduction step with config shift 1 "
                        "and this one's vec (> 1), neither a tier, split nor staged, got {}",
                        t));
+    }
+  }
+  // Few-row tiers: ascending limits, each a tier's max_reduced, replaced by another variant of
+  // a row reduction step that neither splits, stages, shifts nor reads strides.
+  if (const Json* few = o.find("few_rows")) {
+    if (!few->is_array())
+      fail(o.at("few_rows"), fmt::format("expected an array, got {}", type_name(*few)));
+    for (size_t i = 0; i < few->size(); ++i) {
+      const std::string path = index_path(o.at("few_rows"), i);
+      const Json& pair = (*few)[i];
+      if (!pair.is_array() || pair.size() != 2) fail(path, "expected [limit, variant]");
+      const int64_t limit = json::read_integer(pair[0], index_path(path, 0), 1, kIntMax);
+      const auto variant = static_cast<int>(json::read_integer(
+          pair[1], index_path(path, 1), 0, static_cast<int64_t>(s.variants.size()) - 1));
+      const Variant& v = s.variants[static_cast<size_t>(variant)];
+      const bool a_tier = std::any_of(s.variants.begin(), s.variants.end(), [&](const Variant& t) {
+        return t.max_reduced == limit && !t.strided;
+      });
+      if (s.kind != StepKind::row_reduction || !a_tier || v.split.phases > 0 ||
+          v.stage.bytes_per_element > 0 || v.strided || v.config.count("shift") > 0 ||
+          (!s.few_rows.empty() && s.few_rows.back().first >= limit)) {
+        fail(path,
+             "expected a tier's limit (ascending) and a variant of a row reduction step "
+             "that neither splits, stages, shifts nor reads strides");
+      }
+      s.few_rows.emplace_back(limit, variant);
     }
   }
   // A general entry belongs to a pointwise variant that neither tiles nor reads strides.

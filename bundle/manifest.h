@@ -280,6 +280,11 @@ struct Step {
   // bf16: compiler/kernel_plan.h StepPlan::fast_functions); the harness adds it to its tolerance
   // (autotune/harness.h). "approx_error" in JSON, present only when > 0.
   double approx_error = 0;
+  // Row reduction steps: (a tier's max_reduced, the variant that replaces that tier when the
+  // step's rows are at most the device's SMs: bundle/rule.h), ascending; the compiler's
+  // config.h row_few_rows_config. "few_rows" in JSON ([[limit, variant], ...]), present only
+  // when not empty.
+  std::vector<std::pair<int64_t, int>> few_rows;
   friend bool operator==(const Step&, const Step&) = default;
 };
 

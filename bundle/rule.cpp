@@ -86,6 +86,12 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     }
   }
   std::sort(r.tiers.begin(), r.tiers.end());
+  for (const auto& [limit, variant] : step.few_rows) {
+    if (variant >= 0 && static_cast<size_t>(variant) < loadable.size() &&
+        loadable[static_cast<size_t>(variant)]) {
+      r.few_rows.emplace_back(limit, variant);
+    }
+  }
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
   const bool may_split = (!r.tiers.empty() && step.kind != StepKind::pointwise) ||
                          step.kind == StepKind::outer_reduction;
@@ -267,6 +273,14 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     }
   }
   if (best < 0) best = first;
+  // Each row alone on its SM (config.h row_few_rows_config says why and what was measured);
+  // rows of up to kFewRowsShortLimit elements on at most half the SMs.
+  const int64_t most = limit <= kFewRowsShortLimit ? device.sm_count / 2 : device.sm_count;
+  if (rows <= most) {
+    for (const auto& [l, variant] : rule.few_rows) {
+      if (l == limit) best = variant;
+    }
+  }
   return odd_rows_variant(step, rule, best, reduced);
 }
 

@@ -103,6 +103,9 @@ struct StepRule {
   int chosen = -1;           // the manifest default when it loaded, else the lowest loadable id
   int scalar_fallback = -1;  // the best loadable variant with align_bytes == 1, or -1
   std::vector<std::pair<int64_t, int>> tiers;  // (max_reduced, variant), loadable, ascending
+  // Row steps: Step::few_rows whose variants loaded: (a tier's limit, the variant that
+  // replaces it when the rows are at most the SMs).
+  std::vector<std::pair<int64_t, int>> few_rows;
   int split = -1;  // the split variant for few, very long rows (or few column tiles), or -1
   // Outer steps: the loadable split variant of split's vector width with the fewest columns
   // per tile when they are fewer than split's, else -1; it runs instead of split for fewer
@@ -186,7 +189,9 @@ int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile);
 /// split.min_reduced and the split gives each at least kSplitMinBlocks blocks; else the tier with
 /// the smallest max_reduced >= reduced (the largest tier when none; of the tiers with that
 /// max_reduced, the one with the largest min_rows_per_sm that rows reach, rows >= min_rows_per_sm *
-/// SMs), or that tier's odd_rows twin when it has one and `reduced` is not a multiple of the twin's
+/// SMs; on rows at most the SMs, or half of them for rows of up to kFewRowsShortLimit, the
+/// variant rule.few_rows gives for that tier's limit, if any),
+/// or that tier's odd_rows twin when it has one and `reduced` is not a multiple of the twin's
 /// vec (measured on an H200: a softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on
 /// scalars, bench/results/2026-11-25-h200-memory-bound); else rule.chosen. Staging variants are
 /// never chosen here (measured slower: docs/architecture.md). A contraction step whose rule.chosen
@@ -194,6 +199,14 @@ int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile);
 /// elements_per_block), rows being every output element) runs the first of rule.smaller (the
 /// largest tiles) that gives at least half the SMs a tile, else the last (the smallest tiles); else
 /// rule.chosen. Values below 1 (unchecked input) give rule.chosen.
+/// Rows of up to this many elements run their few-rows variant (StepRule::few_rows) on at most
+/// half the SMs' rows, longer ones on at most the SMs'. Measured on an H200
+/// (bench/results/2026-11-28-h200-few-rows, call 1: 7 kernels, 9 lengths, the few-rows
+/// variant's time over the tier's): rows of 768 and 1000, 0.83-1.01 at 1 and 16 rows but
+/// 0.92-1.12 at 132 (slower at 7 of 14); rows of 1536 to 8192, 0.72-1.01 at 1 and 16 rows and
+/// 0.82-1.02 at 132.
+inline constexpr int64_t kFewRowsShortLimit = 1024;
+
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
 

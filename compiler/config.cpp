@@ -241,6 +241,30 @@ std::optional<ReductionConfig> row_shift_twin(const ReductionConfig& c, int max_
   return twin;
 }
 
+// Measured on an H200 (bench/results/2026-11-28-h200-weight-prefetch, call 4: 1, 8 and 33
+// rows, every variant): the norms' tiers (128 threads a row at 4096, 256 at 8192, 64 at 1000)
+// took 1.03-1.28x the time of the fastest variant, which was 512 threads a row at 4096 and
+// 8192 (4 vectors a thread at most) and 256 at 1000 (one); the softmaxes, which read no
+// weight, were within 4% of theirs on their tiers (call 5). On few rows each row is its SM's
+// only work: more threads a row put more of it in flight, and fewer vectors a thread mean
+// fewer weight loads one after another in the store pass.
+std::optional<ReductionConfig> row_few_rows_config(const ReductionConfig& c, int max_vec) {
+  const int64_t limit = row_heuristic_limit(c, max_vec);
+  if (limit == 0 || c.group < 64) return std::nullopt;
+  int group = kLargestTierGroup;
+  while (group > 1 && int64_t{group} * max_vec > limit) group /= 2;
+  std::optional<ReductionConfig> best;
+  for (const ReductionConfig& o : row_reduction_space(max_vec)) {
+    if (o.group == group && o.block == group && o.vec == max_vec && !o.split && !o.fuse &&
+        !o.stage && !o.shift && !o.strided && o.capacity() >= limit &&
+        (!best || o.items < best->items)) {
+      best = o;
+    }
+  }
+  if (!best || *best == c) return std::nullopt;
+  return best;
+}
+
 ReductionConfig default_row_config(int max_vec) {
   return row_config(256, max_vec, 2 * tier_items(max_vec));
 }

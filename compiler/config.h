@@ -171,6 +171,13 @@ std::vector<ReductionConfig> staged_row_configs(int max_vec);
 /// every heuristic tier (row_heuristic_limit > 0) with vec > 1 has one.
 std::optional<ReductionConfig> row_shift_twin(const ReductionConfig& c, int max_vec,
                                               LoopedFusion looped);
+/// The variant that replaces heuristic tier `c` (unfused, 64+ threads a row: rows of 1024
+/// elements or more) on few rows, at most one block per SM (bundle/rule.h), in a kernel whose
+/// element stores read an input that is the same for every row (a norm's weight:
+/// reduction::row_invariant_loads); nullopt where the tier stays. One row per block: the
+/// widest block of up to 512 threads that gives every thread a vector of the tier's longest
+/// row, with the fewest items of the row space's configs of that block that hold the row.
+std::optional<ReductionConfig> row_few_rows_config(const ReductionConfig& c, int max_vec);
 /// The default when the row length is unknown: 256 threads per row, 32 elements each.
 ReductionConfig default_row_config(int max_vec);
 

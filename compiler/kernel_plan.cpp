@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
+#include <set>
 
 #include "bundle/rule.h"
 #include "compiler/codegen.h"
@@ -200,6 +202,28 @@ void plan_variants(StepPlan& step) {
       }
       if (step.stage_bytes_per_element > 0) {
         for (const ReductionConfig& c : staged_row_configs(step.max_vec)) space.push_back(c);
+      }
+      // The variants that replace tiers on few rows (a row space config each), and their own
+      // shifting twins last: the ids before them stay.
+      if (step.reads_row_invariant) {
+        std::set<size_t> with_twin;  // few-rows variants whose twin is in the space
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const std::optional<ReductionConfig> few = row_few_rows_config(rows[i], step.max_vec);
+          if (!few || row_shift_twin(rows[i], step.max_vec, step.looped_fusion()) == std::nullopt)
+            continue;
+          const auto at =
+              static_cast<size_t>(std::find(rows.begin(), rows.end(), *few) - rows.begin());
+          internal_check(at < rows.size(), "plan: a few-rows config outside the row space");
+          step.few_rows.emplace_back(row_heuristic_limit(rows[i], step.max_vec),
+                                     static_cast<int>(at));
+          if (with_twin.insert(at).second) {
+            ReductionConfig twin = *few;
+            twin.shift = true;
+            twins.emplace_back(at, space.size());
+            space.push_back(twin);
+          }
+        }
+        std::sort(step.few_rows.begin(), step.few_rows.end());
       }
       def = default_row_config(step.max_vec);
       break;
@@ -521,6 +545,7 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
       p.stage_bytes_per_element = stage_bytes_per_element(abi, sk);
       p.tile = tile_shape(abi, sk);
       p.row_bytes_per_element = row_bytes_per_element(abi, sk);
+      p.reads_row_invariant = reads_row_invariant_inputs(abi, sk);
     }
     plan_variants(p);
   }
@@ -559,6 +584,10 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
     if (v.tile.map_fallback >= 0)
       v.tile.map_fallback = written[static_cast<size_t>(v.tile.map_fallback)];
     if (v.odd_rows >= 0) v.odd_rows = written[static_cast<size_t>(v.odd_rows)];
+  }
+  for (const auto& [limit, pi] : step.few_rows) {
+    if (written[static_cast<size_t>(pi)] >= 0)
+      bs.few_rows.emplace_back(limit, written[static_cast<size_t>(pi)]);
   }
   return bs;
 }
@@ -856,6 +885,20 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           row_shape_text(c), how,
           twin >= 0 ? fmt::format("; {} not a multiple of {}: variant {}, shifted", R, c.vec, twin)
                     : std::string()));
+      for (const auto& [few_limit, fi] : rule.few_rows) {
+        if (few_limit != limit) continue;
+        const PlannedVariant& f = step.variants[static_cast<size_t>(fi)];
+        const int few_twin = rule.odd_rows[static_cast<size_t>(fi)];
+        line(fmt::format(
+            "{}  rows <= the GPU's SMs{} (each row alone on its SM; the stores read [{}] operands "
+            "the same for every row): variant {} ({}), {}{}",
+            sv >= 0 ? "  " : "",
+            limit <= bundle::kFewRowsShortLimit ? std::string(" / 2") : std::string(), R, fi,
+            config_text(f.config), row_shape_text(std::get<ReductionConfig>(f.config)),
+            few_twin >= 0
+                ? fmt::format("; {} not a multiple of {}: variant {}, shifted", R, c.vec, few_twin)
+                : std::string()));
+      }
     }
   }
   const bool outer_scan = step.kind == bundle::StepKind::scan && !step.row_scan();

@@ -442,6 +442,26 @@ std::string load_key(const Load& ld) {
 
 namespace {
 
+// Calls f(load, its parameter's index in `params`) for each load of an input in `e` whose node
+// is not in `seen` (a node the DAG shares, once), adding the nodes it walks to `seen`.
+template <class F>
+void for_each_input_load(const Expr& e, const std::vector<const TensorDecl*>& params,
+                         std::set<const ExprNode*>& seen, F&& f) {
+  std::function<void(const Expr&)> walk = [&](const Expr& x) {
+    if (!seen.insert(x.ptr().get()).second) return;
+    if (const Load* ld = x.as<Load>()) {
+      auto param = std::find_if(params.begin(), params.end(),
+                                [&](const TensorDecl* t) { return t->name == ld->tensor; });
+      if (param != params.end() && (*param)->role == TensorRole::input) {
+        f(*ld, static_cast<int>(param - params.begin()));
+      }
+      return;
+    }
+    for_each_child(x, walk);
+  };
+  walk(e);
+}
+
 // The loads, by load key, of the inputs (the strided ones only with `strided_only`) at an
 // element of the row (x[o.., r]: canonical indices ending in the reduced one) in the values
 // of `items` of p (row stores aside).
@@ -450,23 +470,15 @@ std::map<std::string, Load> row_element_loads(const Program& p, const std::vecto
                                               bool strided_only) {
   std::map<std::string, Load> loads;
   std::set<const ExprNode*> seen;
-  std::function<void(const Expr&)> walk = [&](const Expr& e) {
-    if (!seen.insert(e.ptr().get()).second) return;
-    if (const Load* ld = e.as<Load>()) {
-      auto param = std::find_if(params.begin(), params.end(),
-                                [&](const TensorDecl* t) { return t->name == ld->tensor; });
-      if (param != params.end() && (*param)->role == TensorRole::input &&
-          (!strided_only || (*param)->strided) && !ld->indices.empty() &&
-          ld->indices.back() == kReduced && uses_row(ld->indices)) {
-        loads.emplace(load_key(*ld), *ld);
-      }
-      return;
-    }
-    for_each_child(e, walk);
-  };
   for (int i : items) {
-    if (p.items[static_cast<size_t>(i)].kind != Item::row_store)
-      walk(p.items[static_cast<size_t>(i)].value);
+    if (p.items[static_cast<size_t>(i)].kind == Item::row_store) continue;
+    for_each_input_load(
+        p.items[static_cast<size_t>(i)].value, params, seen, [&](const Load& ld, int param) {
+          if ((!strided_only || params[static_cast<size_t>(param)]->strided) &&
+              !ld.indices.empty() && ld.indices.back() == kReduced && uses_row(ld.indices)) {
+            loads.emplace(load_key(ld), ld);
+          }
+        });
   }
   return loads;
 }
@@ -529,6 +541,22 @@ StagePlan plan_row(const Program& p, const std::vector<const TensorDecl*>& param
   return row_inputs(p, params, false);
 }
 
+std::vector<std::pair<int, const Load*>> row_invariant_loads(
+    const Program& p, const std::vector<const TensorDecl*>& params) {
+  std::vector<std::pair<int, const Load*>> loads;
+  std::set<std::string> keys;
+  std::set<const ExprNode*> seen;
+  for (const Item& it : p.items) {
+    if (it.kind != Item::element_store) continue;
+    for_each_input_load(it.value, params, seen, [&](const Load& ld, int param) {
+      if (uses_reduced(ld.indices) && !uses_row(ld.indices) && keys.insert(load_key(ld)).second) {
+        loads.emplace_back(param, &ld);
+      }
+    });
+  }
+  return loads;
+}
+
 }  // namespace reduction
 
 using reduction::canonicalize;
@@ -584,6 +612,11 @@ TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk) {
 int64_t row_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk) {
   if (sk.kind != StepKind::row_reduction) return 0;
   return reduction::plan_row(canonicalize(abi, sk, false), abi.params()).bytes_per_element;
+}
+
+bool reads_row_invariant_inputs(const KernelDef& abi, const ScheduledKernel& sk) {
+  if (sk.kind != StepKind::row_reduction) return false;
+  return !reduction::row_invariant_loads(canonicalize(abi, sk, false), abi.params()).empty();
 }
 
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {

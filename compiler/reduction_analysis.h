@@ -59,6 +59,10 @@ TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk);
 /// reads no input along the row, and for other kinds.
 int64_t row_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk);
 
+/// Whether row reduction `sk`'s element stores read an input that is the same for every row
+/// (reduction::row_invariant_loads: a norm's weight or bias); false for other kinds.
+bool reads_row_invariant_inputs(const KernelDef& abi, const ScheduledKernel& sk);
+
 /// Rows (elements of sk.space) one block covers.
 int64_t rows_per_block(StepKind kind, const ReductionConfig& cfg);
 
@@ -161,6 +165,14 @@ StagePlan plan_tile(const Program& p, const std::vector<const TensorDecl*>& para
 /// (without the padding): what a block reads of a row, per element (row_bytes_per_element).
 StagePlan plan_row(const Program& p, const std::vector<const TensorDecl*>& params);
 inline constexpr int64_t kTileRowAlign = 128;
+
+/// The loads of p's element stores that read an input along the row but the same for every
+/// row (a norm's weight and bias, w[j]: indices that use the reduced index and no row
+/// dimension), one per load_key, each with its parameter (an index into `params`), in the
+/// order the stores first read them. The lowering prefetches them (lower/reduction_rows.cpp)
+/// and the plan gives their steps wider blocks for few rows (config.h row_few_rows_config).
+std::vector<std::pair<int, const Load*>> row_invariant_loads(
+    const Program& p, const std::vector<const TensorDecl*>& params);
 
 /// The key of a load among a group's loads: its tensor and canonical indices.
 std::string load_key(const Load& ld);

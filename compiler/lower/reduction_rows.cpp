@@ -131,24 +131,8 @@ void ReductionLowering::branch_rows(Value* fits, Value* vec_ok) {
 // 4096 rows of 1000 still 1.06x; as here, 1 and 8 rows 0.80-0.97, 132 rows 0.90-1.02, 4096 rows
 // unchanged.
 void ReductionLowering::prefetch_weights() {
-  std::vector<std::pair<int, const Load*>> weights;
-  std::set<std::string> seen_keys;
-  std::unordered_map<const ExprNode*, bool> seen;
-  std::function<void(const Expr&)> walk = [&](const Expr& e) {
-    if (!seen.emplace(e.ptr().get(), true).second) return;
-    if (const Load* ld = e.as<Load>()) {
-      const int param = param_of(ld->tensor);
-      if (param >= 0 && params_[param]->role == TensorRole::input && uses_reduced(ld->indices) &&
-          !uses_row(ld->indices) && seen_keys.insert(load_key(*ld)).second) {
-        weights.emplace_back(param, ld);
-      }
-      return;
-    }
-    for_each_child(e, walk);
-  };
-  for (const Item& it : prog_.items) {
-    if (it.kind == Item::element_store) walk(it.value);
-  }
+  const std::vector<std::pair<int, const Load*>> weights =
+      reduction::row_invariant_loads(prog_, params_);
   if (weights.empty()) return;
   BasicBlock* yes = BasicBlock::Create(ctx_, "prefetch.weights", fn_);
   BasicBlock* done = BasicBlock::Create(ctx_, "prefetched.weights", fn_);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -240,12 +241,15 @@ TEST_CASE("fused variants only for kernels whose looped rows fuse", "[compiler][
     std::vector<const bundle::Variant*> fused, longer;
     size_t staged = 0;  // appended after the others (every kernel here but rowsum stages)
     size_t shifted = 0, tiers = 0;
-    for (const bundle::Variant& v : st.variants) {
+    std::set<int> few;  // the variants that replace tiers on few rows, which have twins too
+    for (const auto& [limit, variant] : st.few_rows) few.insert(variant);
+    for (size_t vi = 0; vi < st.variants.size(); ++vi) {
+      const bundle::Variant& v = st.variants[vi];
       staged += v.stage.bytes_per_element > 0;
       // Every tier has a shifting twin: its config and shift=1, not a tier itself.
       shifted += v.config.count("shift");
-      tiers += v.max_reduced > 0;
-      CHECK((v.max_reduced > 0) == (v.odd_rows >= 0));
+      tiers += v.max_reduced > 0 || few.count(static_cast<int>(vi));
+      CHECK((v.max_reduced > 0 || few.count(static_cast<int>(vi))) == (v.odd_rows >= 0));
       if (v.odd_rows >= 0) {
         std::map<std::string, int64_t> want = v.config;
         want["shift"] = 1;
@@ -289,6 +293,82 @@ TEST_CASE("fused variants only for kernels whose looped rows fuse", "[compiler][
       t.replace(at, twin->entry.size(), def.entry);
     }
     CHECK(a != t);
+  }
+}
+
+TEST_CASE("few rows: norms replace their tiers of 64+ threads a row with wider blocks",
+          "[compiler][reduction]") {
+  // f32 (vec 4): rows of 1024 on 256 threads (2 vectors each at most), 2048 to 8192 on 512
+  // threads (4 at most); bf16 (vec 8): 1024 on 128, 2048 on 256 (one vector), 4096 and 8192 on
+  // 512. The largest tier (512 threads) and the tiers of fewer than 64 threads stay.
+  auto few = [](int64_t limit, int max_vec) -> std::optional<ReductionConfig> {
+    for (const ReductionConfig& c : row_reduction_space(max_vec)) {
+      if (row_heuristic_limit(c, max_vec) == limit) return row_few_rows_config(c, max_vec);
+    }
+    FAIL("no tier of limit " << limit);
+    return std::nullopt;
+  };
+  struct Want {
+    int64_t limit;
+    int max_vec, group, items;
+  };
+  for (const Want& w : {Want{1024, 4, 256, 2}, Want{2048, 4, 512, 4}, Want{4096, 4, 512, 4},
+                        Want{8192, 4, 512, 4}, Want{1024, 8, 128, 2}, Want{2048, 8, 256, 1},
+                        Want{4096, 8, 512, 2}, Want{8192, 8, 512, 2}}) {
+    INFO(w.limit << " vec " << w.max_vec);
+    const std::optional<ReductionConfig> c = few(w.limit, w.max_vec);
+    REQUIRE(c);
+    CHECK(c->group == w.group);
+    CHECK(c->block == w.group);
+    CHECK(c->items == w.items);
+    CHECK(c->vec == w.max_vec);
+    CHECK(c->capacity() >= w.limit);
+    CHECK((!c->split && !c->fuse && !c->stage && !c->shift && !c->strided));
+  }
+  for (int max_vec : {4, 8}) {
+    for (int64_t limit : {128, 256, 512, 16384}) CHECK_FALSE(few(limit, max_vec));
+  }
+  // Fused tiers (rows that loop) have none.
+  for (ReductionConfig c : row_reduction_space(4, true)) {
+    if (c.fuse) CHECK_FALSE(row_few_rows_config(c, 4));
+  }
+
+  // The plan gives them to kernels whose stores read a weight, with shifting twins; the rule
+  // runs them on rows at most the SMs.
+  CompileOptions o;
+  o.archs = {"sm_90"};
+  o.assemble = false;
+  const bundle::DeviceFacts h200{132, true};
+  for (const char* file : {"layernorm", "rmsnorm", "softmax", "rowsum"}) {
+    INFO(file);
+    Program p;
+    p.kernels.push_back(example(file, file));
+    CompiledBundle b = compile_program(p, o);
+    const bundle::Step& st = b.manifest.kernels[0].steps[0];
+    const bool weighted = std::string(file) == "layernorm" || std::string(file) == "rmsnorm";
+    CHECK(st.few_rows.size() == (weighted ? 4u : 0u));
+    const bundle::StepRule rule =
+        bundle::step_rule(st, std::vector<bool>(st.variants.size(), true), h200);
+    const int vec = static_cast<int>(st.variants[0].config.at("vec"));
+    for (int64_t n : {1000, 1001, 1024, 3000, 4095, 4096, 8192, 8193}) {
+      INFO(n);
+      const int many = bundle::heuristic_variant(st, rule, 4096, n, h200);
+      const int one = bundle::heuristic_variant(st, rule, 1, n, h200);
+      // Up to the SMs, or half of them for rows of up to 1024 (bundle::kFewRowsShortLimit).
+      const int64_t most = n <= 1024 ? 66 : 132;
+      CHECK(bundle::heuristic_variant(st, rule, most, n, h200) == one);
+      CHECK(bundle::heuristic_variant(st, rule, most + 1, n, h200) == many);
+      const bundle::Variant& v = st.variants[static_cast<size_t>(one)];
+      if (!weighted || n > 8192) {
+        CHECK(one == many);
+        continue;
+      }
+      CHECK(one != many);
+      CHECK(v.block_threads == v.config.at("group"));
+      CHECK(v.block_threads > st.variants[static_cast<size_t>(many)].config.at("group"));
+      CHECK(v.config.count("shift") == (n % vec != 0 ? 1u : 0u));
+      CHECK(v.config.at("group") * vec * v.config.at("items") >= n);
+    }
   }
 }
 
@@ -766,9 +846,18 @@ TEST_CASE("staging variants: rows too long for registers, kept in shared memory"
     }
     CHECK(staged == (c.bytes > 0 ? 3 : 0));
     CHECK(split == 3);
-    // Staging variants come last: the ids of the others do not change.
+    // Staging variants come after the others but the few-rows variants' twins (config.h
+    // row_few_rows_config, last): the ids of the others do not change.
     const auto& vs = m.kernels[0].steps[0].variants;
-    for (size_t i = 0; i + 3 < vs.size() && c.bytes > 0; ++i) CHECK(vs[i].stage.vec == 0);
+    std::set<int> few;
+    for (const auto& [limit, variant] : m.kernels[0].steps[0].few_rows) few.insert(variant);
+    size_t twins = 0;
+    for (int f : few) twins += vs[static_cast<size_t>(f)].odd_rows >= 0;
+    for (size_t i = 0; i < vs.size() && c.bytes > 0; ++i) {
+      const bool last = i + twins >= vs.size(), staging = !last && i + twins + 3 >= vs.size();
+      CHECK((vs[i].stage.vec > 0) == staging);
+      if (last) CHECK(few.count(vs[i].odd_rows) == 0);  // a twin links nothing
+    }
   }
   // Outer reductions do not stage.
   bundle::Manifest cols =

@@ -537,6 +537,44 @@ TEST_CASE("manifest: a many-rows tier round-trips, absent means an ordinary tier
   CHECK_THAT(bad.message(), Catch::Contains("min_rows_per_sm"));
 }
 
+TEST_CASE("manifest: few-row tiers round-trip, absent means none", "[runtime]") {
+  Manifest m = sample();
+  Step& s = m.kernels[0].steps[0];
+  s.kind = StepKind::row_reduction;
+  s.space = {Dim::symbol("M")};
+  s.reduced = {Dim::symbol("N")};
+  s.variants[0].max_reduced = 1024;
+  s.variants[1].max_reduced = 4096;
+  s.few_rows = {{1024, 2}, {4096, 2}};
+  std::string text = to_json(m);
+  CHECK(Json::parse(text)["kernels"][0]["steps"][0]["few_rows"] ==
+        Json::array({Json::array({1024, 2}), Json::array({4096, 2})}));
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  CHECK_FALSE(Json::parse(to_json(sample()))["kernels"][0]["steps"][0].contains("few_rows"));
+
+  const Json j = Json::parse(text);
+  auto error_with = [&](const std::function<void(Json&)>& edit) { return error_after(edit, j); };
+  auto few = [](Json& e) -> Json& { return e["kernels"][0]["steps"][0]["few_rows"]; };
+  const std::string f = "bundle/manifest.json: kernels[0].steps[0].few_rows";
+  const std::string why =
+      ": expected a tier's limit (ascending) and a variant of a row reduction step that neither "
+      "splits, stages, shifts nor reads strides";
+  CHECK(error_with([&](Json& e) { few(e) = 3; }) == f + ": expected an array, got an integer");
+  CHECK(error_with([&](Json& e) { few(e)[0] = Json::array({1024}); }) ==
+        f + "[0]: expected [limit, variant]");
+  CHECK(error_with([&](Json& e) { few(e)[0][1] = 3; }) ==
+        f + "[0][1]: expected an integer in 0..2, got 3");
+  CHECK(error_with([&](Json& e) { few(e)[0][0] = 0; }) ==
+        f + "[0][0]: expected an integer in 1..2147483647, got 0");
+  CHECK(error_with([&](Json& e) { few(e)[0][0] = 2048; }) == f + "[0]" + why);  // not a tier's
+  CHECK(error_with([&](Json& e) { few(e)[1][0] = 1024; }) == f + "[1]" + why);  // not ascending
+  CHECK(error_with([&](Json& e) { variant_json(e, 2)["config"]["shift"] = 1; }) == f + "[0]" + why);
+  CHECK(error_with([&](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "outer_reduction"; }) ==
+        f + "[0]" + why);
+}
+
 TEST_CASE("manifest: a step's approximation error round-trips, absent means none", "[runtime]") {
   Manifest m = sample();
   m.kernels[0].steps[0].approx_error = 0x1p-10;
