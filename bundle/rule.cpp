@@ -273,10 +273,8 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     }
   }
   if (best < 0) best = first;
-  // Each row alone on its SM (config.h row_few_rows_config says why and what was measured);
-  // rows of up to kFewRowsShortLimit elements on at most half the SMs.
-  const int64_t most = limit <= kFewRowsShortLimit ? device.sm_count / 2 : device.sm_count;
-  if (rows <= most) {
+  // Each row alone on its SM (config.h row_few_rows_config says why and what was measured).
+  if (rows <= device.sm_count / few_rows_sm_divisor(limit)) {
     for (const auto& [l, variant] : rule.few_rows) {
       if (l == limit) best = variant;
     }

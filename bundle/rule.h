@@ -179,6 +179,19 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
 /// 32); 0 when the narrow tile is not narrower.
 int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile);
 
+/// Rows of up to this many elements run their few-rows variant (StepRule::few_rows) on at most
+/// half the SMs' rows, longer ones on at most the SMs'. Measured on an H200
+/// (bench/results/2026-11-28-h200-few-rows, call 1: 7 kernels, 9 lengths, the few-rows
+/// variant's time over the tier's): rows of 768 and 1000, 0.83-1.01 at 1 and 16 rows but
+/// 0.92-1.12 at 132 (slower at 7 of 14); rows of 1536 to 8192, 0.72-1.01 at 1 and 16 rows and
+/// 0.82-1.02 at 132.
+inline constexpr int64_t kFewRowsShortLimit = 1024;
+/// A tier of `limit` runs its few-rows variant on rows at most the SMs divided by this: 2 up
+/// to kFewRowsShortLimit, else 1 (heuristic_variant reads it, and explain prints it).
+inline int64_t few_rows_sm_divisor(int64_t limit) {
+  return limit <= kFewRowsShortLimit ? 2 : 1;
+}
+
 /// The variant the rule runs for a step whose space holds `rows` and whose reduced extent is
 /// `reduced` elements (1 for a pointwise step): for an outer step, the first of short_outer whose
 /// limit `reduced` does not pass, from kShortOuterMinReduced on, and whose tiles (ceil(rows /
@@ -189,8 +202,8 @@ int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile);
 /// split.min_reduced and the split gives each at least kSplitMinBlocks blocks; else the tier with
 /// the smallest max_reduced >= reduced (the largest tier when none; of the tiers with that
 /// max_reduced, the one with the largest min_rows_per_sm that rows reach, rows >= min_rows_per_sm *
-/// SMs; on rows at most the SMs, or half of them for rows of up to kFewRowsShortLimit, the
-/// variant rule.few_rows gives for that tier's limit, if any),
+/// SMs; on rows at most the SMs / few_rows_sm_divisor(that tier's limit), the variant
+/// rule.few_rows gives for that limit, if any),
 /// or that tier's odd_rows twin when it has one and `reduced` is not a multiple of the twin's
 /// vec (measured on an H200: a softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on
 /// scalars, bench/results/2026-11-25-h200-memory-bound); else rule.chosen. Staging variants are
@@ -199,14 +212,6 @@ int64_t narrow_split_max_rows(int64_t wide_tile, int64_t narrow_tile);
 /// elements_per_block), rows being every output element) runs the first of rule.smaller (the
 /// largest tiles) that gives at least half the SMs a tile, else the last (the smallest tiles); else
 /// rule.chosen. Values below 1 (unchecked input) give rule.chosen.
-/// Rows of up to this many elements run their few-rows variant (StepRule::few_rows) on at most
-/// half the SMs' rows, longer ones on at most the SMs'. Measured on an H200
-/// (bench/results/2026-11-28-h200-few-rows, call 1: 7 kernels, 9 lengths, the few-rows
-/// variant's time over the tier's): rows of 768 and 1000, 0.83-1.01 at 1 and 16 rows but
-/// 0.92-1.12 at 132 (slower at 7 of 14); rows of 1536 to 8192, 0.72-1.01 at 1 and 16 rows and
-/// 0.82-1.02 at 132.
-inline constexpr int64_t kFewRowsShortLimit = 1024;
-
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
 

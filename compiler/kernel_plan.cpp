@@ -893,8 +893,10 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
             "{}  rows <= the GPU's SMs{} (each row alone on its SM; the stores read [{}] operands "
             "the same for every row): variant {} ({}), {}{}",
             sv >= 0 ? "  " : "",
-            limit <= bundle::kFewRowsShortLimit ? std::string(" / 2") : std::string(), R, fi,
-            config_text(f.config), row_shape_text(std::get<ReductionConfig>(f.config)),
+            bundle::few_rows_sm_divisor(limit) > 1
+                ? fmt::format(" / {}", bundle::few_rows_sm_divisor(limit))
+                : std::string(),
+            R, fi, config_text(f.config), row_shape_text(std::get<ReductionConfig>(f.config)),
             few_twin >= 0
                 ? fmt::format("; {} not a multiple of {}: variant {}, shifted", R, c.vec, few_twin)
                 : std::string()));

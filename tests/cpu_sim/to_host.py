@@ -2,10 +2,9 @@
 thread and block registers, the barrier and the warp shuffles become calls into the driver,
 mul.hi.u32 and Philox's mul.wide.u32 IR functions, rcp.approx.ftz.f64 the reciprocal with all but 16 bits of its
 mantissa cleared (worse than the hardware's, so that the Newton steps after it must work), the bf16 pair
-conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, nanosleep a switch to the
-next thread (sim_threads.h), the reduction
-kernels' inline assembly plain IR (see below), and the shared-memory tile an ordinary global
-(blocks run one after another).
+conversion an IR function rounding to nearest even, ex2.approx a call of exp2f, nanosleep a call that
+switches to the next thread (sim_threads.h), the reduction kernels' inline assembly plain IR (see
+below), and the shared-memory tile an ordinary global (blocks run one after another).
     python3 to_host.py IN.ll OUT.ll [--force64] [--general] [--smem=BYTES]
 --force64 makes the kernel take its 64-bit index path at any size (a pointwise variant's
 general entry, which holds it); --general runs that entry at its usual sizes; --smem gives the launch
