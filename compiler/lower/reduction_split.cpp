@@ -9,7 +9,15 @@
 //  3. runs the phase's passes over the block's slice of the reduced extent (whole chunks: a
 //     vector never straddles two blocks) and writes its reductions' partials to its record.
 // Split rows (emit_split) combine a block's threads as row kernels do (combine_rows); split
-// outer kernels (emit_outer_split) as outer kernels do (combine_outer).
+// outer kernels (emit_outer_split) as outer kernels do (combine_outer). Split rows whose length
+// is not a multiple of vec (and of 2 x vec elements or more) walk shifted vectors as a shifting
+// row variant does (reduction_rows.cpp step 4): the slices share the row's body of whole
+// vectors, and the first chunk of the row's first block also takes its edges. Measured on an
+// H200 against scalars (bench/results/2026-11-28-h200-split-shift): a bf16 softmax of
+// 2 x 70001 17.3 us against 26.8 (aligned 2 x 70000: 16.6), an RMSNorm of 3 x 100003 14.4
+// against 28.7, one f32 row sum of 2^26 - 1 elements 78.2 against 89.5; aligned rows as
+// before (within 1%, same call). Unlike the row tiers, which keep the shifted path in a twin
+// variant of its own (it raised their registers), the split variant holds all three paths.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,6 +45,9 @@ void ReductionLowering::emit_split(Value* vec_ok) {
   Point row_point;
   row_point.o = o;
   row_point.ok = valid;
+  // Rows whose length is not a multiple of vec walk shifted vectors (emit_rows' step 4) where
+  // every vector stays within one row: not over a trailing run of the reduced indices.
+  const bool shiftable = cfg_.vec > 1 && suffix_runs(prog_).empty();
   for (int k = 0; k < plan.phases; ++k) {
     BasicBlock* body = BasicBlock::Create(ctx_, fmt::format("phase{}", k), fn_);
     BasicBlock* next = BasicBlock::Create(ctx_, "phase.next", fn_);
@@ -56,18 +67,33 @@ void ReductionLowering::emit_split(Value* vec_ok) {
         store_row_item(prog_.items[pass[0]], row_point, results, row_leader);
       }
     }
-    auto walk = [&](bool vector) {
+    // `shifted`: the row's body of whole vectors from its first element at a multiple of
+    // vec (emit_rows' step 4) is what the slices share; slice 0's first chunk takes the edges.
+    auto walk = [&](bool vector, bool shifted = false) {
       const bool unaligned = !vector && cfg_.vec > 1;
       const int V = unaligned ? 1 : cfg_.vec, G = unaligned ? kUnalignedItems : cfg_.items;
       const int64_t chunk = int64_t{T} * V * G;
-      // ceil(ceil(R / S) / chunk) chunks per slice
-      Value* per_block = b_.CreateUDiv(b_.CreateAdd(R_, b_.CreateSub(S, i64(1))), S);
+      Value *shift = nullptr, *walked = R_, *body_end = R_;
+      if (shifted) {
+        shift = b_.CreateAnd(b_.CreateNeg(b_.CreateMul(rowc, R_)), i64(V - 1), "shift");
+        walked = b_.CreateAnd(b_.CreateSub(R_, shift), i64(-V), "body");
+        body_end = b_.CreateAdd(shift, walked, "body.end");
+      }
+      // ceil(ceil(walked / S) / chunk) chunks per slice
+      Value* per_block = b_.CreateUDiv(b_.CreateAdd(walked, b_.CreateSub(S, i64(1))), S);
       Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, i64(chunk - 1)), i64(chunk));
       Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), i64(chunk), "begin");
       Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
-      end = b_.CreateSelect(b_.CreateICmpULT(end, R_), end, R_, "end");
+      end = b_.CreateSelect(b_.CreateICmpULT(end, walked), end, walked, "end");
+      Value* first_slice = b_.CreateICmpEQ(slice, i64(0));
       auto make_groups = [&](Value* base) {
-        return row_groups(base, end, {G, T, V, vector && V > 1}, tid_, valid, o);
+        if (!shifted) return row_groups(base, end, {G, T, V, vector && V > 1}, tid_, valid, o);
+        std::vector<Group> gs =
+            row_groups(base, b_.CreateAdd(shift, end), {G, T, V, true, shift}, tid_, valid, o);
+        gs.push_back(row_edges(shift, body_end,
+                               b_.CreateAnd(first_slice, b_.CreateICmpEQ(base, begin)), tid_, valid,
+                               o));
+        return gs;
       };
       for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
         const std::vector<int>& pass = prog_.passes[pi];
@@ -84,7 +110,23 @@ void ReductionLowering::emit_split(Value* vec_ok) {
         }
       }
     };
-    walk_to_exit(vec_ok, walk);
+    if (shiftable) {
+      // Aligned rows take vectors, other rows of 2 x vec or more elements shifted vectors,
+      // shorter ones scalars.
+      branch2(vec_ok, [&](bool vector) {
+        if (vector) {
+          walk(true);
+          b_.CreateBr(exit_);
+          return;
+        }
+        branch2(b_.CreateICmpUGE(R_, i64(2 * cfg_.vec), "shift.ok"), [&](bool shift) {
+          walk(shift, shift);
+          b_.CreateBr(exit_);
+        });
+      });
+    } else {
+      walk_to_exit(vec_ok, walk);
+    }
     b_.SetInsertPoint(next);
   }
   b_.CreateBr(exit_);
