@@ -96,10 +96,11 @@ struct StepPlan {
   // the split variants run for rows whose bytes times looping_passes() reach
   // bundle::kSplitMinRowBytes.
   int64_t row_bytes_per_element = 0;
-  // Row reductions whose element stores read an input the same for every row (a norm's
-  // weight: reduction::row_invariant_loads): (a tier's limit, the variant that replaces it on
-  // rows at most the SMs: config.h row_few_rows_config), ascending; empty for other steps.
+  // Row reductions: whether their element stores read an input the same for every row (a
+  // norm's weight: reduction::row_invariant_loads).
   bool reads_row_invariant = false;
+  // For those: (a tier's limit, the variant that replaces it on rows at most the SMs: config.h
+  // row_few_rows_config), ascending; empty for other steps.
   std::vector<std::pair<int64_t, int>> few_rows;
 
   std::vector<PlannedVariant> variants;  // the configuration space, in manifest order

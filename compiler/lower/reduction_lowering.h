@@ -192,6 +192,14 @@ class ReductionLowering {
                                 const std::vector<Value*>& o);
   Group row_edges(Value* shift, Value* body_end, Value* live, Value* lane, Value* valid,
                   const std::vector<Value*>& o);
+  // A shifted row (step 4) of row `row` (i64): its vectors start `shift` elements in, where
+  // the flat index (row x R + r) is a multiple of vec; its body is `walked` elements of whole
+  // vectors, up to `body_end`. Its edges are the head before `shift` and the tail from
+  // body_end on (row_edges).
+  struct ShiftedRow {
+    Value *shift, *walked, *body_end;
+  };
+  ShiftedRow shifted_row(Value* row);
   std::vector<Value*> combine_rows(const std::vector<std::vector<int>>& states,
                                    std::vector<Value*> partial, Value* lane, Value* grp,
                                    int64_t base);

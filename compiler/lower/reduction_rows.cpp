@@ -209,15 +209,9 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, boo
     stage_row_ = b_.CreateMul(grp, b_.CreateMul(R_, i64(stage_plan_.bytes_per_element)));
   }
   tile_kr_ = tile_pitch_ ? grp : nullptr;
-  // A shifted row (step 4): its head, the `shift` elements before the first multiple of vec
-  // of the flat index (rowc x R + r), and its tail, those from body_end on, are its edges.
-  Value *shift = nullptr, *body_end = R_, *walked_to = R_;
-  if (shifted) {
-    Value* flat = b_.CreateMul(rowc, R_, "row.start");
-    shift = b_.CreateAnd(b_.CreateNeg(flat), i64(V - 1), "shift");
-    walked_to = b_.CreateAnd(b_.CreateSub(R_, shift), i64(-V), "body");
-    body_end = b_.CreateAdd(shift, walked_to, "body.end");
-  }
+  // A shifted row (step 4): its body of whole vectors, then its edges.
+  const ShiftedRow body = shifted ? shifted_row(rowc) : ShiftedRow{nullptr, R_, R_};
+  Value *shift = body.shift, *body_end = body.body_end, *walked_to = body.walked;
   auto make_groups = [&](Value* base) {
     std::vector<Group> gs =
         row_groups(base, body_end, {G, T, V, vector && V > 1, shift}, lane, valid, o);
@@ -323,6 +317,14 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
     }
   }
   return gs;
+}
+
+ReductionLowering::ShiftedRow ReductionLowering::shifted_row(Value* row) {
+  const int V = cfg_.vec;
+  Value* flat = b_.CreateMul(row, R_, "row.start");
+  Value* shift = b_.CreateAnd(b_.CreateNeg(flat), i64(V - 1), "shift");
+  Value* walked = b_.CreateAnd(b_.CreateSub(R_, shift), i64(-V), "body");
+  return {shift, walked, b_.CreateAdd(shift, walked, "body.end")};
 }
 
 // The edges of a shifted row as scalar points, edge e (of fewer than 2 x vec) on lane

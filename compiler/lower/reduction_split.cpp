@@ -41,7 +41,8 @@ void ReductionLowering::emit_split(Value* vec_ok) {
   std::vector<Value*> o = coords_of(rowc);
   Value* record0 = b_.CreateMul(rowc, S, "record0");  // the row's first (row, block) record
   Value* leader = b_.CreateAnd(valid, b_.CreateICmpEQ(tid_, i64(0)));
-  Value* row_leader = b_.CreateAnd(leader, b_.CreateICmpEQ(slice, i64(0)), "row.leader");
+  Value* first_slice = b_.CreateICmpEQ(slice, i64(0), "first.slice");
+  Value* row_leader = b_.CreateAnd(leader, first_slice, "row.leader");
   Point row_point;
   row_point.o = o;
   row_point.ok = valid;
@@ -73,19 +74,14 @@ void ReductionLowering::emit_split(Value* vec_ok) {
       const bool unaligned = !vector && cfg_.vec > 1;
       const int V = unaligned ? 1 : cfg_.vec, G = unaligned ? kUnalignedItems : cfg_.items;
       const int64_t chunk = int64_t{T} * V * G;
-      Value *shift = nullptr, *walked = R_, *body_end = R_;
-      if (shifted) {
-        shift = b_.CreateAnd(b_.CreateNeg(b_.CreateMul(rowc, R_)), i64(V - 1), "shift");
-        walked = b_.CreateAnd(b_.CreateSub(R_, shift), i64(-V), "body");
-        body_end = b_.CreateAdd(shift, walked, "body.end");
-      }
+      const ShiftedRow body = shifted ? shifted_row(rowc) : ShiftedRow{nullptr, R_, R_};
+      Value *shift = body.shift, *walked = body.walked, *body_end = body.body_end;
       // ceil(ceil(walked / S) / chunk) chunks per slice
       Value* per_block = b_.CreateUDiv(b_.CreateAdd(walked, b_.CreateSub(S, i64(1))), S);
       Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, i64(chunk - 1)), i64(chunk));
       Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), i64(chunk), "begin");
       Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
       end = b_.CreateSelect(b_.CreateICmpULT(end, walked), end, walked, "end");
-      Value* first_slice = b_.CreateICmpEQ(slice, i64(0));
       auto make_groups = [&](Value* base) {
         if (!shifted) return row_groups(base, end, {G, T, V, vector && V > 1}, tid_, valid, o);
         std::vector<Group> gs =
