@@ -100,6 +100,7 @@ OrderedJson variant_json(const Variant& v) {
       OrderedJson maps = OrderedJson::array();
       for (const TensorMapInfo& t : v.tile.tensor_maps) {
         maps.push_back({{"param", t.param}, {"box", t.box}});
+        if (t.store) maps.back()["store"] = true;
       }
       out["tile"]["tensor_maps"] = maps;
       out["tile"]["map_fallback"] = v.tile.map_fallback;
@@ -236,9 +237,14 @@ TensorMapInfo read_tensor_map(const Obj& o, const KernelInfo& k) {
   const ParamInfo& p = static_cast<size_t>(t.param) < np
                            ? k.params[static_cast<size_t>(t.param)]
                            : k.buffers[static_cast<size_t>(t.param) - np];
-  if (p.dtype != DType::bf16 && p.dtype != DType::f16) {
-    fail(o.at("param"), fmt::format("{} is {}: tensor maps read bf16 or f16 elements", p.name,
-                                    to_string(p.dtype)));
+  if (o.find("store")) t.store = o.boolean("store");  // version 12
+  const bool output = static_cast<size_t>(t.param) < np && p.output;
+  if (t.store ? !output || (size_of(p.dtype) != 2 && p.dtype != DType::f32)
+              : p.dtype != DType::bf16 && p.dtype != DType::f16) {
+    fail(o.at("param"),
+         fmt::format("{} is {}{}: tensor maps read bf16 or f16 inputs and store bf16, f16 or "
+                     "f32 outputs",
+                     p.name, t.store && !output ? "not an output, " : "", to_string(p.dtype)));
   }
   const Json& box = o.array("box");
   if (box.size() != p.shape.size() || box.size() > kMaxTensorMapRank) {
@@ -248,9 +254,10 @@ TensorMapInfo read_tensor_map(const Obj& o, const KernelInfo& k) {
   for (size_t i = 0; i < box.size(); ++i) {
     t.box.push_back(read_integer(box[i], index_path(o.at("box"), i), 1, 256));
   }
-  if (t.box[0] * 2 != kTensorMapSwizzleBytes) {
+  const auto bytes = static_cast<int64_t>(size_of(p.dtype));
+  if (t.box[0] * bytes != kTensorMapSwizzleBytes) {
     fail(index_path(o.at("box"), 0),
-         fmt::format("expected {} (the {}-byte swizzle), got {}", kTensorMapSwizzleBytes / 2,
+         fmt::format("expected {} (the {}-byte swizzle), got {}", kTensorMapSwizzleBytes / bytes,
                      kTensorMapSwizzleBytes, t.box[0]));
   }
   return t;

@@ -66,15 +66,18 @@
 // Its other images (no clusters) walk tiles of tile.m rows as above, on that grid.
 // A contraction variant with tile.tensor_maps (format 6) reads operands through TMA: its entry
 // takes, after the symbols, one CUtensorMap per entry of tensor_maps (128 bytes, by value,
-// 64-byte aligned), then an i64 that is 1 when the runtime encoded every map and 0 when it
-// did not (the kernel then copies the operands without them: correct, only slower). Map i
+// 64-byte aligned), then an i64 flag: bit 0 set when the runtime encoded every map it reads
+// through (else the kernel copies the operands without them: correct, only slower), bit 1 when
+// it encoded every map it stores through (TensorMapInfo::store, format 12; else the kernel
+// stores that output without it). Map i
 // describes parameter (or buffer) `param` as the row-major tensor it is: rank = the
 // parameter's rank, dimension d (innermost first) of extent shape[rank - 1 - d] and byte
 // stride the product of the extents inside it, boxDim = box, element strides 1, no
 // interleave, the 128-byte swizzle (box[0] * element bytes = 128), zero fill out of bounds.
 // The runtime encodes the maps when TMA's rules allow (cuTensorMapEncodeTiled succeeds: a
-// 16-byte aligned pointer, byte strides multiples of 16, ranks up to 5). When they do not, it
-// runs tile.map_fallback instead when the variant names one (a variant without maps).
+// 16-byte aligned pointer, byte strides multiples of 16, ranks up to 5). When the maps it
+// reads through cannot be, it runs tile.map_fallback instead when the variant names one (a
+// variant without maps); a store map that cannot be only clears bit 1.
 // Strided inputs (ParamInfo::strided, format 8: `x: f32[M, N] strided`): every step's entry of
 // a kernel with strided inputs takes, after all the parameters above (symbols, a split's
 // workspace and phase), one i64 per dimension of each strided input, in parameter order: the
@@ -105,16 +108,18 @@ namespace kiln::bundle {
 // Version 2 added the images' content hashes, version 3 split variants, version 4 buffers,
 // version 5 contraction steps, version 6 tensor maps, version 7 scalar parameters, version 8
 // strided inputs, version 9 strided variants that tile (stage.row_align), version 10 clusters
-// (tile.cluster), version 11 pointwise variants with a general entry (Variant::general).
+// (tile.cluster), version 11 pointwise variants with a general entry (Variant::general),
+// version 12 tensor maps that store an output (TensorMapInfo::store).
 // Bundles before version 3 are refused (recompile them): a version 2 reader would launch a split
-// variant as a plain one. A version 3 to 10 bundle reads as a version 11 one without what came
+// variant as a plain one. A version 3 to 11 bundle reads as a version 12 one without what came
 // later; an older reader refuses a newer version (a version 4 reader would launch a contraction's
 // persistent kernel without its shared memory, a version 5 one without its tensor maps, a version
 // 6 one would pass a scalar's value as a pointer, a version 7 one would launch an entry without
 // its strides, a version 8 one would give a tile too little shared memory, a version 9 one would
 // launch a cluster's blocks alone, a version 10 one would launch an entry that holds only the
-// row-aligned 32-bit form on any shape).
-inline constexpr int kFormatVersion = 11;
+// row-aligned 32-bit form on any shape, a version 11 one would encode an f32 output's map as
+// 16-bit elements).
+inline constexpr int kFormatVersion = 12;
 inline constexpr int kMaxClusterBlocks = 8;  // the portable cluster size
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
@@ -179,6 +184,9 @@ int64_t stage_bytes(const StageInfo& s, int64_t reduced, int64_t available);
 struct TensorMapInfo {
   int param = 0;             // index into KernelInfo::params, then ::buffers
   std::vector<int64_t> box;  // the box, innermost dimension first: one entry per dimension
+  // Version 12: the kernel stores an output through this map ("store" in JSON, present only
+  // when true); the maps it reads through come first.
+  bool store = false;
   friend bool operator==(const TensorMapInfo&, const TensorMapInfo&) = default;
 };
 inline constexpr size_t kMaxTensorMaps = 4;

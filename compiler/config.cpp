@@ -446,6 +446,7 @@ std::map<std::string, int64_t> ContractionConfig::as_map() const {
   if (pingpong) m["pingpong"] = 1;
   if (smem_epilogue) m["smem_epilogue"] = 1;
   if (cluster > 1) m["cluster"] = cluster;
+  if (tma_store) m["tma_store"] = 1;
   return m;
 }
 
@@ -479,8 +480,8 @@ std::vector<ContractionConfig> contraction_config_space() {
       // transcendental epilogues.
       default_contraction_config_heavy(),
       // The default's tiles without a cluster, and the heavy default's in clusters of two.
-      {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1},
-      {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 1, 2},
+      {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 0, 1, 1},
+      {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 1, 2, 1},
       // TMA-fed 128 x 64 in 8 stages (192 KiB): twice the tiles of 128 x 128 for problems of
       // few tiles (bundle/rule.h).
       {128, 64, 64, 8, 1, 8, 8, 0, 1, 1, 1},
@@ -496,7 +497,7 @@ std::vector<ContractionConfig> contraction_config_space() {
 // 4096 x 4096, 199.6 against 203.4 at 4096^3, 1635.2 against 1672.4 at 8192^3 (cuBLAS
 // 1638.8), 137.7 against 140.7 for a batch of 16 2048 x 2048 x 512; 10% less L2 traffic.
 ContractionConfig default_contraction_config() {
-  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 0, 2};
+  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 0, 2, 1};
 }
 
 // Measured on an H200 (bench/results/2026-11-25-h200-epilogue, every variant at 4 shapes each):
@@ -506,7 +507,7 @@ ContractionConfig default_contraction_config() {
 // times a third tensor 0.94-1.02. With a bias only the register epilogue stays: the staged one
 // took 0.98-1.07 of its time.
 ContractionConfig default_contraction_config_heavy() {
-  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 1};
+  return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 1, 1, 1};
 }
 
 }  // namespace kiln

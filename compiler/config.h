@@ -2,6 +2,7 @@
 // variant; the autotuner picks among them and the heuristic default is used until it has.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -317,12 +318,23 @@ struct ContractionConfig {
   // multicasts half of B's tile into both, so that L2 serves B's tiles once per cluster; the
   // runtime launches clusters of that many blocks, manifest.h).
   int cluster = 1;
+  // With `tma` and without `pingpong`, for a kernel with one output of 2 or 4 bytes an
+  // element (contraction_store_map): each MMA warpgroup writes its 64 rows of the output tile,
+  // 128 bytes of columns at a time, to one of two shared-memory buffers in the 128-byte swizzle
+  // and one thread stores each through a TMA tensor store (a tensor map of the output the
+  // runtime encodes), which runs on while the warps go on to the next chunk and tile; a store's
+  // buffer is written again once the store has read it. Out-of-bounds rows and columns are
+  // clipped by TMA. Where the runtime cannot encode the output's map, the epilogue runs as
+  // without (`smem_epilogue` or registers), in the same shared memory.
+  int tma_store = 0;
   static constexpr int kEpilogueColumns = 32;
   /// Floats between rows of the epilogue's buffer: 8 more than its columns, so that the
   /// accumulators' 8-byte writes (four rows of 32 bytes a half-warp) fall in distinct banks.
   static constexpr int kEpilogueStride = kEpilogueColumns + 8;
   /// Bytes of one MMA warpgroup's epilogue buffer (64 rows).
   static constexpr int64_t kEpilogueBytes = int64_t{64} * kEpilogueStride * 4;
+  /// Bytes of one TMA store buffer: 64 rows of 128 bytes.
+  static constexpr int64_t kStoreBufferBytes = 64 * 128;
 
   /// The warps that compute (and, without `tma`, copy).
   int math_threads() const { return 32 * warps_m * warps_n; }
@@ -333,15 +345,21 @@ struct ContractionConfig {
     return int64_t{tile_m + tile_n} * tile_k * element_bytes;
   }
   /// Dynamic shared memory: the stages, with `tma` their two mbarriers each (full, empty),
-  /// with `pingpong` one more per MMA warpgroup (its mainloop is done), then with
-  /// `smem_epilogue` each MMA warpgroup's epilogue buffer (at epilogue_offset).
+  /// with `pingpong` one more per MMA warpgroup (its mainloop is done), then from
+  /// epilogue_offset with `smem_epilogue` each MMA warpgroup's epilogue buffer and with
+  /// `tma_store` each MMA warpgroup's two store buffers (the same bytes: a launch uses one or
+  /// the other).
   int64_t smem_bytes(int element_bytes) const {
-    return smem_epilogue ? epilogue_offset(element_bytes) + 2 * kEpilogueBytes
-                         : stages * stage_bytes(element_bytes) + barrier_bytes();
+    const int64_t epilogue =
+        std::max(smem_epilogue ? 2 * kEpilogueBytes : 0, tma_store ? 4 * kStoreBufferBytes : 0);
+    return epilogue > 0 ? epilogue_offset(element_bytes) + epilogue
+                        : stages * stage_bytes(element_bytes) + barrier_bytes();
   }
   int64_t barrier_bytes() const { return (tma ? int64_t{16} * stages : 0) + (pingpong ? 16 : 0); }
+  /// The store buffers start at a multiple of 1024 bytes (the 128-byte swizzle's pattern).
   int64_t epilogue_offset(int element_bytes) const {
-    return (stages * stage_bytes(element_bytes) + barrier_bytes() + 127) / 128 * 128;
+    const int64_t align = tma_store ? 1024 : 128;
+    return (stages * stage_bytes(element_bytes) + barrier_bytes() + align - 1) / align * align;
   }
   std::map<std::string, int64_t> as_map() const;
   friend bool operator==(const ContractionConfig&, const ContractionConfig&) = default;

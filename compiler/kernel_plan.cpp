@@ -266,9 +266,10 @@ void plan_variants(StepPlan& step) {
           d.cluster = default_contraction_config().cluster;
         }
       }
-      if (!tma) {  // nor clusters, which share tiles through TMA
+      if (!tma) {  // nor clusters, which share tiles through TMA, nor TMA stores
         d.tma = 0;
         d.cluster = 1;
+        d.tma_store = 0;
       }
       def = d;
       break;
@@ -411,7 +412,7 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     v.elements_per_block = int64_t{t->tile_m} * t->tile_n;
     v.tile = {t->tile_m, t->tile_n, t->ctas_per_sm,
               t->smem_bytes(static_cast<int>(size_of(step.sk->contraction->a.dtype))),
-              contraction_tensor_maps(*step.abi, *step.sk->contraction, *t)};
+              contraction_tensor_maps(*step.abi, *step.sk, *t)};
     v.tile.cluster = std::max(t->cluster, 1);
     return v;
   }

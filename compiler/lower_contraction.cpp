@@ -82,14 +82,15 @@ class ContractionLowering {
         params_(abi.params()),
         symbols_(abi.symbols()),
         dtype_(c_.a.dtype),
-        elem_bytes_(static_cast<int>(size_of(dtype_))) {
+        elem_bytes_(static_cast<int>(size_of(dtype_))),
+        store_param_(contraction_store_param(abi, sk, cfg)),
+        tma_store_(specialized_ && store_param_ >= 0) {
     em_.set_fast_functions(fast_functions);
   }
 
   void run(const std::string& entry) {
     check_config();
-    fn_ = em_.declare_kernel(abi_, entry, cfg_.threads(), false,
-                             cfg_.tma ? static_cast<int>(kOperands) : 0);
+    fn_ = em_.declare_kernel(abi_, entry, cfg_.threads(), false, tensor_maps());
     if (cluster_ > 1) require_cluster(*fn_, cluster_);
     b_.SetInsertPoint(BasicBlock::Create(m_.getContext(), "entry", fn_));
     auto* smem_ty = llvm::ArrayType::get(b_.getInt8Ty(), 0);
@@ -219,6 +220,21 @@ class ContractionLowering {
                          (!cfg_.tma || chunks % ContractionConfig::kProducerThreads == 0),
                      "contraction: a tile's chunks must share out over the threads");
     }
+  }
+
+  // The entry's tensor maps (every image's, contraction_tensor_maps): A's and B's, then the
+  // output's with a TMA store.
+  int tensor_maps() const {
+    return cfg_.tma ? static_cast<int>(kOperands) + (store_param_ >= 0 ? 1 : 0) : 0;
+  }
+  // Tensor map `i` (CUtensorMap by value: its parameter's address, i64), and the flag after
+  // the maps (manifest.h).
+  Value* tensor_map(int i) {
+    return b_.CreatePtrToInt(fn_->getArg(fn_->arg_size() - 1 - tensor_maps() + i), b_.getInt64Ty());
+  }
+  Value* map_flag(int bit) {
+    Value* flag = fn_->getArg(fn_->arg_size() - 1);
+    return b_.CreateICmpNE(b_.CreateAnd(flag, i64(bit)), i64(0));
   }
 
   int param_index(const std::string& name) const {
@@ -458,7 +474,8 @@ class ContractionLowering {
     }
     barriers_ =
         b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()), i32(cfg_.stages * stage_bytes_));
-    maps_ok_ = b_.CreateICmpNE(fn_->getArg(fn_->arg_size() - 1), i64(0));
+    maps_ok_ = map_flag(1);
+    if (tma_store_) store_ok_ = map_flag(2);
     const int math = cfg_.math_threads();
     if_then(b_.CreateICmpEQ(tid_, i32(0)), [&] {
       // A full stage: the producer's expect_tx arrival (TMA), or each producer thread's.
@@ -511,6 +528,13 @@ class ContractionLowering {
   Value* full_barrier(Value* stage) { return b_.CreateAdd(barriers_, b_.CreateMul(stage, i32(8))); }
   Value* empty_barrier(Value* stage) {
     return b_.CreateAdd(barriers_, b_.CreateMul(b_.CreateAdd(stage, i32(cfg_.stages)), i32(8)));
+  }
+
+  // `v` (i32) through an inline PTX move with side effects, which LLVM does not hoist out of
+  // a loop: what is computed from it stays in the loop.
+  Value* opaque(Value* v) {
+    auto* fty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty()}, false);
+    return b_.CreateCall(llvm::InlineAsm::get(fty, "mov.u32 $0, $1;", "=r,r", true), {v});
   }
 
   // Calls inline PTX `text` with i32/i64 operands and no result.
@@ -617,8 +641,7 @@ class ContractionLowering {
     const ContractionOperand& info = *o.info;
     const int rank = info.rank;
     if (rank > static_cast<int>(bundle::kMaxTensorMapRank)) return;  // never encoded: no maps
-    Value* tmap =
-        b_.CreatePtrToInt(fn_->getArg(fn_->arg_size() - 1 - kOperands + map), b_.getInt64Ty());
+    Value* tmap = tensor_map(map);
     const bool shared = cluster_ > 1 && &o == &b_op_;
     const int boxes = info.k_major() ? 1 : (&o == &a_ ? cfg_.tile_m : cfg_.tile_n) / 64;
     Value* dst0 =
@@ -722,13 +745,26 @@ class ContractionLowering {
       if (pingpong_) if_then(signals, [&] { mbarrier_arrive(order_barrier(wg)); });
       asm_void("wgmma.wait_group.sync.aligned 0;");
       release(b_.CreateSub(b_.CreateAdd(n0, k_tiles_), i64(1)));
-      if (cfg_.smem_epilogue) {
-        staged_epilogue();
+      auto stored = [&] {
+        if (cfg_.smem_epilogue) {
+          staged_epilogue();
+        } else {
+          epilogue();
+        }
+      };
+      if (tma_store_) {
+        if_else(
+            store_ok_, [&] { tma_store_epilogue(j); }, stored);
       } else {
-        epilogue();
+        stored();
       }
       b_.CreateStore(b_.CreateAdd(j, i64(per)), ordinal);
     });
+    // The shared memory stays until the last TMA store has read it.
+    if (tma_store_) {
+      if_then(b_.CreateAnd(store_ok_, b_.CreateICmpEQ(b_.CreateAnd(tid_, i32(127)), i32(0))),
+              [&] { asm_void("cp.async.bulk.wait_group.read 0;"); });
+    }
   }
 
   // A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format") for shared memory at
@@ -1424,6 +1460,139 @@ class ContractionLowering {
     });
   }
 
+  // The epilogue through TMA tensor stores (cfg_.tma_store, config.h): MMA warpgroup w holds
+  // rows 64 w .. of the tile; for each chunk of 128 bytes of columns (one box of the output's
+  // map), every thread writes its values there (rows 16 q + g and + 8 of warp q, the column
+  // pair 8 f + 2 c of quad lane c) into one of the warpgroup's two buffers in the 128-byte
+  // swizzle (16-byte unit u of row r at u ^ (r % 8): the 8 rows of a warp's write fall in
+  // distinct banks), fences them for the async proxy, and at the warpgroup's barrier its first
+  // thread stores the buffer with one TMA store. Before that barrier the same thread waits until
+  // its earlier stores have read their buffers, so the other buffer is free for the next
+  // chunk; chunk i of the block's tiles (counted from its first) writes buffer i % 2. Elements
+  // outside the output are computed at the nearest element inside it (their inputs' loads stay
+  // in bounds) and clipped by TMA. `j`: the warpgroup's tile ordinal (consume).
+  void tma_store_epilogue(Value* j) {
+    const EpilogueMath em = epilogue_math();
+    internal_check(em.outs.size() == 1 && em.outs[0].param == store_param_,
+                   "contraction: a TMA store epilogue stores one output");
+    const DType dt = params_[static_cast<size_t>(store_param_)]->dtype;
+    const int bytes = size_of(dt);
+    const int cols = static_cast<int>(bundle::kTensorMapSwizzleBytes) / bytes;  // a chunk's
+    const int chunks = cfg_.tile_n / cols;
+    const int frags = cols / 8;  // a thread's fragments of a chunk, each half
+    constexpr int64_t kBuffer = ContractionConfig::kStoreBufferBytes;
+    Value* wg = b_.CreateLShr(tid_, i32(7));
+    Value* issuer = b_.CreateICmpEQ(b_.CreateAnd(tid_, i32(127)), i32(0));
+    Value* q = b_.CreateAnd(b_.CreateLShr(tid_, i32(5)), i32(3));
+    Value* g = b_.CreateLShr(lane_, i32(2));
+    Value* c = b_.CreateAnd(lane_, i32(3));
+    // The warpgroup's first row of the tile, the thread's first of its 64 (r % 8 = g).
+    Value* rows0 = b_.CreateAdd(
+        m0_, b_.CreateZExt(b_.CreateSub(warp_row0_, b_.CreateMul(q, i32(16))), b_.getInt64Ty()));
+    Value* r0 = b_.CreateAdd(b_.CreateMul(q, i32(16)), g);
+    // The buffers' address through an opaque move, so that the writes' addresses are computed
+    // here for each tile: loop-invariant, LLVM hoisted all 32 of them out of the tile loop and
+    // held them in registers beside the accumulators (ptxas then spilled).
+    Value* buffers =
+        opaque(b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()),
+                            b_.CreateAdd(i32(static_cast<int>(cfg_.epilogue_offset(elem_bytes_))),
+                                         b_.CreateMul(wg, i32(static_cast<int>(2 * kBuffer))))));
+    // A write's 16-byte unit: that of byte (8 f + 2 c) x bytes of its row, whose part
+    // (2 c x bytes) / 16 and offset 2 c x bytes % 16 are the lane's and f x bytes / 2 is a
+    // multiple of 2 that part never reaches, so unit = (f x bytes / 2) ^ x with x = part ^ g.
+    Value* lane_bytes = b_.CreateMul(c, i32(2 * bytes));
+    Value* x16 = b_.CreateShl(b_.CreateXor(b_.CreateLShr(lane_bytes, i32(4)), g), i32(4));
+    Value* row_at = b_.CreateAdd(b_.CreateMul(r0, i32(128)), b_.CreateAnd(lane_bytes, i32(15)));
+    Value* parity0 =
+        b_.CreateTrunc(b_.CreateAnd(b_.CreateMul(j, i64(chunks)), i64(1)), b_.getInt32Ty());
+    Value* m_last = b_.CreateSub(m_extent_, i64(1));
+    Value* n_last = b_.CreateSub(n_extent_, i64(1));
+    auto clamp = [&](Value* v, Value* last) {
+      return b_.CreateSelect(b_.CreateICmpULT(v, last), v, last);
+    };
+    Value* map = tensor_map(static_cast<int>(kOperands));
+    // The warpgroup's barrier: named barriers 2 and 3 (0 and 1 are the block's), constants.
+    auto sync = [&] {
+      if_else(
+          b_.CreateICmpEQ(wg, i32(0)),
+          [&] {
+            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(2), i32(128)});
+          },
+          [&] {
+            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(3), i32(128)});
+          });
+    };
+    const int rank = static_cast<int>(sk_.space.size());
+    std::vector<std::string> coords;
+    for (int d = 0; d < rank; ++d) coords.push_back(fmt::format("${}", 2 + d));
+    const std::string store_text = fmt::format(
+        "cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];\n"
+        "cp.async.bulk.commit_group;",
+        rank, fmt::join(coords, ", "));
+    std::string store_cons = "l,r";
+    for (int d = 0; d < rank; ++d) store_cons += ",r";
+    llvm::Type* word_vec = llvm::FixedVectorType::get(b_.getInt32Ty(), bytes / 2);
+    // Chunk k's values (words[k][2 f + h]) are computed before chunk k - 1's barrier: the
+    // loads of the epilogue's inputs (a column's scale, a bias) then wait beside that barrier,
+    // not after it (a scaled GEMM of 4096 x 4096 x 1024 took 5% longer than from registers
+    // with each chunk's computed after the barrier before; 2.5% with every chunk's computed
+    // first, which delayed the first store: a batch of 16 2048 x 2048 x 512 4% slower).
+    std::vector<std::vector<Value*>> words(static_cast<size_t>(chunks));
+    auto compute = [&](int k) {
+      for (int f = 0; f < frags; ++f) {
+        for (int h = 0; h < 2; ++h) {
+          const auto first = static_cast<size_t>(((k * frags + f) * 4) + h * 2);
+          Value* r = b_.CreateAdd(r0, i32(8 * h));
+          Value* m = clamp(b_.CreateAdd(rows0, b_.CreateZExt(r, b_.getInt64Ty())), m_last);
+          Value* n = b_.CreateAdd(
+              n0_, b_.CreateZExt(b_.CreateAdd(i32(k * cols + 8 * f), b_.CreateMul(c, i32(2))),
+                                 b_.getInt64Ty()));
+          std::vector<Value*> vals;
+          for (int e = 0; e < 2; ++e) {
+            Value* ne = clamp(b_.CreateAdd(n, i64(e)), n_last);
+            vals.push_back(
+                point_values(em, m, ne, b_.CreateLoad(b_.getFloatTy(), acc_[first + e]))[0]);
+          }
+          Value* vec = llvm::PoisonValue::get(word_vec);
+          unsigned at = 0;
+          for (Value* w : em_.storage_words(dt, vals)) vec = b_.CreateInsertElement(vec, w, at++);
+          words[static_cast<size_t>(k)].push_back(vec);
+        }
+      }
+    };
+    compute(0);
+    for (int k = 0; k < chunks; ++k) {
+      Value* buf = b_.CreateAdd(
+          buffers, b_.CreateMul(b_.CreateXor(parity0, i32(k & 1)), i32(static_cast<int>(kBuffer))));
+      for (int f = 0; f < frags; ++f) {
+        for (int h = 0; h < 2; ++h) {
+          Value* at = b_.CreateAdd(
+              b_.CreateAdd(buf, row_at),
+              b_.CreateAdd(b_.CreateXor(x16, i32(f * bytes / 2 * 16)), i32(h * 8 * 128)));
+          b_.CreateAlignedStore(words[static_cast<size_t>(k)][static_cast<size_t>(2 * f + h)],
+                                b_.CreateIntToPtr(at, b_.getPtrTy(3)), llvm::Align(2 * bytes));
+        }
+      }
+      if (k + 1 < chunks) compute(k + 1);
+      // The writes, visible to the TMA store (the async proxy); the buffers of earlier stores
+      // read; then the warpgroup's writes complete and this chunk's store issued.
+      asm_void("fence.proxy.async.shared::cta;");
+      if_then(issuer, [&] { asm_void("cp.async.bulk.wait_group.read 0;"); });
+      sync();
+      if_then(issuer, [&] {
+        std::vector<Value*> args{map, buf};
+        // Coordinates, innermost first: the chunk's first column, the warpgroup's first row,
+        // then the batch.
+        args.push_back(b_.CreateTrunc(b_.CreateAdd(n0_, i64(k * cols)), b_.getInt32Ty()));
+        args.push_back(b_.CreateTrunc(rows0, b_.getInt32Ty()));
+        for (int d = rank - 3; d >= 0; --d) {
+          args.push_back(b_.CreateTrunc(batch_coords_[static_cast<size_t>(d)], b_.getInt32Ty()));
+        }
+        asm_call(store_text, store_cons, args);
+      });
+    }
+  }
+
   // Stores each output's values at (m, n), (m, n + 1), ...: values[e][o] is element e of
   // output o.
   void store(const std::vector<Store>& outs, Value* m, Value* n,
@@ -1500,6 +1669,10 @@ class ContractionLowering {
   std::vector<std::string> symbols_;
   DType dtype_;
   int elem_bytes_;
+  // The output stored through a tensor map (contraction_store_param; -1: none), and whether
+  // this image stores it so (the warp-specialized one; the others take the map and ignore it).
+  const int store_param_;
+  const bool tma_store_;
 
   llvm::Function* fn_ = nullptr;
   llvm::Function* scalar_copy_ = nullptr;
@@ -1519,7 +1692,8 @@ class ContractionLowering {
   // tensor maps) and this thread's index among them.
   Value* copy_tid_ = nullptr;
   int copy_threads_ = 0;
-  Value* maps_ok_ = nullptr;   // i1: the runtime encoded the tensor maps
+  Value* maps_ok_ = nullptr;   // i1: the runtime encoded the operands' tensor maps
+  Value* store_ok_ = nullptr;  // i1: ... and the output's (tma_store_)
   Value* barriers_ = nullptr;  // i32 shared address of the mbarriers: full[stages], empty[stages]
   Value *m0_ = nullptr, *n0_ = nullptr, *a_batch_ = nullptr, *b_batch_ = nullptr;
   Operand a_, b_op_;
@@ -1531,8 +1705,9 @@ class ContractionLowering {
 }  // namespace
 
 std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
-                                                           const ContractionShape& c,
+                                                           const ScheduledKernel& sk,
                                                            const ContractionConfig& cfg) {
+  const ContractionShape& c = *sk.contraction;
   std::vector<bundle::TensorMapInfo> maps;
   if (!cfg.tma) return maps;
   const std::vector<const TensorDecl*> params = abi.params();
@@ -1554,7 +1729,48 @@ std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
     }
     maps.push_back(std::move(t));
   }
+  const int out = contraction_store_param(abi, sk, cfg);
+  if (out >= 0) {
+    // 128 bytes of columns of 64 rows (an MMA warpgroup's), one of each batch dimension.
+    const TensorDecl& t = *params[static_cast<size_t>(out)];
+    bundle::TensorMapInfo store{out, {}, true};
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      store.box.push_back(d == 0 ? bundle::kTensorMapSwizzleBytes /
+                                       static_cast<int64_t>(size_of(t.dtype))
+                          : d == 1 ? 64
+                                   : 1);
+    }
+    maps.push_back(std::move(store));
+  }
   return maps;
+}
+
+int contraction_store_param(const KernelDef& abi, const ScheduledKernel& sk,
+                            const ContractionConfig& cfg) {
+  if (!cfg.tma_store || !cfg.tma || !cfg.wgmma || cfg.pingpong) return -1;
+  int out = -1, outputs = 0;
+  for (const Stmt& s : sk.def.body) {
+    const TensorDecl* t = sk.def.find_tensor(s.target);
+    if (t->role != TensorRole::output) continue;
+    ++outputs;
+    // Indexed by the space's dimensions in order (as every contraction output is).
+    const auto& roles = sk.roles.at(s.target);
+    bool in_order = s.indices.size() == sk.space.size();
+    for (size_t d = 0; in_order && d < s.indices.size(); ++d) {
+      in_order = roles.at(s.indices[d]) == static_cast<int>(d);
+    }
+    const std::vector<const TensorDecl*> params = abi.params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->name == s.target && in_order) out = static_cast<int>(i);
+    }
+    const DType dt = t->dtype;
+    if (!(dt == DType::bf16 || dt == DType::f16 || dt == DType::f32) ||
+        t->shape.size() > bundle::kMaxTensorMapRank ||
+        cfg.tile_n % (bundle::kTensorMapSwizzleBytes / static_cast<int64_t>(size_of(dt))) != 0) {
+      return -1;
+    }
+  }
+  return outputs == 1 ? out : -1;
 }
 
 int specialized_register_pool(const ContractionConfig& cfg) {

@@ -60,10 +60,19 @@ namespace kiln {
 /// each operand's whole tensor (`abi` parameter), its box 64 elements (128 bytes, the swizzle)
 /// along the contiguous index, the tile's extent along the other contracted index (tile_m or
 /// tile_n rows of a K-major operand, tile_k rows of the others, whose tile is then copied as
-/// tile / 64 boxes) and 1 along batch indices. Empty for other configs.
+/// tile / 64 boxes) and 1 along batch indices; then, with a TMA store
+/// (contraction_store_param), the output's: 128 bytes of columns, 64 rows, 1 along batch
+/// indices, `store` set. Empty for other configs.
 std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
-                                                           const ContractionShape& c,
+                                                           const ScheduledKernel& sk,
                                                            const ContractionConfig& cfg);
+
+/// The `abi` parameter a `cfg.tma_store` config stores through a tensor map (config.h): the
+/// kernel's one output, of bf16, f16 or f32 elements, at most 5 dimensions, tile_n a multiple
+/// of 128 bytes of it; -1 when there is none (other configs, several outputs), and the
+/// config stores as without tma_store.
+int contraction_store_param(const KernelDef& abi, const ScheduledKernel& sk,
+                            const ContractionConfig& cfg);
 
 /// The registers the block of `cfg`'s warp-specialized image (a `tma` config on sm_90a) must be
 /// allocated: its producer warpgroup gives registers up with setmaxnreg and its MMA warpgroups

@@ -14,6 +14,22 @@
 #include "runtime/shape_recorder.h"
 
 namespace kiln {
+namespace {
+
+// The element type of a tensor map of `dt` elements (manifest.h: bf16 and f16 operands, bf16,
+// f16 and f32 outputs).
+CUtensorMapDataType tensor_map_type(DType dt) {
+  switch (dt) {
+    case DType::f16:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case DType::f32:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    default:
+      return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  }
+}
+
+}  // namespace
 
 Status Kernel::check_variant(size_t step, int variant) const {
   const bundle::KernelInfo& info = *info_;
@@ -249,9 +265,11 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     args[na + ns] = &workspace;
     args[na + ns + 1] = &phase;
     if (!var.tile.tensor_maps.empty()) {
-      // The maps, or 0 in the flag when one cannot be encoded: the kernel then copies
-      // without them (manifest.h).
-      maps_ok = api.cuTensorMapEncodeTiled != nullptr;
+      // The maps, and in the flag bit 0 when those read through were all encoded (else the
+      // kernel copies without them), bit 1 when those stored through were (else it stores
+      // without them): manifest.h.
+      const bool can = api.cuTensorMapEncodeTiled != nullptr;
+      bool loads_ok = can, stores_ok = can;
       for (size_t i = 0; i < var.tile.tensor_maps.size(); ++i) {
         const bundle::TensorMapInfo& t = var.tile.tensor_maps[i];
         const auto p = static_cast<size_t>(t.param);
@@ -259,23 +277,26 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
         const launch::TensorMapRequest r =
             launch::tensor_map_request(info, enc_, t, address, symbols);
         maps[i] = CUtensorMap{};
-        if (maps_ok && r.encodable) {
+        bool& ok = t.store ? stores_ok : loads_ok;
+        if (ok && r.encodable) {
           const DType dt = p < np ? info.params[p].dtype : info.buffers[p - np].dtype;
           const cuuint32_t unit[bundle::kMaxTensorMapRank] = {1, 1, 1, 1, 1};
-          maps_ok =
-              api.cuTensorMapEncodeTiled(
-                  &maps[i],
-                  dt == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                   : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                  static_cast<cuuint32_t>(r.rank), reinterpret_cast<void*>(address), r.dims.data(),
-                  r.strides.data(), r.box.data(), unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+          ok = api.cuTensorMapEncodeTiled(
+                   &maps[i], tensor_map_type(dt), static_cast<cuuint32_t>(r.rank),
+                   reinterpret_cast<void*>(address), r.dims.data(), r.strides.data(), r.box.data(),
+                   unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
         } else {
-          maps_ok = 0;
+          ok = false;
         }
         args[na + ns + i] = &maps[i];
       }
+      // Bit 1 only with a store map: a kernel of a bundle before format 12 reads any flag
+      // but 0 as its maps encoded.
+      const bool stores = std::any_of(var.tile.tensor_maps.begin(), var.tile.tensor_maps.end(),
+                                      [](const bundle::TensorMapInfo& t) { return t.store; });
+      maps_ok = (loads_ok ? 1 : 0) | (stores && stores_ok ? 2 : 0);
       args[na + ns + var.tile.tensor_maps.size()] = &maps_ok;
     }
     // Last, the strided inputs' strides (manifest.h): after the split's workspace and phase.

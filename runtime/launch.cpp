@@ -354,14 +354,15 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
         break;
       }
     }
-    // A contraction whose tensor maps cannot be encoded runs the variant of the same tiles
-    // that copies without them (manifest.h). Buffers are kBufferAlign-aligned: any such
-    // address stands for theirs.
+    // A contraction whose operands' tensor maps cannot be encoded runs the variant of the same
+    // tiles that copies without them (manifest.h); one whose output's map cannot be stores
+    // without it. Buffers are kBufferAlign-aligned: any such address stands for theirs.
     if (fallback && !var->tile.tensor_maps.empty() &&
         static_cast<size_t>(v) < rules[s].map_fallback.size() &&
         rules[s].map_fallback[static_cast<size_t>(v)] >= 0) {
       bool encodable = true;
       for (const bundle::TensorMapInfo& t : var->tile.tensor_maps) {
+        if (t.store) continue;
         const auto p = static_cast<size_t>(t.param);
         const CUdeviceptr address = p < np ? ptrs[p] : CUdeviceptr{bundle::kBufferAlign};
         encodable = encodable && tensor_map_request(info, enc, t, address, symbols).encodable;

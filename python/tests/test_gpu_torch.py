@@ -200,3 +200,25 @@ def test_tune_then_launch_the_winners(b, tmp_path):
     tuned.add(x, x, z)
     torch.cuda.synchronize()
     torch.testing.assert_close(z, x + x)
+
+
+@pytest.mark.parametrize("kernel,dtype", [("matmul", torch.bfloat16), ("matmul_nt", torch.float32)])
+@pytest.mark.parametrize("shift", [0, 1, 8])
+def test_contraction_output_at_any_address(kernel, dtype, shift):
+    """The default contraction stores its output through a TMA tensor map, which needs a
+    16-byte aligned address: at a shift of 1 or 8 elements into a buffer (2 or 32 bytes for
+    bf16, 4 or 32 bytes for f32) the runtime passes no map and the kernel stores from registers
+    instead; either way every element is written (the buffer is NaN first, its ends checked
+    untouched)."""
+    mm = kiln.compile(REPO / "examples" / "matmul.kiln", default_only=True)
+    m, n, k = 300, 520, 200  # edge tiles in both directions
+    ins = torch.float16 if kernel == "matmul_nt" else torch.bfloat16
+    a = torch.randn(m, k, device="cuda", dtype=ins)
+    w = torch.randn((n, k) if kernel == "matmul_nt" else (k, n), device="cuda", dtype=ins)
+    buf = torch.full((m * n + 16,), float("nan"), device="cuda", dtype=dtype)
+    c = buf[shift:shift + m * n].view(m, n)
+    assert getattr(mm, kernel)(a, w, c) is c
+    torch.cuda.synchronize()
+    want = (a.double() @ (w.double().t() if kernel == "matmul_nt" else w.double()))
+    torch.testing.assert_close(c.double(), want, rtol=2 ** -7, atol=1e-2)
+    assert torch.isnan(buf[:shift]).all() and torch.isnan(buf[shift + m * n:]).all()

@@ -319,7 +319,7 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
   bundle::KernelInfo info = info_of(k);
   info.steps = {manifest_step(*plan, 0, {"sm_90"})};
   const bundle::Step& bs = info.steps[0];
-  int with_maps = 0;
+  int with_maps = 0, stores = 0;
   for (const bundle::Variant& v : bs.variants) {
     if (v.config.count("tma") == 0) {
       CHECK(v.tile.tensor_maps.empty());
@@ -329,14 +329,20 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
     CHECK(v.block_threads == 384);
     // Innermost first: 64 elements (128 bytes) of K, 1 batch, the tile's rows of M (or N; in a
     // cluster each block copies its share of B's rows).
-    REQUIRE(v.tile.tensor_maps.size() == 2);
+    // With a TMA store, then the output's: 128 bytes (32 f32) of N, 64 rows of M, 1 batch.
+    const bool store = v.config.count("tma_store") > 0;
+    stores += store ? 1 : 0;
+    REQUIRE(v.tile.tensor_maps.size() == (store ? 3u : 2u));
     CHECK(v.tile.tensor_maps[0] == bundle::TensorMapInfo{0, {64, 1, v.tile.m}});
     CHECK(v.tile.tensor_maps[1] == bundle::TensorMapInfo{1, {64, v.tile.n / v.tile.cluster, 1}});
+    if (store) CHECK(v.tile.tensor_maps[2] == bundle::TensorMapInfo{2, {32, 64, 1}, true});
     CHECK(v.tile.cluster == (v.config.count("cluster") ? v.config.at("cluster") : 1));
   }
   // 128 x 256 in clusters of two (the default) and alone, 128 x 128, the two ping-pong tiles,
-  // 128 x 256 with the staged epilogue alone and in clusters of two, 128 x 64
+  // 128 x 256 with the staged epilogue alone and in clusters of two, 128 x 64; the four of
+  // 128 x 256 store through TMA.
   CHECK(with_maps == 8);
+  CHECK(stores == 4);
   CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].tile.cluster == 2);
   CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].config.count("tma") == 1);
 
@@ -392,7 +398,24 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
   CHECK(refused([](auto& t) { t[0].box[0] = 32; }) ==
         at + "[0].box[0]: expected 64 (the 128-byte swizzle), got 32");
   CHECK(refused([](auto& t) { t[1].param = 2; }) ==
-        at + "[1].param: c is f32: tensor maps read bf16 or f16 elements");
+        at + "[1].param: c is f32: tensor maps read bf16 or f16 inputs and store bf16, f16 or "
+             "f32 outputs");
+  // The output's map (the default stores through TMA) stores f32 in boxes of 32; an input's
+  // cannot be stored to, nor the output read.
+  REQUIRE(info.steps[0].variants[vi].tile.tensor_maps.size() == 3);
+  CHECK(refused([](auto& t) { t[2].store = false; }) ==
+        at + "[2].param: c is f32: tensor maps read bf16 or f16 inputs and store bf16, f16 or "
+             "f32 outputs");
+  CHECK(refused([](auto& t) { t[0].store = true; }) ==
+        at + "[0].param: a is not an output, bf16: tensor maps read bf16 or f16 inputs and "
+             "store bf16, f16 or f32 outputs");
+  CHECK(refused([](auto& t) { t[2].box[0] = 64; }) ==
+        at + "[2].box[0]: expected 32 (the 128-byte swizzle), got 64");
+  m.kernels = {info};
+  Result<bundle::Manifest> back = bundle::parse_manifest(bundle::to_json(m), "m.json");
+  REQUIRE(back.ok());
+  CHECK(back.value().kernels[0].steps[0].variants[vi].tile.tensor_maps ==
+        info.steps[0].variants[vi].tile.tensor_maps);
   CHECK(refused([](auto& t) { t[1].box.pop_back(); }) ==
         at + "[1].box: expected one entry per dimension of w (3, at most 5)");
   CHECK(refused([](auto& t) { t[1].box[1] = 257; }).find("box[1]") != std::string::npos);
@@ -428,10 +451,10 @@ TEST_CASE("contraction: operands without tensor maps run the variant that copies
   std::vector<bool> loadable(bs.variants.size(), true);
   std::vector<launch::StepRule> rules{bundle::step_rule(bs, loadable, dev)};
   std::vector<std::vector<int64_t>> smem{std::vector<int64_t>(bs.variants.size(), 0)};
-  auto run = [&](int64_t K, CUdeviceptr a, bool fallback) {
+  auto run = [&](int64_t K, CUdeviceptr a, bool fallback, CUdeviceptr c = CUdeviceptr{3} << 40) {
     std::vector<int64_t> syms;
     for (const std::string& s : info.symbols) syms.push_back(s == "K" ? K : 4096);
-    const std::vector<CUdeviceptr> ptrs{a, CUdeviceptr{2} << 40, CUdeviceptr{3} << 40};
+    const std::vector<CUdeviceptr> ptrs{a, CUdeviceptr{2} << 40, c};
     launch::Layout out;
     const int variants[] = {def};
     REQUIRE(launch::lay_out(info, enc, rules, smem, ptrs, syms, variants, fallback, dev, out).ok());
@@ -440,6 +463,10 @@ TEST_CASE("contraction: operands without tensor maps run the variant that copies
   CHECK(run(4096, CUdeviceptr{1} << 40, true) == def);
   CHECK(run(4095, CUdeviceptr{1} << 40, true) == d.tile.map_fallback);        // rows of 8190 bytes
   CHECK(run(4096, (CUdeviceptr{1} << 40) + 2, true) == d.tile.map_fallback);  // misaligned
+  // The output's map (a TMA store) is not needed: without it the kernel stores from registers.
+  REQUIRE(d.tile.tensor_maps.size() == 3);
+  CHECK(d.tile.tensor_maps[2].store);
+  CHECK(run(4096, CUdeviceptr{1} << 40, true, (CUdeviceptr{3} << 40) + 2) == def);
   // An explicit variant (kiln run --variant, the tuner) runs as asked: it copies without maps.
   CHECK(run(4095, CUdeviceptr{1} << 40, false) == def);
   // A fallback that did not load is not run.
@@ -458,6 +485,33 @@ TEST_CASE("contraction: operands without tensor maps run the variant that copies
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.message().find("map_fallback: expected another variant of the step without tensor "
                            "maps") != std::string::npos);
+}
+
+// A TMA store takes the kernel's one output (contraction_store_param): with two, or an output
+// of integers, the 128 x 256 configs store as without it, and their entries take only
+// the operands' maps.
+TEST_CASE("contraction: which kernels store their output through TMA", "[contraction]") {
+  auto maps = [](const std::string& text) {
+    KernelDef k = kernel_of(text);
+    std::unique_ptr<KernelPlan> plan = plan_kernel(k);
+    const bundle::Step s = manifest_step(*plan, 0, {"sm_90"});
+    return s.variants[static_cast<size_t>(plan->steps[0].default_variant)].tile.tensor_maps;
+  };
+  const std::vector<bundle::TensorMapInfo> one = maps(
+      "kernel f(x: bf16[M, K], w: bf16[K, N], bias: bf16[N]) -> (y: f16[M, N]) {\n"
+      "  t[i, j] = sum(x[i, k] * w[k, j], k) + bias[j]\n"
+      "  y[i, j] = max(t[i, j], 0.0)\n}\n");
+  REQUIRE(one.size() == 3);
+  CHECK(one[2] == bundle::TensorMapInfo{3, {64, 64}, true});
+  CHECK(maps("kernel f(x: bf16[M, K], w: bf16[K, N]) -> (h: f32[M, N], y: bf16[M, N]) {\n"
+             "  t[i, j] = sum(x[i, k] * w[k, j], k)\n"
+             "  h[i, j] = t[i, j]\n"
+             "  y[i, j] = max(t[i, j], 0.0)\n}\n")
+            .size() == 2);
+  CHECK(maps("kernel f(x: bf16[M, K], w: bf16[K, N]) -> (y: i32[M, N]) {\n"
+             "  t[i, j] = sum(x[i, k] * w[k, j], k)\n"
+             "  y[i, j] = i32(t[i, j])\n}\n")
+            .size() == 2);
 }
 
 TEST_CASE("contraction: a default-only bundle names no map fallback it lacks", "[contraction]") {
@@ -552,25 +606,32 @@ TEST_CASE("contraction: a transcendental epilogue's default, with and without TM
 
 // Every contraction config's dynamic shared memory fits what a Hopper block may opt in to
 // (232448 bytes), for 2-byte and 4-byte elements' stages as planned (bf16/f16 operands); the
-// staged epilogue's two buffers sit after the stages and barriers, 128-byte aligned.
+// staged epilogue's two buffers and the TMA store's four sit after the stages and barriers
+// (the same bytes), 128-byte aligned, 1024-byte with TMA stores (the swizzle's pattern).
 TEST_CASE("contraction: shared memory of every config, the epilogue buffers last",
           "[contraction]") {
-  int staged = 0;
+  int staged = 0, stored = 0;
   for (const ContractionConfig& c : contraction_config_space()) {
     INFO(c.tile_m << " x " << c.tile_n << ", " << c.stages << " stages");
     CHECK(c.smem_bytes(2) <= 232448);
-    if (!c.smem_epilogue) {
+    if (!c.smem_epilogue && !c.tma_store) {
       CHECK(c.smem_bytes(2) == c.stages * c.stage_bytes(2) + c.barrier_bytes());
       continue;
     }
-    ++staged;
+    staged += c.smem_epilogue;
+    stored += c.tma_store;
     CHECK(c.tma == 1);
     CHECK(c.tile_n % ContractionConfig::kEpilogueColumns == 0);
-    CHECK(c.epilogue_offset(2) % 128 == 0);
+    CHECK(c.epilogue_offset(2) % (c.tma_store ? 1024 : 128) == 0);
     CHECK(c.epilogue_offset(2) >= c.stages * c.stage_bytes(2) + c.barrier_bytes());
-    CHECK(c.smem_bytes(2) == c.epilogue_offset(2) + 2 * ContractionConfig::kEpilogueBytes);
+    CHECK(c.smem_bytes(2) == c.epilogue_offset(2) + (c.tma_store
+                                                         ? 4 * ContractionConfig::kStoreBufferBytes
+                                                         : 2 * ContractionConfig::kEpilogueBytes));
   }
   CHECK(staged >= 1);
+  CHECK(stored == 4);
+  CHECK(default_contraction_config().tma_store == 1);
+  CHECK(default_contraction_config_heavy().tma_store == 1);
   CHECK(default_contraction_config_heavy().smem_epilogue == 1);
   CHECK(default_contraction_config().smem_epilogue == 0);
 }

@@ -99,7 +99,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 11);
+  CHECK(j["version"] == 12);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -108,7 +108,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 11,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 12,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -250,17 +250,17 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 12; }) ==
-        "bundle/manifest.json: version: unsupported format version 12 (this runtime reads "
-        "versions 3 to 11)");
+  CHECK(error_after([](Json& j) { j["version"] = 13; }) ==
+        "bundle/manifest.json: version: unsupported format version 13 (this runtime reads "
+        "versions 3 to 12)");
   // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
   // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "versions 3 to 11; recompile the bundle)");
+        "versions 3 to 12; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "versions 3 to 11; recompile the bundle)");
+        "versions 3 to 12; recompile the bundle)");
   // Version 3 had no buffers: it reads as version 4 without them.
   Json v3 = sample_json();
   v3["version"] = 3;
