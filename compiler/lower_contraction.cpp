@@ -1351,6 +1351,19 @@ class ContractionLowering {
     }
   }
 
+  // The barrier of MMA warpgroup `wg` (i32 0 or 1) alone: named barriers 2 and 3 (0 and 1 are
+  // the block's), constants: with an id in a register ptxas reserves all 16.
+  void warpgroup_barrier(Value* wg) {
+    if_else(
+        b_.CreateICmpEQ(wg, i32(0)),
+        [&] {
+          b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(2), i32(128)});
+        },
+        [&] {
+          b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(3), i32(128)});
+        });
+  }
+
   // The epilogue through shared memory (cfg_.smem_epilogue, warp-specialized images: MMA
   // warpgroup w holds rows 64 w .. of the tile, or with ping-pong each 64-row slab of its own
   // tile). For each slab and each kEpilogueColumns columns of it (a chunk), every thread writes
@@ -1385,18 +1398,7 @@ class ContractionLowering {
     Value* rows0 = b_.CreateAdd(
         m0_, b_.CreateZExt(b_.CreateSub(warp_row0_, b_.CreateMul(q, i32(16))), b_.getInt64Ty()));
     Value* quads_ok = outputs_aligned(em.outs, 4);
-    // Named barriers 2 and 3 (0 and 1 are the block's), constants: with an id in a register
-    // ptxas reserves all 16.
-    auto sync = [&] {
-      if_else(
-          b_.CreateICmpEQ(wg, i32(0)),
-          [&] {
-            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(2), i32(128)});
-          },
-          [&] {
-            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(3), i32(128)});
-          });
-    };
+    auto sync = [&] { warpgroup_barrier(wg); };
     llvm::Type* pair_ty = llvm::FixedVectorType::get(b_.getFloatTy(), 2);
     llvm::Type* quad_ty = llvm::FixedVectorType::get(b_.getFloatTy(), 4);
     loop(i64(0), i64(total), i64(1), "epi.chunk", [&](Value* ci) {
@@ -1511,17 +1513,7 @@ class ContractionLowering {
       return b_.CreateSelect(b_.CreateICmpULT(v, last), v, last);
     };
     Value* map = tensor_map(static_cast<int>(kOperands));
-    // The warpgroup's barrier: named barriers 2 and 3 (0 and 1 are the block's), constants.
-    auto sync = [&] {
-      if_else(
-          b_.CreateICmpEQ(wg, i32(0)),
-          [&] {
-            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(2), i32(128)});
-          },
-          [&] {
-            b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_sync_cnt, {}, {i32(3), i32(128)});
-          });
-    };
+    auto sync = [&] { warpgroup_barrier(wg); };
     const int rank = static_cast<int>(sk_.space.size());
     std::vector<std::string> coords;
     for (int d = 0; d < rank; ++d) coords.push_back(fmt::format("${}", 2 + d));
