@@ -92,6 +92,7 @@
 // its usual rule otherwise. Outputs and buffers are never strided.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -207,6 +208,11 @@ struct TileInfo {
   // runtime launches clusters of that many blocks, each cluster walking tiles of cluster x m
   // rows (the contract above).
   int cluster = 1;
+  // Whether a map of tensor_maps stores an output (TensorMapInfo::store).
+  bool stores_output() const {
+    return std::any_of(tensor_maps.begin(), tensor_maps.end(),
+                       [](const TensorMapInfo& t) { return t.store; });
+  }
   friend bool operator==(const TileInfo&, const TileInfo&) = default;
 };
 

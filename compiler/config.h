@@ -319,7 +319,7 @@ struct ContractionConfig {
   // runtime launches clusters of that many blocks, manifest.h).
   int cluster = 1;
   // With `tma` and without `pingpong`, for a kernel with one output of 2 or 4 bytes an
-  // element (contraction_store_map): each MMA warpgroup writes its 64 rows of the output tile,
+  // element (contraction_store_param): each MMA warpgroup writes its 64 rows of the output tile,
   // 128 bytes of columns at a time, to one of two shared-memory buffers in the 128-byte swizzle
   // and one thread stores each through a TMA tensor store (a tensor map of the output the
   // runtime encodes), which runs on while the warps go on to the next chunk and tile; a store's

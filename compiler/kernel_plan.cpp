@@ -755,8 +755,7 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     // plan_variants made it the default only for a transcendental epilogue.
     const auto* dc = std::get_if<ContractionConfig>(&def.config);
     const bool staged = dc && dc->smem_epilogue;
-    const bool stored = std::any_of(def.tile.tensor_maps.begin(), def.tile.tensor_maps.end(),
-                                    [](const bundle::TensorMapInfo& t) { return t.store; });
+    const bool stored = def.tile.stores_output();
     if (stored) {
       line(fmt::format(
           "its output is stored by TMA through a tensor map of it the runtime encodes at "

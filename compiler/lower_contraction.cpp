@@ -762,7 +762,7 @@ class ContractionLowering {
     });
     // The shared memory stays until the last TMA store has read it.
     if (tma_store_) {
-      if_then(b_.CreateAnd(store_ok_, b_.CreateICmpEQ(b_.CreateAnd(tid_, i32(127)), i32(0))),
+      if_then(b_.CreateAnd(store_ok_, warpgroup_leader()),
               [&] { asm_void("cp.async.bulk.wait_group.read 0;"); });
     }
   }
@@ -1351,6 +1351,15 @@ class ContractionLowering {
     }
   }
 
+  // The first row (i64) of the placed tile that this thread's MMA warpgroup holds (its first
+  // slab's); q (i32): the thread's warp in the warpgroup, 0 .. 3.
+  Value* warpgroup_row0(Value* q) {
+    return b_.CreateAdd(
+        m0_, b_.CreateZExt(b_.CreateSub(warp_row0_, b_.CreateMul(q, i32(16))), b_.getInt64Ty()));
+  }
+  // i1: this thread is its MMA warpgroup's first, the one that issues its TMA stores.
+  Value* warpgroup_leader() { return b_.CreateICmpEQ(b_.CreateAnd(tid_, i32(127)), i32(0)); }
+
   // The barrier of MMA warpgroup `wg` (i32 0 or 1) alone: named barriers 2 and 3 (0 and 1 are
   // the block's), constants: with an id in a register ptxas reserves all 16.
   void warpgroup_barrier(Value* wg) {
@@ -1394,11 +1403,8 @@ class ContractionLowering {
     Value* c2 = b_.CreateMul(b_.CreateAnd(lane_, i32(3)), i32(2));
     Value* written =
         b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(q, i32(16)), g), i32(kStride)), c2);
-    // The warpgroup's first row of the tile (its first slab's).
-    Value* rows0 = b_.CreateAdd(
-        m0_, b_.CreateZExt(b_.CreateSub(warp_row0_, b_.CreateMul(q, i32(16))), b_.getInt64Ty()));
+    Value* rows0 = warpgroup_row0(q);
     Value* quads_ok = outputs_aligned(em.outs, 4);
-    auto sync = [&] { warpgroup_barrier(wg); };
     llvm::Type* pair_ty = llvm::FixedVectorType::get(b_.getFloatTy(), 2);
     llvm::Type* quad_ty = llvm::FixedVectorType::get(b_.getFloatTy(), 4);
     loop(i64(0), i64(total), i64(1), "epi.chunk", [&](Value* ci) {
@@ -1425,7 +1431,7 @@ class ContractionLowering {
         b_.CreateBr(join);
       }
       b_.SetInsertPoint(join);
-      sync();
+      warpgroup_barrier(wg);
       Value* slab = b_.CreateUDiv(ci, i64(chunks));
       Value* rows = b_.CreateAdd(rows0, b_.CreateMul(slab, i64(slab_rows_)));
       Value* cols = b_.CreateAdd(n0_, b_.CreateMul(b_.CreateURem(ci, i64(chunks)), i64(kCols)));
@@ -1458,7 +1464,7 @@ class ContractionLowering {
             });
       });
       // Every thread has read the chunk before the next one is written.
-      sync();
+      warpgroup_barrier(wg);
     });
   }
 
@@ -1484,13 +1490,12 @@ class ContractionLowering {
     const int frags = cols / 8;  // a thread's fragments of a chunk, each half
     constexpr int64_t kBuffer = ContractionConfig::kStoreBufferBytes;
     Value* wg = b_.CreateLShr(tid_, i32(7));
-    Value* issuer = b_.CreateICmpEQ(b_.CreateAnd(tid_, i32(127)), i32(0));
+    Value* issuer = warpgroup_leader();
     Value* q = b_.CreateAnd(b_.CreateLShr(tid_, i32(5)), i32(3));
     Value* g = b_.CreateLShr(lane_, i32(2));
     Value* c = b_.CreateAnd(lane_, i32(3));
-    // The warpgroup's first row of the tile, the thread's first of its 64 (r % 8 = g).
-    Value* rows0 = b_.CreateAdd(
-        m0_, b_.CreateZExt(b_.CreateSub(warp_row0_, b_.CreateMul(q, i32(16))), b_.getInt64Ty()));
+    // The thread's first row of its warpgroup's 64 (r % 8 = g).
+    Value* rows0 = warpgroup_row0(q);
     Value* r0 = b_.CreateAdd(b_.CreateMul(q, i32(16)), g);
     // The buffers' address through an opaque move, so that the writes' addresses are computed
     // here for each tile: loop-invariant, LLVM hoisted all 32 of them out of the tile loop and
@@ -1513,7 +1518,6 @@ class ContractionLowering {
       return b_.CreateSelect(b_.CreateICmpULT(v, last), v, last);
     };
     Value* map = tensor_map(static_cast<int>(kOperands));
-    auto sync = [&] { warpgroup_barrier(wg); };
     const int rank = static_cast<int>(sk_.space.size());
     std::vector<std::string> coords;
     for (int d = 0; d < rank; ++d) coords.push_back(fmt::format("${}", 2 + d));
@@ -1570,7 +1574,7 @@ class ContractionLowering {
       // read; then the warpgroup's writes complete and this chunk's store issued.
       asm_void("fence.proxy.async.shared::cta;");
       if_then(issuer, [&] { asm_void("cp.async.bulk.wait_group.read 0;"); });
-      sync();
+      warpgroup_barrier(wg);
       if_then(issuer, [&] {
         std::vector<Value*> args{map, buf};
         // Coordinates, innermost first: the chunk's first column, the warpgroup's first row,
@@ -1740,6 +1744,7 @@ std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
 int contraction_store_param(const KernelDef& abi, const ScheduledKernel& sk,
                             const ContractionConfig& cfg) {
   if (!cfg.tma_store || !cfg.tma || !cfg.wgmma || cfg.pingpong) return -1;
+  const std::vector<const TensorDecl*> params = abi.params();
   int out = -1, outputs = 0;
   for (const Stmt& s : sk.def.body) {
     const TensorDecl* t = sk.def.find_tensor(s.target);
@@ -1751,7 +1756,6 @@ int contraction_store_param(const KernelDef& abi, const ScheduledKernel& sk,
     for (size_t d = 0; in_order && d < s.indices.size(); ++d) {
       in_order = roles.at(s.indices[d]) == static_cast<int>(d);
     }
-    const std::vector<const TensorDecl*> params = abi.params();
     for (size_t i = 0; i < params.size(); ++i) {
       if (params[i]->name == s.target && in_order) out = static_cast<int>(i);
     }

@@ -294,9 +294,7 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
       }
       // Bit 1 only with a store map: a kernel of a bundle before format 12 reads any flag
       // but 0 as its maps encoded.
-      const bool stores = std::any_of(var.tile.tensor_maps.begin(), var.tile.tensor_maps.end(),
-                                      [](const bundle::TensorMapInfo& t) { return t.store; });
-      maps_ok = (loads_ok ? 1 : 0) | (stores && stores_ok ? 2 : 0);
+      maps_ok = (loads_ok ? 1 : 0) | (var.tile.stores_output() && stores_ok ? 2 : 0);
       args[na + ns + var.tile.tensor_maps.size()] = &maps_ok;
     }
     // Last, the strided inputs' strides (manifest.h): after the split's workspace and phase.
