@@ -24,7 +24,14 @@
 // banks (no padding, and rows stay 16-byte aligned for vector accesses).
 // Bounds. The vector path runs when the extents of A and I are multiples of V (a vector is
 // then wholly inside or outside the space, and every row starts aligned); otherwise every
-// global access is scalar, shared memory is used as before. A load outside the space reads
+// global access is scalar, shared memory is used as before, and in step 4 a thread's V
+// elements of a tile row are To / V apart (element rr + l To / V) rather than adjacent, so
+// that each of a warp's scalar stores writes consecutive elements. Measured on an H200
+// (bench/results/2026-11-29-h200-odd-transpose): bf16 8191 x 8193 313 -> 132 us, [8, 2047,
+// 32, 127] -> [8, 32, 127, 2047] 317 -> 128, f32 4095 x 1001 0.93x, f32 8191 x 8193 level;
+// the same for step 2's loads (each of a warp's scalar loads at consecutive elements) was 5%
+// slower on f32 and did not help bf16: the loads' V elements of a thread share sectors, which
+// L1 serves, while stores go to L2 a request per sector each. A load outside the space reads
 // element 0 instead (a select, so the loads stay free of branches), a store outside is
 // skipped, and an element outside is never computed. Both barriers are outside every bound
 // check, and the tile loop and the path depend only on the block and the extents: every
@@ -407,6 +414,10 @@ class TiledLowering {
 
     // 4. Each thread's chunks: read, load, compute, store.
     const int chunks = static_cast<int>(int64_t{Ti} * (To / V) / cfg_.block);
+    // The vector path's lane l of chunk rr of a tile row is element rr V + l of the row; the
+    // scalar path's is element rr + l To / V, so that each of a warp's V scalar stores writes
+    // consecutive elements (To / V threads take a row).
+    const int64_t lane_step = vec ? 1 : To / V;
     struct Chunk {
       Value *a, *i, *ok;        // ok: lane 0 is inside the space
       std::vector<Value*> oks;  // scalar path: per lane
@@ -420,7 +431,7 @@ class TiledLowering {
       Value* rr = b_.CreateURem(m, idx_of(To / V));
       Value* da = b_.CreateUDiv(m, idx_of(To / V));
       c.a = b_.CreateAdd(a0, da);
-      c.i = b_.CreateAdd(i0, b_.CreateMul(rr, idx_of(V)));
+      c.i = b_.CreateAdd(i0, vec ? b_.CreateMul(rr, idx_of(V)) : rr);
       Value* in_a = b_.CreateICmpULT(c.a, ext_[across_]);
       c.ok = b_.CreateAnd(in_a, b_.CreateICmpULT(c.i, ext_[inner_]));
       c.lanes.resize(V);
@@ -428,7 +439,7 @@ class TiledLowering {
         Lane& lane = c.lanes[l];
         lane.coords = coords;
         lane.coords[across_] = c.a;
-        lane.coords[inner_] = l == 0 ? c.i : b_.CreateAdd(c.i, idx_of(l));
+        lane.coords[inner_] = l == 0 ? c.i : b_.CreateAdd(c.i, idx_of(l * lane_step));
         lane.loaded.assign(accesses_.size(), nullptr);
         c.oks.push_back(
             l == 0 ? c.ok
@@ -440,6 +451,13 @@ class TiledLowering {
         std::vector<Value*> vals;
         switch (acc.read) {
           case Read::tiled: {
+            if (!vec) {
+              for (int l = 0; l < V; ++l) {
+                Value* e = b_.CreateAdd(rr, idx_of(l * lane_step));
+                vals.push_back(load_shared_element(acc, tile_element(acc, da, e)));
+              }
+              break;
+            }
             // Row da = q V + v: the chunk tile_chunk wrote for v, with the row's own q.
             Value* chunk = b_.CreateXor(
                 rr, b_.CreateAnd(b_.CreateUDiv(da, idx_of(V)), idx_of(swizzle(acc) - 1)));
@@ -490,7 +508,7 @@ class TiledLowering {
       }
       for (int l = 0; l < V; ++l) {
         guarded(c.oks[l], [&] {
-          Value* off = l == 0 ? c.out : b_.CreateAdd(c.out, idx_of(l));
+          Value* off = l == 0 ? c.out : b_.CreateAdd(c.out, idx_of(l * lane_step));
           for (const StepStore& s : step_.stores) {
             em_.store(em_.element_ptr(ptr_args_[s.param], params_[s.param]->dtype, off),
                       params_[s.param]->dtype, {eval(s.value, c.lanes[l])});
@@ -511,6 +529,17 @@ class TiledLowering {
     Value* chunk = b_.CreateXor(r, b_.CreateAnd(q, idx_of(swizzle(acc) - 1)));
     Value* a = b_.CreateAdd(b_.CreateMul(q, idx_of(V)), idx_of(v));
     return b_.CreateAdd(b_.CreateMul(a, idx_of(cfg_.tile_out)), b_.CreateMul(chunk, idx_of(V)));
+  }
+
+  // Element e of tile row a (row-relative): element e % V of chunk e / V of the row, the
+  // chunk swizzled by a / V as tile_chunk places it.
+  Value* tile_element(const Access& acc, Value* a, Value* e) {
+    const int V = cfg_.vec;
+    Value* chunk =
+        b_.CreateXor(b_.CreateUDiv(e, idx_of(V)),
+                     b_.CreateAnd(b_.CreateUDiv(a, idx_of(V)), idx_of(swizzle(acc) - 1)));
+    return b_.CreateAdd(b_.CreateMul(a, idx_of(cfg_.tile_out)),
+                        b_.CreateAdd(b_.CreateMul(chunk, idx_of(V)), b_.CreateURem(e, idx_of(V))));
   }
 
   // Runs `body` where `cond` holds; continues after it.
@@ -575,6 +604,11 @@ class TiledLowering {
     std::vector<Value*> out;
     for (int l = 0; l < cfg_.vec; ++l) out.push_back(b_.CreateExtractElement(v, l));
     return out;
+  }
+
+  Value* load_shared_element(const Access& a, Value* elem) {
+    return b_.CreateAlignedLoad(em_.storage_type(a.stored), shared_ptr(a, elem),
+                                llvm::Align(size_of(a.stored)));
   }
 
   Value* eval(const Expr& e, Lane& lane) {
