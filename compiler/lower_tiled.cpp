@@ -451,19 +451,18 @@ class TiledLowering {
         std::vector<Value*> vals;
         switch (acc.read) {
           case Read::tiled: {
+            // Row da = q V + v: what tile_chunk wrote for v, swizzled by the row's own q.
+            Value* key = b_.CreateUDiv(da, idx_of(V));
             if (!vec) {
               for (int l = 0; l < V; ++l) {
                 Value* e = b_.CreateAdd(rr, idx_of(l * lane_step));
-                vals.push_back(load_shared_element(acc, tile_element(acc, da, e)));
+                vals.push_back(
+                    load_shared_element(acc, tile_place(acc, da, key, b_.CreateUDiv(e, idx_of(V)),
+                                                        b_.CreateURem(e, idx_of(V)))));
               }
               break;
             }
-            // Row da = q V + v: the chunk tile_chunk wrote for v, with the row's own q.
-            Value* chunk = b_.CreateXor(
-                rr, b_.CreateAnd(b_.CreateUDiv(da, idx_of(V)), idx_of(swizzle(acc) - 1)));
-            Value* elem =
-                b_.CreateAdd(b_.CreateMul(da, idx_of(To)), b_.CreateMul(chunk, idx_of(V)));
-            vals = load_shared(acc, elem);
+            vals = load_shared(acc, tile_place(acc, da, key, rr));
             break;
           }
           case Read::uniform: {
@@ -525,21 +524,18 @@ class TiledLowering {
 
   // The first element of chunk r of tile row a = q V + v (row-relative a), swizzled by q.
   Value* tile_chunk(const Access& acc, Value* q, Value* r, int v) {
-    const int V = cfg_.vec;
-    Value* chunk = b_.CreateXor(r, b_.CreateAnd(q, idx_of(swizzle(acc) - 1)));
-    Value* a = b_.CreateAdd(b_.CreateMul(q, idx_of(V)), idx_of(v));
-    return b_.CreateAdd(b_.CreateMul(a, idx_of(cfg_.tile_out)), b_.CreateMul(chunk, idx_of(V)));
+    Value* a = b_.CreateAdd(b_.CreateMul(q, idx_of(cfg_.vec)), idx_of(v));
+    return tile_place(acc, a, q, r);
   }
 
-  // Element e of tile row a (row-relative): element e % V of chunk e / V of the row, the
-  // chunk swizzled by a / V as tile_chunk places it.
-  Value* tile_element(const Access& acc, Value* a, Value* e) {
-    const int V = cfg_.vec;
-    Value* chunk =
-        b_.CreateXor(b_.CreateUDiv(e, idx_of(V)),
-                     b_.CreateAnd(b_.CreateUDiv(a, idx_of(V)), idx_of(swizzle(acc) - 1)));
-    return b_.CreateAdd(b_.CreateMul(a, idx_of(cfg_.tile_out)),
-                        b_.CreateAdd(b_.CreateMul(chunk, idx_of(V)), b_.CreateURem(e, idx_of(V))));
+  // Element `pos` (null: the first) of chunk r of tile row a (row-relative), placed at chunk
+  // r ^ (key % S) of the row: the file comment's swizzle, key = a / V (passed in: step 2 has
+  // it as q).
+  Value* tile_place(const Access& acc, Value* a, Value* key, Value* r, Value* pos = nullptr) {
+    Value* chunk = b_.CreateXor(r, b_.CreateAnd(key, idx_of(swizzle(acc) - 1)));
+    Value* in_row = b_.CreateMul(chunk, idx_of(cfg_.vec));
+    if (pos) in_row = b_.CreateAdd(in_row, pos);
+    return b_.CreateAdd(b_.CreateMul(a, idx_of(cfg_.tile_out)), in_row);
   }
 
   // Runs `body` where `cond` holds; continues after it.
@@ -597,9 +593,9 @@ class TiledLowering {
   }
 
   std::vector<Value*> load_shared(const Access& a, Value* elem) {
+    if (cfg_.vec == 1) return {load_shared_element(a, elem)};
     Value* ptr = shared_ptr(a, elem);
     Type* st = em_.storage_type(a.stored);
-    if (cfg_.vec == 1) return {b_.CreateAlignedLoad(st, ptr, llvm::Align(size_of(a.stored)))};
     Value* v = b_.CreateAlignedLoad(llvm::FixedVectorType::get(st, cfg_.vec), ptr, chunk_align(a));
     std::vector<Value*> out;
     for (int l = 0; l < cfg_.vec; ++l) out.push_back(b_.CreateExtractElement(v, l));
