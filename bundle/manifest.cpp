@@ -145,8 +145,11 @@ OrderedJson kernel_json(const KernelInfo& k) {
   }
   OrderedJson steps = OrderedJson::array();
   for (const Step& s : k.steps) steps.push_back(step_json(s));
-  return {{"name", k.name},     {"hash", k.hash},       {"ir", k.ir},    {"params", params},
-          {"buffers", buffers}, {"symbols", k.symbols}, {"steps", steps}};
+  OrderedJson out = {{"name", k.name},   {"hash", k.hash},     {"ir", k.ir},
+                     {"params", params}, {"buffers", buffers}, {"symbols", k.symbols},
+                     {"steps", steps}};
+  if (k.dependent_launch) out["dependent_launch"] = true;
+  return out;
 }
 
 // ---- reading ----
@@ -527,6 +530,7 @@ KernelInfo read_kernel(const Obj& o) {
   k.name = o.nonempty_str("name");
   k.hash = o.str("hash");
   k.ir = o.str("ir");
+  k.dependent_launch = o.find("dependent_launch") && o.boolean("dependent_launch");
   const Json& symbols = o.array("symbols");
   for (size_t i = 0; i < symbols.size(); ++i) {
     std::string path = index_path(o.at("symbols"), i);

@@ -310,6 +310,14 @@ struct KernelInfo {
   std::vector<ParamInfo> buffers;  // intermediates between steps (output false), see above
   std::vector<std::string> symbols;
   std::vector<Step> steps;
+  // Whether every image of the kernel for sm_90 and later waits for the kernel before it in
+  // the stream (griddepcontrol.wait) before it reads what that one wrote or writes anything,
+  // so that a step after the first may be launched while the one before it still runs
+  // (programmatic dependent launch: compiler/codegen.h make_dependent, runtime/kernel.cpp).
+  // "dependent_launch" in JSON, present only when true. Older bundles lack it and their steps
+  // are launched each after the one before ends; an older reader ignores it and does the same,
+  // which is correct for these images too, so it came without a new format version.
+  bool dependent_launch = false;
   friend bool operator==(const KernelInfo&, const KernelInfo&) = default;
 };
 

@@ -13,6 +13,8 @@ namespace llvm {
 class LLVMContext;
 class Module;
 class Function;
+class CallInst;
+class IRBuilderBase;
 }  // namespace llvm
 
 namespace kiln {
@@ -70,6 +72,24 @@ void require_blocks_per_sm(llvm::Module& m, const std::string& entry, int blocks
 /// emit_ptx writes it, sm_90 and later).
 void require_cluster(llvm::Function& fn, int blocks);
 inline constexpr const char* kClusterAttribute = "kiln-cluster-blocks";
+
+/// Programmatic dependent launch (PTX griddepcontrol, sm_90 and later): the runtime launches a
+/// step after the first before the kernel ahead of it in the stream has ended
+/// (bundle::KernelInfo::dependent_launch), so the kernel must wait for that one before it
+/// touches what it wrote. Kernel `fn`, lowered for `arch`, gets at its start
+/// `griddepcontrol.launch_dependents` (the step after it may be launched once every block of
+/// this one has started; its blocks take SMs as this one's leave them) and
+/// `griddepcontrol.wait` (the kernel before it has ended and its writes are visible), or, where
+/// the kernel placed its own waits (defer_dependency_wait), the wait before each return, so
+/// that no block ends before the kernel before it. Nothing for architectures before sm_90.
+void make_dependent(llvm::Function& fn, const std::string& arch);
+/// Whether kernels for `arch` ("sm_90a") can be dependent launches.
+bool dependent_launch_arch(const std::string& arch);
+/// Marks kernel `fn` as waiting itself before its first access of an earlier step's data, and
+/// so before every store (a contraction whose operands are the spec's inputs copies them while
+/// the kernel before it ends: lower_contraction.cpp); `wait` emits the wait there.
+void defer_dependency_wait(llvm::Function& fn);
+llvm::CallInst* emit_dependency_wait(llvm::IRBuilderBase& b);
 
 /// The module's textual LLVM IR.
 std::string module_text(const llvm::Module& m);

@@ -92,6 +92,9 @@ void lower_step(llvm::Module& m, const StepPlan& plan, const AnyConfig& cfg,
   } else {
     lower_reduction(m, *plan.abi, *plan.sk, std::get<ReductionConfig>(cfg), entry, layout);
   }
+  for (const std::string& name : {entry, general_entry_name(entry)}) {
+    if (llvm::Function* fn = m.getFunction(name)) make_dependent(*fn, arch);
+  }
 }
 
 // What building one image produced; applied to the manifest by the caller.
@@ -309,6 +312,7 @@ CompiledBundle compile_program(const Program& p, const CompileOptions& opts) {
       info.buffers.push_back({b.name, b.dtype, b.shape, false});
     }
     info.symbols = k.symbols();
+    info.dependent_launch = true;  // lower_step: make_dependent
     info.steps.reserve(plans[ki]->steps.size());
     for (size_t si = 0; si < plans[ki]->steps.size(); ++si) {
       const StepPlan& step = plans[ki]->steps[si];

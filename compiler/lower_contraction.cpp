@@ -84,7 +84,8 @@ class ContractionLowering {
         dtype_(c_.a.dtype),
         elem_bytes_(static_cast<int>(size_of(dtype_))),
         store_param_(contraction_store_param(abi, sk, cfg)),
-        tma_store_(specialized_ && store_param_ >= 0) {
+        tma_store_(specialized_ && store_param_ >= 0),
+        defer_wait_(dependent_launch_arch(arch) && contraction_defers_wait(abi, sk)) {
     em_.set_fast_functions(fast_functions);
   }
 
@@ -92,6 +93,7 @@ class ContractionLowering {
     check_config();
     fn_ = em_.declare_kernel(abi_, entry, cfg_.threads(), false, tensor_maps());
     if (cluster_ > 1) require_cluster(*fn_, cluster_);
+    if (defer_wait_) defer_dependency_wait(*fn_);
     b_.SetInsertPoint(BasicBlock::Create(m_.getContext(), "entry", fn_));
     auto* smem_ty = llvm::ArrayType::get(b_.getInt8Ty(), 0);
     smem_ =
@@ -383,6 +385,7 @@ class ContractionLowering {
     zero_accumulators();
 
     mainloop();
+    wait_for_earlier_steps();
     epilogue();
     // Every warp's reads of shared memory are done before the next tile's first steps refill
     // the stages. (Issuing them before this tile's epilogue instead was measured 2-4% slower
@@ -441,6 +444,14 @@ class ContractionLowering {
   llvm::CallInst* convergent(llvm::CallInst* call) {
     call->addFnAttr(llvm::Attribute::Convergent);
     return call;
+  }
+
+  // Where the kernel's operands are the spec's inputs, nothing before the epilogue touches
+  // what an earlier step wrote: a dependent launch (make_dependent) copies and multiplies the
+  // first tiles while the step before it ends (an RMSNorm's row statistic) and waits here, at
+  // every tile (at once after the first).
+  void wait_for_earlier_steps() {
+    if (defer_wait_) emit_dependency_wait(b_);
   }
 
   void asm_void(const char* text) {
@@ -745,6 +756,7 @@ class ContractionLowering {
       if (pingpong_) if_then(signals, [&] { mbarrier_arrive(order_barrier(wg)); });
       asm_void("wgmma.wait_group.sync.aligned 0;");
       release(b_.CreateSub(b_.CreateAdd(n0, k_tiles_), i64(1)));
+      wait_for_earlier_steps();
       auto stored = [&] {
         if (cfg_.smem_epilogue) {
           staged_epilogue();
@@ -1669,6 +1681,8 @@ class ContractionLowering {
   // this image stores it so (the warp-specialized one; the others take the map and ignore it).
   const int store_param_;
   const bool tma_store_;
+  // A dependent launch whose wait comes before each epilogue (wait_for_earlier_steps).
+  const bool defer_wait_;
 
   llvm::Function* fn_ = nullptr;
   llvm::Function* scalar_copy_ = nullptr;
@@ -1739,6 +1753,15 @@ std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
     maps.push_back(std::move(store));
   }
   return maps;
+}
+
+bool contraction_defers_wait(const KernelDef& abi, const ScheduledKernel& sk) {
+  internal_check(sk.contraction.has_value(), "contraction_defers_wait: not a contraction");
+  auto spec_input = [&](const std::string& tensor) {
+    return std::any_of(abi.inputs.begin(), abi.inputs.end(),
+                       [&](const TensorDecl& t) { return t.name == tensor; });
+  };
+  return spec_input(sk.contraction->a.tensor) && spec_input(sk.contraction->b.tensor);
 }
 
 int contraction_store_param(const KernelDef& abi, const ScheduledKernel& sk,

@@ -74,6 +74,13 @@ std::vector<bundle::TensorMapInfo> contraction_tensor_maps(const KernelDef& abi,
 int contraction_store_param(const KernelDef& abi, const ScheduledKernel& sk,
                             const ContractionConfig& cfg);
 
+/// Whether the contraction kernel `sk` of a schedule of `abi`, as a dependent launch
+/// (codegen.h make_dependent, sm_90 and later), waits for the kernel before it only before
+/// each tile's epilogue: its operands are the spec's inputs, which no earlier step writes, so
+/// it copies and multiplies its first tiles while that kernel ends. Otherwise it waits at its
+/// start, as every other kernel does.
+bool contraction_defers_wait(const KernelDef& abi, const ScheduledKernel& sk);
+
 /// The registers the block of `cfg`'s warp-specialized image (a `tma` config on sm_90a) must be
 /// allocated: its producer warpgroup gives registers up with setmaxnreg and its MMA warpgroups
 /// take them; setmaxnreg.inc waits until the block's pool holds them, so a smaller allocation

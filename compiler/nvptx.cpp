@@ -13,6 +13,8 @@
 #include <llvm/CodeGen/CommandFlags.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
@@ -115,6 +117,51 @@ void require_blocks_per_sm(llvm::Module& m, const std::string& entry, int blocks
       llvm::ValueAsMetadata::get(fn), llvm::MDString::get(ctx, "minctasm"),
       llvm::ValueAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), blocks))};
   m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, ops));
+}
+
+bool dependent_launch_arch(const std::string& arch) {
+  return arch.rfind("sm_", 0) == 0 && std::atoi(arch.c_str() + 3) >= 90;
+}
+
+namespace {
+
+constexpr const char* kDeferredWaitAttribute = "kiln-deferred-dependency-wait";
+
+// Convergent: every thread of a warp runs it at the same place, as LLVM must not duplicate
+// it into branches on the lane. The wait reads and writes memory as far as LLVM knows, so no
+// access moves above it.
+llvm::CallInst* grid_control(llvm::IRBuilderBase& b, const char* text) {
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {}, false);
+  llvm::CallInst* call =
+      b.CreateCall(llvm::InlineAsm::get(fty, text, "~{memory}", /*hasSideEffects=*/true), {});
+  call->addFnAttr(llvm::Attribute::Convergent);
+  return call;
+}
+
+}  // namespace
+
+void defer_dependency_wait(llvm::Function& fn) {
+  fn.addFnAttr(kDeferredWaitAttribute);
+}
+
+llvm::CallInst* emit_dependency_wait(llvm::IRBuilderBase& b) {
+  return grid_control(b, "griddepcontrol.wait;");
+}
+
+void make_dependent(llvm::Function& fn, const std::string& arch) {
+  if (!dependent_launch_arch(arch) || fn.isDeclaration()) return;
+  llvm::IRBuilder<> b(&*fn.getEntryBlock().getFirstInsertionPt());
+  grid_control(b, "griddepcontrol.launch_dependents;");
+  if (!fn.hasFnAttribute(kDeferredWaitAttribute)) {
+    emit_dependency_wait(b);
+    return;
+  }
+  for (llvm::BasicBlock& bb : fn) {
+    if (auto* ret = llvm::dyn_cast<llvm::ReturnInst>(bb.getTerminator())) {
+      b.SetInsertPoint(ret);
+      emit_dependency_wait(b);
+    }
+  }
 }
 
 void require_cluster(llvm::Function& fn, int blocks) {

@@ -78,6 +78,21 @@ CUlaunchConfig cluster_launch_config(unsigned cluster, unsigned grid, unsigned b
   return config;
 }
 
+CUlaunchConfig launch_config(unsigned cluster, bool dependent, unsigned grid, unsigned block,
+                             unsigned smem_bytes, CUstream stream,
+                             std::array<CUlaunchAttribute, 2>& attrs) {
+  CUlaunchConfig config = cluster_launch_config(cluster, grid, block, smem_bytes, stream, attrs[0]);
+  config.numAttrs = cluster > 1 ? 1 : 0;
+  if (dependent) {
+    CUlaunchAttribute& a = attrs[config.numAttrs++];
+    a = CUlaunchAttribute{};
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
+  }
+  config.attrs = attrs.data();
+  return config;
+}
+
 std::string describe_cuda_error(const DriverApi& api, CUresult r) {
   const char* name = nullptr;
   const char* text = nullptr;

@@ -12,6 +12,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <string>
 
 #include "bundle/status.h"
@@ -100,6 +101,14 @@ Status load_driver_api(void*& lib, DriverApi& api);
 /// config points at: it must outlive the config's use.
 CUlaunchConfig cluster_launch_config(unsigned cluster, unsigned grid, unsigned block,
                                      unsigned smem_bytes, CUstream stream, CUlaunchAttribute& attr);
+
+/// The same launch for cuLaunchKernelEx, in clusters of `cluster` blocks where `cluster` > 1,
+/// and with `dependent`, a programmatic dependent launch: the grid may start before the kernel
+/// before it in the stream ends (it waits for it itself: bundle::KernelInfo::dependent_launch).
+/// `attrs` holds the attributes the config points at.
+CUlaunchConfig launch_config(unsigned cluster, bool dependent, unsigned grid, unsigned block,
+                             unsigned smem_bytes, CUstream stream,
+                             std::array<CUlaunchAttribute, 2>& attrs);
 
 /// A driver error code as "CUDA_ERROR_X: description" (or "CUresult N" when unknown).
 std::string describe_cuda_error(const DriverApi& api, CUresult r);

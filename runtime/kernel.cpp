@@ -259,6 +259,7 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
   int64_t phase = 0;
   std::array<CUtensorMap, bundle::kMaxTensorMaps> maps;
   int64_t maps_ok = 0;
+  bool after_kernel = false;  // the stream's last operation is this launch's previous kernel
   for (size_t s = 0; s < info.steps.size(); ++s) {
     const launch::StepLaunch& l = layout.steps[s];
     const bundle::Variant& var = info.steps[s].variants[static_cast<size_t>(l.variant)];
@@ -310,20 +311,26 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     };
     const LoadedVariant& lv = steps_[s][static_cast<size_t>(l.variant)];
     CUfunction fn = l.general ? lv.general_fn : lv.fn;
+    const char* launcher = "";
     auto launch = [&] {
-      if (l.cluster > 1) {  // loaded only where the driver has cuLaunchKernelEx (runtime.cpp)
-        CUlaunchAttribute attr;
+      // A dependent launch only right after this launch's previous kernel (a workspace's
+      // allocation or release from the pool between the two adds no work to the stream): the
+      // first step waits for whatever the stream ran before in full, and so does a kernel
+      // after a workspace's poisoning.
+      const bool dependent = after_kernel && lv.dependent && rt_->dependent_launch();
+      after_kernel = true;
+      launcher = l.cluster > 1 || dependent ? "cuLaunchKernelEx" : "cuLaunchKernel";
+      if (l.cluster > 1 || dependent) {  // clusters load only where cuLaunchKernelEx is
+        std::array<CUlaunchAttribute, 2> attrs;
         const CUlaunchConfig config =
-            cluster_launch_config(l.cluster, l.grid, l.block, l.smem_bytes, stream, attr);
+            launch_config(l.cluster, dependent, l.grid, l.block, l.smem_bytes, stream, attrs);
         return api.cuLaunchKernelEx(&config, fn, args.data(), nullptr);
       }
       return api.cuLaunchKernel(fn, l.grid, 1, 1, l.block, 1, 1, l.smem_bytes, stream, args.data(),
                                 nullptr);
     };
     if (l.phases == 0) {
-      if (CUresult r = launch(); r != CUDA_SUCCESS) {
-        return fail(l.cluster > 1 ? "cuLaunchKernelEx" : "cuLaunchKernel", r);
-      }
+      if (CUresult r = launch(); r != CUDA_SUCCESS) return fail(launcher, r);
       continue;
     }
     Result<CUdeviceptr> ws = rt_->alloc_async(static_cast<size_t>(l.workspace_bytes), stream);
@@ -337,10 +344,11 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
       rt_->free_async(workspace, stream);
       return fail("poisoning the split workspace (cuMemsetD8Async)", r);
     }
+    if (rt_->scratch_poison() >= 0) after_kernel = false;  // a memset came between
     for (phase = 0; phase < l.phases; ++phase) {
       if (CUresult r = launch(); r != CUDA_SUCCESS) {
         rt_->free_async(workspace, stream);
-        return fail(fmt::format("cuLaunchKernel (phase {})", phase), r);
+        return fail(fmt::format("{} (phase {})", launcher, phase), r);
       }
     }
     rt_->free_async(workspace, stream);

@@ -393,6 +393,8 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
       return s;
     }
     if (Status s = rt->make_current(); !s.ok()) return s;
+    const char* dependent = std::getenv("KILN_DEPENDENT_LAUNCH");
+    rt->set_dependent_launch(dependent == nullptr || std::string_view(dependent) != "0");
     if (api.cuMemPoolCreate && api.cuMemPoolDestroy && api.cuMemPoolSetAttribute &&
         api.cuMemAllocFromPoolAsync && api.cuMemFreeAsync) {
       CUmemPoolProps props{};
@@ -410,6 +412,10 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
   } catch (const std::exception& e) {
     return Status::error(fmt::format("opening the CUDA device failed: {}", e.what()));
   }
+}
+
+void Runtime::set_dependent_launch(bool on) {
+  dependent_launch_ = on && api_->cuLaunchKernelEx != nullptr;
 }
 
 Runtime::~Runtime() {
@@ -494,6 +500,8 @@ Result<std::unique_ptr<Bundle>> Bundle::load(const Runtime& rt, const std::strin
             loaded[vi].load_error = it->second.error;
             continue;
           }
+          // Images for sm_90 and later of a kernel compiled to wait (make_dependent).
+          loaded[vi].dependent = info.dependent_launch && parse_arch(c.image->arch)->major >= 9;
           Status entry = load_entry(rt, it->second, info, v, v.entry, file, loaded[vi].fn);
           if (entry.ok() && !v.general.entry.empty()) {
             entry =

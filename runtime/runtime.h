@@ -81,6 +81,13 @@ class Runtime {
   /// turns it off. Not synchronized with launches running on other threads: set it first.
   void set_scratch_poison(int byte) { scratch_poison_ = byte >= 0 && byte <= 255 ? byte : -1; }
   int scratch_poison() const { return scratch_poison_; }
+  /// Whether steps after a launch's first run as programmatic dependent launches where their
+  /// image allows (sm_90 and later, bundle::KernelInfo::dependent_launch, a driver with
+  /// cuLaunchKernelEx): each may start while the kernel before it still runs, and waits for it
+  /// itself. On by default; KILN_DEPENDENT_LAUNCH=0 in the environment when the runtime opens,
+  /// or this setter, turns it off (to measure what it gains, or to rule it out).
+  void set_dependent_launch(bool on);
+  bool dependent_launch() const { return dependent_launch_; }
   /// A driver error code as "CUDA_ERROR_X: description".
   std::string describe(CUresult r) const;
 
@@ -95,6 +102,7 @@ class Runtime {
   // shape, allocating a workspace asks the operating system for nothing.
   CUmemoryPool pool_ = nullptr;
   int scratch_poison_ = -1;
+  bool dependent_launch_ = false;
 };
 
 class Bundle;
@@ -169,6 +177,7 @@ class Kernel {
   struct LoadedVariant {
     CUfunction fn = nullptr;          // null when the variant could not be loaded here
     CUfunction general_fn = nullptr;  // its general entry (bundle::GeneralForm), if it has one
+    bool dependent = false;  // its image waits for the kernel before it (a dependent launch)
     std::string load_error;
   };
   /// Steps 3 and 4 of the launch, on checked arguments and variants that loaded.

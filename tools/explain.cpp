@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "compiler/lower_contraction.h"
+
 namespace kiln {
 namespace {
 
@@ -133,6 +135,32 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
   return out;
 }
 
+// What compiler/codegen.h make_dependent does for a kernel of several launches.
+std::string explain_dependent_launches(const KernelPlan& plan) {
+  const bool split = std::any_of(plan.steps.begin(), plan.steps.end(), [](const StepPlan& st) {
+    return std::any_of(st.variants.begin(), st.variants.end(), [](const PlannedVariant& v) {
+      const auto* rc = std::get_if<ReductionConfig>(&v.config);
+      const auto* sc = std::get_if<ScanConfig>(&v.config);
+      return (rc && rc->split) || (sc && sc->split);
+    });
+  });
+  if (plan.steps.size() < 2 && !split) return "";
+  std::string out =
+      "dependent launches: on sm_90 and later every launch after the first (a later step, a "
+      "split's later phase) may start while the kernel before it runs, its blocks taking SMs as "
+      "that one's leave them, and waits for it (griddepcontrol.wait) at its start";
+  for (size_t si = 1; si < plan.steps.size(); ++si) {
+    const StepPlan& st = plan.steps[si];
+    if (st.kind == bundle::StepKind::contraction && contraction_defers_wait(*st.abi, *st.sk)) {
+      out += fmt::format(
+          "; step {}, a contraction of the spec's inputs, copies and multiplies its first "
+          "tiles meanwhile and waits before each tile's epilogue",
+          si);
+    }
+  }
+  return out + "\n";
+}
+
 std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
                            const bundle::DeviceFacts& device) {
   std::unique_ptr<KernelPlan> plan = plan_kernel(k);
@@ -159,6 +187,7 @@ std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
                          config_text(v.config), device.sm_count, e.how);
     }
   }
+  out += explain_dependent_launches(*plan);
   return out;
 }
 

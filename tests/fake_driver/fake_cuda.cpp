@@ -37,6 +37,7 @@ struct Launch {
   std::string entry;
   unsigned grid = 0, block = 0, smem = 0;
   unsigned cluster = 1;        // blocks per cluster (cuLaunchKernelEx)
+  bool dependent = false;      // a programmatic dependent launch (cuLaunchKernelEx)
   std::vector<uint64_t> args;  // the first arg_count arguments, 8 bytes each
 };
 
@@ -139,6 +140,11 @@ FAKE_EXPORT const char* kiln_fake_launch(int i, unsigned* grid, unsigned* block,
 FAKE_EXPORT unsigned kiln_fake_launch_cluster(int i) {
   std::lock_guard lock(state().mu);
   return state().launches.at(static_cast<size_t>(i)).cluster;
+}
+/// Whether launch i was a programmatic dependent launch (may overlap the kernel before it).
+FAKE_EXPORT int kiln_fake_launch_dependent(int i) {
+  std::lock_guard lock(state().mu);
+  return state().launches.at(static_cast<size_t>(i)).dependent ? 1 : 0;
 }
 /// Argument `a` of launch `i` (0 when it was not recorded).
 FAKE_EXPORT uint64_t kiln_fake_launch_arg(int i, int a) {
@@ -370,9 +376,24 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
 FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params,
                                       void** extra) {
   FAKE_FAIL_IF_ASKED("cuLaunchKernelEx");
-  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return record_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-                       c->blockDimZ, c->sharedMemBytes, cluster_of(*c), params, extra);
+  if (c == nullptr || (c->numAttrs > 0 && c->attrs == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  bool dependent = false;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    const CUlaunchAttribute& a = c->attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) {
+      dependent = a.value.programmaticStreamSerializationAllowed != 0;
+    } else if (a.id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      return CUDA_ERROR_INVALID_VALUE;  // an attribute the runtime never sets
+    }
+  }
+  const CUresult r =
+      record_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                    c->blockDimZ, c->sharedMemBytes, cluster_of(*c), params, extra);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard lock(state().mu);
+    state().launches.back().dependent = dependent;
+  }
+  return r;
 }
 // Clusters of the config's size that the fake device holds: its SMs (KILN_FAKE_CUDA_SMS) over
 // the cluster size, or KILN_FAKE_CUDA_CLUSTERS.

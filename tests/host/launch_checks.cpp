@@ -114,6 +114,7 @@ struct Fake {
   }
   uint64_t arg(int i, int a) { return get<uint64_t (*)(int, int)>("kiln_fake_launch_arg")(i, a); }
   unsigned cluster(int i) { return get<unsigned (*)(int)>("kiln_fake_launch_cluster")(i); }
+  bool dependent(int i) { return get<int (*)(int)>("kiln_fake_launch_dependent")(i) != 0; }
   int live() { return get<int (*)()>("kiln_fake_live_allocations")(); }
   int memsets() { return get<int (*)()>("kiln_fake_memset_count")(); }
   int memset_byte(int i) { return get<int (*)(int)>("kiln_fake_memset_byte")(i); }
@@ -493,6 +494,44 @@ TEST_CASE("buffers and split workspaces are poisoned when asked, and always free
   unsetenv("KILN_FAKE_CUDA_FAIL");
   CHECK(fake.live() == live);
   rt->set_scratch_poison(-1);
+}
+
+TEST_CASE("steps after the first are dependent launches on sm_90, not before", "[launch]") {
+  // global_max_norm at these sizes: row maxima, their maximum split over blocks (two phases
+  // through a workspace), the division: four kernels.
+  const std::map<std::string, int64_t> sym{{"M", 1000003}, {"N", 3}};
+  auto launched = [&](bool poison) {
+    auto rt = open_fake();
+    Fake fake;
+    auto b = Bundle::load(*rt, bundle_named("global_max_norm"));
+    REQUIRE(b.ok());
+    const Kernel& k = *(*b)->find("global_max_norm");
+    CHECK(k.info().dependent_launch);
+    Args a(*rt, k.info(), sym);
+    if (poison) rt->set_scratch_poison(0xA5);
+    std::vector<bool> dependent;
+    for (bool on : {true, false}) {
+      rt->set_dependent_launch(on);
+      fake.reset();
+      REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
+      REQUIRE(fake.launches() == 4);
+      for (int i = 0; i < 4; ++i) {
+        if (on) dependent.push_back(fake.dependent(i));
+        if (!on) CHECK_FALSE(fake.dependent(i));  // turned off: every launch waits in full
+      }
+    }
+    return dependent;
+  };
+  // The first waits for the stream in full; the others, each right after the kernel before it
+  // (the workspace's allocation and release add no work), may start while it runs.
+  CHECK(launched(false) == std::vector<bool>{false, true, true, true});
+  // A poisoned workspace's memset comes between the first step and the split's first phase.
+  CHECK(launched(true) == std::vector<bool>{false, false, true, true});
+  // Images for sm_80 have no griddepcontrol: plain launches.
+  setenv("KILN_FAKE_CUDA_CC", "8.0", 1);
+  const std::vector<bool> ampere = launched(false);
+  unsetenv("KILN_FAKE_CUDA_CC");
+  CHECK(ampere == std::vector<bool>(4, false));
 }
 
 TEST_CASE("the C API refuses bad arguments with a message and keeps the process", "[launch]") {
