@@ -2,8 +2,9 @@
 """The GEMM of 8192 x 4096 x 4096 (bf16) and RMSNorm-then-matmul at the same shape under
 sustained load: Kiln (its heuristic's variant) beside cuBLAS (torch.matmul) and torch.compile
 (mode="max-autotune-no-cudagraphs"), each run back to back for 3 s first (the board at its
-power limit), then 300 launches timed with CUDA events while nvidia-smi samples the board's
-power and SM clock every 50 ms. Two rounds, the implementations interleaved. Each result is
+power limit), then 2500 launches back to back (about a second) timed with CUDA events while
+nvidia-smi samples the board's power and SM clock every 50 ms. Two rounds, the second in the
+reverse order. Each result is
 checked against torch in float64 before it is timed.
     PYTHONPATH=python KILN_BIN=... KILN_RUNTIME_LIB=... python3 power.py OUT.json"""
 import json
@@ -49,7 +50,7 @@ for name, fn in impls.items():
     torch.testing.assert_close(got.double(), want, rtol=2**-7, atol=2**-9 * want.abs().max().item())
 
 
-def measure(fn, reps=300):
+def measure(fn, reps=2500):
     end = time.time() + 3.0
     while time.time() < end:
         for _ in range(20):
@@ -57,7 +58,7 @@ def measure(fn, reps=300):
         torch.cuda.synchronize()
     smi = subprocess.Popen(["nvidia-smi", "--query-gpu=power.draw,clocks.sm", "--format=csv,noheader,nounits",
                             "-lms", "50"], stdout=subprocess.PIPE, text=True)
-    time.sleep(0.2)
+    time.sleep(0.1)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(reps):
@@ -67,7 +68,7 @@ def measure(fn, reps=300):
     smi.terminate()
     samples = [tuple(float(v) for v in line.split(",")) for line in smi.communicate()[0].splitlines()
                if line.strip()]
-    samples = samples[4:] or samples  # after the sampler's first 200 ms
+    samples = samples[3:] or samples  # from the timed launches on
     us = start.elapsed_time(stop) * 1e3 / reps
     power = sum(s[0] for s in samples) / len(samples)
     clock = sum(s[1] for s in samples) / len(samples)
@@ -77,7 +78,7 @@ def measure(fn, reps=300):
 
 results = []
 for rnd in (1, 2):
-    for name, fn in impls.items():
+    for name, fn in (impls.items() if rnd == 1 else reversed(impls.items())):
         r = measure(fn)
         r.update(round=rnd, impl=name)
         results.append(r)
