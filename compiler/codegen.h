@@ -73,6 +73,12 @@ void require_blocks_per_sm(llvm::Module& m, const std::string& entry, int blocks
 void require_cluster(llvm::Function& fn, int blocks);
 inline constexpr const char* kClusterAttribute = "kiln-cluster-blocks";
 
+/// Inline PTX `text` without operands at b's insertion point: it has side effects and reads
+/// and writes memory as far as LLVM knows (no access moves across it), and is convergent, so
+/// LLVM never copies it into branches on the lane (the `.sync.aligned` instructions must run at
+/// one place in every thread of a warp).
+llvm::CallInst* emit_asm_statement(llvm::IRBuilderBase& b, const char* text);
+
 /// Programmatic dependent launch (PTX griddepcontrol, sm_90 and later): the runtime launches a
 /// step after the first before the kernel ahead of it in the stream has ended
 /// (bundle::KernelInfo::dependent_launch), so the kernel must wait for that one before it

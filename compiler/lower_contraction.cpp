@@ -454,11 +454,7 @@ class ContractionLowering {
     if (defer_wait_) emit_dependency_wait(b_);
   }
 
-  void asm_void(const char* text) {
-    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {}, false);
-    convergent(
-        b_.CreateCall(llvm::InlineAsm::get(fty, text, "~{memory}", /*hasSideEffects=*/true), {}));
-  }
+  void asm_void(const char* text) { emit_asm_statement(b_, text); }
 
   // ---- warp-specialized (TMA) ---------------------------------------------------------------
 

@@ -73,6 +73,11 @@ const llvm::MemoryBuffer& libdevice_buffer() {
   return *buf;
 }
 
+// 90 for "sm_90" and "sm_90a"; 0 for text that is not an sm_ architecture.
+int sm_number(const std::string& arch) {
+  return arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
+}
+
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const std::string& arch) {
   init_nvptx();
   std::string err;
@@ -82,8 +87,7 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const std::string& arch
   opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;  // a * b + c may become one fma, as in nvcc
   // Cache-hinted loads (Emitter::load_vector_kept) need PTX ISA 7.4; LLVM would write 7.0 for
   // sm_80 and sm_86. 7.8 is what it writes for sm_89 and sm_90 (CUDA 11.8 and later).
-  int sm = 0;
-  if (arch.rfind("sm_", 0) == 0) sm = std::atoi(arch.c_str() + 3);
+  const int sm = sm_number(arch);
   const std::string features = sm > 0 && sm < 89 ? "+ptx78" : "";
   return std::unique_ptr<llvm::TargetMachine>(
       target->createTargetMachine(kTriple, arch, features, opts, llvm::Reloc::PIC_, std::nullopt,
@@ -120,17 +124,10 @@ void require_blocks_per_sm(llvm::Module& m, const std::string& entry, int blocks
 }
 
 bool dependent_launch_arch(const std::string& arch) {
-  return arch.rfind("sm_", 0) == 0 && std::atoi(arch.c_str() + 3) >= 90;
+  return sm_number(arch) >= 90;
 }
 
-namespace {
-
-constexpr const char* kDeferredWaitAttribute = "kiln-deferred-dependency-wait";
-
-// Convergent: every thread of a warp runs it at the same place, as LLVM must not duplicate
-// it into branches on the lane. The wait reads and writes memory as far as LLVM knows, so no
-// access moves above it.
-llvm::CallInst* grid_control(llvm::IRBuilderBase& b, const char* text) {
+llvm::CallInst* emit_asm_statement(llvm::IRBuilderBase& b, const char* text) {
   auto* fty = llvm::FunctionType::get(b.getVoidTy(), {}, false);
   llvm::CallInst* call =
       b.CreateCall(llvm::InlineAsm::get(fty, text, "~{memory}", /*hasSideEffects=*/true), {});
@@ -138,6 +135,8 @@ llvm::CallInst* grid_control(llvm::IRBuilderBase& b, const char* text) {
   return call;
 }
 
+namespace {
+constexpr const char* kDeferredWaitAttribute = "kiln-deferred-dependency-wait";
 }  // namespace
 
 void defer_dependency_wait(llvm::Function& fn) {
@@ -145,13 +144,13 @@ void defer_dependency_wait(llvm::Function& fn) {
 }
 
 llvm::CallInst* emit_dependency_wait(llvm::IRBuilderBase& b) {
-  return grid_control(b, "griddepcontrol.wait;");
+  return emit_asm_statement(b, "griddepcontrol.wait;");
 }
 
 void make_dependent(llvm::Function& fn, const std::string& arch) {
   if (!dependent_launch_arch(arch) || fn.isDeclaration()) return;
   llvm::IRBuilder<> b(&*fn.getEntryBlock().getFirstInsertionPt());
-  grid_control(b, "griddepcontrol.launch_dependents;");
+  emit_asm_statement(b, "griddepcontrol.launch_dependents;");
   if (!fn.hasFnAttribute(kDeferredWaitAttribute)) {
     emit_dependency_wait(b);
     return;
