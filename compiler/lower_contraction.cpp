@@ -291,7 +291,17 @@ class ContractionLowering {
     copy_tid_ = tid_;
     copy_threads_ = cfg_.math_threads();
     lane_ = b_.CreateAnd(tid_, i32(31));
-    Value* warp = b_.CreateLShr(tid_, i32(5));
+    // The warp's index broadcast from its lane 0: the same in every lane, which ptxas can tell
+    // only so (tid / 32 is a per-thread value to it). What derives from it (the warpgroup's
+    // rows of A, so every wgmma descriptor) then lives in uniform registers, as CUTLASS's
+    // canonical_warp_idx_sync does; computed per thread, each descriptor took an R2UR and its
+    // arithmetic in the vector ALU at every step (Nsight Compute on an H200: 1.65x cuBLAS's
+    // instructions issued, bench/results/2026-11-29-h200-dependent-launch call 6). Broadcast,
+    // the same binary's GEMMs ran 0.6-2.9% faster at large shapes, 3000 x 5000 x 1000 level
+    // (bench/results/2026-11-29-h200-uniform-warp, call 1).
+    Value* warp = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_idx_i32, {},
+                                     {i32(-1), b_.CreateLShr(tid_, i32(5)), i32(0), i32(31)});
+    warp_group_ = b_.CreateLShr(warp, i32(2));
     warp_m_ = b_.CreateUDiv(warp, i32(cfg_.warps_n));
     warp_n_ = b_.CreateURem(warp, i32(cfg_.warps_n));
     if (pingpong_) {
@@ -710,7 +720,7 @@ class ContractionLowering {
   // tells apart. That also hands the tensor cores from one mainloop to the next while the
   // finished warpgroup runs its epilogue.
   void consume(Value* bid) {
-    Value* wg = b_.CreateLShr(tid_, i32(7));
+    Value* wg = warp_group_;
     const int64_t per = pingpong_ ? 2 : 1;
     Value* first = pingpong_ ? b_.CreateZExt(wg, b_.getInt64Ty()) : i64(0);
     llvm::AllocaInst* ordinal = entry_alloca(b_.getInt64Ty(), "tile.ordinal");
@@ -1398,7 +1408,7 @@ class ContractionLowering {
     const int chunks = cfg_.tile_n / kCols;
     const int total = slabs_ * chunks;
     llvm::LLVMContext& ctx = m_.getContext();
-    Value* wg = b_.CreateLShr(tid_, i32(7));
+    Value* wg = warp_group_;
     Value* t = b_.CreateAnd(tid_, i32(127));
     Value* q = b_.CreateAnd(b_.CreateLShr(tid_, i32(5)), i32(3));
     Value* buf = b_.CreateAdd(i32(static_cast<int>(cfg_.epilogue_offset(elem_bytes_))),
@@ -1497,7 +1507,7 @@ class ContractionLowering {
     const int chunks = cfg_.tile_n / cols;
     const int frags = cols / 8;  // a thread's fragments of a chunk, each half
     constexpr int64_t kBuffer = ContractionConfig::kStoreBufferBytes;
-    Value* wg = b_.CreateLShr(tid_, i32(7));
+    Value* wg = warp_group_;
     Value* issuer = warpgroup_leader();
     Value* q = b_.CreateAnd(b_.CreateLShr(tid_, i32(5)), i32(3));
     Value* g = b_.CreateLShr(lane_, i32(2));
@@ -1690,6 +1700,7 @@ class ContractionLowering {
   Value* nblocks_ = nullptr;  // gridDim.x (with a cluster, the clusters)
   Value* rank_ = nullptr;     // i32: with a cluster, the block's rank in it
   Value *tid_ = nullptr, *lane_ = nullptr, *warp_m_ = nullptr, *warp_n_ = nullptr;
+  Value* warp_group_ = nullptr;  // i32: tid / 128, uniform (set_up)
   // A warp's accumulator rows: `slabs_` groups of 16 rows, `slab_rows_` apart, the first at row
   // warp_row0_ (i32) of the tile.
   int slabs_ = 0, slab_rows_ = 0;
