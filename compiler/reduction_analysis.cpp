@@ -430,6 +430,14 @@ SplitPlan plan_split(const Program& p) {
     phase += reduces;
   }
   s.phases = phase + 1;  // the last one stores what the last reductions give
+  // Only the last phase can hold no reduction; it walks unless its passes all store a row
+  // item (a value of the reductions, not an element of the row).
+  s.last_only_stores = true;
+  for (size_t pi = 0; pi < p.passes.size(); ++pi) {
+    if (s.phase_of[pi] == phase && p.items[p.passes[pi][0]].kind != Item::row_store) {
+      s.last_only_stores = false;
+    }
+  }
   return s;
 }
 

@@ -137,6 +137,9 @@ struct SplitPlan {
   std::map<int, int> slot_of;  // reduction item -> its workspace word in a (row, block) record
   int phases = 0;
   int slots = 0;
+  // No pass of the last phase walks the row (it folds the records and stores, as after a
+  // plain sum): a split row kernel runs it in the row's first block alone.
+  bool last_only_stores = false;
 };
 SplitPlan plan_split(const Program& p);
 

@@ -55,16 +55,12 @@ void ReductionLowering::emit_split(Value* vec_ok) {
     BasicBlock* next = BasicBlock::Create(ctx_, "phase.next", fn_);
     b_.CreateCondBr(b_.CreateICmpEQ(phase_, i64(k)), body, next);
     b_.SetInsertPoint(body);
-    // A phase that only stores (no pass of it walks the row: the last, after a plain sum) is
+    // A phase that only stores (the last, after a plain sum: SplitPlan::last_only_stores) is
     // the row leader's alone; the row's other blocks leave at once rather than each fold the
     // row's S records. Measured on an H200 (bench/results/2026-11-29-h200-uniform-warp, call 2):
     // the last phase of one f32 row of 2^26 elements, 396 blocks, 4.03 -> 3.68 us under Nsight
     // Compute (torch.compile's one-block kernel: 2.59 in call 1); end to end within noise.
-    bool walks = false;
-    for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
-      walks |= plan.phase_of[pi] == k && prog_.items[prog_.passes[pi][0]].kind != Item::row_store;
-    }
-    if (!walks) {
+    if (k == plan.phases - 1 && plan.last_only_stores) {
       BasicBlock* lead = BasicBlock::Create(ctx_, "phase.lead", fn_);
       b_.CreateCondBr(b_.CreateAnd(valid, first_slice), lead, exit_);
       b_.SetInsertPoint(lead);
