@@ -79,6 +79,7 @@ OrderedJson variant_json(const Variant& v) {
   if (v.split.phases > 0) {
     out["split"] = {{"phases", v.split.phases}, {"slots", v.split.slots}, {"chunk", v.split.chunk}};
     if (v.split.min_reduced > 0) out["split"]["min_reduced"] = v.split.min_reduced;
+    if (v.split.lead_last) out["split"]["lead_last"] = true;
   }
   if (v.stage.bytes_per_element > 0) {
     out["stage"] = {{"bytes_per_element", v.stage.bytes_per_element},
@@ -315,6 +316,7 @@ Variant read_variant(const Obj& o, size_t index, const KernelInfo& k) {
     v.split.slots = static_cast<int>(so.integer("slots", 1, 1024));
     v.split.chunk = so.integer("chunk", 1, kInt64Max);
     if (so.find("min_reduced")) v.split.min_reduced = so.integer("min_reduced", 1, kInt64Max);
+    if (so.find("lead_last")) v.split.lead_last = so.boolean("lead_last");
   }
   if (o.find("stage")) {
     Obj so(o.get("stage", "an object"), o.at("stage"));
@@ -404,6 +406,12 @@ Step read_step(const Obj& o, const KernelInfo& k) {
       fail(index_path(o.at("variants"), i),
            fmt::format("a split variant in a step of kind \"{}\" (only row_reduction and "
                        "outer_reduction steps split)",
+                       to_string(s.kind)));
+    }
+    if (v.split.lead_last && s.kind != StepKind::row_reduction) {
+      fail(index_path(o.at("variants"), i),
+           fmt::format("a split variant with lead_last in a step of kind \"{}\" (only "
+                       "row_reduction steps run their last phase one block per row)",
                        to_string(s.kind)));
     }
     const bool tiled = v.tile.m > 0, contraction = s.kind == StepKind::contraction;

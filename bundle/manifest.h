@@ -29,7 +29,11 @@
 // workspace, each with
 //   block = (block_threads, 1, 1), grid = (tiles * S, 1, 1)   (at most kMaxGridX)
 // Block b walks slice b % S of tile b / S; split.chunk is the elements of the reduced extent
-// it takes per iteration.
+// it takes per iteration. A row reduction's split variant with split.lead_last (its last phase
+// only stores what the records hold: "lead_last" in JSON, present only when true) may launch
+// its last phase with grid = (tiles, 1, 1) and S in bits 32-63 of the phase argument (bits
+// 0-31: the phase); with those bits 0, as a reader that ignores lead_last launches every
+// phase, the kernel takes S from the grid.
 // A staging variant of a row reduction (Variant::stage, stage.bytes_per_element > 0) keeps
 // long rows in dynamic shared memory. For rows of R elements with R % stage.vec == 0 it uses
 // stage_bytes(stage, R) = R * bytes_per_element * rows_per_block bytes when the launch gives
@@ -162,6 +166,8 @@ struct SplitInfo {
   // (bundle/rule.h kSplitMinRowBytes of input); 0: no such limit. "min_reduced" in
   // JSON, present only when > 0 (older readers ignore it and split shorter rows too).
   int64_t min_reduced = 0;
+  // Row reductions: the last phase may run one block per tile, S in the phase's high word.
+  bool lead_last = false;
   friend bool operator==(const SplitInfo&, const SplitInfo&) = default;
 };
 

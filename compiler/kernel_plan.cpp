@@ -453,6 +453,9 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
     v.split = {
         step.split.phases, step.split.slots, chunk,
         row ? bundle::split_min_reduced(step.row_bytes_per_element * step.looping_passes()) : 0};
+    // A split row's last phase that only stores runs in the row's first block alone
+    // (compiler/lower/reduction_split.cpp), so the runtime launches it one block per row.
+    v.split.lead_last = row && step.split.last_only_stores;
   }
   if (c.stage && c.strided) {  // a tile, for rows of any length
     v.stage = {step.tile.bytes_per_element, rows_per_block(step.kind, c), 1,
@@ -812,9 +815,10 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           bundle::kSplitMinBlocks, bundle::kSplitMinChunks, v.split.chunk);
       line(fmt::format(
           "{}ceil(rows / {}) < the GPU's SMs and {}: variant {} ({}), {} spread over blocks, {} "
-          "launches through a workspace",
+          "launches through a workspace{}",
           rows, v.elements_per_block, when.empty() ? needs : when, vi, config_text(v.config), R,
-          v.split.phases));
+          v.split.phases,
+          v.split.lead_last ? " (the last, which only stores, one block per row)" : ""));
     };
     // Short columns first: one launch with the most threads along the reduced index.
     for (const int vi : rule.short_outer) {

@@ -629,7 +629,7 @@ bool reads_row_invariant_inputs(const KernelDef& abi, const ScheduledKernel& sk)
 
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {
   SplitPlan plan = plan_split(canonicalize(abi, sk, false));
-  return {plan.phases, plan.slots};
+  return {plan.phases, plan.slots, plan.last_only_stores};
 }
 
 }  // namespace kiln

@@ -25,6 +25,7 @@ int reduction_vector_width(const ScheduledKernel& sk);
 struct SplitShape {
   int phases = 0;
   int slots = 0;
+  bool last_only_stores = false;  // SplitPlan::last_only_stores
 };
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk);
 

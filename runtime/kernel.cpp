@@ -312,7 +312,7 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     const LoadedVariant& lv = steps_[s][static_cast<size_t>(l.variant)];
     CUfunction fn = l.general ? lv.general_fn : lv.fn;
     const char* launcher = "";
-    auto launch = [&] {
+    auto launch = [&](unsigned grid) {
       // A dependent launch only right after this launch's previous kernel (a workspace's
       // allocation or release from the pool between the two adds no work to the stream): the
       // first step waits for whatever the stream ran before in full, and so does a kernel
@@ -323,14 +323,14 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
       if (l.cluster > 1 || dependent) {  // clusters load only where cuLaunchKernelEx is
         std::array<CUlaunchAttribute, 2> attrs;
         const CUlaunchConfig config =
-            launch_config(l.cluster, dependent, l.grid, l.block, l.smem_bytes, stream, attrs);
+            launch_config(l.cluster, dependent, grid, l.block, l.smem_bytes, stream, attrs);
         return api.cuLaunchKernelEx(&config, fn, args.data(), nullptr);
       }
-      return api.cuLaunchKernel(fn, l.grid, 1, 1, l.block, 1, 1, l.smem_bytes, stream, args.data(),
+      return api.cuLaunchKernel(fn, grid, 1, 1, l.block, 1, 1, l.smem_bytes, stream, args.data(),
                                 nullptr);
     };
     if (l.phases == 0) {
-      if (CUresult r = launch(); r != CUDA_SUCCESS) return fail(launcher, r);
+      if (CUresult r = launch(l.grid); r != CUDA_SUCCESS) return fail(launcher, r);
       continue;
     }
     Result<CUdeviceptr> ws = rt_->alloc_async(static_cast<size_t>(l.workspace_bytes), stream);
@@ -345,10 +345,14 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
       return fail("poisoning the split workspace (cuMemsetD8Async)", r);
     }
     if (rt_->scratch_poison() >= 0) after_kernel = false;  // a memset came between
-    for (phase = 0; phase < l.phases; ++phase) {
-      if (CUresult r = launch(); r != CUDA_SUCCESS) {
+    for (int p = 0; p < l.phases; ++p) {
+      // The last phase of a lead_last variant: one block per tile, S in the high word.
+      const bool lead = l.lead_split > 0 && p == l.phases - 1;
+      phase = lead ? (l.lead_split << 32) | p : p;
+      const unsigned grid = lead ? static_cast<unsigned>(l.grid / l.lead_split) : l.grid;
+      if (CUresult r = launch(grid); r != CUDA_SUCCESS) {
         rt_->free_async(workspace, stream);
-        return fail(fmt::format("{} (phase {})", launcher, phase), r);
+        return fail(fmt::format("{} (phase {})", launcher, p), r);
       }
     }
     rt_->free_async(workspace, stream);

@@ -407,8 +407,10 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
     if (var->split.phases > 0) {
       // `blocks` tiles, each over S blocks; a workspace record of split.slots words per row
       // of a block.
-      blocks *= split_blocks(blocks, r, var->split.chunk, device.sm_count,
-                             bundle::resident_blocks(*var, device));
+      const int64_t per_tile = split_blocks(blocks, r, var->split.chunk, device.sm_count,
+                                            bundle::resident_blocks(*var, device));
+      blocks *= per_tile;
+      if (var->split.lead_last) l.lead_split = per_tile;
       int64_t record_bytes = 0;
       if (__builtin_mul_overflow(var->elements_per_block, int64_t{var->split.slots} * 4,
                                  &record_bytes) ||

@@ -96,8 +96,11 @@ struct StepLaunch {
   unsigned smem_bytes = 0;      // staging variants: dynamic shared memory
   int64_t workspace_bytes = 0;  // split variants
   int phases = 0;               // split variants: launches of the step, else 0
-  unsigned cluster = 1;         // blocks per cluster (grid a multiple), 1: no cluster
-  bool general = false;         // runs the variant's general entry (bundle::GeneralForm)
+  // Split variants with split.lead_last: the blocks per tile (S) of every phase but the last,
+  // which runs grid / S blocks and takes S in its phase argument's high word; else 0.
+  int64_t lead_split = 0;
+  unsigned cluster = 1;  // blocks per cluster (grid a multiple), 1: no cluster
+  bool general = false;  // runs the variant's general entry (bundle::GeneralForm)
 };
 
 /// How a loaded contraction variant runs in clusters (manifest.h, tile.cluster): its image's

@@ -99,8 +99,9 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
         bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count, resident);
     out.how = fmt::format(
         "split: {} tile(s) of {} row(s), each over {} blocks walking {} in chunks of {}, {} "
-        "launches through a workspace",
-        blocks, v.elements_per_block, per_tile, R, v.split.chunk, v.split.phases);
+        "launches through a workspace{}",
+        blocks, v.elements_per_block, per_tile, R, v.split.chunk, v.split.phases,
+        v.split.lead_last ? " (the last, which only stores, one block per row)" : "");
     return out;
   }
   if (step.kind == bundle::StepKind::outer_reduction) {

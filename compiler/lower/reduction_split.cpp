@@ -40,7 +40,17 @@ void ReductionLowering::emit_split(Value* vec_ok) {
   Value* valid = b_.CreateICmpULT(row, rows_, "valid");
   Value* rowc = b_.CreateSelect(valid, row, b_.CreateSub(rows_, i64(1)));
   std::vector<Value*> o = coords_of(rowc);
-  Value* record0 = b_.CreateMul(rowc, S, "record0");  // the row's first (row, block) record
+  // The row's records: S of them, but where the runtime launches the store-only last phase
+  // one block per row (manifest.h, split.lead_last) it passes the S of the phases before in
+  // the phase argument's high word; 0 there: S is the grid's.
+  Value* phase = phase_;
+  Value* records = S;
+  if (plan.last_only_stores) {
+    Value* passed = b_.CreateLShr(phase_, i64(32), "passed.S");
+    phase = b_.CreateAnd(phase_, i64(0xffffffff), "phase");
+    records = b_.CreateSelect(b_.CreateICmpEQ(passed, i64(0)), S, passed, "records");
+  }
+  Value* record0 = b_.CreateMul(rowc, records, "record0");  // the row's first record
   Value* leader = b_.CreateAnd(valid, b_.CreateICmpEQ(tid_, i64(0)));
   Value* first_slice = b_.CreateICmpEQ(slice, i64(0), "first.slice");
   Value* row_leader = b_.CreateAnd(leader, first_slice, "row.leader");
@@ -53,11 +63,12 @@ void ReductionLowering::emit_split(Value* vec_ok) {
   for (int k = 0; k < plan.phases; ++k) {
     BasicBlock* body = BasicBlock::Create(ctx_, fmt::format("phase{}", k), fn_);
     BasicBlock* next = BasicBlock::Create(ctx_, "phase.next", fn_);
-    b_.CreateCondBr(b_.CreateICmpEQ(phase_, i64(k)), body, next);
+    b_.CreateCondBr(b_.CreateICmpEQ(phase, i64(k)), body, next);
     b_.SetInsertPoint(body);
     // A phase that only stores (the last, after a plain sum: SplitPlan::last_only_stores) is
     // the row leader's alone; the row's other blocks leave at once rather than each fold the
-    // row's S records. Measured on an H200 (bench/results/2026-11-29-h200-uniform-warp, call 2):
+    // row's S records (and a runtime that reads split.lead_last launches none of them).
+    // Measured on an H200 (bench/results/2026-11-29-h200-uniform-warp, call 2):
     // the last phase of one f32 row of 2^26 elements, 396 blocks, 4.03 -> 3.68 us under Nsight
     // Compute (torch.compile's one-block kernel: 2.59 in call 1); end to end within noise.
     if (k == plan.phases - 1 && plan.last_only_stores) {
@@ -71,7 +82,7 @@ void ReductionLowering::emit_split(Value* vec_ok) {
       if (plan.phase_of[pi] >= k) continue;
       for (int r : reductions_of(prog_.passes[pi])) done.push_back(r);
     }
-    fold_records(done, plan, record0, S, results);
+    fold_records(done, plan, record0, records, results);
     for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
       const std::vector<int>& pass = prog_.passes[pi];
       if (plan.phase_of[pi] == k - 1) store_reductions(pass, row_point, results, row_leader);

@@ -1,7 +1,7 @@
 // Prints the LLVM IR (unoptimized, NVPTX intrinsics and all) of one variant of step 0 of a
 // kernel of a spec, for tests/cpu_sim/run.sh, scan.sh, rows.sh and outer.sh; on stderr, "block
-// elements_per_block tiled" (pointwise) or "block elements_per_block split_phases" (scans and
-// reductions).
+// elements_per_block tiled" (pointwise), "block elements_per_block split_phases split_slots"
+// (scans) or "block elements_per_block split_phases split_slots split_lead_last" (reductions).
 //   kiln_cpu_sim_dump SPEC KERNEL VARIANT      (VARIANT -1: print the number of variants;
 //                                               -2: the strided variant and the default)
 #include <llvm/IR/LLVMContext.h>
@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
     }
     if (const auto* rc = std::get_if<ReductionConfig>(&pv.config)) {
       lower_reduction(m, *st.abi, *st.sk, *rc, "kern", &layout);
-      std::cerr << pv.block_threads << " " << pv.elements_per_block << " " << pv.split.phases
-                << "\n";
+      std::cerr << pv.block_threads << " " << pv.elements_per_block << " " << pv.split.phases << " "
+                << pv.split.slots << " " << pv.split.lead_last << "\n";
       std::cout << module_text(m);
       return 0;
     }

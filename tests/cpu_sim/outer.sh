@@ -20,7 +20,7 @@ check() {
   for ((v = 0; v < n; v++)); do
     local block epb phases
     sim_build "$out/outer_driver$K.o" "$s" "$kernel" $v "$out/outer_sim"
-    read -r block epb phases <<< "$sim_stats"
+    read -r block epb phases _ <<< "$sim_stats"
     local splits=1 shape S
     ((phases > 0)) && splits="1 5"
     for shape in "$@"; do

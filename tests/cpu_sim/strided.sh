@@ -43,7 +43,7 @@ check_rows() {
   read -r last _ < <("$dump" "$spec" "$kernel" -2)
   for v in $((last - 1)) "$last"; do
     sim_build "$out/rows_driver$K.o" "$spec" "$kernel" "$v" "$out/rows_sim" "--smem=$smem"
-    read -r block epb phases <<< "$sim_stats"
+    read -r block epb phases _ <<< "$sim_stats"
     for shape in "$@"; do
       if ! r=$("$out/rows_sim" "$block" "$epb" $shape); then
         echo "FAIL $kernel v$v smem=$smem [$shape]: $r"; fail=1

@@ -388,6 +388,7 @@ TEST_CASE("few, very long rows run the split variant, its workspace is freed", "
     Args a(*rt, k.info(), sym);
     const int live = fake.live();
     fake.reset();
+    fake.set_arg_count(6);  // x, s, M, N, then a split's workspace and phase
     REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
     REQUIRE(fake.launches() >= 1);
     const std::string entry = fake.entry(0);
@@ -398,6 +399,23 @@ TEST_CASE("few, very long rows run the split variant, its workspace is freed", "
     REQUIRE(ran != nullptr);
     CHECK((ran->split.phases > 0) == c.split);
     CHECK(fake.launches() == (c.split ? ran->split.phases : 1));
+    if (c.split) {
+      // A plain sum's last phase only stores: it runs one block per row (split.lead_last),
+      // S, the blocks per row of the first, in its phase argument's high word.
+      REQUIRE(ran->split.lead_last);
+      REQUIRE(ran->split.phases == 2);
+      unsigned walk = 0, last = 0;
+      fake.entry(0, &walk);
+      CHECK(fake.entry(1, &last) == entry);
+      CHECK(last == c.m);
+      REQUIRE(walk % c.m == 0);
+      const uint64_t S = walk / c.m;
+      CHECK(S >= bundle::kSplitMinBlocks);
+      CHECK(fake.arg(0, 5) == 0);
+      CHECK(fake.arg(1, 5) == (S << 32 | 1));
+      CHECK(fake.arg(0, 4) == fake.arg(1, 4));  // one workspace
+    }
+    fake.set_arg_count(0);
     // The pure heuristic says the same as the launch.
     std::vector<bool> loadable(step.variants.size(), true);
     launch::StepRule rule = launch::step_rule(step, loadable, {132, true});
@@ -405,6 +423,40 @@ TEST_CASE("few, very long rows run the split variant, its workspace is freed", "
           entry);
     CHECK(fake.live() == live);  // the workspace went back
   }
+}
+
+TEST_CASE("a split whose last phase walks the rows launches every phase on the full grid",
+          "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("softmax"));
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("softmax");
+  const std::map<std::string, int64_t> sym{{"M", 3}, {"N", 3000017}};
+  Args a(*rt, k.info(), sym);
+  fake.reset();
+  fake.set_arg_count(6);  // x, y, M, N, workspace, phase
+  REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
+  const std::string entry = fake.entry(0);
+  const bundle::Variant* ran = nullptr;
+  for (const bundle::Variant& v : step_of(k, 0).variants) {
+    if (v.entry == entry) ran = &v;
+  }
+  REQUIRE(ran != nullptr);
+  REQUIRE(ran->split.phases == 3);  // the maximum, the sum, then y = e / s over the row
+  CHECK_FALSE(ran->split.lead_last);
+  REQUIRE(fake.launches() == 3);
+  unsigned first = 0;
+  fake.entry(0, &first);
+  CHECK(first % 3 == 0);
+  CHECK(first / 3 >= bundle::kSplitMinBlocks);
+  for (int p = 0; p < 3; ++p) {
+    unsigned grid = 0;
+    CHECK(fake.entry(p, &grid) == entry);
+    CHECK(grid == first);
+    CHECK(fake.arg(p, 5) == static_cast<uint64_t>(p));
+  }
+  fake.set_arg_count(0);
 }
 
 TEST_CASE("odd rows run the shifting twin of the tier, tuned for the bucket or not", "[launch]") {

@@ -379,33 +379,34 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   struct Case {
     const char* spec;
     int phases, slots;
+    bool lead_last;  // the last phase only stores: one block per row
   } cases[] = {
-      {"kernel k(x: f32[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }", 2, 1},
+      {"kernel k(x: f32[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }", 2, 1, true},
       {R"(kernel k(x: bf16[M, N]) -> (y: bf16[M, N]) {
   mx[i] = max(x[i, j], j)
   e[i, j] = exp(x[i, j] - mx[i])
   s[i] = sum(e[i, j], j)
   y[i, j] = e[i, j] / s[i]
 })",
-       3, 2},
+       3, 2, false},
       {R"(kernel k(x: bf16[M, N]) -> (y: f32[M]) {
   mx[i] = max(x[i, j], j)
   y[i] = mx[i] + log(sum(exp(x[i, j] - mx[i]), j))
 })",
-       3, 2},
+       3, 2, true},
       // mean is stored when its sum is complete (phase 1), var in phase 2.
       {R"(kernel k(x: bf16[M, N]) -> (mean: f32[M], var: f32[M]) {
   mean[i] = sum(x[i, j], j) / N
   var[i] = sum((x[i, j] - mean[i]) * (x[i, j] - mean[i]), j) / N
 })",
-       3, 2},
+       3, 2, true},
       // h is stored in the same phase as the sum of squares is taken.
       {R"(kernel k(x: f32[M, N], r: f32[M, N], w: f32[N]) -> (h: f32[M, N], y: f32[M, N]) {
   h[i, j] = x[i, j] + r[i, j]
   ms[i] = sum(h[i, k] * h[i, k], k) / N
   y[i, j] = h[i, j] * rsqrt(ms[i] + 1e-6) * w[j]
 })",
-       2, 1},
+       2, 1, false},
   };
   for (const Case& c : cases) {
     INFO(c.spec);
@@ -425,6 +426,7 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
       CHECK(v.max_reduced == 0);  // never a tier: the runtime picks it for few, long rows
       CHECK(v.split.phases == c.phases);
       CHECK(v.split.slots == c.slots);
+      CHECK(v.split.lead_last == c.lead_last);
       CHECK(v.split.chunk == v.config.at("block") * v.config.at("vec") * v.config.at("items"));
     }
     CHECK(split == 3);
@@ -444,6 +446,7 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
     CHECK(!v.is_default);
     CHECK(v.split.phases == 2);
     CHECK(v.split.slots == 1);
+    CHECK_FALSE(v.split.lead_last);  // outer splits launch every phase on the full grid
     CHECK(v.elements_per_block == v.config.at("block") / v.config.at("group") * v.config.at("vec"));
     CHECK(v.split.chunk == v.config.at("group") * v.config.at("items"));
   }

@@ -396,6 +396,21 @@ TEST_CASE("a split variant round-trips and only a row reduction step may have on
   CHECK(error_with([](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "pointwise"; }) ==
         v2 + ": a split variant in a step of kind \"pointwise\" (only row_reduction and "
              "outer_reduction steps split)");
+
+  // lead_last: in JSON only when true (a reader before it launches every phase on the full
+  // grid, which the kernel also serves), and only in a row reduction step.
+  m.kernels[0].steps[0].variants[2].split.lead_last = true;
+  text = to_json(m);
+  back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  j = Json::parse(text);
+  CHECK(variant_json(j, 2)["split"]["lead_last"] == true);
+  CHECK(error_with([](Json& e) { variant_json(e, 2)["split"]["lead_last"] = 1; }) ==
+        v2 + ".split.lead_last: expected a boolean, got an integer");
+  CHECK(error_with([](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "outer_reduction"; }) ==
+        v2 + ": a split variant with lead_last in a step of kind \"outer_reduction\" (only "
+             "row_reduction steps run their last phase one block per row)");
 }
 
 TEST_CASE("step kinds: one enum, spelled as before in the manifest", "[runtime]") {
