@@ -199,7 +199,7 @@ BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::st
   if (step.kind == StepKind::outer_reduction && blocks + 1 < target) tries.push_back(blocks + 1);
   for (int t : tries) {
     BuiltImage hinted = build_image_once(step, cfg, entry, arch, assemble, t);
-    if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 &&
+    if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 && hinted.cubin->registers > 0 &&
         hinted.cubin->registers < out.cubin->registers) {
       return hinted;
     }

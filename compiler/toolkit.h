@@ -23,6 +23,16 @@ struct Cubin {
   std::string info_log;
 };
 
+/// What a cubin's own records (its .nv.info attributes) say about `entry`: the registers a
+/// thread takes (EIATTR_REGCOUNT) and its local memory frame in bytes (EIATTR_FRAME_SIZE: spill
+/// slots and local arrays). `found` is false when the cubin names no such entry or cannot be read.
+struct CubinFacts {
+  bool found = false;
+  int registers = 0;
+  int frame_bytes = 0;
+};
+CubinFacts cubin_facts(const std::string& cubin, const std::string& entry);
+
 /// How an image is assembled: by nvJitLink, which has ptxas compile it as relocatable code
 /// (separate compilation, in process), or by the toolkit's ptxas as a whole program (a process
 /// per call). compile.cpp's `assembly_for` says which kernels take which, and why.

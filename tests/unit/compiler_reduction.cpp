@@ -18,6 +18,7 @@
 #include "compiler/kernel_plan.h"
 #include "compiler/lower_reduction.h"
 #include "compiler/schedule.h"
+#include "compiler/toolkit.h"
 #include "ir/text.h"
 
 namespace kiln {
@@ -1091,6 +1092,61 @@ TEST_CASE("near misses of the fusion patterns keep their passes", "[compiler][re
     CHECK(p.looped == p.held);
     CHECK(p.fused.empty());
   }
+}
+
+// nvJitLink answers from the CUDA compute cache without running ptxas on a machine with a
+// driver, and its log then lacks ptxas's report (compiler/toolkit.cpp): the registers and local
+// frame an image records must then come from the cubin, and say what the report says.
+TEST_CASE("a cubin's own records give its registers and local frame, as ptxas reports them",
+          "[compiler][reduction]") {
+  Program p = parse_program(
+      "kernel total(x: f32[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }\n"
+      "kernel colsum(x: bf16[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }\n");
+  CompileOptions opts;
+  opts.archs = {"sm_90"};
+  const CompiledBundle b = compile_program(p, opts);
+  for (const std::string& w : b.warnings) {
+    INFO("compile warning: " << w);
+    CHECK(w.find(" not found") != std::string::npos);
+  }
+  if (!b.warnings.empty()) {
+    WARN("no cubins (" << b.warnings[0] << "): not tested");
+    return;
+  }
+  int checked = 0;
+  for (const bundle::KernelInfo& k : b.manifest.kernels) {
+    for (const bundle::Variant& v : k.steps.at(0).variants) {
+      const bundle::ArchImage& im = v.images.at(0);
+      INFO(v.entry);
+      const CubinFacts f = cubin_facts(b.files.at(im.cubin), v.entry);
+      REQUIRE(f.found);
+      CHECK(im.registers > 0);
+      CHECK(f.registers == im.registers);
+      CHECK((f.frame_bytes > 0) == (im.spill_bytes > 0));
+      CHECK_FALSE(cubin_facts(b.files.at(im.cubin), v.entry + "_not").found);
+      ++checked;
+    }
+  }
+  CHECK(checked > 40);
+  // An image ptxas spills (the variant that takes the most registers, allowed 24): a frame.
+  const std::vector<bundle::Variant>& vs = b.manifest.kernels.at(0).steps.at(0).variants;
+  const bundle::Variant& v =
+      *std::max_element(vs.begin(), vs.end(), [](const auto& x, const auto& y) {
+        return x.images.at(0).registers < y.images.at(0).registers;
+      });
+  REQUIRE(v.images.at(0).registers > 32);
+  std::string ptx = b.files.at(v.images.at(0).ptx);
+  const size_t at = ptx.find(".maxntid");
+  REQUIRE(at != std::string::npos);
+  ptx.insert(at, ".maxnreg 24\n");
+  Result<Cubin> tight = assemble_cubin(ptx, "sm_90", v.entry);
+  REQUIRE(tight.ok());
+  INFO(tight->info_log);
+  REQUIRE(tight->spill_bytes > 0);
+  const CubinFacts f = cubin_facts(tight->bytes, v.entry);
+  CHECK(f.registers == tight->registers);
+  CHECK(f.frame_bytes > 0);
+  CHECK_FALSE(cubin_facts("not an ELF file", v.entry).found);
 }
 
 }  // namespace kiln
