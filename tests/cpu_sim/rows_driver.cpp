@@ -148,24 +148,19 @@ int main(int argc, char** argv) {
   std::vector<T> row(N);
   for (long i = 0; i < M; ++i) {
     for (long j = 0; j < N; ++j) row[j] = at(i, j);
+#if LSE || SOFTMAX
+    double mx = -INFINITY, s = 0;
+    bool nan = false;
+    for (long j = 0; j < N; ++j) {
+      nan |= std::isnan(value(row[j]));
+      mx = std::max(mx, double(value(row[j])));
+    }
+    for (long j = 0; j < N; ++j) s += std::exp(double(value(row[j])) - mx);
 #if LSE
-    double mx = -INFINITY, s = 0;
-    bool nan = false;
-    for (long j = 0; j < N; ++j) {
-      nan |= std::isnan(value(row[j]));
-      mx = std::max(mx, double(value(row[j])));
-    }
-    for (long j = 0; j < N; ++j) s += std::exp(double(value(row[j])) - mx);
     want[0] = nan ? NAN : mx + std::log(s);
-#elif SOFTMAX
-    double mx = -INFINITY, s = 0;
-    bool nan = false;
-    for (long j = 0; j < N; ++j) {
-      nan |= std::isnan(value(row[j]));
-      mx = std::max(mx, double(value(row[j])));
-    }
-    for (long j = 0; j < N; ++j) s += std::exp(double(value(row[j])) - mx);
+#else
     for (long j = 0; j < N; ++j) want[j] = nan ? NAN : std::exp(double(value(row[j])) - mx) / s;
+#endif
 #else
     double mean = 0, var = 0;
     for (long j = 0; j < N; ++j) mean += value(row[j]);

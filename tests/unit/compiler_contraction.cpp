@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -19,6 +20,7 @@
 #include "compiler/toolkit.h"
 #include "ir/text.h"
 #include "runtime/launch.h"
+#include "tests/unit/test_support.h"
 
 using namespace kiln;
 
@@ -535,18 +537,10 @@ TEST_CASE("contraction: warp-specialized images keep their wgmma pipeline and se
   Program p = parse_program(
       "kernel f(a: bf16[M, K], w: bf16[K, N], bias: bf16[N]) -> (c: bf16[M, N]) {\n"
       "  c[i, j] = sum(a[i, k] * w[k, j], k) + bias[j]\n}\n");
-  CompileOptions opts;
-  opts.archs = {"sm_90"};
-  const CompiledBundle b = compile_program(p, opts);
   // Only a missing toolkit skips; any other warning (ptxas refused an image) fails.
-  for (const std::string& w : b.warnings) {
-    INFO("compile warning: " << w);
-    CHECK(w.find(" not found") != std::string::npos);
-  }
-  if (!b.warnings.empty()) {
-    WARN("no cubins (" << b.warnings[0] << "): not tested");
-    return;
-  }
+  const std::optional<CompiledBundle> compiled = testing::compile_with_cubins(p, {"sm_90"});
+  if (!compiled) return;
+  const CompiledBundle& b = *compiled;
   const bundle::Step& st = b.manifest.kernels.at(0).steps.at(0);
   int checked = 0, pingpong = 0;
   for (const bundle::Variant& v : st.variants) {

@@ -20,6 +20,7 @@
 #include "compiler/schedule.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
+#include "tests/unit/test_support.h"
 
 namespace kiln {
 namespace {
@@ -1102,17 +1103,9 @@ TEST_CASE("a cubin's own records give its registers and local frame, as ptxas re
   Program p = parse_program(
       "kernel total(x: f32[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }\n"
       "kernel colsum(x: bf16[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }\n");
-  CompileOptions opts;
-  opts.archs = {"sm_90"};
-  const CompiledBundle b = compile_program(p, opts);
-  for (const std::string& w : b.warnings) {
-    INFO("compile warning: " << w);
-    CHECK(w.find(" not found") != std::string::npos);
-  }
-  if (!b.warnings.empty()) {
-    WARN("no cubins (" << b.warnings[0] << "): not tested");
-    return;
-  }
+  const std::optional<CompiledBundle> compiled = testing::compile_with_cubins(p, {"sm_90"});
+  if (!compiled) return;
+  const CompiledBundle& b = *compiled;
   int checked = 0;
   for (const bundle::KernelInfo& k : b.manifest.kernels) {
     for (const bundle::Variant& v : k.steps.at(0).variants) {

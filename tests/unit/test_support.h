@@ -7,9 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "compiler/compile.h"
 #include "ir/diag.h"
 #include "ir/text.h"
 
@@ -54,5 +57,23 @@ struct FloatMath {
   bool gt(float x, float y) { return x > y; }
   float select(bool c, float x, float y) { return c ? x : y; }
 };
+
+/// compile_program(p) for `archs`, cubins included; nullopt (with a WARN saying why) where the
+/// toolkit's assembler is missing. Any other warning (an assembler refused an image) fails.
+inline std::optional<CompiledBundle> compile_with_cubins(const Program& p,
+                                                         const std::vector<std::string>& archs) {
+  CompileOptions opts;
+  opts.archs = archs;
+  CompiledBundle b = compile_program(p, opts);
+  for (const std::string& w : b.warnings) {
+    INFO("compile warning: " << w);
+    CHECK(w.find(" not found") != std::string::npos);
+  }
+  if (!b.warnings.empty()) {
+    WARN("no cubins (" << b.warnings[0] << "): not tested");
+    return std::nullopt;
+  }
+  return b;
+}
 
 }  // namespace kiln::testing
