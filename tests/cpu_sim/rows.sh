@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CPU check of the row reduction kernels of tests/cpu_sim/rows.kiln (compiler/lower/
-# reduction_rows.cpp): unsplit variants' LLVM IR is lowered to the host (to_host.py),
+# reduction_rows.cpp, and reduction_split.cpp for the split variants checked first, below):
+# the variants' LLVM IR is lowered to the host (to_host.py),
 # compiled with llc and run by rows_driver.cpp with one fiber per GPU thread (a barrier
 # per warp for the shuffles), then compared with an f64 reference at awkward row lengths:
 # shorter than 2 vectors, odd (every row at another alignment: shifted rows, their head and
