@@ -80,9 +80,19 @@ int log_number(const std::string& log, const char* pattern) {
 
 // The assembler's numbers for `entry`: its part of the log, from "Compiling entry function
 // 'entry'" to the next entry's, when it names the entry; else the first numbers of the log.
+//
+// nvJitLink keeps what ptxas made in the CUDA compute cache (~/.nv/ComputeCache) on a machine
+// with a driver, and when the cache answers no ptxas runs: its info log then holds only the
+// link's summary ("used 48 registers, ... 0 bytes lmem"), never ptxas's report. Measured on the
+// H200 machine (bench/results/2026-11-29-h200-lead-last, call 2 and the probe after it): the
+// same PTX linked twice in one process gave the report once; a bundle compiled a second time
+// recorded 0 registers for every variant, and the occupancy hint then kept an image that
+// spills. So an image whose log has no report takes the registers from the cubin and counts its
+// local frame as spills (an upper bound: every spill slot is in the frame).
 void read_numbers(Cubin& c, const std::string& entry) {
   std::string log = c.info_log;
   const std::string head = "Compiling entry function '";
+  const bool report = log.find(head) != std::string::npos;
   if (size_t at = log.find(head + entry + "'"); !entry.empty() && at != std::string::npos) {
     const size_t end = log.find(head, at + head.size());
     log = log.substr(at, end == std::string::npos ? std::string::npos : end - at);
@@ -91,22 +101,11 @@ void read_numbers(Cubin& c, const std::string& entry) {
   c.spill_bytes = log_number(log, R"((\d+) bytes spill stores)") +
                   log_number(log, R"((\d+) bytes spill loads)");
   c.shared_bytes = log_number(log, R"((\d+) bytes smem)");
-}
-
-// nvJitLink keeps what ptxas made in the CUDA compute cache (~/.nv/ComputeCache) on a machine
-// with a driver, and when the cache answers no ptxas runs: its info log then holds only the
-// link's summary ("used 48 registers, ... 0 bytes lmem"), never ptxas's report. Measured on the
-// H200 machine (bench/results/2026-11-29-h200-lead-last, call 2 and the probe after it): the
-// same PTX linked twice in one process gave the report once; a bundle compiled a second time
-// recorded 0 registers for every variant, and the occupancy hint then kept an image that
-// spills. So an image whose log has no report for its entry takes the registers from the cubin
-// and counts its local frame as spills (an upper bound: every spill slot is in the frame).
-void read_cubin_numbers(Cubin& c, const std::string& entry) {
-  if (c.info_log.find("Compiling entry function") != std::string::npos) return;
-  const CubinFacts f = cubin_facts(c.bytes, entry);
-  if (!f.found) return;
-  c.registers = f.registers;
-  c.spill_bytes = f.frame_bytes;
+  if (report) return;
+  if (const CubinFacts f = cubin_facts(c.bytes, entry); f.found) {
+    c.registers = f.registers;
+    c.spill_bytes = f.frame_bytes;
+  }
 }
 
 std::string read_file(const std::filesystem::path& p) {
@@ -338,7 +337,6 @@ Result<Cubin> assemble_cubin(const std::string& ptx, const std::string& arch,
     api.cubin(h, out.bytes.data());
     out.info_log = read_log(api.info_log_size, api.info_log);
     read_numbers(out, entry);
-    read_cubin_numbers(out, entry);
   }
   api.destroy(&h);
   if (!st.ok()) return st;
