@@ -187,7 +187,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     EXPECT(static_cast<int>(l.block) == var.block_threads);
     EXPECT(l.workspace_bytes >= 0 && l.phases == var.split.phases);
     EXPECT(l.smem_bytes <= smem[s][static_cast<size_t>(l.variant)]);
+    // The workspace lies after the buffers, inside the scratch.
+    EXPECT(layout.scratch_bytes - layout.workspace_offset >= l.workspace_bytes);
   }
+  EXPECT(layout.workspace_offset == layout.buffer_bytes &&
+         layout.workspace_offset % bundle::kBufferAlign == 0);
   int64_t end = 0;
   for (size_t i = 0; i < info.buffers.size(); ++i) {
     EXPECT(layout.buffer_offset[i] % bundle::kBufferAlign == 0 && layout.buffer_offset[i] >= end);

@@ -77,7 +77,9 @@ namespace kiln {
   X(cuMemFreeAsync)                         \
   X(cuTensorMapEncodeTiled) /* CUDA 12.0 */ \
   X(cuLaunchKernelEx)                       \
-  X(cuOccupancyMaxActiveClusters)
+  X(cuOccupancyMaxActiveClusters)           \
+  X(cuStreamIsCapturing) /* CUDA 10.0 */    \
+  X(cuStreamGetId)       /* CUDA 12.0 */
 
 /// Function pointers into libcuda, one per entry point of KILN_DRIVER_FUNCTIONS and
 /// KILN_DRIVER_OPTIONAL_FUNCTIONS.

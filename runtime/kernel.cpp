@@ -211,40 +211,34 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
                                           static_cast<size_t>(bytes), stream);
   };
 
-  CUdeviceptr buffers = 0;
+  // One scratch memory holds the buffers, then the split steps' workspace; the lease gives it
+  // back (to the stream's keeping, or freed in stream order) on every path out.
+  Runtime::ScratchLease scratch;
   std::array<CUdeviceptr, launch::kMaxArgs> buffer_ptrs{};
-  if (nb > 0) {
-    Result<CUdeviceptr> a = rt_->alloc_async(static_cast<size_t>(layout.buffer_bytes), stream);
-    if (!a.ok()) {
-      return Status::error(fmt::format("{}: the kernel's buffers ({} bytes): {}", info.name,
-                                       layout.buffer_bytes, a.message()));
-    }
-    buffers = *a;
-    if (buffers % bundle::kBufferAlign != 0) {  // the driver's pools align to more
-      rt_->free_async(buffers, stream);
+  if (layout.scratch_bytes > 0) {
+    if (Status st = rt_->scratch(static_cast<size_t>(layout.scratch_bytes), stream, scratch);
+        !st.ok()) {
       return Status::error(
-          fmt::format("{}: the driver allocated the kernel's buffers at {:#x}, "
+          fmt::format("{}: the kernel's scratch memory ({} bytes: buffers and "
+                      "split workspace): {}",
+                      info.name, layout.scratch_bytes, st.message()));
+    }
+    if (scratch.ptr() % bundle::kBufferAlign != 0) {  // the driver's pools align to more
+      return Status::error(
+          fmt::format("{}: the driver allocated the kernel's scratch memory at {:#x}, "
                       "not a multiple of {} bytes",
-                      info.name, buffers, bundle::kBufferAlign));
+                      info.name, scratch.ptr(), bundle::kBufferAlign));
     }
-    for (size_t i = 0; i < nb; ++i) {
-      buffer_ptrs[i] = buffers + static_cast<CUdeviceptr>(layout.buffer_offset[i]);
-    }
-    if (CUresult r = poison(buffers, layout.buffer_bytes); r != CUDA_SUCCESS) {
-      rt_->free_async(buffers, stream);
+  }
+  for (size_t i = 0; i < nb; ++i) {
+    buffer_ptrs[i] = scratch.ptr() + static_cast<CUdeviceptr>(layout.buffer_offset[i]);
+  }
+  if (nb > 0) {
+    if (CUresult r = poison(scratch.ptr(), layout.buffer_bytes); r != CUDA_SUCCESS) {
       return Status::error(fmt::format("{}: poisoning the kernel's buffers failed: {}", info.name,
                                        rt_->describe(r)));
     }
   }
-  // Freed in stream order after whatever was enqueued, on every path out.
-  struct FreeBuffers {
-    const Runtime* rt;
-    CUdeviceptr p;
-    CUstream stream;
-    ~FreeBuffers() {
-      if (p != 0) rt->free_async(p, stream);
-    }
-  } free_buffers{rt_, buffers, stream};
 
   // A scalar's slot holds its value zero-extended (manifest.h): on a little-endian host the
   // slot's address is the address of its value in its own type, which is what the driver
@@ -313,10 +307,9 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     CUfunction fn = l.general ? lv.general_fn : lv.fn;
     const char* launcher = "";
     auto launch = [&](unsigned grid) {
-      // A dependent launch only right after this launch's previous kernel (a workspace's
-      // allocation or release from the pool between the two adds no work to the stream): the
-      // first step waits for whatever the stream ran before in full, and so does a kernel
-      // after a workspace's poisoning.
+      // A dependent launch only right after this launch's previous kernel: the first step
+      // waits for whatever the stream ran before in full (a launch before it on the stream
+      // may have used the same scratch), and so does a kernel after a workspace's poisoning.
       const bool dependent = after_kernel && lv.dependent && rt_->dependent_launch();
       after_kernel = true;
       launcher = l.cluster > 1 || dependent ? "cuLaunchKernelEx" : "cuLaunchKernel";
@@ -333,15 +326,8 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
       if (CUresult r = launch(l.grid); r != CUDA_SUCCESS) return fail(launcher, r);
       continue;
     }
-    Result<CUdeviceptr> ws = rt_->alloc_async(static_cast<size_t>(l.workspace_bytes), stream);
-    if (!ws.ok()) {
-      return Status::error(
-          fmt::format("{}: step {} ({}), variant {}: the split reduction's workspace: {}",
-                      info.name, s, info.steps[s].name, l.variant, ws.message()));
-    }
-    workspace = *ws;
+    workspace = scratch.ptr() + static_cast<CUdeviceptr>(layout.workspace_offset);
     if (CUresult r = poison(workspace, l.workspace_bytes); r != CUDA_SUCCESS) {
-      rt_->free_async(workspace, stream);
       return fail("poisoning the split workspace (cuMemsetD8Async)", r);
     }
     if (rt_->scratch_poison() >= 0) after_kernel = false;  // a memset came between
@@ -351,11 +337,9 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
       phase = lead ? (l.lead_split << 32) | p : p;
       const unsigned grid = lead ? static_cast<unsigned>(l.grid / l.lead_split) : l.grid;
       if (CUresult r = launch(grid); r != CUDA_SUCCESS) {
-        rt_->free_async(workspace, stream);
         return fail(fmt::format("{} (phase {})", launcher, p), r);
       }
     }
-    rt_->free_async(workspace, stream);
   }
   return Status::ok_status();
 }

@@ -327,6 +327,7 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
     out.buffer_bytes =
         ceil_div(out.buffer_bytes + bytes, bundle::kBufferAlign) * bundle::kBufferAlign;
   }
+  int64_t workspace = 0;  // the largest split step's
   for (size_t s = 0; s < info.steps.size(); ++s) {
     const bundle::Step& step = info.steps[s];
     const int64_t n = *numel(enc.spaces[s], symbols);   // checked
@@ -439,6 +440,14 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
     l.general = bundle::runs_general(var->general, n, inner);
     l.grid = static_cast<unsigned>(std::min(blocks, bundle::kMaxGridX));
     l.block = static_cast<unsigned>(var->block_threads);
+    workspace = std::max(workspace, l.workspace_bytes);
+  }
+  out.workspace_offset = out.buffer_bytes;
+  if (__builtin_add_overflow(out.buffer_bytes, workspace, &out.scratch_bytes)) {
+    return Status::error(
+        fmt::format("{}: the buffers ({} bytes) and a split workspace ({} bytes) "
+                    "overflow int64 bytes",
+                    info.name, out.buffer_bytes, workspace));
   }
   return Status::ok_status();
 }

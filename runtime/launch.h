@@ -6,8 +6,9 @@
 //   2. choose: per step a tuned winner, else heuristic_variant, evaluated on checked values
 //      only (a symbol of 0 never reaches a division);
 //   3. lay_out: the vector-alignment fallback, each step's grid, a split step's workspace, a
-//      staging step's dynamic shared memory, the buffers' offsets in one allocation;
-//   4. enqueue (Kernel::enqueue): the buffers' allocation, the launches, the frees.
+//      staging step's dynamic shared memory, the buffers' and the workspace's offsets in one
+//      scratch memory;
+//   4. enqueue (Kernel::enqueue): the scratch (Runtime::scratch), the launches.
 // Steps 1 to 3 are pure functions of the manifest, the device's facts and the arguments:
 // `kiln explain`, the tests and the launch fuzz target call them without a GPU. They allocate
 // nothing (the hot path stays allocation-free); only the error messages do.
@@ -132,7 +133,12 @@ TensorMapRequest tensor_map_request(const bundle::KernelInfo& info, const Encode
 struct Layout {
   std::array<StepLaunch, kMaxSteps> steps{};
   std::array<int64_t, kMaxArgs> buffer_offset{};  // [buffer], each a multiple of kBufferAlign
-  int64_t buffer_bytes = 0;                       // the one allocation holding every buffer
+  int64_t buffer_bytes = 0;                       // every buffer, from the scratch's start
+  // The split steps' workspace (one at a time, each poisoned before its step when asked),
+  // after the buffers in the same scratch memory, and the scratch's size: buffer_bytes plus
+  // the largest step's workspace_bytes (0: the launch needs no scratch).
+  int64_t workspace_offset = 0;
+  int64_t scratch_bytes = 0;
 };
 
 /// Step 3, on arguments that passed step 1 and variants that exist and loaded. A variant whose

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -420,6 +421,15 @@ void Runtime::set_dependent_launch(bool on) {
 
 Runtime::~Runtime() {
   // The library handle stays open: libcuda keeps threads that must not lose their code.
+  if (kept_count_ > 0) {
+    // The kept scratch's streams may be gone: once the device is idle no launch reads it.
+    (void)make_current();
+    (void)api_->cuCtxSynchronize();
+    for (int i = 0; i < kept_count_; ++i) {
+      if (kept_[i].ptr != 0) (void)api_->cuMemFreeAsync(kept_[i].ptr, nullptr);
+    }
+    (void)api_->cuCtxSynchronize();
+  }
   if (pool_ != nullptr) (void)api_->cuMemPoolDestroy(pool_);
   if (ctx_ != nullptr) (void)api_->cuDevicePrimaryCtxRelease(dev_);
 }
@@ -439,6 +449,90 @@ Result<CUdeviceptr> Runtime::alloc_async(size_t bytes, CUstream stream) const {
 
 void Runtime::free_async(CUdeviceptr p, CUstream stream) const {
   (void)api_->cuMemFreeAsync(p, stream);
+}
+
+// The slot of `stream`'s kept scratch, claimed and holding at least `bytes`, or -1 where the
+// lease takes its memory from the pool instead (Runtime::scratch says when).
+int Runtime::claim_kept(size_t bytes, CUstream stream) const {
+  if (bytes > kMaxCachedScratch || api_->cuStreamIsCapturing == nullptr ||
+      api_->cuStreamGetId == nullptr) {
+    return -1;
+  }
+  // A stream in capture records the pool's allocation as the graph's memory node instead: a
+  // graph replayed later must not share memory with the stream's launches. An error (the
+  // legacy stream while another thread captures) is treated the same way.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  unsigned long long id = 0;
+  if (api_->cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS ||
+      capture != CU_STREAM_CAPTURE_STATUS_NONE ||
+      api_->cuStreamGetId(stream, &id) != CUDA_SUCCESS) {
+    return -1;
+  }
+  std::lock_guard lock(scratch_mu_);
+  int slot = -1;
+  for (int i = 0; i < kept_count_ && slot < 0; ++i) {
+    if (kept_[i].stream_id == id) slot = i;
+  }
+  if (slot < 0) {
+    if (kept_count_ == kCachedStreams) return -1;
+    slot = kept_count_++;
+    kept_[slot] = KeptScratch{id, 0, 0, false};
+  }
+  KeptScratch& k = kept_[slot];
+  if (k.busy) return -1;  // another thread's launch on this stream holds it
+  if (k.bytes < bytes) {
+    // Grown to a power of two, so that a stream whose shapes grow reallocates a few times.
+    const size_t grown = std::min(std::bit_ceil(std::max<size_t>(bytes, 4096)), kMaxCachedScratch);
+    CUdeviceptr p = 0;
+    if (api_->cuMemAllocFromPoolAsync(&p, grown, pool_, stream) != CUDA_SUCCESS) return -1;
+    // The old memory after the launches before on this very stream, in stream order.
+    if (k.ptr != 0) (void)api_->cuMemFreeAsync(k.ptr, stream);
+    k.ptr = p;
+    k.bytes = grown;
+  }
+  k.busy = true;
+  return slot;
+}
+
+Status Runtime::scratch(size_t bytes, CUstream stream, ScratchLease& out) const {
+  out.release();
+  if (pool_ == nullptr) {
+    return Status::error(
+        "this CUDA driver has no stream-ordered memory pools (cuMemAllocFromPoolAsync)");
+  }
+  out.rt_ = this;
+  out.stream_ = stream;
+  if (const int slot = claim_kept(bytes, stream); slot >= 0) {
+    out.slot_ = slot;
+    std::lock_guard lock(scratch_mu_);
+    out.ptr_ = kept_[slot].ptr;
+    return Status::ok_status();
+  }
+  Result<CUdeviceptr> p = alloc_async(bytes, stream);
+  if (!p.ok()) return p.status();
+  out.ptr_ = *p;
+  return Status::ok_status();
+}
+
+std::pair<int, size_t> Runtime::cached_scratch() const {
+  std::lock_guard lock(scratch_mu_);
+  size_t bytes = 0;
+  for (int i = 0; i < kept_count_; ++i) bytes += kept_[i].bytes;
+  return {kept_count_, bytes};
+}
+
+void Runtime::ScratchLease::release() {
+  if (rt_ != nullptr && ptr_ != 0) {
+    if (slot_ >= 0) {
+      std::lock_guard lock(rt_->scratch_mu_);
+      rt_->kept_[slot_].busy = false;
+    } else {
+      rt_->free_async(ptr_, stream_);
+    }
+  }
+  rt_ = nullptr;
+  ptr_ = 0;
+  slot_ = -1;
 }
 
 Status Runtime::make_current() const {

@@ -12,9 +12,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bundle/cache.h"
@@ -67,13 +69,31 @@ class Runtime {
   CUcontext context() const { return ctx_; }
   /// Makes the runtime's context current on the calling thread.
   Status make_current() const;
-  /// Device memory in stream order from the runtime's own pool (a split reduction's
-  /// workspace): usable by work enqueued on `stream` after this call, until free_async on the
-  /// same stream. Launches on other streams or threads never share it. Fails when the driver
-  /// has no memory pools (before CUDA 11.2) or the device is out of memory.
+  /// Device memory in stream order from the runtime's own pool: usable by work enqueued on
+  /// `stream` after this call, until free_async on the same stream. Fails when the driver has
+  /// no memory pools (before CUDA 11.2) or the device is out of memory.
   Result<CUdeviceptr> alloc_async(size_t bytes, CUstream stream) const;
   void free_async(CUdeviceptr p, CUstream stream) const;
   bool has_memory_pool() const { return pool_ != nullptr; }
+
+  /// How many streams keep their scratch between launches, and the most each keeps (bytes).
+  static constexpr int kCachedStreams = 8;
+  static constexpr size_t kMaxCachedScratch = size_t{32} << 20;
+  /// Scratch memory for one launch on `stream` (its buffers and split workspace), held by
+  /// `out` until it is destroyed or given another: usable by work that launch enqueues on
+  /// `stream`, never by other streams or threads. Outside graph capture a stream keeps its
+  /// scratch (up to kMaxCachedScratch bytes, for kCachedStreams streams, known by
+  /// cuStreamGetId, unique for the program's life): the next launch on it reuses the memory
+  /// in stream order, where an allocation and a release from the pool at every launch cost
+  /// about a microsecond of GPU time (bench/results/2026-11-29-h200-lead-last). Under capture
+  /// (the graph's own memory nodes), on other streams, for larger sizes, while another thread
+  /// launches on the same stream, or with a driver before CUDA 12.0, the lease allocates from
+  /// the pool and frees in stream order. The kept memory goes back when the runtime closes.
+  /// Fails as alloc_async does.
+  class ScratchLease;
+  Status scratch(size_t bytes, CUstream stream, ScratchLease& out) const;
+  /// The streams that keep scratch now, and its bytes in all.
+  std::pair<int, size_t> cached_scratch() const;
   /// A debugging hook for test and tuning harnesses: with a byte in 0..255, every kernel
   /// buffer and split workspace a launch allocates is filled with it (cuMemsetD8Async, in
   /// stream order) before the launch's first step, so a kernel that reads scratch memory it
@@ -101,8 +121,41 @@ class Runtime {
   // Keeps what it was given (release threshold: unlimited): after the first launches of a
   // shape, allocating a workspace asks the operating system for nothing.
   CUmemoryPool pool_ = nullptr;
+  // The streams' kept scratch (Runtime::scratch): a slot is busy while a lease holds it.
+  struct KeptScratch {
+    unsigned long long stream_id = 0;
+    CUdeviceptr ptr = 0;
+    size_t bytes = 0;
+    bool busy = false;
+  };
+  mutable std::mutex scratch_mu_;
+  mutable std::array<KeptScratch, kCachedStreams> kept_{};
+  mutable int kept_count_ = 0;
+  int claim_kept(size_t bytes, CUstream stream) const;
+  friend class ScratchLease;
   int scratch_poison_ = -1;
   bool dependent_launch_ = false;
+};
+
+/// Scratch memory one launch holds on one stream (Runtime::scratch). Given back when
+/// destroyed: to the stream's keeping, or freed from the pool in stream order.
+class Runtime::ScratchLease {
+ public:
+  ScratchLease() = default;
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  ~ScratchLease() { release(); }
+  CUdeviceptr ptr() const { return ptr_; }
+  /// Whether the memory is the stream's kept scratch (else the pool's, for this lease only).
+  bool kept() const { return slot_ >= 0; }
+  void release();
+
+ private:
+  friend class Runtime;
+  const Runtime* rt_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUdeviceptr ptr_ = 0;
+  int slot_ = -1;
 };
 
 class Bundle;
@@ -141,10 +194,10 @@ class Kernel {
   /// (y): null pointer"). Safe from several threads at once: a thread whose current context
   /// is not the runtime's gets it made current. Safe inside CUDA graph capture (it only
   /// enqueues kernels, and for buffers or a split step an allocation and its free, which
-  /// capture records as memory nodes). Allocates nothing, except the kernel's buffers
-  /// (info().buffers: one allocation per launch, freed after its last step) and a split
-  /// step's workspace (a few bytes per row block), both in stream order from
-  /// Runtime::alloc_async: without memory pools a kernel with buffers cannot launch.
+  /// capture records as memory nodes). Allocates nothing, except scratch memory for the
+  /// kernel's buffers (info().buffers) and its split steps' workspace (a few bytes per row
+  /// block) when it has them: Runtime::scratch, which a stream keeps between launches outside
+  /// capture. Without memory pools a kernel with buffers cannot launch.
   ///
   /// `strides`: the views of the strided inputs (`x: f32[M, N] strided`; info().params[i]
   /// .strided): for each, in parameter order, one stride per dimension in elements (>= 0;

@@ -14,6 +14,8 @@
 //   KILN_FAKE_CUDA_SMS=N                            the multiprocessor count (default 132)
 //   KILN_FAKE_CUDA_CC=MAJOR.MINOR                   the compute capability (default 9.0)
 //   KILN_FAKE_CUDA_DEVICES=N                        the device count (default 1)
+//   KILN_FAKE_CUDA_CAPTURING=1                      every stream is in graph capture
+//                                                   (cuStreamIsCapturing)
 #include <cuda.h>
 
 #include <cstdint>
@@ -46,6 +48,8 @@ struct State {
   std::vector<Launch> launches;
   std::map<uint64_t, size_t> allocations;         // address -> bytes
   std::vector<std::pair<uint64_t, int>> memsets;  // (address, byte)
+  int pool_allocations = 0;                       // cuMemAllocFromPoolAsync calls
+  unsigned long long next_stream_id = 100;
   int arg_count = 0;
   int contexts = 0;  // primary contexts retained and not released
   CUcontext current = nullptr;
@@ -117,6 +121,7 @@ FAKE_EXPORT void kiln_fake_reset() {
   std::lock_guard lock(state().mu);
   state().launches.clear();
   state().memsets.clear();
+  state().pool_allocations = 0;
 }
 /// Each recorded launch keeps its first `n` arguments (the runtime's ABI: 8 bytes each).
 FAKE_EXPORT void kiln_fake_set_arg_count(int n) {
@@ -156,6 +161,11 @@ FAKE_EXPORT uint64_t kiln_fake_launch_arg(int i, int a) {
 FAKE_EXPORT int kiln_fake_live_allocations() {
   std::lock_guard lock(state().mu);
   return static_cast<int>(state().allocations.size());
+}
+/// cuMemAllocFromPoolAsync calls since the last reset.
+FAKE_EXPORT int kiln_fake_pool_allocations() {
+  std::lock_guard lock(state().mu);
+  return state().pool_allocations;
 }
 FAKE_EXPORT int kiln_fake_memset_count() {
   std::lock_guard lock(state().mu);
@@ -454,12 +464,27 @@ FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstr
   for (size_t i = 0; i < n; ++i) w[i] = v;
   return CUDA_SUCCESS;
 }
+// A stream is its id, unique for the program's life as the driver's are (cuStreamGetId).
 FAKE_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned) {
-  *s = reinterpret_cast<CUstream>(new int(0));
+  std::lock_guard lock(state().mu);
+  *s = reinterpret_cast<CUstream>(new unsigned long long(state().next_stream_id++));
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamDestroy(CUstream s) {
-  delete reinterpret_cast<int*>(s);
+  delete reinterpret_cast<unsigned long long*>(s);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamGetId(CUstream s, unsigned long long* id) {
+  FAKE_FAIL_IF_ASKED("cuStreamGetId");
+  // The NULL stream and CU_STREAM_LEGACY are one stream; CU_STREAM_PER_THREAD is another.
+  const auto h = reinterpret_cast<uintptr_t>(s);
+  *id = h == 0 || h == 0x1 ? 1 : h == 0x2 ? 2 : *reinterpret_cast<unsigned long long*>(s);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
+  FAKE_FAIL_IF_ASKED("cuStreamIsCapturing");
+  *status = env_int("KILN_FAKE_CUDA_CAPTURING", 0) != 0 ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                        : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamSynchronize(CUstream) {
@@ -517,6 +542,10 @@ FAKE_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, vo
 }
 FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, CUmemoryPool, CUstream) {
   FAKE_FAIL_IF_ASKED("cuMemAllocFromPoolAsync");
+  {
+    std::lock_guard lock(state().mu);
+    ++state().pool_allocations;
+  }
   return allocate(p, bytes);
 }
 FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <span>
 #include <string>
@@ -288,12 +289,15 @@ struct RowSums {
   static constexpr int64_t M = 3, N = 1000003;
   CUdeviceptr x = 0, s = 0;
   std::vector<float> want;
-  RowSums() : want(M) {
+  // Every element times `scale` (a small integer: the sums stay exact).
+  explicit RowSums(int scale = 1) : want(M) {
     const DriverApi& api = g_rt->driver();
     std::vector<float> hx(M * N);
     for (int64_t i = 0; i < M; ++i) {
       double sum = 0;
-      for (int64_t j = 0; j < N; ++j) sum += hx[i * N + j] = static_cast<float>((i + j) % 7 - 3);
+      for (int64_t j = 0; j < N; ++j) {
+        sum += hx[i * N + j] = static_cast<float>(scale * ((i + j) % 7 - 3));
+      }
       want[i] = static_cast<float>(sum);
     }
     REQUIRE(api.cuMemAlloc(&x, hx.size() * 4) == CUDA_SUCCESS);
@@ -324,7 +328,7 @@ struct RowSums {
 
 }  // namespace
 
-TEST_CASE("few long rows run split, with a workspace per launch, in graphs and threads", "[gpu]") {
+TEST_CASE("few long rows run split, through a workspace, in graphs and threads", "[gpu]") {
   auto b = Bundle::load(*g_rt, g_rowsum_bundle);
   REQUIRE(b.ok());
   const Kernel* k = (*b)->find("rowsum");
@@ -360,6 +364,56 @@ TEST_CASE("few long rows run split, with a workspace per launch, in graphs and t
     check_from_threads(*k, rs.x, syms, rs.want, 50);
   }
   api.cuStreamDestroy(stream);
+}
+
+TEST_CASE("threads launching split sums on one shared stream never share a workspace", "[gpu]") {
+  // A stream keeps its scratch between launches (Runtime::scratch); a launch that finds it
+  // held by another thread's launch on the same stream, whose phases may interleave with its
+  // own in that stream, takes memory of its own instead. Each thread sums rows of its own
+  // scale, so a record read from another thread's launch shows in the sums.
+  auto b = Bundle::load(*g_rt, g_rowsum_bundle);
+  REQUIRE(b.ok());
+  const Kernel* k = (*b)->find("rowsum");
+  REQUIRE(k);
+  REQUIRE(g_rt->has_memory_pool());
+  int64_t syms[] = {RowSums::M, RowSums::N};
+  int chosen = -1;
+  k->choose(syms, std::span<int>(&chosen, 1));
+  REQUIRE(k->info().steps[0].variants[chosen].split.phases == 2);
+  const DriverApi& api = g_rt->driver();
+  CUstream shared;
+  REQUIRE(api.cuStreamCreate(&shared, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  constexpr int kThreads = 4, kLaunches = 60;
+  std::vector<std::unique_ptr<RowSums>> sums;
+  for (int t = 0; t < kThreads; ++t) sums.push_back(std::make_unique<RowSums>(t + 1));
+  std::vector<int64_t> bad(kThreads, 0);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      RowSums& rs = *sums[static_cast<size_t>(t)];
+      CUdeviceptr p[] = {rs.x, rs.s};
+      std::vector<float> got(RowSums::M);
+      if (!g_rt->make_current().ok()) {
+        errors[t] = "make_current failed";
+        return;
+      }
+      for (int i = 0; i < kLaunches; ++i) {
+        api.cuMemsetD8Async(rs.s, 0xFF, RowSums::M * 4, shared);
+        if (Status s = k->launch(shared, p, syms); !s.ok()) errors[t] = s.message();
+        api.cuMemcpyDtoHAsync(got.data(), rs.s, RowSums::M * 4, shared);
+        api.cuStreamSynchronize(shared);
+        for (int64_t r = 0; r < RowSums::M; ++r) bad[t] += got[r] != rs.want[r];
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t << ": " << errors[t]);
+    CHECK(errors[t].empty());
+    CHECK(bad[t] == 0);
+  }
+  api.cuStreamDestroy(shared);
 }
 
 namespace {
@@ -398,7 +452,7 @@ struct MaxNorm {
 
 }  // namespace
 
-TEST_CASE("buffers between steps: allocated per launch, in graphs and threads", "[gpu]") {
+TEST_CASE("buffers between steps, in graphs and threads", "[gpu]") {
   auto b = Bundle::load(*g_rt, g_max_norm_bundle);
   REQUIRE(b.ok());
   const Kernel* k = (*b)->find("global_max_norm");
@@ -438,8 +492,8 @@ TEST_CASE("buffers between steps: allocated per launch, in graphs and threads", 
     api.cuMemFree(y);
   }
 
-  // 4 threads, each on its own stream into its own output, 30 launches each: every launch
-  // gets buffers of its own (a thread never sees another's row maxima).
+  // 4 threads, each on its own stream into its own output, 30 launches each: a launch's
+  // buffers are never another stream's (a thread never sees another's row maxima).
   MaxNorm mn(2001, 777);
   int64_t syms[] = {mn.M, mn.N};
   check_from_threads(*k, mn.x, syms, mn.want, 30);

@@ -118,6 +118,7 @@ struct Fake {
   int live() { return get<int (*)()>("kiln_fake_live_allocations")(); }
   int memsets() { return get<int (*)()>("kiln_fake_memset_count")(); }
   int memset_byte(int i) { return get<int (*)(int)>("kiln_fake_memset_byte")(i); }
+  int pool_allocations() { return get<int (*)()>("kiln_fake_pool_allocations")(); }
 };
 
 // "real" in place of the fake driver's path: the GPU machine's driver, for the tests tagged
@@ -387,6 +388,7 @@ TEST_CASE("few, very long rows run the split variant, its workspace is freed", "
     const std::map<std::string, int64_t> sym{{"M", c.m}, {"N", c.n}};
     Args a(*rt, k.info(), sym);
     const int live = fake.live();
+    const int kept = rt->cached_scratch().first;
     fake.reset();
     fake.set_arg_count(6);  // x, s, M, N, then a split's workspace and phase
     REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
@@ -421,7 +423,8 @@ TEST_CASE("few, very long rows run the split variant, its workspace is freed", "
     launch::StepRule rule = launch::step_rule(step, loadable, {132, true});
     CHECK(step.variants[launch::heuristic_variant(step, rule, c.m, c.n, {132, true})].entry ==
           entry);
-    CHECK(fake.live() == live);  // the workspace went back
+    // The workspace went back, or stays as the stream's scratch.
+    CHECK(fake.live() == live + rt->cached_scratch().first - kept);
   }
 }
 
@@ -518,34 +521,119 @@ TEST_CASE("odd rows run the shifting twin of the tier, tuned for the bucket or n
   CHECK(ran(4000, 1001).id == tuned->id);
 }
 
-TEST_CASE("buffers and split workspaces are poisoned when asked, and always freed", "[launch]") {
+TEST_CASE("buffers and split workspaces share one scratch, poisoned when asked", "[launch]") {
   auto rt = open_fake();
   Fake fake;
   auto b = Bundle::load(*rt, bundle_named("global_max_norm"));
   REQUIRE(b.ok());
   const Kernel& k = *(*b)->find("global_max_norm");
   REQUIRE_FALSE(k.info().buffers.empty());
+  // Row maxima into a buffer, their maximum split over blocks through a workspace: both in
+  // the one scratch memory, the workspace after the buffers.
   const std::map<std::string, int64_t> sym{{"M", 1000003}, {"N", 3}};
   Args a(*rt, k.info(), sym);
+  const bundle::KernelInfo& info = k.info();
+  const int np = static_cast<int>(info.params.size()), nb = static_cast<int>(info.buffers.size());
+  const int ns = static_cast<int>(info.symbols.size());
+  int64_t buffer_bytes = 0;
+  for (const bundle::ParamInfo& buf : info.buffers) {
+    int64_t n = static_cast<int64_t>(size_of(buf.dtype));
+    for (const Dim& d : buf.shape) n *= d.is_fixed() ? d.value() : sym.at(d.name());
+    buffer_bytes += (n + bundle::kBufferAlign - 1) / bundle::kBufferAlign * bundle::kBufferAlign;
+  }
+
   const int live = fake.live();
   fake.reset();
+  fake.set_arg_count(np + nb + ns + 2);
   REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
   CHECK(fake.memsets() == 0);
-  CHECK(fake.live() == live);
+  CHECK(fake.pool_allocations() == 1);
+  CHECK(fake.live() == live + 1);  // the stream keeps it
+  int split_launches = 0;
+  for (int i = 0; i < fake.launches(); ++i) {
+    const uint64_t workspace = fake.arg(i, np + nb + ns);
+    if (workspace == 0) continue;
+    ++split_launches;
+    CHECK(workspace == fake.arg(i, np) + static_cast<uint64_t>(buffer_bytes));
+  }
+  CHECK(split_launches >= 2);
+  fake.set_arg_count(0);
 
   rt->set_scratch_poison(0xA5);
   fake.reset();
   REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
-  REQUIRE(fake.memsets() >= 1);  // the buffers, and a workspace for each split step
+  CHECK(fake.pool_allocations() == 0);
+  REQUIRE(fake.memsets() >= 2);  // the buffers, and the workspace before each split step
   for (int i = 0; i < fake.memsets(); ++i) CHECK(fake.memset_byte(i) == 0xA5);
-  CHECK(fake.live() == live);
+  CHECK(fake.live() == live + 1);
 
-  // A failing launch frees what it allocated.
+  // A failing launch gives the scratch back: the next one reuses it.
   setenv("KILN_FAKE_CUDA_FAIL", "cuLaunchKernel", 1);
   CHECK_FALSE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
   unsetenv("KILN_FAKE_CUDA_FAIL");
-  CHECK(fake.live() == live);
+  fake.reset();
+  REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
+  CHECK(fake.pool_allocations() == 0);
+  CHECK(fake.live() == live + 1);
   rt->set_scratch_poison(-1);
+}
+
+TEST_CASE("a stream keeps its scratch between launches, except in capture; the runtime frees it",
+          "[launch]") {
+  Fake fake;
+  const int before = fake.live();
+  {
+    auto rt = open_fake();
+    auto b = Bundle::load(*rt, bundle_named("global_max_norm"));
+    REQUIRE(b.ok());
+    const Kernel& k = *(*b)->find("global_max_norm");
+    const std::map<std::string, int64_t> small{{"M", 1000003}, {"N", 3}};
+    const std::map<std::string, int64_t> large{{"M", 4000037}, {"N", 3}};
+    Args a(*rt, k.info(), large);
+    const int live = fake.live();
+    auto launched = [&](CUstream stream, const std::map<std::string, int64_t>& sym) {
+      fake.reset();
+      REQUIRE(k.launch(stream, a.ptrs, values(k.info(), sym)).ok());
+      return fake.pool_allocations();
+    };
+    CHECK(launched(nullptr, small) == 1);
+    CHECK(launched(nullptr, small) == 0);
+    CHECK(rt->cached_scratch().first == 1);
+    const size_t kept = rt->cached_scratch().second;
+    CHECK(std::has_single_bit(kept));
+    // Larger shapes: the scratch grows (the old memory freed in stream order), once.
+    CHECK(launched(nullptr, large) == 1);
+    CHECK(launched(nullptr, large) == 0);
+    CHECK(rt->cached_scratch().second > kept);
+    CHECK(fake.live() == live + 1);
+    // Smaller again: the grown scratch serves.
+    CHECK(launched(nullptr, small) == 0);
+
+    // In graph capture the pool allocates and frees at every launch (the graph's own memory).
+    setenv("KILN_FAKE_CUDA_CAPTURING", "1", 1);
+    CHECK(launched(nullptr, small) == 1);
+    CHECK(launched(nullptr, small) == 1);
+    unsetenv("KILN_FAKE_CUDA_CAPTURING");
+    CHECK(fake.live() == live + 1);
+    // So does a driver that cannot name streams.
+    setenv("KILN_FAKE_CUDA_FAIL", "cuStreamGetId", 1);
+    CHECK(launched(nullptr, small) == 1);
+    unsetenv("KILN_FAKE_CUDA_FAIL");
+
+    // Every stream its own, up to kCachedStreams; the streams after those use the pool.
+    std::vector<CUstream> streams(Runtime::kCachedStreams + 2);
+    for (CUstream& s : streams) REQUIRE(rt->driver().cuStreamCreate(&s, 0) == CUDA_SUCCESS);
+    for (size_t i = 0; i < streams.size(); ++i) {
+      INFO("stream " << i);
+      const bool keeps = i + 1 < static_cast<size_t>(Runtime::kCachedStreams);
+      CHECK(launched(streams[i], small) == 1);
+      CHECK(launched(streams[i], small) == (keeps ? 0 : 1));
+    }
+    CHECK(rt->cached_scratch().first == Runtime::kCachedStreams);
+    CHECK(fake.live() == live + Runtime::kCachedStreams);
+    for (CUstream s : streams) (void)rt->driver().cuStreamDestroy(s);
+  }
+  CHECK(fake.live() == before);  // the runtime closed: every stream's scratch freed
 }
 
 TEST_CASE("steps after the first are dependent launches on sm_90, not before", "[launch]") {
