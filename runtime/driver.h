@@ -60,6 +60,7 @@ namespace kiln {
   X(cuEventSynchronize)          \
   X(cuEventElapsedTime)          \
   X(cuEventDestroy)              \
+  X(cuStreamWaitEvent)           \
   X(cuStreamBeginCapture)        \
   X(cuStreamEndCapture)          \
   X(cuGraphInstantiate)          \

@@ -421,15 +421,19 @@ void Runtime::set_dependent_launch(bool on) {
 
 Runtime::~Runtime() {
   // The library handle stays open: libcuda keeps threads that must not lose their code.
-  if (kept_count_ > 0) {
-    // The kept scratch's streams may be gone: once the device is idle no launch reads it.
-    (void)make_current();
-    (void)api_->cuCtxSynchronize();
-    for (int i = 0; i < kept_count_; ++i) {
-      if (kept_[i].ptr != 0) (void)api_->cuMemFreeAsync(kept_[i].ptr, nullptr);
+  // The kept scratch's streams may be gone: each slot's memory is freed on the runtime's own
+  // stream once its event (recorded after the slot's last use) has passed. The pool then goes
+  // when the frees have run (cuMemPoolDestroy returns at once).
+  if (kept_count_ > 0) (void)make_current();
+  for (int i = 0; i < kept_count_; ++i) {
+    KeptScratch& k = kept_[i];
+    if (k.ptr != 0 && !k.lost) {
+      (void)api_->cuStreamWaitEvent(reclaim_, k.done, 0);
+      (void)api_->cuMemFreeAsync(k.ptr, reclaim_);
     }
-    (void)api_->cuCtxSynchronize();
+    if (k.done != nullptr) (void)api_->cuEventDestroy(k.done);
   }
+  if (reclaim_ != nullptr) (void)api_->cuStreamDestroy(reclaim_);
   if (pool_ != nullptr) (void)api_->cuMemPoolDestroy(pool_);
   if (ctx_ != nullptr) (void)api_->cuDevicePrimaryCtxRelease(dev_);
 }
@@ -469,18 +473,40 @@ int Runtime::claim_kept(size_t bytes, CUstream stream) const {
     return -1;
   }
   std::lock_guard lock(scratch_mu_);
+  if (reclaim_ == nullptr &&
+      api_->cuStreamCreate(&reclaim_, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    reclaim_ = nullptr;
+    return -1;
+  }
   int slot = -1;
   for (int i = 0; i < kept_count_ && slot < 0; ++i) {
     if (kept_[i].stream_id == id) slot = i;
   }
-  if (slot < 0) {
-    if (kept_count_ == kCachedStreams) return -1;
+  if (slot < 0 && kept_count_ < kCachedStreams) {
+    KeptScratch k;
+    if (api_->cuEventCreate(&k.done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return -1;
     slot = kept_count_++;
-    kept_[slot] = KeptScratch{id, 0, 0, false};
+    kept_[slot] = k;
+  } else if (slot < 0) {
+    // Every slot taken: the one least recently given back goes to this stream, its memory
+    // freed on the runtime's stream after its last use (its stream may be gone).
+    for (int i = 0; i < kept_count_; ++i) {
+      const KeptScratch& k = kept_[i];
+      if (!k.busy && !k.lost && (slot < 0 || k.last_use < kept_[slot].last_use)) slot = i;
+    }
+    if (slot < 0) return -1;
+    KeptScratch& k = kept_[slot];
+    if (k.ptr != 0) {
+      if (api_->cuStreamWaitEvent(reclaim_, k.done, 0) != CUDA_SUCCESS) return -1;
+      (void)api_->cuMemFreeAsync(k.ptr, reclaim_);
+    }
+    k.ptr = 0;
+    k.bytes = 0;
   }
   KeptScratch& k = kept_[slot];
-  if (k.busy) return -1;  // another thread's launch on this stream holds it
-  if (k.bytes < bytes) {
+  if (k.busy || k.lost) return -1;  // another thread's launch on this stream holds it
+  k.stream_id = id;
+  if (k.ptr == 0 || k.bytes < bytes) {
     // Grown to a power of two, so that a stream whose shapes grow reallocates a few times.
     const size_t grown = std::min(std::bit_ceil(std::max<size_t>(bytes, 4096)), kMaxCachedScratch);
     CUdeviceptr p = 0;
@@ -522,13 +548,16 @@ std::pair<int, size_t> Runtime::cached_scratch() const {
 }
 
 void Runtime::ScratchLease::release() {
-  if (rt_ != nullptr && ptr_ != 0) {
-    if (slot_ >= 0) {
-      std::lock_guard lock(rt_->scratch_mu_);
-      rt_->kept_[slot_].busy = false;
-    } else {
-      rt_->free_async(ptr_, stream_);
-    }
+  if (rt_ != nullptr && slot_ >= 0) {
+    std::lock_guard lock(rt_->scratch_mu_);
+    KeptScratch& k = rt_->kept_[slot_];
+    // The event marks the slot's last use, for whoever frees it later. Without it the memory
+    // can never be freed safely: the slot stays held until the runtime closes (and leaks then).
+    k.lost = rt_->api_->cuEventRecord(k.done, stream_) != CUDA_SUCCESS;
+    k.busy = k.lost;
+    k.last_use = ++rt_->kept_clock_;
+  } else if (rt_ != nullptr && ptr_ != 0) {
+    rt_->free_async(ptr_, stream_);
   }
   rt_ = nullptr;
   ptr_ = 0;

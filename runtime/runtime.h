@@ -82,14 +82,16 @@ class Runtime {
   /// Scratch memory for one launch on `stream` (its buffers and split workspace), held by
   /// `out` until it is destroyed or given another: usable by work that launch enqueues on
   /// `stream`, never by other streams or threads. Outside graph capture a stream keeps its
-  /// scratch (up to kMaxCachedScratch bytes, for kCachedStreams streams, known by
-  /// cuStreamGetId, unique for the program's life): the next launch on it reuses the memory
-  /// in stream order, where an allocation and a release from the pool at every launch cost
-  /// about a microsecond of GPU time (bench/results/2026-11-29-h200-lead-last). Under capture
-  /// (the graph's own memory nodes), on other streams, for larger sizes, while another thread
-  /// launches on the same stream, or with a driver before CUDA 12.0, the lease allocates from
-  /// the pool and frees in stream order. The kept memory goes back when the runtime closes.
-  /// Fails as alloc_async does.
+  /// scratch (up to kMaxCachedScratch bytes, known by cuStreamGetId, unique for the program's
+  /// life): the next launch on it reuses the memory in stream order, where an allocation and a
+  /// release from the pool at every launch cost about a microsecond of GPU time
+  /// (bench/results/2026-11-29-h200-lead-last). kCachedStreams streams keep scratch at once; a
+  /// new stream takes the slot given back least recently, whose memory is freed on the
+  /// runtime's own stream after an event recorded at its last use (its stream may be gone).
+  /// Under capture (the graph's own memory nodes), for larger sizes, while another thread's
+  /// launch on the same stream holds it, while every slot is held, or with a driver before
+  /// CUDA 12.0, the lease allocates from the pool and frees in stream order. The kept memory
+  /// goes back when the runtime closes. Fails as alloc_async does.
   class ScratchLease;
   Status scratch(size_t bytes, CUstream stream, ScratchLease& out) const;
   /// The streams that keep scratch now, and its bytes in all.
@@ -126,11 +128,16 @@ class Runtime {
     unsigned long long stream_id = 0;
     CUdeviceptr ptr = 0;
     size_t bytes = 0;
+    CUevent done = nullptr;  // recorded on the stream after each lease's launch
+    uint64_t last_use = 0;   // kept_clock_ when last given back
     bool busy = false;
+    bool lost = false;  // recording `done` failed: never reused, never freed
   };
   mutable std::mutex scratch_mu_;
   mutable std::array<KeptScratch, kCachedStreams> kept_{};
   mutable int kept_count_ = 0;
+  mutable uint64_t kept_clock_ = 0;
+  mutable CUstream reclaim_ = nullptr;  // frees slots whose streams may be gone
   int claim_kept(size_t bytes, CUstream stream) const;
   friend class ScratchLease;
   int scratch_poison_ = -1;

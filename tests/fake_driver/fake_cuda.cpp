@@ -49,6 +49,7 @@ struct State {
   std::map<uint64_t, size_t> allocations;         // address -> bytes
   std::vector<std::pair<uint64_t, int>> memsets;  // (address, byte)
   int pool_allocations = 0;                       // cuMemAllocFromPoolAsync calls
+  int event_records = 0, event_waits = 0;         // cuEventRecord, cuStreamWaitEvent calls
   unsigned long long next_stream_id = 100;
   int arg_count = 0;
   int contexts = 0;  // primary contexts retained and not released
@@ -122,6 +123,8 @@ FAKE_EXPORT void kiln_fake_reset() {
   state().launches.clear();
   state().memsets.clear();
   state().pool_allocations = 0;
+  state().event_records = 0;
+  state().event_waits = 0;
 }
 /// Each recorded launch keeps its first `n` arguments (the runtime's ABI: 8 bytes each).
 FAKE_EXPORT void kiln_fake_set_arg_count(int n) {
@@ -166,6 +169,15 @@ FAKE_EXPORT int kiln_fake_live_allocations() {
 FAKE_EXPORT int kiln_fake_pool_allocations() {
   std::lock_guard lock(state().mu);
   return state().pool_allocations;
+}
+/// cuEventRecord and cuStreamWaitEvent calls since the last reset.
+FAKE_EXPORT int kiln_fake_event_records() {
+  std::lock_guard lock(state().mu);
+  return state().event_records;
+}
+FAKE_EXPORT int kiln_fake_event_waits() {
+  std::lock_guard lock(state().mu);
+  return state().event_waits;
 }
 FAKE_EXPORT int kiln_fake_memset_count() {
   std::lock_guard lock(state().mu);
@@ -495,6 +507,14 @@ FAKE_EXPORT CUresult cuEventCreate(CUevent* e, unsigned) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventRecord(CUevent, CUstream) {
+  FAKE_FAIL_IF_ASKED("cuEventRecord");
+  std::lock_guard lock(state().mu);
+  ++state().event_records;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned) {
+  std::lock_guard lock(state().mu);
+  ++state().event_waits;
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent) {

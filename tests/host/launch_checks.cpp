@@ -119,6 +119,8 @@ struct Fake {
   int memsets() { return get<int (*)()>("kiln_fake_memset_count")(); }
   int memset_byte(int i) { return get<int (*)(int)>("kiln_fake_memset_byte")(i); }
   int pool_allocations() { return get<int (*)()>("kiln_fake_pool_allocations")(); }
+  int event_records() { return get<int (*)()>("kiln_fake_event_records")(); }
+  int event_waits() { return get<int (*)()>("kiln_fake_event_waits")(); }
 };
 
 // "real" in place of the fake driver's path: the GPU machine's driver, for the tests tagged
@@ -575,6 +577,15 @@ TEST_CASE("buffers and split workspaces share one scratch, poisoned when asked",
   REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
   CHECK(fake.pool_allocations() == 0);
   CHECK(fake.live() == live + 1);
+  // So does one whose scratch came from the pool (in capture): freed.
+  setenv("KILN_FAKE_CUDA_CAPTURING", "1", 1);
+  setenv("KILN_FAKE_CUDA_FAIL", "cuLaunchKernel", 1);
+  fake.reset();
+  CHECK_FALSE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
+  unsetenv("KILN_FAKE_CUDA_FAIL");
+  unsetenv("KILN_FAKE_CUDA_CAPTURING");
+  CHECK(fake.pool_allocations() == 1);
+  CHECK(fake.live() == live + 1);
   rt->set_scratch_poison(-1);
 }
 
@@ -620,20 +631,49 @@ TEST_CASE("a stream keeps its scratch between launches, except in capture; the r
     CHECK(launched(nullptr, small) == 1);
     unsetenv("KILN_FAKE_CUDA_FAIL");
 
-    // Every stream its own, up to kCachedStreams; the streams after those use the pool.
+    // While a launch on the stream holds the scratch (another thread's, whose phases may
+    // interleave with this one's in the stream), a launch takes memory of its own.
+    {
+      Runtime::ScratchLease held;
+      REQUIRE(rt->scratch(64, nullptr, held).ok());
+      CHECK(held.kept());
+      CHECK(launched(nullptr, small) == 1);
+      CHECK(fake.live() == live + 1);  // and frees it after
+    }
+    CHECK(launched(nullptr, small) == 0);
+    // Every lease of kept scratch records its stream's event when given back.
+    CHECK(fake.event_records() == 1);
+
+    // Every stream its own; past kCachedStreams, a new stream takes the slot given back least
+    // recently, its memory freed after that slot's event (its stream may be gone).
     std::vector<CUstream> streams(Runtime::kCachedStreams + 2);
     for (CUstream& s : streams) REQUIRE(rt->driver().cuStreamCreate(&s, 0) == CUDA_SUCCESS);
+    int waits = 0;
     for (size_t i = 0; i < streams.size(); ++i) {
       INFO("stream " << i);
-      const bool keeps = i + 1 < static_cast<size_t>(Runtime::kCachedStreams);
       CHECK(launched(streams[i], small) == 1);
-      CHECK(launched(streams[i], small) == (keeps ? 0 : 1));
+      waits += fake.event_waits();
+      CHECK(launched(streams[i], small) == 0);
     }
+    CHECK(waits == 3);  // the NULL stream's slot, then the first two streams'
     CHECK(rt->cached_scratch().first == Runtime::kCachedStreams);
     CHECK(fake.live() == live + Runtime::kCachedStreams);
     for (CUstream s : streams) (void)rt->driver().cuStreamDestroy(s);
+
+    // An event that cannot be recorded: the slot is never reused (nothing could say when its
+    // last launch ended), and launches on its stream take the pool's memory.
+    CUstream odd = nullptr;
+    REQUIRE(rt->driver().cuStreamCreate(&odd, 0) == CUDA_SUCCESS);
+    setenv("KILN_FAKE_CUDA_FAIL", "cuEventRecord", 1);
+    CHECK(launched(odd, small) == 1);
+    unsetenv("KILN_FAKE_CUDA_FAIL");
+    CHECK(launched(odd, small) == 1);
+    CHECK(launched(odd, small) == 1);
+    (void)rt->driver().cuStreamDestroy(odd);
+    CHECK(fake.live() == live + Runtime::kCachedStreams);
   }
-  CHECK(fake.live() == before);  // the runtime closed: every stream's scratch freed
+  // The runtime closed: every stream's scratch freed but the one whose event was lost.
+  CHECK(fake.live() == before + 1);
 }
 
 TEST_CASE("steps after the first are dependent launches on sm_90, not before", "[launch]") {
@@ -650,7 +690,8 @@ TEST_CASE("steps after the first are dependent launches on sm_90, not before", "
     Args a(*rt, k.info(), sym);
     if (poison) rt->set_scratch_poison(0xA5);
     std::vector<bool> dependent;
-    for (bool on : {true, false}) {
+    // Off first: the launch with dependent launches on reuses the stream's kept scratch.
+    for (bool on : {false, true}) {
       rt->set_dependent_launch(on);
       fake.reset();
       REQUIRE(k.launch(nullptr, a.ptrs, values(k.info(), sym)).ok());
@@ -662,8 +703,8 @@ TEST_CASE("steps after the first are dependent launches on sm_90, not before", "
     }
     return dependent;
   };
-  // The first waits for the stream in full; the others, each right after the kernel before it
-  // (the workspace's allocation and release add no work), may start while it runs.
+  // The first waits for the stream in full (a launch before it may have used the same
+  // scratch); the others, each right after the kernel before it, may start while it runs.
   CHECK(launched(false) == std::vector<bool>{false, true, true, true});
   // A poisoned workspace's memset comes between the first step and the split's first phase.
   CHECK(launched(true) == std::vector<bool>{false, false, true, true});
