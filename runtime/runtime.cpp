@@ -396,6 +396,8 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
     if (Status s = rt->make_current(); !s.ok()) return s;
     const char* dependent = std::getenv("KILN_DEPENDENT_LAUNCH");
     rt->set_dependent_launch(dependent == nullptr || std::string_view(dependent) != "0");
+    const char* keep = std::getenv("KILN_KEEP_SCRATCH");
+    rt->set_keep_scratch(keep == nullptr || std::string_view(keep) != "0");
     if (api.cuMemPoolCreate && api.cuMemPoolDestroy && api.cuMemPoolSetAttribute &&
         api.cuMemAllocFromPoolAsync && api.cuMemFreeAsync) {
       CUmemPoolProps props{};
@@ -458,7 +460,7 @@ void Runtime::free_async(CUdeviceptr p, CUstream stream) const {
 // The slot of `stream`'s kept scratch, claimed and holding at least `bytes`, or -1 where the
 // lease takes its memory from the pool instead (Runtime::scratch says when).
 int Runtime::claim_kept(size_t bytes, CUstream stream) const {
-  if (bytes > kMaxCachedScratch || api_->cuStreamIsCapturing == nullptr ||
+  if (!keep_scratch_ || bytes > kMaxCachedScratch || api_->cuStreamIsCapturing == nullptr ||
       api_->cuStreamGetId == nullptr) {
     return -1;
   }
@@ -494,14 +496,7 @@ int Runtime::claim_kept(size_t bytes, CUstream stream) const {
       const KeptScratch& k = kept_[i];
       if (!k.busy && !k.lost && (slot < 0 || k.last_use < kept_[slot].last_use)) slot = i;
     }
-    if (slot < 0) return -1;
-    KeptScratch& k = kept_[slot];
-    if (k.ptr != 0) {
-      if (api_->cuStreamWaitEvent(reclaim_, k.done, 0) != CUDA_SUCCESS) return -1;
-      (void)api_->cuMemFreeAsync(k.ptr, reclaim_);
-    }
-    k.ptr = 0;
-    k.bytes = 0;
+    if (slot < 0 || !free_kept(kept_[slot])) return -1;
   }
   KeptScratch& k = kept_[slot];
   if (k.busy || k.lost) return -1;  // another thread's launch on this stream holds it
@@ -518,6 +513,27 @@ int Runtime::claim_kept(size_t bytes, CUstream stream) const {
   }
   k.busy = true;
   return slot;
+}
+
+bool Runtime::free_kept(KeptScratch& k) const {
+  if (k.ptr != 0) {
+    if (api_->cuStreamWaitEvent(reclaim_, k.done, 0) != CUDA_SUCCESS) return false;
+    (void)api_->cuMemFreeAsync(k.ptr, reclaim_);
+  }
+  k.ptr = 0;
+  k.bytes = 0;
+  return true;
+}
+
+size_t Runtime::trim_scratch() const {
+  std::lock_guard lock(scratch_mu_);
+  size_t freed = 0;
+  for (int i = 0; i < kept_count_; ++i) {
+    KeptScratch& k = kept_[i];
+    const size_t bytes = k.bytes;
+    if (!k.busy && !k.lost && free_kept(k)) freed += bytes;
+  }
+  return freed;
 }
 
 Status Runtime::scratch(size_t bytes, CUstream stream, ScratchLease& out) const {

@@ -94,6 +94,17 @@ class Runtime {
   /// goes back when the runtime closes. Fails as alloc_async does.
   class ScratchLease;
   Status scratch(size_t bytes, CUstream stream, ScratchLease& out) const;
+  /// Whether streams keep their scratch between launches (Runtime::scratch). On by default;
+  /// KILN_KEEP_SCRATCH=0 in the environment when the runtime opens, or this setter, turns it
+  /// off: every launch then takes its scratch from the pool and gives it back (to measure what
+  /// keeping gains, or to rule it out). Not synchronized with launches on other threads: set
+  /// it first.
+  void set_keep_scratch(bool on) { keep_scratch_ = on; }
+  bool keep_scratch() const { return keep_scratch_; }
+  /// Frees the scratch every stream keeps, except where a launch holds it now, in stream order
+  /// after each one's last launch (on the runtime's own stream); later launches take scratch
+  /// again. Returns the bytes given back to the pool.
+  size_t trim_scratch() const;
   /// The streams that keep scratch now, and its bytes in all.
   std::pair<int, size_t> cached_scratch() const;
   /// A debugging hook for test and tuning harnesses: with a byte in 0..255, every kernel
@@ -138,6 +149,10 @@ class Runtime {
   mutable int kept_count_ = 0;
   mutable uint64_t kept_clock_ = 0;
   mutable CUstream reclaim_ = nullptr;  // frees slots whose streams may be gone
+  bool keep_scratch_ = true;
+  // Frees slot `k`'s memory on reclaim_ after its last use (scratch_mu_ held); false when the
+  // wait could not be enqueued (the memory then stays).
+  bool free_kept(KeptScratch& k) const;
   int claim_kept(size_t bytes, CUstream stream) const;
   friend class ScratchLease;
   int scratch_poison_ = -1;

@@ -676,6 +676,49 @@ TEST_CASE("a stream keeps its scratch between launches, except in capture; the r
   CHECK(fake.live() == before + 1);
 }
 
+TEST_CASE("kept scratch: trimmed on request, off with KILN_KEEP_SCRATCH=0", "[launch]") {
+  Fake fake;
+  auto launches = [&](bool keep) {
+    if (!keep) setenv("KILN_KEEP_SCRATCH", "0", 1);
+    auto rt = open_fake();
+    unsetenv("KILN_KEEP_SCRATCH");
+    CHECK(rt->keep_scratch() == keep);
+    auto b = Bundle::load(*rt, bundle_named("global_max_norm"));
+    REQUIRE(b.ok());
+    const Kernel& k = *(*b)->find("global_max_norm");
+    const std::map<std::string, int64_t> sym{{"M", 1000003}, {"N", 3}};
+    Args a(*rt, k.info(), sym);
+    const int live = fake.live();
+    std::vector<CUstream> streams(3);
+    for (CUstream& st : streams) REQUIRE(rt->driver().cuStreamCreate(&st, 0) == CUDA_SUCCESS);
+    std::vector<int> allocated;
+    auto launch_all = [&] {
+      for (CUstream st : streams) {
+        fake.reset();
+        REQUIRE(k.launch(st, a.ptrs, values(k.info(), sym)).ok());
+        allocated.push_back(fake.pool_allocations());
+      }
+    };
+    launch_all();
+    launch_all();
+    CHECK(fake.live() == live + (keep ? 3 : 0));
+    // Trimmed: every stream's memory freed after its last use; the next launches take it anew.
+    const size_t kept = rt->cached_scratch().second;
+    fake.reset();
+    CHECK(rt->trim_scratch() == kept);
+    CHECK(fake.event_waits() == (keep ? 3 : 0));
+    CHECK(fake.live() == live);
+    CHECK(rt->cached_scratch().second == 0);
+    launch_all();
+    launch_all();
+    CHECK(fake.live() == live + (keep ? 3 : 0));
+    for (CUstream st : streams) (void)rt->driver().cuStreamDestroy(st);
+    return allocated;
+  };
+  CHECK(launches(true) == std::vector<int>{1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0});
+  CHECK(launches(false) == std::vector<int>(12, 1));
+}
+
 TEST_CASE("steps after the first are dependent launches on sm_90, not before", "[launch]") {
   // global_max_norm at these sizes: row maxima, their maximum split over blocks (two phases
   // through a workspace), the division: four kernels.
