@@ -416,6 +416,35 @@ TEST_CASE("threads launching split sums on one shared stream never share a works
   api.cuStreamDestroy(shared);
 }
 
+TEST_CASE("kept scratch trimmed between launches, and keeping off: sums stay exact", "[gpu]") {
+  auto b = Bundle::load(*g_rt, g_rowsum_bundle);
+  REQUIRE(b.ok());
+  const Kernel* k = (*b)->find("rowsum");
+  REQUIRE(k);
+  REQUIRE(g_rt->has_memory_pool());
+  RowSums rs(3);
+  CUdeviceptr ptrs[] = {rs.x, rs.s};
+  int64_t syms[] = {RowSums::M, RowSums::N};
+  const DriverApi& api = g_rt->driver();
+  CUstream stream;
+  REQUIRE(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  // Launches enqueued back to back, the trim between them while they may still run: the
+  // memory goes back only after the last launch that used it.
+  for (int round = 0; round < 3; ++round) {
+    CHECK(rs.wrong_rows(stream, [&] {
+      for (int i = 0; i < 20; ++i) REQUIRE(k->launch(stream, ptrs, syms).ok());
+      CHECK(g_rt->trim_scratch() > 0);
+      for (int i = 0; i < 20; ++i) REQUIRE(k->launch(stream, ptrs, syms).ok());
+    }) == 0);
+  }
+  g_rt->set_keep_scratch(false);
+  CHECK(rs.wrong_rows(stream, [&] {
+    for (int i = 0; i < 20; ++i) REQUIRE(k->launch(stream, ptrs, syms).ok());
+  }) == 0);
+  g_rt->set_keep_scratch(true);
+  api.cuStreamDestroy(stream);
+}
+
 namespace {
 
 // y = x / max(x) of global_max_norm, on M x N small integers whose largest is known: the
