@@ -429,10 +429,7 @@ Runtime::~Runtime() {
   if (kept_count_ > 0) (void)make_current();
   for (int i = 0; i < kept_count_; ++i) {
     KeptScratch& k = kept_[i];
-    if (k.ptr != 0 && !k.lost) {
-      (void)api_->cuStreamWaitEvent(reclaim_, k.done, 0);
-      (void)api_->cuMemFreeAsync(k.ptr, reclaim_);
-    }
+    if (!k.lost) (void)free_kept(k);
     if (k.done != nullptr) (void)api_->cuEventDestroy(k.done);
   }
   if (reclaim_ != nullptr) (void)api_->cuStreamDestroy(reclaim_);
@@ -457,9 +454,9 @@ void Runtime::free_async(CUdeviceptr p, CUstream stream) const {
   (void)api_->cuMemFreeAsync(p, stream);
 }
 
-// The slot of `stream`'s kept scratch, claimed and holding at least `bytes`, or -1 where the
-// lease takes its memory from the pool instead (Runtime::scratch says when).
-int Runtime::claim_kept(size_t bytes, CUstream stream) const {
+// The slot of `stream`'s kept scratch, claimed and holding at least `bytes` at `ptr`, or -1
+// where the lease takes its memory from the pool instead (Runtime::scratch says when).
+int Runtime::claim_kept(size_t bytes, CUstream stream, CUdeviceptr& ptr) const {
   if (!keep_scratch_ || bytes > kMaxCachedScratch || api_->cuStreamIsCapturing == nullptr ||
       api_->cuStreamGetId == nullptr) {
     return -1;
@@ -512,6 +509,7 @@ int Runtime::claim_kept(size_t bytes, CUstream stream) const {
     k.bytes = grown;
   }
   k.busy = true;
+  ptr = k.ptr;
   return slot;
 }
 
@@ -544,10 +542,8 @@ Status Runtime::scratch(size_t bytes, CUstream stream, ScratchLease& out) const 
   }
   out.rt_ = this;
   out.stream_ = stream;
-  if (const int slot = claim_kept(bytes, stream); slot >= 0) {
+  if (const int slot = claim_kept(bytes, stream, out.ptr_); slot >= 0) {
     out.slot_ = slot;
-    std::lock_guard lock(scratch_mu_);
-    out.ptr_ = kept_[slot].ptr;
     return Status::ok_status();
   }
   Result<CUdeviceptr> p = alloc_async(bytes, stream);

@@ -150,10 +150,10 @@ class Runtime {
   mutable uint64_t kept_clock_ = 0;
   mutable CUstream reclaim_ = nullptr;  // frees slots whose streams may be gone
   bool keep_scratch_ = true;
-  // Frees slot `k`'s memory on reclaim_ after its last use (scratch_mu_ held); false when the
-  // wait could not be enqueued (the memory then stays).
+  // Frees slot `k`'s memory on reclaim_ after its last use (scratch_mu_ held, or the runtime
+  // closing); false when the wait could not be enqueued (the memory then stays).
   bool free_kept(KeptScratch& k) const;
-  int claim_kept(size_t bytes, CUstream stream) const;
+  int claim_kept(size_t bytes, CUstream stream, CUdeviceptr& ptr) const;
   friend class ScratchLease;
   int scratch_poison_ = -1;
   bool dependent_launch_ = false;
