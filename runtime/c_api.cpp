@@ -115,6 +115,31 @@ int kiln_device_compute_capability(const kiln_runtime* rt, int* major, int* mino
   return KILN_OK;
 }
 
+int kiln_runtime_trim_scratch(const kiln_runtime* rt, size_t* freed) {
+  if (rt == nullptr) return invalid("kiln_runtime_trim_scratch: runtime is NULL");
+  return guarded("kiln_runtime_trim_scratch", [&]() -> int {
+    const size_t bytes = cpp(rt)->trim_scratch();
+    if (freed != nullptr) *freed = bytes;
+    return KILN_OK;
+  });
+}
+
+int kiln_runtime_set_keep_scratch(kiln_runtime* rt, int on) {
+  if (rt == nullptr) return invalid("kiln_runtime_set_keep_scratch: runtime is NULL");
+  cpp(rt)->set_keep_scratch(on != 0);
+  return KILN_OK;
+}
+
+int kiln_runtime_cached_scratch(const kiln_runtime* rt, int* streams, size_t* bytes) {
+  if (rt == nullptr) return invalid("kiln_runtime_cached_scratch: runtime is NULL");
+  return guarded("kiln_runtime_cached_scratch", [&]() -> int {
+    const auto [n, b] = cpp(rt)->cached_scratch();
+    if (streams != nullptr) *streams = n;
+    if (bytes != nullptr) *bytes = b;
+    return KILN_OK;
+  });
+}
+
 int kiln_bundle_load(const kiln_runtime* rt, const char* dir, kiln_bundle** out) {
   if (out == nullptr) return invalid("kiln_bundle_load: out is NULL");
   *out = nullptr;

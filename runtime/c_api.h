@@ -64,6 +64,20 @@ int kiln_device_name(const kiln_runtime* rt, const char** name);
 /** The device's compute capability (9, 0 for sm_90). */
 int kiln_device_compute_capability(const kiln_runtime* rt, int* major, int* minor);
 
+/** Scratch memory: a launch of a kernel with buffers or split steps takes scratch memory from
+ *  the runtime's stream-ordered pool, and a stream keeps it for its next launches (up to 32 MiB
+ *  each, 8 streams; not under graph capture). kiln_runtime_trim_scratch frees what the streams
+ *  keep, each in stream order after its last launch (as torch.cuda.empty_cache frees the
+ *  caching allocator's blocks), and sets `*freed` (may be NULL) to its bytes; later launches
+ *  take scratch anew. */
+int kiln_runtime_trim_scratch(const kiln_runtime* rt, size_t* freed);
+/** Whether streams keep their scratch between launches (on when the runtime opens, unless
+ *  KILN_KEEP_SCRATCH=0 is set): off, every launch takes its scratch from the pool and gives it
+ *  back. Set it while no launch runs on another thread. */
+int kiln_runtime_set_keep_scratch(kiln_runtime* rt, int on);
+/** The streams that keep scratch now, and its bytes in all (either pointer may be NULL). */
+int kiln_runtime_cached_scratch(const kiln_runtime* rt, int* streams, size_t* bytes);
+
 /** Loads the bundle directory `dir` (written by `kiln compile -o`) onto `rt`'s device. */
 int kiln_bundle_load(const kiln_runtime* rt, const char* dir, kiln_bundle** out);
 /** Launches with the tuned winners of the autotune cache file `cache_path` (`kiln tune -c`)

@@ -554,9 +554,13 @@ Status Runtime::scratch(size_t bytes, CUstream stream, ScratchLease& out) const 
 
 std::pair<int, size_t> Runtime::cached_scratch() const {
   std::lock_guard lock(scratch_mu_);
+  int streams = 0;
   size_t bytes = 0;
-  for (int i = 0; i < kept_count_; ++i) bytes += kept_[i].bytes;
-  return {kept_count_, bytes};
+  for (int i = 0; i < kept_count_; ++i) {
+    streams += kept_[i].ptr != 0;  // trimmed slots keep nothing
+    bytes += kept_[i].bytes;
+  }
+  return {streams, bytes};
 }
 
 void Runtime::ScratchLease::release() {

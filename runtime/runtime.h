@@ -105,7 +105,7 @@ class Runtime {
   /// after each one's last launch (on the runtime's own stream); later launches take scratch
   /// again. Returns the bytes given back to the pool.
   size_t trim_scratch() const;
-  /// The streams that keep scratch now, and its bytes in all.
+  /// The streams that keep scratch now (trimmed ones do not), and its bytes in all.
   std::pair<int, size_t> cached_scratch() const;
   /// A debugging hook for test and tuning harnesses: with a byte in 0..255, every kernel
   /// buffer and split workspace a launch allocates is filled with it (cuMemsetD8Async, in

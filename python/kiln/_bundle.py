@@ -780,4 +780,32 @@ def device_name(device: int = 0) -> str:
     return _Runtime.get(device).name
 
 
+def trim_scratch(device: int = 0) -> int:
+    """Frees the scratch memory the streams keep on CUDA device `device` (a launch of a kernel
+    with buffers or split steps takes it from the runtime's pool, and its stream keeps it for
+    the next launches), each in stream order after its last launch, as torch.cuda.empty_cache
+    frees torch's cached blocks; returns its bytes. Later launches take scratch anew."""
+    freed = ctypes.c_size_t()
+    _lib.check(_lib.lib().kiln_runtime_trim_scratch(_Runtime.get(device).handle,
+                                                    ctypes.byref(freed)))
+    return freed.value
+
+
+def set_keep_scratch(on: bool, device: int = 0) -> None:
+    """Whether streams keep their scratch between launches on CUDA device `device` (on by
+    default, unless KILN_KEEP_SCRATCH=0 was set when the device was opened). Off, every launch
+    takes its scratch from the pool and gives it back."""
+    _lib.check(_lib.lib().kiln_runtime_set_keep_scratch(_Runtime.get(device).handle,
+                                                        1 if on else 0))
+
+
+def cached_scratch(device: int = 0) -> Tuple[int, int]:
+    """The streams that keep scratch on CUDA device `device` now, and its bytes in all."""
+    streams, nbytes = ctypes.c_int(), ctypes.c_size_t()
+    _lib.check(_lib.lib().kiln_runtime_cached_scratch(_Runtime.get(device).handle,
+                                                      ctypes.byref(streams),
+                                                      ctypes.byref(nbytes)))
+    return streams.value, nbytes.value
+
+
 Tensor = Any  # torch.Tensor or an object with __cuda_array_interface__ (for annotations)

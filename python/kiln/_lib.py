@@ -68,6 +68,9 @@ def _declare(lib: ctypes.CDLL) -> None:
         "kiln_kernel_param_scalar": (c.c_int, [P, sz, c.POINTER(c.c_int)]),
         "kiln_kernel_param_strided": (c.c_int, [P, sz, c.POINTER(c.c_int)]),
         "kiln_launch_strided": (c.c_int, [P, P, P, sz, P, sz, P, sz]),
+        "kiln_runtime_trim_scratch": (c.c_int, [P, c.POINTER(sz)]),
+        "kiln_runtime_set_keep_scratch": (c.c_int, [P, c.c_int]),
+        "kiln_runtime_cached_scratch": (c.c_int, [P, c.POINTER(c.c_int), c.POINTER(sz)]),
     }
     missing = []
     for name, (res, args) in sigs.items():

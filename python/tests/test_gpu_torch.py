@@ -105,6 +105,34 @@ def test_cuda_graph_capture_and_replay(b):
         torch.testing.assert_close(allocated, g32[0] + g32[1])
 
 
+def test_kept_scratch_trimmed_between_launches_and_turned_off(b):
+    # global_max_norm's row maxima go through a buffer and 3 rows of a million split over
+    # blocks through a workspace: scratch the stream keeps. Trimmed while launches that use it
+    # are still enqueued (freed after them), and with keeping off, the results hold.
+    g = torch.randn(1000, 1001, device="cuda")
+    r = torch.randn(3, 1_000_003, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    outs = []
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            outs.append((b.global_max_norm(g), b.rowsum(r)))
+            assert kiln.cached_scratch()[0] >= 1
+            assert kiln.trim_scratch() > 0
+            outs.append((b.global_max_norm(g), b.rowsum(r)))
+        kiln.set_keep_scratch(False)
+        try:
+            before = kiln.cached_scratch()
+            outs.append((b.global_max_norm(g), b.rowsum(r)))
+            assert kiln.cached_scratch() == before  # taken from the pool and given back
+        finally:
+            kiln.set_keep_scratch(True)
+    s.synchronize()
+    for gy, rs in outs:
+        torch.testing.assert_close(gy, g / g.max())
+        torch.testing.assert_close(rs, r.sum(1), rtol=1e-5, atol=1e-2)
+
+
 def test_several_threads_on_their_own_streams(b):
     x = torch.randn(1000, 333, device="cuda")
     want = x.sum(1)

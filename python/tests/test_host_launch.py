@@ -193,6 +193,27 @@ def test_launch_reaches_the_driver_with_the_pointers_and_symbols(add, fake):
     assert fake.launches() == 4
 
 
+def test_kept_scratch_is_trimmed_and_turned_off(cache, fake):
+    # global_max_norm's row maxima go through a buffer: scratch memory its stream keeps.
+    b = bundle_of("global_max_norm", cache)
+    x, y = Dev(fake, (1000, 33)), Dev(fake, (1000, 33))
+    kiln.trim_scratch()  # what earlier tests' launches left
+    assert kiln.cached_scratch() == (0, 0)
+    b.global_max_norm(x, y)
+    streams, nbytes = kiln.cached_scratch()
+    assert streams == 1 and nbytes >= 1000 * 4
+    assert kiln.trim_scratch() == nbytes
+    assert kiln.cached_scratch() == (0, 0)
+    kiln.set_keep_scratch(False)
+    try:
+        b.global_max_norm(x, y)
+        assert kiln.cached_scratch() == (0, 0)  # taken from the pool and given back
+    finally:
+        kiln.set_keep_scratch(True)
+    b.global_max_norm(x, y)
+    assert kiln.cached_scratch()[0] == 1
+
+
 def test_strided_inputs_pass_their_strides(cache, fake):
     b = bundle_of("strided", cache)
     k = b.add_strided

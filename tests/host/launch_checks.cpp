@@ -708,7 +708,7 @@ TEST_CASE("kept scratch: trimmed on request, off with KILN_KEEP_SCRATCH=0", "[la
     CHECK(rt->trim_scratch() == kept);
     CHECK(fake.event_waits() == (keep ? 3 : 0));
     CHECK(fake.live() == live);
-    CHECK(rt->cached_scratch().second == 0);
+    CHECK(rt->cached_scratch() == std::pair<int, size_t>{0, 0});
     launch_all();
     launch_all();
     CHECK(fake.live() == live + (keep ? 3 : 0));
@@ -803,6 +803,67 @@ TEST_CASE("the C API refuses bad arguments with a message and keeps the process"
   (void)release(y);
   CHECK(kiln_bundle_free(b) == KILN_OK);
   CHECK(kiln_runtime_close(rt) == KILN_OK);
+}
+
+TEST_CASE("the C API trims and turns off the streams' kept scratch", "[launch]") {
+  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  Fake fake;
+  kiln_runtime* rt = nullptr;
+  REQUIRE(kiln_runtime_open(0, &rt) == KILN_OK);
+  kiln_bundle* b = nullptr;
+  REQUIRE(kiln_bundle_load(rt, bundle_named("rowsum").c_str(), &b) == KILN_OK);
+  const kiln_kernel* k = kiln_bundle_find(b, "rowsum");
+  REQUIRE(k != nullptr);
+  void* lib = dlopen(g_fake.c_str(), RTLD_NOW | RTLD_LOCAL);
+  auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(dlsym(lib, "cuMemAlloc_v2"));
+  auto release = reinterpret_cast<CUresult (*)(CUdeviceptr)>(dlsym(lib, "cuMemFree_v2"));
+  // Two rows of 3000017: split over blocks, through a workspace the stream keeps.
+  CUdeviceptr x = 0, y = 0;
+  REQUIRE(alloc(&x, 4 * 2 * 3000017) == CUDA_SUCCESS);
+  REQUIRE(alloc(&y, 4 * 2) == CUDA_SUCCESS);
+  const CUdeviceptr ptrs[] = {x, y};
+  const int64_t syms[] = {2, 3000017};
+  int streams = -1;
+  size_t bytes = 0;
+  CHECK(kiln_runtime_cached_scratch(rt, &streams, &bytes) == KILN_OK);
+  CHECK(streams == 0);
+  CHECK(bytes == 0);
+  const int live = fake.live();
+  fake.reset();
+  REQUIRE(kiln_launch(k, nullptr, ptrs, 2, syms, 2) == KILN_OK);
+  REQUIRE(kiln_launch(k, nullptr, ptrs, 2, syms, 2) == KILN_OK);
+  CHECK(fake.pool_allocations() == 1);  // the second launch reuses the first's
+  CHECK(kiln_runtime_cached_scratch(rt, &streams, &bytes) == KILN_OK);
+  CHECK(streams == 1);
+  CHECK(bytes >= 4096);
+  CHECK(fake.live() == live + 1);
+  size_t freed = 0;
+  CHECK(kiln_runtime_trim_scratch(rt, &freed) == KILN_OK);
+  CHECK(freed == bytes);
+  CHECK(fake.live() == live);
+  CHECK(kiln_runtime_cached_scratch(rt, &streams, nullptr) == KILN_OK);
+  CHECK(streams == 0);
+  CHECK(kiln_runtime_trim_scratch(rt, nullptr) == KILN_OK);  // nothing left: frees nothing
+  // Off: every launch takes its scratch from the pool and gives it back.
+  CHECK(kiln_runtime_set_keep_scratch(rt, 0) == KILN_OK);
+  fake.reset();
+  REQUIRE(kiln_launch(k, nullptr, ptrs, 2, syms, 2) == KILN_OK);
+  REQUIRE(kiln_launch(k, nullptr, ptrs, 2, syms, 2) == KILN_OK);
+  CHECK(fake.pool_allocations() == 2);
+  CHECK(fake.live() == live);
+  CHECK(kiln_runtime_set_keep_scratch(rt, 1) == KILN_OK);
+  fake.reset();
+  REQUIRE(kiln_launch(k, nullptr, ptrs, 2, syms, 2) == KILN_OK);
+  CHECK(fake.live() == live + 1);
+  CHECK(kiln_runtime_trim_scratch(nullptr, &freed) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_last_error()) == "kiln_runtime_trim_scratch: runtime is NULL");
+  CHECK(kiln_runtime_set_keep_scratch(nullptr, 1) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(kiln_runtime_cached_scratch(nullptr, &streams, &bytes) == KILN_ERROR_INVALID_ARGUMENT);
+  (void)release(x);
+  (void)release(y);
+  CHECK(kiln_bundle_free(b) == KILN_OK);
+  CHECK(kiln_runtime_close(rt) == KILN_OK);
+  CHECK(fake.live() == live - 2);  // x and y, and the runtime freed what its stream kept
 }
 
 TEST_CASE("scalar parameters are passed by value, through launch and the C API", "[launch]") {
