@@ -121,6 +121,13 @@ struct Fake {
   int pool_allocations() { return get<int (*)()>("kiln_fake_pool_allocations")(); }
   int event_records() { return get<int (*)()>("kiln_fake_event_records")(); }
   int event_waits() { return get<int (*)()>("kiln_fake_event_waits")(); }
+  // Device memory (host memory here), as a program using the C API allocates it.
+  CUdeviceptr alloc(size_t bytes) {
+    CUdeviceptr p = 0;
+    REQUIRE(get<CUresult (*)(CUdeviceptr*, size_t)>("cuMemAlloc_v2")(&p, bytes) == CUDA_SUCCESS);
+    return p;
+  }
+  void release(CUdeviceptr p) { (void)get<CUresult (*)(CUdeviceptr)>("cuMemFree_v2")(p); }
 };
 
 // "real" in place of the fake driver's path: the GPU machine's driver, for the tests tagged
@@ -188,6 +195,16 @@ std::string bundle_named(const std::string& name) {
   }
   FAIL("no bundle named " << name << " on the command line");
   return {};
+}
+
+// The C API's runtime on the fake driver, bundle `name` loaded on it, and its kernel `name`.
+const kiln_kernel* open_c_api(const std::string& name, kiln_runtime*& rt, kiln_bundle*& b) {
+  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  REQUIRE(kiln_runtime_open(0, &rt) == KILN_OK);
+  REQUIRE(kiln_bundle_load(rt, bundle_named(name).c_str(), &b) == KILN_OK);
+  const kiln_kernel* k = kiln_bundle_find(b, name.c_str());
+  REQUIRE(k != nullptr);
+  return k;
 }
 
 const bundle::Step& step_of(const Kernel& k, size_t s) {
@@ -759,22 +776,13 @@ TEST_CASE("steps after the first are dependent launches on sm_90, not before", "
 }
 
 TEST_CASE("the C API refuses bad arguments with a message and keeps the process", "[launch]") {
-  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
+  Fake fake;
   kiln_runtime* rt = nullptr;
-  REQUIRE(kiln_runtime_open(0, &rt) == KILN_OK);
   kiln_bundle* b = nullptr;
-  REQUIRE(kiln_bundle_load(rt, bundle_named("rowsum").c_str(), &b) == KILN_OK);
-  const kiln_kernel* k = kiln_bundle_find(b, "rowsum");
-  REQUIRE(k != nullptr);
+  const kiln_kernel* k = open_c_api("rowsum", rt, b);
   CHECK(kiln_bundle_find(b, "nope") == nullptr);
   CHECK(std::string(kiln_last_error()) == "bundle has no kernel 'nope' (its kernels: rowsum)");
-  CUdeviceptr x = 0, y = 0;
-  // Memory from the fake driver: the same process-wide library the runtime loaded.
-  void* lib = dlopen(g_fake.c_str(), RTLD_NOW | RTLD_LOCAL);
-  auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(dlsym(lib, "cuMemAlloc_v2"));
-  auto release = reinterpret_cast<CUresult (*)(CUdeviceptr)>(dlsym(lib, "cuMemFree_v2"));
-  REQUIRE(alloc(&x, 4 * 33 * 7) == CUDA_SUCCESS);
-  REQUIRE(alloc(&y, 4 * 33) == CUDA_SUCCESS);
+  const CUdeviceptr x = fake.alloc(4 * 33 * 7), y = fake.alloc(4 * 33);
   const CUdeviceptr ptrs[] = {x, y};
   for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{1} << 62}) {
     const int64_t syms[] = {33, bad};
@@ -799,28 +807,19 @@ TEST_CASE("the C API refuses bad arguments with a message and keeps the process"
   CHECK(kiln_launch_packed(&args) == KILN_ERROR);
   CHECK(std::string(kiln_last_error()).find("N") != std::string::npos);
   CHECK(kiln_launch_packed(nullptr) == KILN_ERROR_INVALID_ARGUMENT);
-  (void)release(x);
-  (void)release(y);
+  fake.release(x);
+  fake.release(y);
   CHECK(kiln_bundle_free(b) == KILN_OK);
   CHECK(kiln_runtime_close(rt) == KILN_OK);
 }
 
 TEST_CASE("the C API trims and turns off the streams' kept scratch", "[launch]") {
-  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
   Fake fake;
   kiln_runtime* rt = nullptr;
-  REQUIRE(kiln_runtime_open(0, &rt) == KILN_OK);
   kiln_bundle* b = nullptr;
-  REQUIRE(kiln_bundle_load(rt, bundle_named("rowsum").c_str(), &b) == KILN_OK);
-  const kiln_kernel* k = kiln_bundle_find(b, "rowsum");
-  REQUIRE(k != nullptr);
-  void* lib = dlopen(g_fake.c_str(), RTLD_NOW | RTLD_LOCAL);
-  auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(dlsym(lib, "cuMemAlloc_v2"));
-  auto release = reinterpret_cast<CUresult (*)(CUdeviceptr)>(dlsym(lib, "cuMemFree_v2"));
+  const kiln_kernel* k = open_c_api("rowsum", rt, b);
   // Two rows of 3000017: split over blocks, through a workspace the stream keeps.
-  CUdeviceptr x = 0, y = 0;
-  REQUIRE(alloc(&x, 4 * 2 * 3000017) == CUDA_SUCCESS);
-  REQUIRE(alloc(&y, 4 * 2) == CUDA_SUCCESS);
+  const CUdeviceptr x = fake.alloc(4 * 2 * 3000017), y = fake.alloc(4 * 2);
   const CUdeviceptr ptrs[] = {x, y};
   const int64_t syms[] = {2, 3000017};
   int streams = -1;
@@ -859,8 +858,8 @@ TEST_CASE("the C API trims and turns off the streams' kept scratch", "[launch]")
   CHECK(std::string(kiln_last_error()) == "kiln_runtime_trim_scratch: runtime is NULL");
   CHECK(kiln_runtime_set_keep_scratch(nullptr, 1) == KILN_ERROR_INVALID_ARGUMENT);
   CHECK(kiln_runtime_cached_scratch(nullptr, &streams, &bytes) == KILN_ERROR_INVALID_ARGUMENT);
-  (void)release(x);
-  (void)release(y);
+  fake.release(x);
+  fake.release(y);
   CHECK(kiln_bundle_free(b) == KILN_OK);
   CHECK(kiln_runtime_close(rt) == KILN_OK);
   CHECK(fake.live() == live - 2);  // x and y, and the runtime freed what its stream kept
