@@ -197,12 +197,13 @@ std::string bundle_named(const std::string& name) {
   return {};
 }
 
-// The C API's runtime on the fake driver, bundle `name` loaded on it, and its kernel `name`.
-const kiln_kernel* open_c_api(const std::string& name, kiln_runtime*& rt, kiln_bundle*& b) {
+// The C API's runtime on the fake driver, bundle `bundle` loaded on it, and its kernel `kernel`.
+const kiln_kernel* open_c_api(const std::string& bundle, const std::string& kernel,
+                              kiln_runtime*& rt, kiln_bundle*& b) {
   setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
   REQUIRE(kiln_runtime_open(0, &rt) == KILN_OK);
-  REQUIRE(kiln_bundle_load(rt, bundle_named(name).c_str(), &b) == KILN_OK);
-  const kiln_kernel* k = kiln_bundle_find(b, name.c_str());
+  REQUIRE(kiln_bundle_load(rt, bundle_named(bundle).c_str(), &b) == KILN_OK);
+  const kiln_kernel* k = kiln_bundle_find(b, kernel.c_str());
   REQUIRE(k != nullptr);
   return k;
 }
@@ -779,7 +780,7 @@ TEST_CASE("the C API refuses bad arguments with a message and keeps the process"
   Fake fake;
   kiln_runtime* rt = nullptr;
   kiln_bundle* b = nullptr;
-  const kiln_kernel* k = open_c_api("rowsum", rt, b);
+  const kiln_kernel* k = open_c_api("rowsum", "rowsum", rt, b);
   CHECK(kiln_bundle_find(b, "nope") == nullptr);
   CHECK(std::string(kiln_last_error()) == "bundle has no kernel 'nope' (its kernels: rowsum)");
   const CUdeviceptr x = fake.alloc(4 * 33 * 7), y = fake.alloc(4 * 33);
@@ -817,7 +818,7 @@ TEST_CASE("the C API trims and turns off the streams' kept scratch", "[launch]")
   Fake fake;
   kiln_runtime* rt = nullptr;
   kiln_bundle* b = nullptr;
-  const kiln_kernel* k = open_c_api("rowsum", rt, b);
+  const kiln_kernel* k = open_c_api("rowsum", "rowsum", rt, b);
   // Two rows of 3000017: split over blocks, through a workspace the stream keeps.
   const CUdeviceptr x = fake.alloc(4 * 2 * 3000017), y = fake.alloc(4 * 2);
   const CUdeviceptr ptrs[] = {x, y};
@@ -924,13 +925,9 @@ TEST_CASE("scalar parameters are passed by value, through launch and the C API",
   CHECK(fake.launches() == 3);
 
   // The C API: the same launch, and the parameters described.
-  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
   kiln_runtime* crt = nullptr;
-  REQUIRE(kiln_runtime_open(0, &crt) == KILN_OK);
   kiln_bundle* cb = nullptr;
-  REQUIRE(kiln_bundle_load(crt, bundle_named("scalars").c_str(), &cb) == KILN_OK);
-  const kiln_kernel* ck = kiln_bundle_find(cb, "affine_scalars");
-  REQUIRE(ck != nullptr);
+  const kiln_kernel* ck = open_c_api("scalars", "affine_scalars", crt, cb);
   int is_scalar = -1;
   size_t rank = 9;
   REQUIRE(kiln_kernel_param_scalar(ck, 1, &is_scalar) == KILN_OK);
@@ -1017,13 +1014,9 @@ TEST_CASE("strided inputs: their strides are passed last, and pick the strided v
   CHECK(fake.launches() == 5);
 
   // The C API: kiln_kernel_param_strided and kiln_launch_strided.
-  setenv("KILN_CUDA_DRIVER", g_fake.c_str(), 1);
   kiln_runtime* crt = nullptr;
-  REQUIRE(kiln_runtime_open(0, &crt) == KILN_OK);
   kiln_bundle* cb = nullptr;
-  REQUIRE(kiln_bundle_load(crt, bundle_named("strided").c_str(), &cb) == KILN_OK);
-  const kiln_kernel* ck = kiln_bundle_find(cb, "add_strided");
-  REQUIRE(ck != nullptr);
+  const kiln_kernel* ck = open_c_api("strided", "add_strided", crt, cb);
   int is_strided = -1;
   REQUIRE(kiln_kernel_param_strided(ck, 1, &is_strided) == KILN_OK);
   CHECK(is_strided == 1);
