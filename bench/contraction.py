@@ -126,6 +126,17 @@ def main():
 
         cases.append(timed(f"rmsnorm+linear {m}x{n}x{k}", 2 * m * n * k,
                           lambda: bundle.rmsnorm_linear(x, w, y), rms_torch, (x, w), rms_want))
+    if not a.quick:
+        # Few output tiles and a long K (the rule splits K: bundle/rule.h, split-K), as in a
+        # small layer's weight gradient or a long-context reduction.
+        for m, n, k in [(1024, 1024, 4096), (1024, 1024, 16384), (512, 512, 8192),
+                        (256, 4096, 4096), (128, 4096, 16384), (256, 256, 65536)]:
+            x, w = rnd(m, k), rnd(k, n)
+            c = torch.empty(m, n, device=dev, dtype=bf)
+            cases.append(timed(f"few-tiles gemm {m}x{n}x{k}", 2 * m * n * k,
+                              lambda: bundle.gemm(x, w, c), lambda x, w: x @ w, (x, w),
+                              lambda x, w: x.double() @ w.double(),
+                              cublas_fn=lambda: torch.matmul(x, w, out=c)))
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "cases": [c for c in cases if c is not None]}
     json.dump(result, open(out_dir / "contraction.json", "w"), indent=2)

@@ -404,8 +404,8 @@ Step read_step(const Obj& o, const KernelInfo& k) {
     if (s.variants.back().split.phases > 0 &&
         (s.kind == StepKind::pointwise || s.reduced.empty())) {
       fail(index_path(o.at("variants"), i),
-           fmt::format("a split variant in a step of kind \"{}\" (only row_reduction and "
-                       "outer_reduction steps split)",
+           fmt::format("a split variant in a step of kind \"{}\" (only reduction, scan and "
+                       "contraction steps split)",
                        to_string(s.kind)));
     }
     if (v.split.lead_last && s.kind != StepKind::row_reduction) {
@@ -422,11 +422,18 @@ Step read_step(const Obj& o, const KernelInfo& k) {
                                to_string(s.kind))
                  : std::string("a contraction variant without \"tile\""));
     }
-    if (contraction && (s.space.size() < 2 || s.reduced.size() != 1 || v.split.phases > 0 ||
-                        v.stage.bytes_per_element > 0)) {
+    if (contraction &&
+        (s.space.size() < 2 || s.reduced.size() != 1 || v.stage.bytes_per_element > 0)) {
       fail(index_path(o.at("variants"), i),
            "a contraction step needs a space of two dimensions or more, one reduced "
-           "dimension, and variants that neither split nor stage");
+           "dimension, and variants that do not stage");
+    }
+    // Split-K (format 13): a record of one f32 word per element of the tile, two phases on
+    // one grid; not in clusters.
+    if (contraction && v.split.phases > 0 &&
+        (v.split.phases != 2 || v.split.slots != 1 || v.tile.cluster > 1)) {
+      fail(index_path(o.at("variants"), i),
+           "a split contraction variant has 2 phases, 1 slot and no cluster");
     }
   }
   if (defaults != 1) {

@@ -68,19 +68,28 @@
 // of each, so the runtime launches grid = C x min(tiles, the clusters the device holds at once
 // (cuOccupancyMaxActiveClusters)) with tiles = batch * ceil(M / (C tile.m)) * ceil(N / tile.n).
 // Its other images (no clusters) walk tiles of tile.m rows as above, on that grid.
+// A split contraction variant (split-K, format 13: split.phases = 2, split.slots = 1, no
+// cluster) spreads each tile's reduced extent over S >= 1 blocks, S chosen by the runtime per
+// launch (bundle/rule.h contraction_split_blocks). Its entry takes a workspace pointer and an
+// i64 phase after the symbols (before any tensor maps), and is launched twice on one stream with
+// the same workspace of at least tiles * S * tile.m * tile.n 32-bit words (contents undefined),
+// both times with grid = (tiles * S, 1, 1), the kernel taking S as gridDim.x / tiles: in phase
+// 0 unit u (block u, u + gridDim.x, ...) multiplies slice u % S of tile u / S's reduced steps
+// (of split.chunk elements: steps [s n / S, (s + 1) n / S) of n) into record u; in phase 1 unit
+// u adds, for its part of tile u / S, the tile's S records in order and stores its outputs
+// there.
 // A contraction variant with tile.tensor_maps (format 6) reads operands through TMA: its entry
-// takes, after the symbols, one CUtensorMap per entry of tensor_maps (128 bytes, by value,
-// 64-byte aligned), then an i64 flag: bit 0 set when the runtime encoded every map it reads
-// through (else the kernel copies the operands without them: correct, only slower), bit 1 when
-// it encoded every map it stores through (TensorMapInfo::store, format 12; else the kernel
-// stores that output without it). Map i
-// describes parameter (or buffer) `param` as the row-major tensor it is: rank = the
-// parameter's rank, dimension d (innermost first) of extent shape[rank - 1 - d] and byte
-// stride the product of the extents inside it, boxDim = box, element strides 1, no
-// interleave, the 128-byte swizzle (box[0] * element bytes = 128), zero fill out of bounds.
-// The runtime encodes the maps when TMA's rules allow (cuTensorMapEncodeTiled succeeds: a
-// 16-byte aligned pointer, byte strides multiples of 16, ranks up to 5). When the maps it
-// reads through cannot be, it runs tile.map_fallback instead when the variant names one (a
+// takes, after the symbols (and a split variant's workspace and phase), one CUtensorMap per entry
+// of tensor_maps (128 bytes, by value, 64-byte aligned), then an i64 flag: bit 0 set when the
+// runtime encoded every map it reads through (else the kernel copies the operands without them:
+// correct, only slower), bit 1 when it encoded every map it stores through (TensorMapInfo::store,
+// format 12; else the kernel stores that output without it). Map i describes parameter (or buffer)
+// `param` as the row-major tensor it is: rank = the parameter's rank, dimension d (innermost first)
+// of extent shape[rank - 1 - d] and byte stride the product of the extents inside it, boxDim = box,
+// element strides 1, no interleave, the 128-byte swizzle (box[0] * element bytes = 128), zero fill
+// out of bounds. The runtime encodes the maps when TMA's rules allow (cuTensorMapEncodeTiled
+// succeeds: a 16-byte aligned pointer, byte strides multiples of 16, ranks up to 5). When the maps
+// it reads through cannot be, it runs tile.map_fallback instead when the variant names one (a
 // variant without maps); a store map that cannot be only clears bit 1.
 // Strided inputs (ParamInfo::strided, format 8: `x: f32[M, N] strided`): every step's entry of
 // a kernel with strided inputs takes, after all the parameters above (symbols, a split's
@@ -114,17 +123,18 @@ namespace kiln::bundle {
 // version 5 contraction steps, version 6 tensor maps, version 7 scalar parameters, version 8
 // strided inputs, version 9 strided variants that tile (stage.row_align), version 10 clusters
 // (tile.cluster), version 11 pointwise variants with a general entry (Variant::general),
-// version 12 tensor maps that store an output (TensorMapInfo::store).
+// version 12 tensor maps that store an output (TensorMapInfo::store), version 13 split
+// contraction variants (split-K).
 // Bundles before version 3 are refused (recompile them): a version 2 reader would launch a split
-// variant as a plain one. A version 3 to 11 bundle reads as a version 12 one without what came
+// variant as a plain one. A version 3 to 12 bundle reads as a version 13 one without what came
 // later; an older reader refuses a newer version (a version 4 reader would launch a contraction's
 // persistent kernel without its shared memory, a version 5 one without its tensor maps, a version
 // 6 one would pass a scalar's value as a pointer, a version 7 one would launch an entry without
 // its strides, a version 8 one would give a tile too little shared memory, a version 9 one would
 // launch a cluster's blocks alone, a version 10 one would launch an entry that holds only the
 // row-aligned 32-bit form on any shape, a version 11 one would encode an f32 output's map as
-// 16-bit elements).
-inline constexpr int kFormatVersion = 12;
+// 16-bit elements, a version 12 one refuses a split contraction variant as malformed).
+inline constexpr int kFormatVersion = 13;
 inline constexpr int kMaxClusterBlocks = 8;  // the portable cluster size
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;

@@ -64,12 +64,19 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     std::map<int64_t, int, std::greater<>> by_size;  // elements per block -> first variant
     for (size_t vi = 0; vi < step.variants.size(); ++vi) {
       const Variant& v = step.variants[vi];
-      if (loadable[vi] && v.config.count("tma") == tma &&
+      if (loadable[vi] && v.config.count("tma") == tma && v.split.phases == 0 &&
           v.elements_per_block < chosen.elements_per_block) {
         by_size.emplace(v.elements_per_block, static_cast<int>(vi));
       }
     }
     for (const auto& [size, vi] : by_size) r.smaller.push_back(vi);
+    for (size_t vi = 0; vi < step.variants.size() && r.contraction_split < 0; ++vi) {
+      const Variant& v = step.variants[vi];
+      if (loadable[vi] && v.config.count("tma") == tma && v.split.phases > 0 &&
+          device.memory_pools) {
+        r.contraction_split = static_cast<int>(vi);
+      }
+    }
   }
   r.map_fallback.assign(step.variants.size(), -1);
   for (size_t vi = 0; vi < step.variants.size(); ++vi) {
@@ -189,6 +196,22 @@ int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count
   return std::max<int64_t>(1, std::min({want, most, kMaxGridX / tiles}));
 }
 
+int64_t contraction_split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count,
+                                 int per_sm) {
+  tiles = std::max<int64_t>(tiles, 1);
+  const int64_t want =
+      std::max<int64_t>(1, int64_t{std::max(sm_count, 1)} * std::max(per_sm, 1) / tiles);
+  const int64_t steps = ceil_div(std::max<int64_t>(reduced, 1), std::max<int64_t>(chunk, 1));
+  const int64_t most = std::max<int64_t>(1, steps / kContractionSplitMinSteps);
+  return std::max<int64_t>(1, std::min({want, most, kMaxGridX / tiles}));
+}
+
+bool contraction_splits(int64_t split, int64_t reduced, int64_t chunk) {
+  const int64_t steps = ceil_div(std::max<int64_t>(reduced, 1), std::max<int64_t>(chunk, 1));
+  return steps >= kContractionSplitMinReduced &&
+         (split >= 3 || (split == 2 && steps >= kContractionSplitLongReduced));
+}
+
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device) {
   if (rows < 1 || reduced < 1) return rule.chosen;
@@ -209,6 +232,16 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
       return ceil_div(rows, step.variants[static_cast<size_t>(v)].elements_per_block);
     };
     if (2 * tiles(rule.chosen) >= device.sm_count) return rule.chosen;
+    if (rule.contraction_split >= 0) {
+      const Variant& sv = step.variants[static_cast<size_t>(rule.contraction_split)];
+      const int64_t t = tiles(rule.contraction_split);
+      if (2 * t < device.sm_count &&
+          contraction_splits(contraction_split_blocks(t, reduced, sv.split.chunk, device.sm_count,
+                                                      sv.tile.ctas_per_sm),
+                             reduced, sv.split.chunk)) {
+        return rule.contraction_split;
+      }
+    }
     for (int v : rule.smaller) {
       if (2 * tiles(v) >= device.sm_count) return v;
     }

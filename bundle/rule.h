@@ -128,6 +128,9 @@ struct StepRule {
   // the MMA warps) with smaller tiles than it, largest tiles first, one per tile size (the
   // first in variant order); empty when there are none.
   std::vector<int> smaller;
+  // Contraction steps: the first loadable split variant (split-K) of the chosen one's kind,
+  // or -1.
+  int contraction_split = -1;
   // [variant]: its tile.map_fallback when that loaded, else -1 (contraction steps).
   std::vector<int> map_fallback;
   // [variant]: its odd_rows twin when that loaded, else -1 (row reduction steps).
@@ -173,6 +176,27 @@ StepRule pinned_rule(const StepRule& rule, int variant);
 /// resident >= 0.
 int64_t split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count, int resident);
 
+/// Split-K (manifest.h: a split contraction variant) gives each of `tiles` tiles as many blocks
+/// as fill one wave of `per_sm` blocks (tile.ctas_per_sm) on every SM, rounded down, each
+/// multiplying at least kContractionSplitMinSteps steps of `chunk` elements of the reduced
+/// extent `reduced`; at least 1.
+inline constexpr int kContractionSplitMinSteps = 8;
+int64_t contraction_split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, int sm_count,
+                                 int per_sm);
+
+/// Whether the rule runs split-K for tiles that leave more than half the SMs idle: a reduced
+/// extent of kContractionSplitMinReduced steps (of `chunk`) or more, and S =
+/// contraction_split_blocks of 3 or more, or of 2 from kContractionSplitLongReduced steps on.
+/// Measured on an H200 against the 128 x 64 tiles the rule ran before (bench/results/
+/// 2026-11-30-h200-split-k, 21 shapes): the split's second launch and records cost a few us,
+/// so at 32 steps it lost (512 x 512 x 2048: 13.7 against 12.5 us), with S = 2 it lost up to
+/// 128 steps (1024 x 1024 x 8192: 35.1 against 34.1) and won from 256 (1024 x 1024 x 16384:
+/// 57.0 against 61.8), with S >= 3 it won from 64 steps (512 x 512 x 4096: 16.8 against 19.1;
+/// 256 x 256 x 65536: 46.8 against 219.6).
+inline constexpr int kContractionSplitMinReduced = 64;
+inline constexpr int kContractionSplitLongReduced = 256;
+bool contraction_splits(int64_t split, int64_t reduced, int64_t chunk);
+
 /// The most rows (an outer reduction's columns) the narrow split runs, given the elements per
 /// block of the wide split (its tile) and of the narrow one: while the narrow tiles needed cover
 /// fewer columns than one wide tile (192 of bf16 for tiles of 256 and 64, 96 of f32 for 128 and
@@ -209,9 +233,11 @@ inline int64_t few_rows_sm_divisor(int64_t limit) {
 /// scalars, bench/results/2026-11-25-h200-memory-bound); else rule.chosen. Staging variants are
 /// never chosen here (measured slower: docs/architecture.md). A contraction step whose rule.chosen
 /// would have fewer tiles than half the GPU's SMs (tiles counted as ceil(rows /
-/// elements_per_block), rows being every output element) runs the first of rule.smaller (the
-/// largest tiles) that gives at least half the SMs a tile, else the last (the smallest tiles); else
-/// rule.chosen. Values below 1 (unchecked input) give rule.chosen.
+/// elements_per_block), rows being every output element) runs rule.contraction_split when its
+/// tiles too leave more than half the SMs idle and contraction_splits says so for the blocks
+/// contraction_split_blocks gives each; else the first of rule.smaller (the largest tiles) that
+/// gives at least half the SMs a tile, else the last (the smallest tiles); else rule.chosen. Values
+/// below 1 (unchecked input) give rule.chosen.
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
 

@@ -447,6 +447,7 @@ std::map<std::string, int64_t> ContractionConfig::as_map() const {
   if (smem_epilogue) m["smem_epilogue"] = 1;
   if (cluster > 1) m["cluster"] = cluster;
   if (tma_store) m["tma_store"] = 1;
+  if (split) m["split"] = 1;
   return m;
 }
 
@@ -485,6 +486,10 @@ std::vector<ContractionConfig> contraction_config_space() {
       // TMA-fed 128 x 64 in 8 stages (192 KiB): twice the tiles of 128 x 128 for problems of
       // few tiles (bundle/rule.h).
       {128, 64, 64, 8, 1, 8, 8, 0, 1, 1, 1},
+      // Split-K (the rule's choice when even 128 x 128 tiles leave half the SMs idle and the
+      // reduced extent is long): TMA-fed 128 x 128 in 6 stages, each tile's reduced extent
+      // spread over several blocks.
+      contraction_split_config(),
   };
 }
 
@@ -508,6 +513,14 @@ ContractionConfig default_contraction_config() {
 // took 0.98-1.07 of its time.
 ContractionConfig default_contraction_config_heavy() {
   return {128, 256, 64, 8, 1, 4, 8, 0, 1, 1, 1, 0, 1, 1, 1};
+}
+
+// The split-K config (ContractionConfig::split): the 128 x 128 TMA tiles of the rule's smaller
+// ones, the register epilogue (its phase 1 stores what it folded).
+ContractionConfig contraction_split_config() {
+  ContractionConfig c{128, 128, 64, 8, 1, 6, 8, 0, 1, 1, 1};
+  c.split = 1;
+  return c;
 }
 
 }  // namespace kiln

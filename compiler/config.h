@@ -327,6 +327,14 @@ struct ContractionConfig {
   // clipped by TMA. Where the runtime cannot encode the output's map, the epilogue runs as
   // without (`smem_epilogue` or registers), in the same shared memory.
   int tma_store = 0;
+  // Split-K, for problems of few tiles and a long reduced extent: with `tma` and without
+  // `pingpong` or a cluster. The runtime launches the kernel twice (manifest.h: a split
+  // contraction variant) with S blocks per tile: in phase 0, block (tile, s) multiplies the
+  // tile's reduced steps [s k_tiles / S, (s + 1) k_tiles / S) and writes its f32 accumulators
+  // to a record of the workspace; in phase 1 one block per tile adds the tile's S records in
+  // order (deterministic) and runs the epilogue. Its images without TMA do the same on their
+  // MMA warps.
+  int split = 0;
   static constexpr int kEpilogueColumns = 32;
   /// Floats between rows of the epilogue's buffer: 8 more than its columns, so that the
   /// accumulators' 8-byte writes (four rows of 32 bytes a half-warp) fall in distinct banks.
@@ -374,5 +382,8 @@ ContractionConfig default_contraction_config();
 /// ... and for an epilogue that evaluates a transcendental function (erf, exp, tanh, ...):
 /// the same with the epilogue through shared memory (`smem_epilogue`).
 ContractionConfig default_contraction_config_heavy();
+/// Split-K (`split`): TMA-fed 128 x 128 tiles whose reduced extent the runtime spreads over
+/// several blocks, for problems of few tiles (bundle/rule.h contraction_split_blocks).
+ContractionConfig contraction_split_config();
 
 }  // namespace kiln

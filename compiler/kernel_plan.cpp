@@ -414,6 +414,9 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
               t->smem_bytes(static_cast<int>(size_of(step.sk->contraction->a.dtype))),
               contraction_tensor_maps(*step.abi, *step.sk, *t)};
     v.tile.cluster = std::max(t->cluster, 1);
+    // Split-K: two phases on the same grid, one f32 word per element of a block's tile
+    // (manifest.h), the reduced extent taken tile_k at a time.
+    if (t->split) v.split = {2, 1, t->tile_k};
     return v;
   }
   if (const auto* sc = std::get_if<ScanConfig>(&config)) {
@@ -731,6 +734,22 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           fmt::format("2 ceil(elements / {}) < the GPU's SMs (tiles of {} x {} leave half of "
                       "them idle):",
                       def.elements_per_block, def.tile.m, def.tile.n));
+      if (rule.contraction_split >= 0) {
+        // bundle/rule.h contraction_split_blocks.
+        const PlannedVariant& v = step.variants[static_cast<size_t>(rule.contraction_split)];
+        const std::string K = product_text(step.reduced);
+        line(fmt::format(
+            "  2 ceil(elements / {}) < the GPU's SMs, ceil({} / {}) >= {} and S = min(SMs / "
+            "tiles, ceil({} / {}) / {}) >= 3 (or 2 with ceil({} / {}) >= {}): variant {} ({}), "
+            "split-K: tiles of {} x {}, each tile's {} over S blocks, 2 launches through a "
+            "workspace (in the second each of a tile's S blocks adds the tile's S f32 partial "
+            "sums in order for its part of the tile, and runs the epilogue there; an H200 "
+            "measured it faster there than the tiles below)",
+            v.elements_per_block, K, v.split.chunk, bundle::kContractionSplitMinReduced, K,
+            v.split.chunk, bundle::kContractionSplitMinSteps, K, v.split.chunk,
+            bundle::kContractionSplitLongReduced, rule.contraction_split, config_text(v.config),
+            v.tile.m, v.tile.n, K));
+      }
       for (size_t i = 0; i < rule.smaller.size(); ++i) {
         const int id = rule.smaller[i];
         const PlannedVariant& v = step.variants[static_cast<size_t>(id)];

@@ -71,6 +71,7 @@ class ContractionLowering {
       : wgmma_(cfg.wgmma != 0 && arch == "sm_90a"),
         specialized_(wgmma_ && cfg.tma != 0),
         pingpong_(specialized_ && cfg.pingpong != 0),
+        split_(cfg.split != 0),
         cluster_(specialized_ && !pingpong_ ? std::max(cfg.cluster, 1) : 1),
         m_(m),
         b_(m.getContext()),
@@ -91,7 +92,7 @@ class ContractionLowering {
 
   void run(const std::string& entry) {
     check_config();
-    fn_ = em_.declare_kernel(abi_, entry, cfg_.threads(), false, tensor_maps());
+    fn_ = em_.declare_kernel(abi_, entry, cfg_.threads(), split_, tensor_maps());
     if (cluster_ > 1) require_cluster(*fn_, cluster_);
     if (defer_wait_) defer_dependency_wait(*fn_);
     b_.SetInsertPoint(BasicBlock::Create(m_.getContext(), "entry", fn_));
@@ -119,13 +120,21 @@ class ContractionLowering {
       b_.CreateRetVoid();
       b_.SetInsertPoint(work);
     }
-    // The first tile's first steps are copied before the loop; each later tile's at the end
-    // of the tile before it (tile() below).
-    if_then(b_.CreateICmpSLT(bid, tiles_), [&] {
-      place(bid);
-      prologue();
-    });
-    loop(bid, tiles_, nb, "tile", [&](Value* t) { tile(t); });
+    auto walk = [&] {
+      // The first tile's first steps are copied before the loop; each later tile's at the end
+      // of the tile before it (tile() below).
+      if_then(b_.CreateICmpSLT(bid, units_), [&] {
+        place_unit(bid);
+        prologue();
+      });
+      loop(bid, units_, nb, "tile", [&](Value* t) { tile(t); });
+    };
+    if (split_) {
+      if_else(
+          folding_, [&] { fold(bid); }, walk);
+    } else {
+      walk();
+    }
     b_.CreateRetVoid();
   }
 
@@ -198,6 +207,10 @@ class ContractionLowering {
     internal_check(!cfg_.tma || (cfg_.wgmma && cfg_.math_threads() == 256),
                    "contraction: a TMA config is a wgmma config of two MMA warpgroups");
     internal_check(!cfg_.pingpong || cfg_.tma, "contraction: ping-pong is a TMA config");
+    internal_check(!cfg_.split || (cfg_.tma && !cfg_.pingpong && cfg_.cluster <= 1 &&
+                                   !cfg_.smem_epilogue && !cfg_.tma_store),
+                   "contraction: split-K is a TMA config without ping-pong, a cluster or an "
+                   "epilogue through shared memory (its fold runs each warp's part alone)");
     internal_check(cfg_.cluster <= 1 || (cfg_.tma && !cfg_.pingpong && cfg_.cluster == 2 &&
                                          cfg_.tile_n % (64 * cfg_.cluster) == 0),
                    "contraction: a cluster is two blocks of a TMA config without ping-pong, "
@@ -285,6 +298,25 @@ class ContractionLowering {
     per_batch_ = b_.CreateMul(tiles_m_, tiles_n_);
     tiles_ = b_.CreateMul(per_batch_, batches);
     k_tiles_ = ceil_div(k_extent_, i64(cfg_.tile_k));
+    units_ = tiles_;
+    k_begin_ = i64(0);
+    k_steps_ = k_tiles_;
+    if (split_) {
+      // The workspace and the phase follow the symbols (manifest.h): phase 0 multiplies a
+      // slice of each tile's reduced steps into a record, phase 1 folds them. S is the grid's
+      // blocks per tile (or the phase's high word when set, as a row split's lead_last).
+      const auto first = static_cast<unsigned>(params_.size() + symbols_.size());
+      workspace_ = fn_->getArg(first);
+      Value* phase = fn_->getArg(first + 1);
+      folding_ = b_.CreateICmpNE(b_.CreateAnd(phase, i64(0xFFFFFFFF)), i64(0));
+      Value* high = b_.CreateLShr(phase, i64(32));
+      Value* grid = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+      Value* some = b_.CreateSelect(b_.CreateICmpEQ(tiles_, i64(0)), i64(1), tiles_);
+      Value* by_grid = b_.CreateUDiv(grid, some);
+      by_grid = b_.CreateSelect(b_.CreateICmpEQ(by_grid, i64(0)), i64(1), by_grid);
+      split_s_ = b_.CreateSelect(b_.CreateICmpNE(high, i64(0)), high, by_grid);
+      units_ = b_.CreateMul(tiles_, split_s_);
+    }
 
     Value* tid = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
     tid_ = b_.CreateTrunc(tid, b_.getInt32Ty());
@@ -301,6 +333,7 @@ class ContractionLowering {
     // (bench/results/2026-11-29-h200-uniform-warp, call 1).
     Value* warp = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_idx_i32, {},
                                      {i32(-1), b_.CreateLShr(tid_, i32(5)), i32(0), i32(31)});
+    warp_ = warp;
     warp_group_ = b_.CreateLShr(warp, i32(2));
     warp_m_ = b_.CreateUDiv(warp, i32(cfg_.warps_n));
     warp_n_ = b_.CreateURem(warp, i32(cfg_.warps_n));
@@ -377,6 +410,122 @@ class ContractionLowering {
     b_batch_ = batch_offset(b_op_);
   }
 
+  // Places unit u of the walk: tile u, or with split-K slice u % S of tile u / S, its reduced
+  // steps k_begin_ .. k_begin_ + k_steps_ - 1 (S slices of k_tiles_ / S steps, some one more;
+  // none when S > k_tiles_: the record holds zeros) and its record u.
+  void place_unit(Value* u) {
+    if (!split_) {
+      place(u);
+      return;
+    }
+    Value* slice = b_.CreateURem(u, split_s_);
+    place(b_.CreateUDiv(u, split_s_));
+    record_ = u;
+    k_begin_ = b_.CreateUDiv(b_.CreateMul(slice, k_tiles_), split_s_);
+    Value* end = b_.CreateUDiv(b_.CreateMul(b_.CreateAdd(slice, i64(1)), k_tiles_), split_s_);
+    k_steps_ = b_.CreateSub(end, k_begin_);
+  }
+
+  // ---- split-K records -----------------------------------------------------------------------
+
+  // A record holds one tile's f32 accumulators, tile_m x tile_n words, as the MMA threads hold
+  // them: accumulator a of MMA thread i at word (a / 4 x threads + i) x 4 + a % 4, so that
+  // each thread writes and reads 16 bytes at a time and a warp's 512 contiguous bytes.
+  // Layout-agnostic: phase 1 runs the same image, its threads holding the same elements.
+  Value* record_address(Value* record, size_t a) {
+    internal_check(acc_.size() % 4 == 0 &&
+                       acc_.size() * static_cast<size_t>(cfg_.math_threads()) ==
+                           static_cast<size_t>(cfg_.tile_m) * static_cast<size_t>(cfg_.tile_n),
+                   "contraction: a split record holds each accumulator of the tile once");
+    Value* word = b_.CreateAdd(
+        b_.CreateMul(record, i64(int64_t{cfg_.tile_m} * cfg_.tile_n)),
+        b_.CreateMul(b_.CreateAdd(i64(static_cast<int64_t>(a / 4) * cfg_.math_threads()),
+                                  b_.CreateZExt(tid_, b_.getInt64Ty())),
+                     i64(4)));
+    return b_.CreateInBoundsGEP(b_.getFloatTy(), workspace_, {word});
+  }
+
+  // Phase 0: the placed unit's accumulators into its record.
+  void store_record() {
+    llvm::Type* v4 = llvm::FixedVectorType::get(b_.getFloatTy(), 4);
+    for (size_t a = 0; a < acc_.size(); a += 4) {
+      Value* v = llvm::PoisonValue::get(v4);
+      for (unsigned e = 0; e < 4; ++e) {
+        v = b_.CreateInsertElement(v, b_.CreateLoad(b_.getFloatTy(), acc_[a + e]), e);
+      }
+      b_.CreateAlignedStore(v, record_address(record_, a), llvm::Align(16));
+    }
+  }
+
+  // Phase 1: the accumulators of tile t, the sum of its S records in order (deterministic).
+  // The loads of kRecordBatch records are issued before their sums (a record at a time, each
+  // warp waited out an L2 round trip per record); past the last record the batch reads the
+  // last one again and adds nothing.
+  static constexpr int kRecordBatch = 4;
+  void load_records(Value* t) {
+    zero_accumulators();
+    llvm::Type* v4 = llvm::FixedVectorType::get(b_.getFloatTy(), 4);
+    Value* first = b_.CreateMul(t, split_s_);
+    Value* last = b_.CreateSub(split_s_, i64(1));
+    loop(i64(0), split_s_, i64(kRecordBatch), "records", [&](Value* s0) {
+      std::vector<std::vector<Value*>> batch(kRecordBatch);
+      for (int r = 0; r < kRecordBatch; ++r) {
+        Value* s = b_.CreateAdd(s0, i64(r));
+        s = b_.CreateSelect(b_.CreateICmpULT(s, split_s_), s, last);
+        Value* record = b_.CreateAdd(first, s);
+        for (size_t a = 0; a < acc_.size(); a += 4) {
+          batch[static_cast<size_t>(r)].push_back(
+              b_.CreateAlignedLoad(v4, record_address(record, a), llvm::Align(16)));
+        }
+      }
+      for (int r = 0; r < kRecordBatch; ++r) {
+        auto add = [&] {
+          for (size_t a = 0; a < acc_.size(); a += 4) {
+            Value* v = batch[static_cast<size_t>(r)][a / 4];
+            for (unsigned e = 0; e < 4; ++e) {
+              Value* sum = b_.CreateFAdd(b_.CreateLoad(b_.getFloatTy(), acc_[a + e]),
+                                         b_.CreateExtractElement(v, e));
+              b_.CreateStore(sum, acc_[a + e]);
+            }
+          }
+        };
+        if (r == 0) {
+          add();
+        } else {
+          if_then(b_.CreateICmpULT(b_.CreateAdd(s0, i64(r)), split_s_), add);
+        }
+      }
+    });
+  }
+
+  // Phase 1: on the same grid as phase 0, unit u folds the part of tile u / S held by the MMA
+  // warps w with w % S = u % S (parts past the warps have none): the records are read by as
+  // many SMs as wrote them, not one per tile (one block per tile read 33 records of 64 KiB at
+  // 4 tiles x 65536: 48 us against 25 for the first phase; H200,
+  // bench/results/2026-11-30-h200-split-k). Each warp's epilogue stands alone (the register
+  // epilogue: no block or warpgroup barriers, check_config).
+  void fold_units(Value* bid, llvm::function_ref<void(Value*)> stored) {
+    Value* warp = b_.CreateZExt(warp_, b_.getInt64Ty());
+    llvm::AllocaInst* ordinal = entry_alloca(b_.getInt64Ty(), "fold.ordinal");
+    b_.CreateStore(i64(0), ordinal);
+    loop(bid, units_, nblocks_, "fold", [&](Value* u) {
+      Value* j = b_.CreateLoad(b_.getInt64Ty(), ordinal);
+      Value* t = b_.CreateUDiv(u, split_s_);
+      if_then(b_.CreateICmpEQ(b_.CreateURem(warp, split_s_), b_.CreateURem(u, split_s_)), [&] {
+        place(t);
+        wait_for_earlier_steps();
+        load_records(t);
+        stored(j);
+      });
+      b_.CreateStore(b_.CreateAdd(j, i64(1)), ordinal);
+    });
+  }
+
+  // Phase 1 of the MMA warps' (not warp-specialized) images.
+  void fold(Value* bid) {
+    fold_units(bid, [&](Value*) { epilogue(); });
+  }
+
   // The steps copied ahead of the math: stages - 1 (mma.sync) or stages - 2 (wgmma, one
   // group of MMAs in flight).
   int ahead() const { return wgmma_ ? cfg_.stages - 2 : cfg_.stages - 1; }
@@ -384,27 +533,32 @@ class ContractionLowering {
   // Steps 0 .. ahead() - 1 of the placed tile into stages 0 .., one commit group each.
   void prologue() {
     for (int s = 0; s < ahead(); ++s) {
-      if_then(b_.CreateICmpSLT(i64(s), k_tiles_), [&] { load_step(i32(s), i64(s)); });
+      if_then(b_.CreateICmpSLT(i64(s), k_steps_),
+              [&] { load_step(i32(s), b_.CreateAdd(k_begin_, i64(s))); });
       b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
     }
   }
 
   // Tile t, whose prologue was issued.
   void tile(Value* t) {
-    place(t);
+    place_unit(t);
     zero_accumulators();
 
     mainloop();
     wait_for_earlier_steps();
-    epilogue();
+    if (split_) {
+      store_record();
+    } else {
+      epilogue();
+    }
     // Every warp's reads of shared memory are done before the next tile's first steps refill
     // the stages. (Issuing them before this tile's epilogue instead was measured 2-4% slower
     // on an H200 at 4096^3 and 8192^3: bench/results/2026-11-24-h200-contractions/README.md.)
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
     barrier();
     Value* next = b_.CreateAdd(t, nblocks_);
-    if_then(b_.CreateICmpSLT(next, tiles_), [&] {
-      place(next);
+    if_then(b_.CreateICmpSLT(next, units_), [&] {
+      place_unit(next);
       prologue();
     });
   }
@@ -425,15 +579,16 @@ class ContractionLowering {
   // in flight): the stage it refills, (kt - 2) % stages, was read by step kt - 2, complete.
   void mainloop() {
     const int ahead = this->ahead();
-    loop(i64(0), k_tiles_, i64(1), "kstep", [&](Value* kt) {
+    loop(i64(0), k_steps_, i64(1), "kstep", [&](Value* kt) {
       // Step kt's copies have landed (at most ahead - 1 younger groups pending); for wgmma,
       // visible to the tensor cores' (async) reads of shared memory.
       b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {i32(ahead - 1)});
       if (wgmma_) asm_void("fence.proxy.async.shared::cta;");
       barrier();
       Value* next = b_.CreateAdd(kt, i64(ahead));
-      if_then(b_.CreateICmpSLT(next, k_tiles_), [&] {
-        load_step(b_.CreateTrunc(b_.CreateURem(next, i64(cfg_.stages)), b_.getInt32Ty()), next);
+      if_then(b_.CreateICmpSLT(next, k_steps_), [&] {
+        load_step(b_.CreateTrunc(b_.CreateURem(next, i64(cfg_.stages)), b_.getInt32Ty()),
+                  b_.CreateAdd(k_begin_, next));
       });
       b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
       Value* stage = b_.CreateTrunc(b_.CreateURem(kt, i64(cfg_.stages)), b_.getInt32Ty());
@@ -515,11 +670,21 @@ class ContractionLowering {
         b_.CreateICmpUGE(tid_, i32(math)),
         [&] {
           asm_void(fmt::format("setmaxnreg.dec.sync.aligned.u32 {};", kProducerRegisters).c_str());
-          produce(bid);
+          // Split-K's phase 1 copies nothing.
+          if (split_) {
+            if_then(b_.CreateNot(folding_), [&] { produce(bid); });
+          } else {
+            produce(bid);
+          }
         },
         [&] {
           asm_void(fmt::format("setmaxnreg.inc.sync.aligned.u32 {};", kConsumerRegisters).c_str());
-          consume(bid);
+          if (split_) {
+            if_else(
+                folding_, [&] { fold_specialized(bid); }, [&] { consume(bid); });
+          } else {
+            consume(bid);
+          }
         });
     // A block of a cluster stays until every block is done with its barriers (the others'
     // MMA warps arrive at its empty barriers).
@@ -621,9 +786,9 @@ class ContractionLowering {
     if_then(active, [&] {
       llvm::AllocaInst* it = entry_alloca(b_.getInt64Ty(), "pstep.count");
       b_.CreateStore(i64(0), it);
-      loop(bid, tiles_, nblocks_, "ptile", [&](Value* t) {
-        place(t);
-        loop(i64(0), k_tiles_, i64(1), "pstep", [&](Value* kt) {
+      loop(bid, units_, nblocks_, "ptile", [&](Value* t) {
+        place_unit(t);
+        loop(i64(0), k_steps_, i64(1), "pstep", [&](Value* kt) {
           Value* n = b_.CreateLoad(b_.getInt64Ty(), it);
           auto [stage, phase] = stage_phase(n);
           mbarrier_wait(empty_barrier(stage), b_.CreateXor(phase, i32(1)));
@@ -632,14 +797,14 @@ class ContractionLowering {
               maps_ok_,
               [&] {
                 mbarrier_expect_tx(full, stage_bytes_);
-                Value* k0 = b_.CreateMul(kt, i64(cfg_.tile_k));
+                Value* k0 = b_.CreateMul(b_.CreateAdd(k_begin_, kt), i64(cfg_.tile_k));
                 tma_operand(a_, 0, stage, k0, m0_, full);
                 tma_operand(b_op_, 1, stage, k0, n0_, full);
               },
               [&] {
                 // The copies land, are made visible to the tensor cores' (async proxy)
                 // reads, and only then the stage counts as full.
-                load_step(stage, kt);
+                load_step(stage, b_.CreateAdd(k_begin_, kt));
                 b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_all, {}, {});
                 asm_void("fence.proxy.async.shared::cta;");
                 mbarrier_arrive(full);
@@ -737,9 +902,12 @@ class ContractionLowering {
       });
     };
     Value* start = b_.CreateAdd(bid, b_.CreateMul(first, nblocks_));
-    loop(start, tiles_, b_.CreateMul(nblocks_, i64(per)), "tile", [&](Value* t) {
+    // With split-K the units' steps differ: the steps consumed before, counted.
+    llvm::AllocaInst* done = split_ ? entry_alloca(b_.getInt64Ty(), "steps.done") : nullptr;
+    if (done) b_.CreateStore(i64(0), done);
+    loop(start, units_, b_.CreateMul(nblocks_, i64(per)), "tile", [&](Value* t) {
       Value* j = b_.CreateLoad(b_.getInt64Ty(), ordinal);
-      place(t);
+      place_unit(t);
       zero_accumulators();
       if (pingpong_) {
         if_then(b_.CreateICmpUGT(j, i64(0)), [&] {
@@ -749,8 +917,8 @@ class ContractionLowering {
               b_.CreateTrunc(b_.CreateAnd(b_.CreateLShr(prev, i64(1)), i64(1)), b_.getInt32Ty()));
         });
       }
-      Value* n0 = b_.CreateMul(j, k_tiles_);
-      loop(i64(0), k_tiles_, i64(1), "kstep", [&](Value* kt) {
+      Value* n0 = split_ ? b_.CreateLoad(b_.getInt64Ty(), done) : b_.CreateMul(j, k_tiles_);
+      loop(i64(0), k_steps_, i64(1), "kstep", [&](Value* kt) {
         Value* n = b_.CreateAdd(n0, kt);
         auto [stage, phase] = stage_phase(n);
         mbarrier_wait(full_barrier(stage), phase);
@@ -761,28 +929,53 @@ class ContractionLowering {
       });
       if (pingpong_) if_then(signals, [&] { mbarrier_arrive(order_barrier(wg)); });
       asm_void("wgmma.wait_group.sync.aligned 0;");
+      if (split_) {
+        // A slice may have no steps (S > k_tiles_): nothing to free then.
+        if_then(b_.CreateICmpUGT(k_steps_, i64(0)),
+                [&] { release(b_.CreateSub(b_.CreateAdd(n0, k_steps_), i64(1))); });
+        b_.CreateStore(b_.CreateAdd(n0, k_steps_), done);
+        wait_for_earlier_steps();
+        store_record();
+        b_.CreateStore(b_.CreateAdd(j, i64(per)), ordinal);
+        return;
+      }
       release(b_.CreateSub(b_.CreateAdd(n0, k_tiles_), i64(1)));
       wait_for_earlier_steps();
-      auto stored = [&] {
-        if (cfg_.smem_epilogue) {
-          staged_epilogue();
-        } else {
-          epilogue();
-        }
-      };
-      if (tma_store_) {
-        if_else(
-            store_ok_, [&] { tma_store_epilogue(j); }, stored);
-      } else {
-        stored();
-      }
+      stored_epilogue(j);
       b_.CreateStore(b_.CreateAdd(j, i64(per)), ordinal);
     });
-    // The shared memory stays until the last TMA store has read it.
+    finish_stores();
+  }
+
+  // The epilogue of the MMA warpgroups' accumulators, `j` the warpgroup's tile ordinal.
+  void stored_epilogue(Value* j) {
+    auto stored = [&] {
+      if (cfg_.smem_epilogue) {
+        staged_epilogue();
+      } else {
+        epilogue();
+      }
+    };
+    if (tma_store_) {
+      if_else(
+          store_ok_, [&] { tma_store_epilogue(j); }, stored);
+    } else {
+      stored();
+    }
+  }
+
+  // The shared memory stays until the last TMA store has read it.
+  void finish_stores() {
     if (tma_store_) {
       if_then(b_.CreateAnd(store_ok_, warpgroup_leader()),
               [&] { asm_void("cp.async.bulk.wait_group.read 0;"); });
     }
+  }
+
+  // Split-K's phase 1 on the MMA warpgroups (fold_units).
+  void fold_specialized(Value* bid) {
+    fold_units(bid, [&](Value* j) { stored_epilogue(j); });
+    finish_stores();
   }
 
   // A wgmma matrix descriptor (PTX ISA, "Matrix Descriptor Format") for shared memory at
@@ -1669,6 +1862,7 @@ class ContractionLowering {
   const bool wgmma_;
   const bool specialized_;  // a TMA producer warpgroup and MMA warpgroups (run_specialized)
   const bool pingpong_;     // ... each MMA warpgroup on tiles of its own (consume)
+  const bool split_;        // split-K (ContractionConfig::split)
   // Blocks of a cluster (1: none): they compute the tiles of cluster_ x tile_m rows at the same
   // columns, and each multicasts its share of B's tile to all of them (run_specialized).
   const int cluster_;
@@ -1697,9 +1891,14 @@ class ContractionLowering {
   Value *m_extent_ = nullptr, *n_extent_ = nullptr, *k_extent_ = nullptr;
   Value *tiles_m_ = nullptr, *tiles_n_ = nullptr, *per_batch_ = nullptr, *tiles_ = nullptr;
   Value* k_tiles_ = nullptr;
+  // The units the walk places (tiles, or with split-K tiles x S) and the placed unit's steps.
+  Value *units_ = nullptr, *k_begin_ = nullptr, *k_steps_ = nullptr;
+  // Split-K: S (i64), phase 1 (i1), the workspace (global float pointer), the placed record.
+  Value *split_s_ = nullptr, *folding_ = nullptr, *workspace_ = nullptr, *record_ = nullptr;
   Value* nblocks_ = nullptr;  // gridDim.x (with a cluster, the clusters)
   Value* rank_ = nullptr;     // i32: with a cluster, the block's rank in it
   Value *tid_ = nullptr, *lane_ = nullptr, *warp_m_ = nullptr, *warp_n_ = nullptr;
+  Value* warp_ = nullptr;        // i32: tid / 32, uniform (set_up)
   Value* warp_group_ = nullptr;  // i32: tid / 128, uniform (set_up)
   // A warp's accumulator rows: `slabs_` groups of 16 rows, `slab_rows_` apart, the first at row
   // warp_row0_ (i32) of the tile.

@@ -259,6 +259,8 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     const bundle::Variant& var = info.steps[s].variants[static_cast<size_t>(l.variant)];
     args[na + ns] = &workspace;
     args[na + ns + 1] = &phase;
+    // A contraction's tensor maps and flag follow its workspace and phase when it splits.
+    const size_t first_map = na + ns + (var.split.phases > 0 ? 2 : 0);
     if (!var.tile.tensor_maps.empty()) {
       // The maps, and in the flag bit 0 when those read through were all encoded (else the
       // kernel copies without them), bit 1 when those stored through were (else it stores
@@ -285,12 +287,12 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
         } else {
           ok = false;
         }
-        args[na + ns + i] = &maps[i];
+        args[first_map + i] = &maps[i];
       }
       // Bit 1 only with a store map: a kernel of a bundle before format 12 reads any flag
       // but 0 as its maps encoded.
       maps_ok = (loads_ok ? 1 : 0) | (var.tile.stores_output() && stores_ok ? 2 : 0);
-      args[na + ns + var.tile.tensor_maps.size()] = &maps_ok;
+      args[first_map + var.tile.tensor_maps.size()] = &maps_ok;
     }
     // Last, the strided inputs' strides (manifest.h): after the split's workspace and phase.
     const size_t first_stride = na + ns + (var.split.phases > 0 ? 2 : 0);

@@ -394,6 +394,16 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
       blocks = batch >= ceil_div(persistent, tiles_per_matrix)
                    ? persistent
                    : std::min(persistent, batch * tiles_per_matrix);
+      if (var->split.phases > 0) {
+        // Split-K: every tile, S blocks each (below; manifest.h).
+        if (batch > bundle::kMaxGridX / tiles_per_matrix) {
+          return Status::error(fmt::format(
+              "{}: step {} ({}): split variant {} cannot cover {} x {} tiles (more than the "
+              "grid limit {})",
+              info.name, s, step.name, v, batch, tiles_per_matrix, bundle::kMaxGridX));
+        }
+        blocks = batch * tiles_per_matrix;
+      }
       blocks *= cf.blocks;
       l.cluster = static_cast<unsigned>(cf.blocks);
       l.smem_bytes = static_cast<unsigned>(var->tile.smem_bytes);
@@ -408,8 +418,12 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
     if (var->split.phases > 0) {
       // `blocks` tiles, each over S blocks; a workspace record of split.slots words per row
       // of a block.
-      const int64_t per_tile = split_blocks(blocks, r, var->split.chunk, device.sm_count,
-                                            bundle::resident_blocks(*var, device));
+      const int64_t per_tile =
+          step.kind == bundle::StepKind::contraction
+              ? bundle::contraction_split_blocks(blocks, r, var->split.chunk, device.sm_count,
+                                                 var->tile.ctas_per_sm)
+              : split_blocks(blocks, r, var->split.chunk, device.sm_count,
+                             bundle::resident_blocks(*var, device));
       blocks *= per_tile;
       if (var->split.lead_last) l.lead_split = per_tile;
       int64_t record_bytes = 0;

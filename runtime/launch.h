@@ -35,7 +35,8 @@ namespace kiln::launch {
 inline constexpr size_t kMaxArgs = 64;
 inline constexpr size_t kMaxSteps = 32;
 /// The arguments after the symbols a step may take (manifest.h), strides not counted.
-inline constexpr size_t kMaxTrailingArgs = bundle::kMaxTensorMaps + 1;
+/// (a split contraction's workspace and phase, its tensor maps and their flag).
+inline constexpr size_t kMaxTrailingArgs = 2 + bundle::kMaxTensorMaps + 1;
 
 /// A kernel's shapes encoded for evaluation without lookups: an entry > 0 is a fixed extent,
 /// an entry v < 0 is symbol number -v - 1 (KernelInfo::symbols order).

@@ -448,6 +448,64 @@ TEST_CASE("few, very long rows run the split variant, its workspace is freed", "
   }
 }
 
+TEST_CASE("a contraction of few tiles and a long K splits K: two phases, maps after them",
+          "[launch]") {
+  auto rt = open_fake();
+  Fake fake;
+  auto b = Bundle::load(*rt, bundle_named("scalars"));
+  REQUIRE(b.ok());
+  const Kernel& k = *(*b)->find("matmul_scaled");
+  const bundle::Step& step = step_of(k, 0);
+  struct Case {
+    int64_t m, n, k, split;  // S, or 0: no split
+  };
+  // One 128 x 128 tile of 17 x 24: 4096 / 64 = 64 steps, 8 a block at least: S = 8. 24 tiles
+  // (1000 x 336): 132 / 24 = 5. K = 960 (15 steps) or 2048 x 2048 (enough tiles): no split.
+  // (N a multiple of 8: rows of 16-byte multiples, so the operands' maps can be encoded; else
+  // the variant of the same tiles without maps runs, which does not split.)
+  for (Case c : {Case{17, 24, 4096, 8}, Case{1000, 336, 1 << 16, 5}, Case{17, 24, 960, 0},
+                 Case{2048, 2048, 4096, 0}, Case{17, 17, 4096, 0}}) {
+    INFO("M=" << c.m << " N=" << c.n << " K=" << c.k);
+    const std::map<std::string, int64_t> sym{{"M", c.m}, {"N", c.n}, {"K", c.k}};
+    Args a(*rt, k.info(), sym);
+    std::vector<CUdeviceptr> p = a.ptrs;
+    p[2] = kiln_scalar_f32(2.0f);
+    fake.reset();
+    // a, w, scale, c, M, K, N, a split's workspace and phase, two maps and their flag (other
+    // variants take fewer: not recorded).
+    fake.set_arg_count(c.split > 0 ? 12 : 0);
+    REQUIRE(k.launch(nullptr, p, values(k.info(), sym)).ok());
+    const std::string entry = fake.entry(0);
+    const bundle::Variant* ran = nullptr;
+    for (const bundle::Variant& v : step.variants) {
+      if (v.entry == entry) ran = &v;
+    }
+    REQUIRE(ran != nullptr);
+    CHECK((ran->split.phases > 0) == (c.split > 0));
+    if (c.split == 0) {
+      CHECK(fake.launches() == 1);
+      continue;
+    }
+    REQUIRE(fake.launches() == 2);
+    const int64_t tiles = (c.m + 127) / 128 * ((c.n + 127) / 128);
+    // Both phases on the grid of S blocks per tile; the kernel takes S from it.
+    unsigned first = 0, last = 0;
+    fake.entry(0, &first);
+    CHECK(fake.entry(1, &last) == entry);
+    CHECK(first == tiles * c.split);
+    CHECK(last == first);
+    CHECK(fake.arg(0, 8) == 0);
+    CHECK(fake.arg(1, 8) == 1);
+    CHECK(fake.arg(0, 7) == fake.arg(1, 7));  // one workspace
+    CHECK(fake.arg(0, 7) != 0);
+    CHECK(fake.arg(0, 7) % 16 == 0);  // the records' 16-byte stores
+    // The maps' flag last: this fake driver encodes none (bit 0 clear: copies without maps).
+    CHECK(fake.arg(0, 11) == 0);
+    CHECK(fake.arg(0, 6) == static_cast<uint64_t>(c.n));  // N, the last symbol
+  }
+  fake.set_arg_count(0);
+}
+
 TEST_CASE("a split whose last phase walks the rows launches every phase on the full grid",
           "[launch]") {
   auto rt = open_fake();

@@ -4,7 +4,9 @@
 // grid (runtime/launch.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -201,6 +203,34 @@ TEST_CASE("contraction: plan, manifest and the rule", "[contraction]") {
         fmt::format("m.json: kernels[0].steps[0].variants[{}].tile.cluster: expected an integer "
                     "in 1..8, got 9",
                     def));
+  // Split-K (format 13): 2 phases, 1 slot, no cluster; else refused (and lead_last is a row
+  // reduction's).
+  size_t sv = 0;
+  while (sv < bs.variants.size() && bs.variants[sv].split.phases == 0) ++sv;
+  REQUIRE(sv < bs.variants.size());
+  nlohmann::json& split_json = j["kernels"][0]["steps"][0]["variants"][sv];
+  tile["cluster"] = 2;
+  for (auto bad : std::vector<std::function<void(nlohmann::json&)>>{
+           [](nlohmann::json& v) { v["split"]["phases"] = 3; },
+           [](nlohmann::json& v) { v["split"]["slots"] = 2; },
+           [](nlohmann::json& v) { v["tile"]["cluster"] = 2; }}) {
+    nlohmann::json saved = split_json;
+    bad(split_json);
+    Result<bundle::Manifest> r = bundle::parse_manifest(j.dump(), "m.json");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.message() == fmt::format("m.json: kernels[0].steps[0].variants[{}]: a split "
+                                     "contraction variant has 2 phases, 1 slot and no cluster",
+                                     sv));
+    split_json = saved;
+  }
+  split_json["split"]["lead_last"] = true;
+  CHECK(bundle::parse_manifest(j.dump(), "m.json").message() ==
+        fmt::format("m.json: kernels[0].steps[0].variants[{}]: a split variant with lead_last in "
+                    "a step of kind \"contraction\" (only row_reduction steps run their last "
+                    "phase one block per row)",
+                    sv));
+  split_json["split"].erase("lead_last");
+  CHECK(bundle::parse_manifest(j.dump(), "m.json").ok());
   info.steps[0].kind = StepKind::row_reduction;
   m.kernels = {info};
   Result<bundle::Manifest> bad = bundle::parse_manifest(bundle::to_json(m), "m.json");
@@ -226,10 +256,46 @@ TEST_CASE("contraction: plan, manifest and the rule", "[contraction]") {
   // 65 tiles of the default's: 130 of 128 x 128, enough.
   CHECK(bundle::heuristic_variant(bs, rule, area * 65, 64, h200) == rule.smaller[0]);
   CHECK(bundle::heuristic_variant(bs, rule, 128 * 128 * 66, 64, h200) == rule.smaller[0]);
-  // 65 tiles of 128 x 128: 130 of 128 x 64; fewer: the smallest tiles.
+  // 65 tiles of 128 x 128: 130 of 128 x 64; fewer: the smallest tiles, unless K is long
+  // enough to split (16 steps of 64 or more: two blocks of 8 steps each).
   CHECK(bundle::heuristic_variant(bs, rule, 128 * 128 * 65, 64, h200) == rule.smaller[1]);
-  CHECK(bundle::heuristic_variant(bs, rule, 1024 * 1024, 1024, h200) == rule.smaller[1]);
+  CHECK(bundle::heuristic_variant(bs, rule, 128 * 128 * 65, 960, h200) == rule.smaller[1]);
   CHECK(bundle::heuristic_variant(bs, rule, 1, 1, h200) == rule.smaller[1]);
+  // Split-K: 128 x 128 tiles (the first split variant, TMA-fed like the default), each tile's
+  // K over the blocks that fill the SMs once, 8 steps of K a block at least.
+  REQUIRE(rule.contraction_split >= 0);
+  const bundle::Variant& split = bs.variants[static_cast<size_t>(rule.contraction_split)];
+  CHECK(split.elements_per_block == 128 * 128);
+  CHECK(split.config.count("tma") == 1);
+  CHECK(split.split == bundle::SplitInfo{2, 1, 64});
+  CHECK(std::find(rule.smaller.begin(), rule.smaller.end(), rule.contraction_split) ==
+        rule.smaller.end());
+  // Split only from 64 steps of K, with S = 2 only from 256 (measured: bundle/rule.h).
+  CHECK(bundle::heuristic_variant(bs, rule, 128 * 128 * 65, 961, h200) == rule.smaller[1]);
+  CHECK(bundle::heuristic_variant(bs, rule, 128 * 128 * 65, 255 * 64, h200) == rule.smaller[1]);
+  CHECK(bundle::heuristic_variant(bs, rule, 128 * 128 * 65, 255 * 64 + 1, h200) ==
+        rule.contraction_split);
+  CHECK(bundle::heuristic_variant(bs, rule, 1024 * 1024, 8192, h200) == rule.smaller[1]);
+  CHECK(bundle::heuristic_variant(bs, rule, 1024 * 1024, 16384, h200) == rule.contraction_split);
+  CHECK(bundle::heuristic_variant(bs, rule, 512 * 512, 4032, h200) == rule.smaller[1]);
+  CHECK(bundle::heuristic_variant(bs, rule, 512 * 512, 4033, h200) == rule.contraction_split);
+  CHECK(bundle::heuristic_variant(bs, rule, 768 * 768, 8192, h200) == rule.contraction_split);
+  CHECK(bundle::heuristic_variant(bs, rule, 1, 65536, h200) == rule.contraction_split);
+  CHECK(bundle::heuristic_variant(bs, rule, 128 * 128 * 66, 65536, h200) == rule.smaller[0]);
+  CHECK(bundle::contraction_splits(3, 64 * 64, 64));
+  CHECK_FALSE(bundle::contraction_splits(3, 63 * 64, 64));
+  CHECK_FALSE(bundle::contraction_splits(2, 255 * 64, 64));
+  CHECK(bundle::contraction_splits(2, 256 * 64, 64));
+  CHECK_FALSE(bundle::contraction_splits(1, 1 << 20, 64));
+  CHECK(bundle::contraction_split_blocks(1, 65536, 64, 132, 1) == 128);  // 1024 steps / 8
+  CHECK(bundle::contraction_split_blocks(1, 4096, 64, 132, 1) == 8);
+  CHECK(bundle::contraction_split_blocks(64, 1 << 20, 64, 132, 1) == 2);  // 132 / 64
+  CHECK(bundle::contraction_split_blocks(64, 960, 64, 132, 1) == 1);
+  CHECK(bundle::contraction_split_blocks(200, 1 << 20, 64, 132, 1) == 1);
+  CHECK(bundle::contraction_split_blocks(0, 0, 0, 0, 0) == 1);  // unchecked input
+  // Without memory pools (the workspace's), no split.
+  CHECK(bundle::step_rule(bs, std::vector<bool>(bs.variants.size(), true), {132, false})
+            .contraction_split < 0);
   // On a GPU of 20 SMs 1024^3 has tiles enough for 128 x 256 (32 >= 10).
   CHECK(bundle::heuristic_variant(bs, rule, 1024 * 1024, 1024, {20, true}) == rule.chosen);
   // A variant chosen explicitly (kiln run --variant) runs at every shape: the default at
@@ -280,7 +346,17 @@ TEST_CASE("contraction: the persistent grid", "[contraction]") {
       REQUIRE(launch::lay_out(info, enc, rules, smem, ptrs, syms, variants, false, dev, out).ok());
       const int64_t tiles =
           int64_t{B} * ((M + v.tile.m - 1) / v.tile.m) * ((N + v.tile.n - 1) / v.tile.n);
-      CHECK(out.steps[0].grid == std::min<int64_t>(tiles, 132 * v.tile.ctas_per_sm));
+      if (v.split.phases > 0) {
+        // Split-K: every tile over S blocks (K = 100: 2 steps, so S = 1), a record of f32
+        // words per block, both phases on that grid.
+        CHECK(out.steps[0].grid == tiles);
+        CHECK(out.steps[0].phases == 2);
+        CHECK(out.steps[0].lead_split == 0);
+        CHECK(out.steps[0].workspace_bytes == tiles * v.tile.m * v.tile.n * 4);
+      } else {
+        CHECK(out.steps[0].grid == std::min<int64_t>(tiles, 132 * v.tile.ctas_per_sm));
+        CHECK(out.steps[0].phases == 0);
+      }
       CHECK(out.steps[0].block == static_cast<unsigned>(v.block_threads));
       CHECK(out.steps[0].smem_bytes == static_cast<unsigned>(v.tile.smem_bytes));
       CHECK(out.steps[0].cluster == 1);
@@ -310,6 +386,27 @@ TEST_CASE("contraction: the persistent grid", "[contraction]") {
     }
   }
   CHECK(clustered == 2);
+  // Split-K over a long K: one 128 x 128 tile of 17 x 17 gets 132 blocks (1024 steps / 8 =
+  // 128 at most: 128), 3 x 1000 x 17 (24 tiles) 5 each; the workspace a record per block.
+  int splits = 0;
+  for (size_t vi = 0; vi < bs.variants.size(); ++vi) {
+    const bundle::Variant& v = bs.variants[vi];
+    if (v.split.phases == 0) continue;
+    ++splits;
+    for (auto [B, M, N, S] : {std::tuple{1, 17, 17, 128}, {3, 1000, 17, 5}}) {
+      launch::Layout out;
+      const int variants[] = {static_cast<int>(vi)};
+      REQUIRE(launch::lay_out(info, enc, rules, smem, ptrs, symbols_for(B, M, N, 65536), variants,
+                              false, dev, out)
+                  .ok());
+      const int64_t tiles = int64_t{B} * ((M + 127) / 128) * ((N + 127) / 128);
+      CHECK(out.steps[0].grid == tiles * S);
+      CHECK(out.steps[0].lead_split == 0);
+      CHECK(out.steps[0].workspace_bytes == tiles * S * 128 * 128 * 4);
+      CHECK(out.scratch_bytes >= out.workspace_offset + out.steps[0].workspace_bytes);
+    }
+  }
+  CHECK(splits == 1);
 }
 
 TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
@@ -341,9 +438,9 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
     CHECK(v.tile.cluster == (v.config.count("cluster") ? v.config.at("cluster") : 1));
   }
   // 128 x 256 in clusters of two (the default) and alone, 128 x 128, the two ping-pong tiles,
-  // 128 x 256 with the staged epilogue alone and in clusters of two, 128 x 64; the four of
-  // 128 x 256 store through TMA.
-  CHECK(with_maps == 8);
+  // 128 x 256 with the staged epilogue alone and in clusters of two, 128 x 64, 128 x 128
+  // split-K; the four of 128 x 256 store through TMA.
+  CHECK(with_maps == 9);
   CHECK(stores == 4);
   CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].tile.cluster == 2);
   CHECK(bs.variants[static_cast<size_t>(plan->steps[0].default_variant)].config.count("tma") == 1);

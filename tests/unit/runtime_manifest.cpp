@@ -99,7 +99,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 12);
+  CHECK(j["version"] == 13);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -108,7 +108,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 12,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 13,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -250,17 +250,17 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 13; }) ==
-        "bundle/manifest.json: version: unsupported format version 13 (this runtime reads "
-        "versions 3 to 12)");
+  CHECK(error_after([](Json& j) { j["version"] = 14; }) ==
+        "bundle/manifest.json: version: unsupported format version 14 (this runtime reads "
+        "versions 3 to 13)");
   // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
   // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "versions 3 to 12; recompile the bundle)");
+        "versions 3 to 13; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "versions 3 to 12; recompile the bundle)");
+        "versions 3 to 13; recompile the bundle)");
   // Version 3 had no buffers: it reads as version 4 without them.
   Json v3 = sample_json();
   v3["version"] = 3;
@@ -394,8 +394,8 @@ TEST_CASE("a split variant round-trips and only a row reduction step may have on
   CHECK(error_with([](Json& e) { variant_json(e, 2)["split"] = 3; }) ==
         v2 + ".split: expected an object, got an integer");
   CHECK(error_with([](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "pointwise"; }) ==
-        v2 + ": a split variant in a step of kind \"pointwise\" (only row_reduction and "
-             "outer_reduction steps split)");
+        v2 + ": a split variant in a step of kind \"pointwise\" (only reduction, scan and "
+             "contraction steps split)");
 
   // lead_last: in JSON only when true (a reader before it launches every phase on the full
   // grid, which the kernel also serves), and only in a row reduction step.
