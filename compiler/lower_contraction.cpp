@@ -499,11 +499,10 @@ class ContractionLowering {
   }
 
   // Phase 1: on the same grid as phase 0, unit u folds the part of tile u / S held by the MMA
-  // warps w with w % S = u % S (parts past the warps have none): the records are read by as
-  // many SMs as wrote them, not one per tile (one block per tile read 33 records of 64 KiB at
-  // 4 tiles x 65536: 48 us against 25 for the first phase; H200,
-  // bench/results/2026-11-30-h200-split-k). Each warp's epilogue stands alone (the register
-  // epilogue: no block or warpgroup barriers, check_config).
+  // warps w with w % S = u % S (parts past the warps have none): up to 8 SMs read a tile's
+  // records, not one (a GEMM of 256 x 256 x 65536, S = 33: 46.8 us against 48.3 with one block
+  // per tile; H200, bench/results/2026-11-30-h200-split-k calls 1-2). Each warp's epilogue
+  // stands alone (the register epilogue: no block or warpgroup barriers, check_config).
   void fold_units(Value* bid, llvm::function_ref<void(Value*)> stored) {
     Value* warp = b_.CreateZExt(warp_, b_.getInt64Ty());
     llvm::AllocaInst* ordinal = entry_alloca(b_.getInt64Ty(), "fold.ordinal");
