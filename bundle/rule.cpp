@@ -16,6 +16,11 @@ int64_t config_vec(const Variant& v) {
   return it == v.config.end() ? 1 : it->second;
 }
 
+// A contraction's steps of `chunk` elements over a reduced extent of `reduced` (at least 1).
+int64_t contraction_steps(int64_t reduced, int64_t chunk) {
+  return ceil_div(std::max<int64_t>(reduced, 1), std::max<int64_t>(chunk, 1));
+}
+
 }  // namespace
 
 StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const DeviceFacts& device) {
@@ -201,13 +206,13 @@ int64_t contraction_split_blocks(int64_t tiles, int64_t reduced, int64_t chunk, 
   tiles = std::max<int64_t>(tiles, 1);
   const int64_t want =
       std::max<int64_t>(1, int64_t{std::max(sm_count, 1)} * std::max(per_sm, 1) / tiles);
-  const int64_t steps = ceil_div(std::max<int64_t>(reduced, 1), std::max<int64_t>(chunk, 1));
-  const int64_t most = std::max<int64_t>(1, steps / kContractionSplitMinSteps);
+  const int64_t most =
+      std::max<int64_t>(1, contraction_steps(reduced, chunk) / kContractionSplitMinSteps);
   return std::max<int64_t>(1, std::min({want, most, kMaxGridX / tiles}));
 }
 
 bool contraction_splits(int64_t split, int64_t reduced, int64_t chunk) {
-  const int64_t steps = ceil_div(std::max<int64_t>(reduced, 1), std::max<int64_t>(chunk, 1));
+  const int64_t steps = contraction_steps(reduced, chunk);
   return steps >= kContractionSplitMinReduced &&
          (split >= 3 || (split == 2 && steps >= kContractionSplitLongReduced));
 }

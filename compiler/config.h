@@ -331,9 +331,9 @@ struct ContractionConfig {
   // `pingpong` or a cluster. The runtime launches the kernel twice (manifest.h: a split
   // contraction variant) with S blocks per tile: in phase 0, block (tile, s) multiplies the
   // tile's reduced steps [s k_tiles / S, (s + 1) k_tiles / S) and writes its f32 accumulators
-  // to a record of the workspace; in phase 1 one block per tile adds the tile's S records in
-  // order (deterministic) and runs the epilogue. Its images without TMA do the same on their
-  // MMA warps.
+  // to a record of the workspace; in phase 1, on the same grid, block (tile, s) adds the tile's
+  // S records in order (deterministic) for the rows of its warps w with w % S = s and runs the
+  // register epilogue there. Its images without TMA do the same on their MMA warps.
   int split = 0;
   static constexpr int kEpilogueColumns = 32;
   /// Floats between rows of the epilogue's buffer: 8 more than its columns, so that the

@@ -303,18 +303,15 @@ class ContractionLowering {
     k_steps_ = k_tiles_;
     if (split_) {
       // The workspace and the phase follow the symbols (manifest.h): phase 0 multiplies a
-      // slice of each tile's reduced steps into a record, phase 1 folds them. S is the grid's
-      // blocks per tile (or the phase's high word when set, as a row split's lead_last).
+      // slice of each tile's reduced steps into a record, phase 1 folds them. Both run on the
+      // same grid, S blocks per tile (at least 1).
       const auto first = static_cast<unsigned>(params_.size() + symbols_.size());
       workspace_ = fn_->getArg(first);
-      Value* phase = fn_->getArg(first + 1);
-      folding_ = b_.CreateICmpNE(b_.CreateAnd(phase, i64(0xFFFFFFFF)), i64(0));
-      Value* high = b_.CreateLShr(phase, i64(32));
+      folding_ = b_.CreateICmpNE(fn_->getArg(first + 1), i64(0));
       Value* grid = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
       Value* some = b_.CreateSelect(b_.CreateICmpEQ(tiles_, i64(0)), i64(1), tiles_);
-      Value* by_grid = b_.CreateUDiv(grid, some);
-      by_grid = b_.CreateSelect(b_.CreateICmpEQ(by_grid, i64(0)), i64(1), by_grid);
-      split_s_ = b_.CreateSelect(b_.CreateICmpNE(high, i64(0)), high, by_grid);
+      Value* per_tile = b_.CreateUDiv(grid, some);
+      split_s_ = b_.CreateSelect(b_.CreateICmpEQ(per_tile, i64(0)), i64(1), per_tile);
       units_ = b_.CreateMul(tiles_, split_s_);
     }
 

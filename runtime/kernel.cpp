@@ -259,8 +259,9 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
     const bundle::Variant& var = info.steps[s].variants[static_cast<size_t>(l.variant)];
     args[na + ns] = &workspace;
     args[na + ns + 1] = &phase;
-    // A contraction's tensor maps and flag follow its workspace and phase when it splits.
-    const size_t first_map = na + ns + (var.split.phases > 0 ? 2 : 0);
+    // After the symbols, a split's workspace and phase; then a contraction's tensor maps and
+    // their flag, or the strided inputs' strides (manifest.h).
+    const size_t after_split = na + ns + (var.split.phases > 0 ? 2 : 0);
     if (!var.tile.tensor_maps.empty()) {
       // The maps, and in the flag bit 0 when those read through were all encoded (else the
       // kernel copies without them), bit 1 when those stored through were (else it stores
@@ -287,17 +288,15 @@ Status Kernel::enqueue(CUstream stream, std::span<const CUdeviceptr> ptrs,
         } else {
           ok = false;
         }
-        args[first_map + i] = &maps[i];
+        args[after_split + i] = &maps[i];
       }
       // Bit 1 only with a store map: a kernel of a bundle before format 12 reads any flag
       // but 0 as its maps encoded.
       maps_ok = (loads_ok ? 1 : 0) | (var.tile.stores_output() && stores_ok ? 2 : 0);
-      args[first_map + var.tile.tensor_maps.size()] = &maps_ok;
+      args[after_split + var.tile.tensor_maps.size()] = &maps_ok;
     }
-    // Last, the strided inputs' strides (manifest.h): after the split's workspace and phase.
-    const size_t first_stride = na + ns + (var.split.phases > 0 ? 2 : 0);
     for (size_t j = 0; j < strides.size(); ++j) {
-      args[first_stride + j] = const_cast<int64_t*>(&strides[j]);
+      args[after_split + j] = const_cast<int64_t*>(&strides[j]);
     }
     auto fail = [&](std::string_view what, CUresult r) {
       return Status::error(fmt::format(

@@ -388,12 +388,6 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
       }
       const int64_t tiles_per_matrix =
           ceil_div(m, var->tile.m * cf.blocks) * ceil_div(cols, var->tile.n);
-      const int64_t persistent =
-          cf.blocks > 1 ? cf.resident : int64_t{device.sm_count} * var->tile.ctas_per_sm;
-      // Compared without forming batch * tiles_per_matrix, which may exceed int64.
-      blocks = batch >= ceil_div(persistent, tiles_per_matrix)
-                   ? persistent
-                   : std::min(persistent, batch * tiles_per_matrix);
       if (var->split.phases > 0) {
         // Split-K: every tile, S blocks each (below; manifest.h).
         if (batch > bundle::kMaxGridX / tiles_per_matrix) {
@@ -403,6 +397,13 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
               info.name, s, step.name, v, batch, tiles_per_matrix, bundle::kMaxGridX));
         }
         blocks = batch * tiles_per_matrix;
+      } else {
+        const int64_t persistent =
+            cf.blocks > 1 ? cf.resident : int64_t{device.sm_count} * var->tile.ctas_per_sm;
+        // Compared without forming batch * tiles_per_matrix, which may exceed int64.
+        blocks = batch >= ceil_div(persistent, tiles_per_matrix)
+                     ? persistent
+                     : std::min(persistent, batch * tiles_per_matrix);
       }
       blocks *= cf.blocks;
       l.cluster = static_cast<unsigned>(cf.blocks);
