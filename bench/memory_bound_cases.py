@@ -88,7 +88,8 @@ def _cases():
     for cid, k, dt, (M, N), fn in (
             ("transpose_f32", "transpose_f32", F32, (8192, 8192), transpose),
             ("transpose_f32_odd", "transpose_f32", F32, (8191, 8193), transpose),
-            ("transpose_bf16", "transpose_bf16", BF16, (8192, 8192), transpose)):
+            ("transpose_bf16", "transpose_bf16", BF16, (8192, 8192), transpose),
+            ("transpose_bf16_odd", "transpose_bf16", BF16, (8191, 8193), transpose)):
         c.append(Case(cid, "transpose", k, {"M": M, "N": N}, [(dt, [N, M])], [(dt, [M, N])], fn))
     c.append(Case("transpose_add", "transpose", "transpose_add", {"M": 8192, "N": 8192},
                   [(F32, [8192, 8192])] * 2, [(F32, [8192, 8192])], transpose_add))
@@ -96,6 +97,9 @@ def _cases():
     c.append(Case("heads_first_4d", "transpose", "heads_first", {"B": B, "S": S, "H": H, "D": D},
                   [(BF16, [B, S, H, D])], [(BF16, [B, H, S, D])], heads_first))
     c.append(Case("heads_keys_4d", "transpose", "heads_keys", {"B": B, "S": S, "H": H, "D": D},
+                  [(BF16, [B, S, H, D])], [(BF16, [B, H, D, S])], heads_keys))
+    B, S, H, D = 8, 2047, 32, 127
+    c.append(Case("heads_keys_4d_odd", "transpose", "heads_keys", {"B": B, "S": S, "H": H, "D": D},
                   [(BF16, [B, S, H, D])], [(BF16, [B, H, D, S])], heads_keys))
     A, Bb, C = 256, 512, 64
     c.append(Case("rotate3_3d", "transpose", "rotate3", {"A": A, "B": Bb, "C": C},

@@ -718,12 +718,20 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
       const auto& c = std::get<PointwiseConfig>(def.config);
       const std::string& across = step.pointwise.vars[static_cast<size_t>(t.across)];
       const std::string& inner = step.pointwise.vars.back();
+      const std::string odd =
+          t.shifts(c.vec, c.tile_in, c.tile_out)
+              ? fmt::format(
+                    "else aligned {}-element vectors, each tile's part of an output row "
+                    "shifted along {} to start at a multiple of {} ({} x {} elements in "
+                    "shared memory)",
+                    c.vec, inner, c.vec, c.tile_out + c.vec, c.tile_in + c.vec)
+              : "else element by element";
       line(fmt::format(
           "  tiles of {} {} x {} {} through shared memory, {} x {} blocks per thread: loads "
           "along {}, stores along {}, {}-element vectors when the extents of {} and {} are "
-          "multiples of {}, else element by element",
+          "multiples of {}, {}",
           c.tile_in, across, c.tile_out, inner, c.vec, c.vec, across, inner, c.vec, across, inner,
-          c.vec));
+          c.vec, odd));
     }
   } else if (step.kind == bundle::StepKind::contraction) {
     // Smaller tiles when the default's leave more than half the SMs idle: the largest that

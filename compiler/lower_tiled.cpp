@@ -23,21 +23,30 @@
 // rows of consecutive a / V, in step 4 consecutive chunks of one row: both fall in distinct
 // banks (no padding, and rows stay 16-byte aligned for vector accesses).
 // Bounds. The vector path runs when the extents of A and I are multiples of V (a vector is
-// then wholly inside or outside the space, and every row starts aligned); otherwise every
-// global access is scalar, shared memory is used as before, and in step 4 a thread's V
-// elements of a tile row are To / V apart (element rr + l To / V) rather than adjacent, so
-// that each of a warp's scalar stores writes consecutive elements. Measured on an H200
-// (bench/results/2026-11-29-h200-odd-transpose): bf16 8191 x 8193 313 -> 132 us, [8, 2047,
-// 32, 127] -> [8, 32, 127, 2047] 317 -> 128, f32 4095 x 1001 0.93x, f32 8191 x 8193 level;
-// the same for step 2's loads (each of a warp's scalar loads at consecutive elements) was 5%
-// slower on f32 and did not help bf16: the loads' V elements of a thread share sectors, which
-// L1 serves, while stores go to L2 a request per sector each. A load outside the space reads
-// element 0 instead (a select, so the loads stay free of branches), a store outside is
-// skipped, and an element outside is never computed. Both barriers are outside every bound
+// then wholly inside or outside the space, and every row starts aligned). Odd extents. Else
+// the shifted path runs (below), or the scalar one where every load is a tiled load of 32-bit
+// elements (Tiling::shifts, compiler/plan.h: measured faster there,
+// bench/results/2026-11-30-h200-shifted-transpose). Shifted: tile t owns, of output row a, the To
+// elements from i0 - s'(a), s'(a) the row's offset above a multiple of V, so each of its chunks is
+// an aligned vector (one more tile along I); it loads input rows i0 - V .. i0 + To - 1, each as the
+// Ti / V + 1 aligned vectors that cover its elements a0 .. a0 + Ti - 1, and stores them as loaded,
+// a row of Ti + V elements per input row (vector q at chunk q ^ (r / V % S) below Ti / V); step 4
+// reads a chunk's V lanes element by element (rows V apart, hence the swizzle) and stores one
+// vector. Tiles at the space's edges check every vector and lane, 8 at a time. Measured on an H200:
+// bf16 8191 x 8193 130 -> 99 us, f32 8191 x 8193 with a contiguous add 311 -> 209, [8, 2047, 32,
+// 127] -> [8, 32, 127, 2047] 125 -> 123. Scalar: every global access is scalar, shared memory
+// is used as in the vector path, and in step 4 a thread's V elements of a tile row are To / V
+// apart (element rr + l To / V) rather than adjacent, so that each of a warp's scalar stores
+// writes consecutive elements (bench/results/2026-11-29-h200-odd-transpose: bf16 8191 x 8193
+// 313 -> 132 us; the same for step 2's loads was 5% slower on f32: the loads' V elements of a
+// thread share sectors, which L1 serves). A load outside the space reads element 0 (or a
+// constant of zeros) instead (a select, so the loads stay free of branches), a store outside
+// is skipped, and an element outside is never computed. Both barriers are outside every bound
 // check, and the tile loop and the path depend only on the block and the extents: every
 // thread of a block reaches every barrier. Index arithmetic is 32-bit when the space has at
 // most INT32_MAX elements (no offset of any tensor exceeds its elements), else 64-bit.
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LLVMContext.h>
@@ -54,6 +63,10 @@ namespace {
 using llvm::BasicBlock;
 using llvm::Type;
 using llvm::Value;
+
+// The tile loop's forms: 16-byte vectors (extents multiples of V), shifted vectors and element
+// by element (extents that are not).
+enum class Path { vec, shifted, scalar };
 
 // How a distinct load is read in step 4.
 enum class Read {
@@ -164,7 +177,11 @@ class TiledLowering {
     for (Access& a : accesses_) {
       if (a.read != Read::tiled) continue;
       a.smem_offset = smem_bytes_;
-      smem_bytes_ += (int64_t{cfg_.tile_in} * cfg_.tile_out * size_of(a.stored) + 15) / 16 * 16;
+      // The larger of the two paths' tiles: the shifted path's has V more rows of V more.
+      const bool shifted = cfg_.vec > 1 && odd_path() == Path::shifted;
+      const int64_t elems =
+          shifted ? shifted_pitch() * shifted_rows() : int64_t{cfg_.tile_in} * cfg_.tile_out;
+      smem_bytes_ += (elems * size_of(a.stored) + 15) / 16 * 16;
     }
     internal_check(smem_bytes_ > 0, "lower_tiled: a tiling without tiled loads");
     if (V == 1) return;
@@ -248,10 +265,11 @@ class TiledLowering {
     };
     tiles_a64_ = tiles(extents64_[across_], cfg_.tile_in);
     tiles_i64_ = tiles(extents64_[inner_], cfg_.tile_out);
-    ntiles_ = b_.CreateMul(tiles_a64_, tiles_i64_, "tiles");
+    batch64_ = b_.getInt64(1);
     for (int v = 0; v < rank_; ++v) {
-      if (v != across_ && v != inner_) ntiles_ = b_.CreateMul(ntiles_, extents64_[v], "tiles");
+      if (v != across_ && v != inner_) batch64_ = b_.CreateMul(batch64_, extents64_[v], "batch");
     }
+    ntiles_ = b_.CreateMul(b_.CreateMul(tiles_a64_, tiles_i64_), batch64_, "tiles");
 
     BasicBlock* loop32 = BasicBlock::Create(ctx_, "idx32", fn_);
     BasicBlock* loop64 = BasicBlock::Create(ctx_, "idx64", fn_);
@@ -279,19 +297,26 @@ class TiledLowering {
     for (int v = 0; v < rank_; ++v) all[v] = v;
     out_strides_ = strides(all);
     if (cfg_.vec == 1) {
-      emit_tile_loop(false);
+      emit_tile_loop(Path::scalar);
       return;
     }
     BasicBlock* vec = BasicBlock::Create(ctx_, "tiles.vec", fn_);
-    BasicBlock* scalar = BasicBlock::Create(ctx_, "tiles.scalar", fn_);
+    BasicBlock* odd = BasicBlock::Create(ctx_, "tiles.odd", fn_);
     Value* ok =
         b_.CreateAnd(b_.CreateICmpEQ(b_.CreateURem(ext_[across_], idx_of(cfg_.vec)), idx_of(0)),
                      b_.CreateICmpEQ(b_.CreateURem(ext_[inner_], idx_of(cfg_.vec)), idx_of(0)));
-    b_.CreateCondBr(ok, vec, scalar);
+    b_.CreateCondBr(ok, vec, odd);
     b_.SetInsertPoint(vec);
-    emit_tile_loop(true);
-    b_.SetInsertPoint(scalar);
-    emit_tile_loop(false);
+    emit_tile_loop(Path::vec);
+    b_.SetInsertPoint(odd);
+    emit_tile_loop(odd_path());
+  }
+
+  // The path of extents that are not multiples of V (file comment, "Odd extents"), as the
+  // plan decides it (Tiling::shifts).
+  Path odd_path() const {
+    return step_.tiling.shifts(cfg_.vec, cfg_.tile_in, cfg_.tile_out) ? Path::shifted
+                                                                      : Path::scalar;
   }
 
   // Per step variable, the element stride of a row-major tensor indexed by `vars` (null: the
@@ -321,44 +346,109 @@ class TiledLowering {
     return off ? off : idx_of(0);
   }
 
-  // The tile loop: steps 1-5 of the file comment, ending in a branch to exit_.
-  void emit_tile_loop(bool vec) {
-    const int V = cfg_.vec, Ti = cfg_.tile_in, To = cfg_.tile_out;
+  // The tile's coordinates (step 1): the first a and i, every batch variable, and the offsets
+  // of the batch point in each access and in the outputs.
+  struct Origin {
+    Value *a0, *i0;
+    std::vector<Value*> coords;  // batch variables set, A and I null
+    std::vector<Value*> base;    // per access
+    Value* out_base;
+  };
+
+  Origin tile_origin(Value* t, Value* tiles_i) {
+    Origin o;
+    o.coords.assign(rank_, nullptr);
+    o.i0 = b_.CreateMul(b_.CreateURem(t, tiles_i), idx_of(cfg_.tile_out), "i0");
+    Value* rest = b_.CreateUDiv(t, tiles_i);
+    o.a0 = b_.CreateMul(b_.CreateURem(rest, tiles_a_), idx_of(cfg_.tile_in), "a0");
+    rest = b_.CreateUDiv(rest, tiles_a_);
+    const std::vector<int> batch = batch_vars();
+    for (int j = static_cast<int>(batch.size()) - 1; j >= 0; --j) {
+      const int v = batch[j];
+      if (j == 0) {
+        o.coords[v] = rest;
+      } else {
+        o.coords[v] = b_.CreateURem(rest, ext_[v]);
+        rest = b_.CreateUDiv(rest, ext_[v]);
+      }
+    }
+    for (const Access& a : accesses_) o.base.push_back(offset(a.step, o.coords, batch, nullptr));
+    o.out_base = offset(out_strides_, o.coords, batch, nullptr);
+    return o;
+  }
+
+  std::vector<int> batch_vars() const {
+    std::vector<int> batch;
+    for (int v = 0; v < rank_; ++v) {
+      if (v != across_ && v != inner_) batch.push_back(v);
+    }
+    return batch;
+  }
+
+  // The tile loop of `path`: steps 1-5 of the file comment, ending in a branch to exit_.
+  void emit_tile_loop(Path path) {
+    const bool aligned = path != Path::shifted;
     BasicBlock* pre = b_.GetInsertBlock();
-    BasicBlock* header = BasicBlock::Create(ctx_, vec ? "tile.vec" : "tile.scalar", fn_);
+    BasicBlock* header = BasicBlock::Create(ctx_, "tile", fn_);
     BasicBlock* body = BasicBlock::Create(ctx_, "tile.body", fn_);
     b_.CreateBr(header);
     b_.SetInsertPoint(header);
     llvm::PHINode* t64 = b_.CreatePHI(b_.getInt64Ty(), 2, "tile");
     t64->addIncoming(bid_, pre);
-    b_.CreateCondBr(b_.CreateICmpULT(t64, ntiles_), body, exit_);
+    // The shifted path's tiles own To elements of a row from i0 - s', s' < V: one more tile
+    // along I where the last would leave up to V - 1 elements.
+    Value* tiles_i = tiles_i_;
+    Value* ntiles = ntiles_;
+    if (!aligned) {
+      const int To = cfg_.tile_out;
+      tiles_i =
+          b_.CreateUDiv(b_.CreateAdd(ext_[inner_], idx_of(cfg_.vec - 1 + To - 1)), idx_of(To));
+      ntiles =
+          b_.CreateMul(b_.CreateMul(tiles_a64_, b_.CreateZExt(tiles_i, b_.getInt64Ty())), batch64_);
+    }
+    b_.CreateCondBr(b_.CreateICmpULT(t64, ntiles), body, exit_);
     b_.SetInsertPoint(body);
-
-    // 1. The tile's coordinates: batch variables, then the first a and i of the tile.
-    Value* t = b_.CreateTrunc(t64, idx_ty_);
-    std::vector<Value*> coords(rank_, nullptr);
-    Value* i0 = b_.CreateMul(b_.CreateURem(t, tiles_i_), idx_of(To), "i0");
-    Value* rest = b_.CreateUDiv(t, tiles_i_);
-    Value* a0 = b_.CreateMul(b_.CreateURem(rest, tiles_a_), idx_of(Ti), "a0");
-    rest = b_.CreateUDiv(rest, tiles_a_);
-    std::vector<int> batch;
-    for (int v = 0; v < rank_; ++v) {
-      if (v != across_ && v != inner_) batch.push_back(v);
+    const Origin o = tile_origin(b_.CreateTrunc(t64, idx_ty_), tiles_i);
+    if (aligned) {
+      load_tile_aligned(o, path == Path::vec || cfg_.vec == 1);
+      barrier();
+      store_aligned(o, path == Path::vec || cfg_.vec == 1);
+    } else {
+      // The thread's places in the tile, computed again for each tile from a copy of the thread
+      // index the optimizer cannot see through: hoisted out of the tile loop, 17 vectors' and
+      // 17 chunks' places held for the whole kernel took 220 of its registers.
+      Value* tid = tid_;
+      auto* fty = llvm::FunctionType::get(idx_ty_, {idx_ty_}, false);
+      const bool wide = idx_ty_->isIntegerTy(64);
+      tid_ = b_.CreateCall(
+          llvm::InlineAsm::get(fty,
+                               wide ? "mov.b64 $0, $1; // per tile" : "mov.b32 $0, $1; // per tile",
+                               wide ? "=l,l" : "=r,r", /*hasSideEffects=*/true),
+          {tid});
+      // Tiles away from the space's edges (nearly all) need no bounds but the tile's own.
+      either(
+          load_interior(o), [&] { load_tile_shifted(o, true); },
+          [&] { load_tile_shifted(o, false); });
+      barrier();
+      Value* interior = b_.CreateAnd(
+          b_.CreateICmpULE(b_.CreateAdd(o.a0, idx_of(cfg_.tile_in)), ext_[across_]),
+          b_.CreateAnd(b_.CreateICmpUGE(o.i0, idx_of(cfg_.vec)),
+                       b_.CreateICmpULE(b_.CreateAdd(o.i0, idx_of(cfg_.tile_out)), ext_[inner_])));
+      either(
+          interior, [&] { store_shifted(o, true); }, [&] { store_shifted(o, false); });
+      tid_ = tid;
     }
-    for (int j = static_cast<int>(batch.size()) - 1; j >= 0; --j) {
-      const int v = batch[j];
-      if (j == 0) {
-        coords[v] = rest;
-      } else {
-        coords[v] = b_.CreateURem(rest, ext_[v]);
-        rest = b_.CreateUDiv(rest, ext_[v]);
-      }
-    }
-    std::vector<Value*> base;  // per access: the offset of the batch point
-    for (const Access& a : accesses_) base.push_back(offset(a.step, coords, batch, nullptr));
-    Value* out_base = offset(out_strides_, coords, batch, nullptr);
+    // 5. Every thread is done reading the tile before the next one is written.
+    barrier();
+    Value* next = b_.CreateAdd(t64, nblocks_, "tile.next");
+    t64->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(header);
+  }
 
-    // 2. Load the tiled loads' blocks, then write them transposed into shared memory.
+  // Step 2 of the vector path: each thread's V x V blocks of every tiled load, as V row
+  // vectors, written into shared memory as V column vectors.
+  void load_tile_aligned(const Origin& o, bool vec) {
+    const int V = cfg_.vec, Ti = cfg_.tile_in;
     const int per_thread = static_cast<int>(blocks_per_tile() / cfg_.block);
     const int qs = Ti / V;  // blocks along A
     struct Block {
@@ -371,20 +461,21 @@ class TiledLowering {
       Value* m = b_.CreateAdd(tid_, idx_of(int64_t{k} * cfg_.block));
       blk.q = b_.CreateURem(m, idx_of(qs));
       blk.r = b_.CreateUDiv(m, idx_of(qs));
-      Value* a = b_.CreateAdd(a0, b_.CreateMul(blk.q, idx_of(V)));
+      Value* a = b_.CreateAdd(o.a0, b_.CreateMul(blk.q, idx_of(V)));
+      Value* in_a = b_.CreateICmpULT(a, ext_[across_]);
       blk.raw.resize(accesses_.size());
       for (size_t ai = 0; ai < accesses_.size(); ++ai) {
         const Access& acc = accesses_[ai];
         if (acc.read != Read::tiled) continue;
         for (int u = 0; u < V; ++u) {
-          Value* i = b_.CreateAdd(i0, b_.CreateAdd(b_.CreateMul(blk.r, idx_of(V)), idx_of(u)));
-          Value* in_i = b_.CreateICmpULT(i, ext_[inner_]);
+          Value* i = b_.CreateAdd(o.i0, b_.CreateAdd(b_.CreateMul(blk.r, idx_of(V)), idx_of(u)));
           // The tiled load's stride along A is 1: A is its last index.
-          Value* row = b_.CreateAdd(base[ai], b_.CreateMul(i, acc.step[inner_]));
+          Value* row = b_.CreateAdd(o.base[ai], b_.CreateMul(i, acc.step[inner_]));
+          Value* in_i = b_.CreateICmpULT(i, ext_[inner_]);
           if (vec) {  // the vector is wholly inside or outside the space
-            Value* ok = b_.CreateAnd(in_i, b_.CreateICmpULT(a, ext_[across_]));
-            Value* off = b_.CreateSelect(ok, b_.CreateAdd(row, a), idx_of(0));
-            blk.raw[ai].push_back(load_raw(acc, off, V));
+            Value* ok = b_.CreateAnd(in_i, in_a);
+            blk.raw[ai].push_back(
+                load_raw(acc, b_.CreateSelect(ok, b_.CreateAdd(row, a), idx_of(0)), V));
             continue;
           }
           // Scalar: each element goes to its place in shared memory as soon as it is loaded
@@ -410,18 +501,20 @@ class TiledLowering {
         }
       }
     }
-    barrier();
+  }
 
-    // 4. Each thread's chunks: read, load, compute, store.
+  // Step 4 of the vector path: each thread's chunks of V elements along I, wholly inside or
+  // outside the space.
+  void store_aligned(const Origin& o, bool vec) {
+    const int V = cfg_.vec, Ti = cfg_.tile_in, To = cfg_.tile_out;
     const int chunks = static_cast<int>(int64_t{Ti} * (To / V) / cfg_.block);
     // The vector path's lane l of chunk rr of a tile row is element rr V + l of the row; the
     // scalar path's is element rr + l To / V, so that each of a warp's V scalar stores writes
     // consecutive elements (To / V threads take a row).
     const int64_t lane_step = vec ? 1 : To / V;
     struct Chunk {
-      Value *a, *i, *ok;        // ok: lane 0 is inside the space
-      std::vector<Value*> oks;  // scalar path: per lane
-      Value* out = nullptr;     // the output offset of lane 0
+      Value *ok, *out;          // lane 0 is inside the space; its output offset
+      std::vector<Value*> oks;  // per lane
       std::vector<Lane> lanes;
     };
     std::vector<Chunk> work;
@@ -430,63 +523,51 @@ class TiledLowering {
       Value* m = b_.CreateAdd(tid_, idx_of(int64_t{k} * cfg_.block));
       Value* rr = b_.CreateURem(m, idx_of(To / V));
       Value* da = b_.CreateUDiv(m, idx_of(To / V));
-      c.a = b_.CreateAdd(a0, da);
-      c.i = b_.CreateAdd(i0, vec ? b_.CreateMul(rr, idx_of(V)) : rr);
-      Value* in_a = b_.CreateICmpULT(c.a, ext_[across_]);
-      c.ok = b_.CreateAnd(in_a, b_.CreateICmpULT(c.i, ext_[inner_]));
-      c.lanes.resize(V);
+      Value* a = b_.CreateAdd(o.a0, da);
+      Value* i = b_.CreateAdd(o.i0, vec ? b_.CreateMul(rr, idx_of(V)) : rr);
+      Value* in_a = b_.CreateICmpULT(a, ext_[across_]);
+      c.ok = b_.CreateAnd(in_a, b_.CreateICmpULT(i, ext_[inner_]));
+      c.lanes = make_lanes(o, a, i, lane_step);
       for (int l = 0; l < V; ++l) {
-        Lane& lane = c.lanes[l];
-        lane.coords = coords;
-        lane.coords[across_] = c.a;
-        lane.coords[inner_] = l == 0 ? c.i : b_.CreateAdd(c.i, idx_of(l * lane_step));
-        lane.loaded.assign(accesses_.size(), nullptr);
         c.oks.push_back(
-            l == 0 ? c.ok
-                   : b_.CreateAnd(in_a, b_.CreateICmpULT(lane.coords[inner_], ext_[inner_])));
+            vec || l == 0
+                ? c.ok
+                : b_.CreateAnd(in_a, b_.CreateICmpULT(c.lanes[l].coords[inner_], ext_[inner_])));
       }
-      c.out = offset(out_strides_, c.lanes[0].coords, {across_, inner_}, out_base);
+      c.out = offset(out_strides_, c.lanes[0].coords, {across_, inner_}, o.out_base);
       for (size_t ai = 0; ai < accesses_.size(); ++ai) {
         const Access& acc = accesses_[ai];
         std::vector<Value*> vals;
+        // Row da = q V + v: what tile_chunk wrote for v, swizzled by the row's own q.
+        Value* key = b_.CreateUDiv(da, idx_of(V));
         switch (acc.read) {
-          case Read::tiled: {
-            // Row da = q V + v: what tile_chunk wrote for v, swizzled by the row's own q.
-            Value* key = b_.CreateUDiv(da, idx_of(V));
-            if (!vec) {
-              for (int l = 0; l < V; ++l) {
-                Value* e = b_.CreateAdd(rr, idx_of(l * lane_step));
-                vals.push_back(
-                    load_shared_element(acc, tile_place(acc, da, key, b_.CreateUDiv(e, idx_of(V)),
-                                                        b_.CreateURem(e, idx_of(V)))));
-              }
+          case Read::tiled:
+            if (vec) {
+              vals = load_shared(acc, tile_place(acc, da, key, rr));
               break;
             }
-            vals = load_shared(acc, tile_place(acc, da, key, rr));
+            for (int l = 0; l < V; ++l) {
+              Value* e = b_.CreateAdd(rr, idx_of(l * lane_step));
+              vals.push_back(
+                  load_shared_element(acc, tile_place(acc, da, key, b_.CreateUDiv(e, idx_of(V)),
+                                                      b_.CreateURem(e, idx_of(V)))));
+            }
             break;
-          }
-          case Read::uniform: {
-            Value* off = offset(acc.step, c.lanes[0].coords, {across_, inner_}, base[ai]);
-            Value* v = load_raw(acc, b_.CreateSelect(c.ok, off, idx_of(0)), 1)[0];
-            vals.assign(V, v);
+          case Read::uniform:
+            vals.assign(V, load_uniform(acc, o.base[ai], c.lanes[0], c.ok));
             break;
-          }
           case Read::contiguous:
           case Read::row:
             if (vec) {
               Value* off = acc.read == Read::contiguous
                                ? c.out
-                               : offset(acc.step, c.lanes[0].coords, {across_, inner_}, base[ai]);
+                               : offset(acc.step, c.lanes[0].coords, {across_, inner_}, o.base[ai]);
               vals = load_raw(acc, b_.CreateSelect(c.ok, off, idx_of(0)), V);
               break;
             }
             [[fallthrough]];
           case Read::gather:
-            for (int l = 0; l < V; ++l) {
-              Value* off = offset(acc.step, c.lanes[l].coords, {across_, inner_}, base[ai]);
-              Value* ok = vec ? c.ok : c.oks[l];
-              vals.push_back(load_raw(acc, b_.CreateSelect(ok, off, idx_of(0)), 1)[0]);
-            }
+            vals = load_gather(acc, o.base[ai], c.lanes, c.oks);
             break;
         }
         for (int l = 0; l < V; ++l) c.lanes[l].loaded[ai] = em_.widen(vals[l], acc.stored);
@@ -495,14 +576,7 @@ class TiledLowering {
     }
     for (Chunk& c : work) {
       if (vec) {  // the chunk is wholly inside or outside
-        guarded(c.ok, [&] {
-          for (const StepStore& s : step_.stores) {
-            std::vector<Value*> vals;
-            for (Lane& lane : c.lanes) vals.push_back(eval(s.value, lane));
-            em_.store(em_.element_ptr(ptr_args_[s.param], params_[s.param]->dtype, c.out),
-                      params_[s.param]->dtype, vals);
-          }
-        });
+        guarded(c.ok, [&] { store_lanes(c.out, c.lanes); });
         continue;
       }
       for (int l = 0; l < V; ++l) {
@@ -515,11 +589,358 @@ class TiledLowering {
         });
       }
     }
-    // 5. Every thread is done reading the tile before the next one is written.
-    barrier();
-    Value* next = b_.CreateAdd(t64, nblocks_, "tile.next");
-    t64->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(header);
+  }
+
+  // The shifted path, for extents that are not multiples of V (file comment, "Odd extents").
+  // Tile t owns, of output row a, the To elements from i0 - s'(a), s'(a) the row's shift
+  // above a multiple of V, so that each of its chunks is an aligned vector; it reads input rows
+  // i0 - V .. i0 + To - 1, each as the Ti / V + 1 aligned vectors that cover its Ti elements
+  // from a0 (up to V - 1 elements before a0). Shared memory holds row r (input row i0 - V + r)
+  // as loaded, P = Ti + V elements a row, its vector q at chunk q ^ key(r) (q < Ti / V), the
+  // aligned path's swizzle keyed by r / V: a warp's reads of lane l are of rows V apart.
+  int64_t shifted_pitch() const { return cfg_.tile_in + cfg_.vec; }
+  int64_t shifted_rows() const { return cfg_.tile_out + cfg_.vec; }
+  // Vectors (or chunks) a thread keeps in flight in an edge tile, whose bounds take registers:
+  // all of them at once took 220; one at a time, the edge tiles were the critical path of small
+  // shapes (bf16 1000 x 3001 22.3 us, 8 at a time 16.0: bench/results/
+  // 2026-11-30-h200-shifted-transpose, calls 4 and 5).
+  static constexpr int kEdgeBatch = 8;
+
+  // The chunk holding element `col` of tile row r, swizzled (col < Ti) or not (the last one).
+  Value* shifted_place(const Access& acc, Value* r, Value* col) {
+    const int V = cfg_.vec;
+    Value* key = b_.CreateAnd(r, idx_of(int64_t{swizzle(acc) - 1} * V));  // (r / V % S) V
+    Value* swizzled = b_.CreateXor(col, key);
+    col = b_.CreateSelect(b_.CreateICmpULT(col, idx_of(cfg_.tile_in)), swizzled, col);
+    return b_.CreateAdd(b_.CreateMul(r, idx_of(shifted_pitch())), col);
+  }
+
+  // Step 2': the vectors, one global load and one shared store each; consecutive threads take
+  // consecutive vectors of a row. Tiles at the space's edges (or at the end of a tensor whose
+  // size is not a multiple of V) go kEdgeBatch vectors at a time, checking each.
+  void load_tile_shifted(const Origin& o, bool interior) {
+    const int V = cfg_.vec;
+    const int per_row = cfg_.tile_in / V + 1;
+    const int64_t total = shifted_rows() * per_row;
+    const int per_thread = static_cast<int>((total + cfg_.block - 1) / cfg_.block);
+    Value* first = b_.CreateSub(o.i0, idx_of(V));  // the input row of tile row 0 (wraps)
+    for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+      const Access& acc = accesses_[ai];
+      if (acc.read != Read::tiled) continue;
+      Value* numel = idx_of(1);
+      for (int v : acc.vars) numel = b_.CreateMul(numel, ext_[v]);
+      struct Item {
+        Value *i, *x, *place, *in_tile;  // input row, element offset, place, m below total
+      };
+      auto item = [&](int k) {
+        Item it;
+        Value* m = b_.CreateAdd(tid_, idx_of(int64_t{k} * cfg_.block));
+        Value* r = b_.CreateUDiv(m, idx_of(per_row));
+        Value* q = b_.CreateURem(m, idx_of(per_row));
+        it.in_tile = (k + 1) * int64_t{cfg_.block} > total ? b_.CreateICmpULT(m, idx_of(total))
+                                                           : b_.getTrue();
+        it.i = b_.CreateAdd(first, r);
+        Value* start = row_start(acc, o, o.base[ai], it.i);  // of (i, a0)
+        Value* shift = b_.CreateAnd(start, idx_of(V - 1));
+        it.x = b_.CreateAdd(b_.CreateSub(start, shift), b_.CreateMul(q, idx_of(V)));
+        it.place = shifted_place(acc, r, b_.CreateMul(q, idx_of(V)));
+        return it;
+      };
+      auto write = [&](const Item& it, Value* vec) {
+        b_.CreateAlignedStore(vec, shared_ptr(acc, it.place), chunk_align(acc));
+      };
+      if (interior) {  // every vector loaded before the first is written
+        std::vector<Item> items;
+        std::vector<Value*> vecs;
+        for (int k = 0; k < per_thread; ++k) {
+          items.push_back(item(k));
+          Value* ptr = em_.element_ptr(ptr_args_[acc.param], acc.stored, items.back().x);
+          vecs.push_back(
+              em_.load_vector(b_.CreateSelect(items.back().in_tile, ptr, zeros()), acc.stored, V));
+        }
+        for (int k = 0; k < per_thread; ++k) {
+          guarded(items[k].in_tile, [&] { write(items[k], vecs[k]); });
+        }
+        continue;
+      }
+      // At the space's edges, kEdgeBatch vectors at a time: each loaded where its row is in the
+      // space and it lies in its tensor (else zeros), then written; one that ends past its
+      // tensor (the last elements, when its size is not a multiple of V) element by element.
+      for (int k0 = 0; k0 < per_thread; k0 += kEdgeBatch) {
+        const int k1 = std::min(per_thread, k0 + kEdgeBatch);
+        std::vector<Item> items;
+        std::vector<Value*> row_oks, insides, vecs;
+        for (int k = k0; k < k1; ++k) {
+          items.push_back(item(k));
+          const Item& it = items.back();
+          row_oks.push_back(b_.CreateAnd(it.in_tile, b_.CreateICmpULT(it.i, ext_[inner_])));
+          insides.push_back(
+              b_.CreateAnd(row_oks.back(), b_.CreateICmpULE(b_.CreateAdd(it.x, idx_of(V)), numel)));
+          Value* ptr = em_.element_ptr(ptr_args_[acc.param], acc.stored, it.x);
+          vecs.push_back(
+              em_.load_vector(b_.CreateSelect(insides.back(), ptr, zeros()), acc.stored, V));
+        }
+        for (size_t j = 0; j < items.size(); ++j) {
+          const Item& it = items[j];
+          guarded(row_oks[j], [&] {
+            either(
+                insides[j], [&] { write(it, vecs[j]); },
+                [&] {
+                  Value* vec = llvm::PoisonValue::get(
+                      llvm::FixedVectorType::get(em_.storage_type(acc.stored), V));
+                  for (int v = 0; v < V; ++v) {
+                    Value* off = b_.CreateAdd(it.x, idx_of(v));
+                    off = b_.CreateSelect(b_.CreateICmpULT(off, numel), off, idx_of(0));
+                    vec = b_.CreateInsertElement(vec, load_raw(acc, off, 1)[0], v);
+                  }
+                  write(it, vec);
+                });
+          });
+        }
+      }
+    }
+  }
+
+  // Whether every input row the tile reads is in the space (i0 - V .. i0 + To - 1) and every
+  // vector in its tensor: the last row's last vector ends at most Ti + V elements after the
+  // row's start.
+  Value* load_interior(const Origin& o) {
+    const int V = cfg_.vec;
+    Value* ok =
+        b_.CreateAnd(b_.CreateICmpUGE(o.i0, idx_of(V)),
+                     b_.CreateICmpULE(b_.CreateAdd(o.i0, idx_of(cfg_.tile_out)), ext_[inner_]));
+    for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+      const Access& acc = accesses_[ai];
+      if (acc.read != Read::tiled) continue;
+      Value* numel = idx_of(1);
+      for (int v : acc.vars) numel = b_.CreateMul(numel, ext_[v]);
+      Value* last = row_start(acc, o, o.base[ai], b_.CreateAdd(o.i0, idx_of(cfg_.tile_out - 1)));
+      Value* end = b_.CreateAdd(last, idx_of(cfg_.tile_in + V));
+      ok = b_.CreateAnd(ok, b_.CreateICmpULE(end, numel));
+    }
+    return ok;
+  }
+
+  // The offset of (i, a0) in a tiled load: its stride along A is 1 (A is its last index).
+  Value* row_start(const Access& acc, const Origin& o, Value* base, Value* i) {
+    return b_.CreateAdd(base, b_.CreateAdd(b_.CreateMul(i, acc.step[inner_]), o.a0));
+  }
+
+  // Step 4 of the shifted path: the tile's Ti x (To / V) chunks, consecutive threads along a
+  // row as in the vector path; chunk rr of row da is the aligned vector of I from
+  // i0 - s'(a) + rr V. Lane l is element da of tile row V - s'(a) + rr V + l, read alone.
+  // Inside the space (interior tiles: every lane) a chunk stores one vector, else lane by lane.
+  void store_shifted(const Origin& o, bool interior) {
+    const int V = cfg_.vec, Ti = cfg_.tile_in, To = cfg_.tile_out;
+    const int chunks = static_cast<int>(int64_t{Ti} * (To / V) / cfg_.block);
+    Value* numel = idx_of(1);
+    for (Value* e : ext_) numel = b_.CreateMul(numel, e);
+    struct Chunk {
+      Value *da, *r, *i, *a_ok;  // lane 0's tile row and input row (i wraps below 0)
+      Value* out;                // lane 0's offset, aligned
+      std::vector<Lane> lanes;
+    };
+    auto lane_ok = [&](const Chunk& c, int l) {
+      if (interior) return static_cast<Value*>(b_.getTrue());
+      return b_.CreateAnd(c.a_ok, b_.CreateICmpULT(b_.CreateAdd(c.i, idx_of(l)), ext_[inner_]));
+    };
+    // The chunk's geometry and its loads of global memory.
+    auto chunk = [&](int k) {
+      Chunk c;
+      Value* m = b_.CreateAdd(tid_, idx_of(int64_t{k} * cfg_.block));
+      Value* rr = b_.CreateURem(m, idx_of(To / V));
+      c.da = b_.CreateUDiv(m, idx_of(To / V));
+      Value* a = b_.CreateAdd(o.a0, c.da);
+      c.a_ok = interior ? b_.getTrue() : b_.CreateICmpULT(a, ext_[across_]);
+      std::vector<Value*> row = o.coords;
+      row[across_] = a;
+      row[inner_] = o.i0;
+      Value* start = offset(out_strides_, row, {across_, inner_}, o.out_base);
+      Value* shift = b_.CreateAnd(start, idx_of(V - 1));
+      Value* rv = b_.CreateMul(rr, idx_of(V));
+      c.r = b_.CreateAdd(b_.CreateSub(idx_of(V), shift), rv);
+      c.i = b_.CreateAdd(b_.CreateSub(o.i0, shift), rv);
+      c.out = b_.CreateAdd(b_.CreateSub(start, shift), rv);
+      c.lanes = make_lanes(o, a, c.i);
+      for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+        const Access& acc = accesses_[ai];
+        std::vector<Value*> vals;
+        std::vector<Value*> oks;
+        for (int l = 0; l < V; ++l) oks.push_back(lane_ok(c, l));
+        switch (acc.read) {
+          case Read::tiled:
+            continue;  // below, as the chunk is stored
+          case Read::uniform:
+            vals.assign(V, load_uniform(acc, o.base[ai], c.lanes[0], c.a_ok));
+            break;
+          case Read::contiguous: {  // at the output's offsets: aligned as the output is
+            if (interior) {
+              vals = elements(em_.load_vector(
+                  em_.element_ptr(ptr_args_[acc.param], acc.stored, c.out), acc.stored, V));
+              break;
+            }
+            Value* inside =
+                b_.CreateAnd(c.a_ok, b_.CreateICmpULE(b_.CreateAdd(c.out, idx_of(V)), numel));
+            vals = elements(patch_span(
+                acc, inside, c.out, [&](int l) { return oks[l]; }, load_span(acc, c.out, inside)));
+            break;
+          }
+          case Read::row:
+          case Read::gather:
+            vals = load_gather(acc, o.base[ai], c.lanes, oks);
+            break;
+        }
+        for (int l = 0; l < V; ++l) c.lanes[l].loaded[ai] = em_.widen(vals[l], acc.stored);
+      }
+      return c;
+    };
+    // The tile's elements of the chunk, computed and stored.
+    auto store = [&](Chunk& c) {
+      std::vector<Value*> oks;
+      for (int l = 0; l < V; ++l) oks.push_back(lane_ok(c, l));
+      for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+        const Access& acc = accesses_[ai];
+        if (acc.read != Read::tiled) continue;
+        for (int l = 0; l < V; ++l) {
+          Value* r = b_.CreateAdd(c.r, idx_of(l));
+          Value* shift = b_.CreateAnd(row_start(acc, o, o.base[ai], b_.CreateAdd(c.i, idx_of(l))),
+                                      idx_of(V - 1));
+          Value* col = b_.CreateAdd(c.da, shift);
+          if (!interior) {  // an element outside reads tile row V, element 0
+            r = b_.CreateSelect(oks[l], r, idx_of(V));
+            col = b_.CreateSelect(oks[l], col, idx_of(0));
+          }
+          Value* elem = shifted_place(acc, r, col);
+          c.lanes[l].loaded[ai] = em_.widen(load_shared_element(acc, elem), acc.stored);
+        }
+      }
+      if (interior) {
+        store_lanes(c.out, c.lanes);
+        return;
+      }
+      BasicBlock* whole = BasicBlock::Create(ctx_, "store.whole", fn_);
+      BasicBlock* parts = BasicBlock::Create(ctx_, "store.parts", fn_);
+      BasicBlock* done = BasicBlock::Create(ctx_, "store.done", fn_);
+      b_.CreateCondBr(b_.CreateAnd(oks[0], oks[V - 1]), whole, parts);  // lanes are consecutive
+      b_.SetInsertPoint(whole);
+      std::vector<Lane> lanes = c.lanes;  // values computed here do not reach `parts`
+      store_lanes(c.out, lanes);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(parts);
+      for (int l = 0; l < V; ++l) {
+        guarded(oks[l], [&] {
+          Value* off = l == 0 ? c.out : b_.CreateAdd(c.out, idx_of(l));
+          Lane lane = c.lanes[l];
+          for (const StepStore& s : step_.stores) {
+            em_.store(em_.element_ptr(ptr_args_[s.param], params_[s.param]->dtype, off),
+                      params_[s.param]->dtype, {eval(s.value, lane)});
+          }
+        });
+      }
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    };
+    if (interior) {  // every chunk's global loads issued before the first store
+      std::vector<Chunk> work;
+      for (int k = 0; k < chunks; ++k) work.push_back(chunk(k));
+      for (Chunk& c : work) store(c);
+      return;
+    }
+    for (int k0 = 0; k0 < chunks; k0 += kEdgeBatch) {  // at the space's edges, in batches
+      std::vector<Chunk> work;
+      for (int k = k0; k < std::min(chunks, k0 + kEdgeBatch); ++k) work.push_back(chunk(k));
+      for (Chunk& c : work) store(c);
+    }
+  }
+
+  // A chunk's lanes at row a, lane l at i + l step.
+  std::vector<Lane> make_lanes(const Origin& o, Value* a, Value* i, int64_t step = 1) {
+    std::vector<Lane> lanes(cfg_.vec);
+    for (int l = 0; l < cfg_.vec; ++l) {
+      lanes[l].coords = o.coords;
+      lanes[l].coords[across_] = a;
+      lanes[l].coords[inner_] = l == 0 ? i : b_.CreateAdd(i, idx_of(l * step));
+      lanes[l].loaded.assign(accesses_.size(), nullptr);
+    }
+    return lanes;
+  }
+
+  // Every output's V lanes as one vector at `out`.
+  void store_lanes(Value* out, std::vector<Lane>& lanes) {
+    for (const StepStore& s : step_.stores) {
+      std::vector<Value*> vals;
+      for (Lane& lane : lanes) vals.push_back(eval(s.value, lane));
+      em_.store(em_.element_ptr(ptr_args_[s.param], params_[s.param]->dtype, out),
+                params_[s.param]->dtype, vals);
+    }
+  }
+
+  // A load without I: one element for the chunk, at its row (element 0 where !ok).
+  Value* load_uniform(const Access& acc, Value* base, const Lane& lane0, Value* ok) {
+    Value* off = offset(acc.step, lane0.coords, {across_, inner_}, base);
+    return load_raw(acc, b_.CreateSelect(ok, off, idx_of(0)), 1)[0];
+  }
+
+  // Element by element, lane l where oks[l] holds (element 0 elsewhere).
+  std::vector<Value*> load_gather(const Access& acc, Value* base, const std::vector<Lane>& lanes,
+                                  const std::vector<Value*>& oks) {
+    std::vector<Value*> vals;
+    for (size_t l = 0; l < lanes.size(); ++l) {
+      Value* off = offset(acc.step, lanes[l].coords, {across_, inner_}, base);
+      vals.push_back(load_raw(acc, b_.CreateSelect(oks[l], off, idx_of(0)), 1)[0]);
+    }
+    return vals;
+  }
+
+  // V elements of `acc` from the aligned element `off` as one vector where `inside` (the
+  // vector lies in the tensor), else from a constant of zeros.
+  Value* load_span(const Access& acc, Value* off, Value* inside) {
+    Value* ptr =
+        b_.CreateSelect(inside, em_.element_ptr(ptr_args_[acc.param], acc.stored, off), zeros());
+    return em_.load_vector(ptr, acc.stored, cfg_.vec);
+  }
+
+  std::vector<Value*> elements(Value* vec) {
+    std::vector<Value*> out;
+    for (int l = 0; l < cfg_.vec; ++l) out.push_back(b_.CreateExtractElement(vec, l));
+    return out;
+  }
+
+  // Where !inside, lane l of `vec` loaded alone from element off + l for each lane that ok(l)
+  // marks (a branch few take). The merge is of whole vectors: a phi per lane would keep every
+  // 16-bit lane in a register of its own.
+  template <class Ok>
+  Value* patch_span(const Access& acc, Value* inside, Value* off, Ok&& ok, Value* vec) {
+    BasicBlock* from = b_.GetInsertBlock();
+    BasicBlock* patch = BasicBlock::Create(ctx_, "span.patch", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx_, "span.done", fn_);
+    b_.CreateCondBr(inside, done, patch);
+    b_.SetInsertPoint(patch);
+    Value* alone = llvm::PoisonValue::get(vec->getType());
+    for (int l = 0; l < cfg_.vec; ++l) {
+      Value* at = b_.CreateSelect(ok(l), b_.CreateAdd(off, idx_of(l)), idx_of(0));
+      alone = b_.CreateInsertElement(alone, load_raw(acc, at, 1)[0], l);
+    }
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    llvm::PHINode* phi = b_.CreatePHI(vec->getType(), 2);
+    phi->addIncoming(vec, from);
+    phi->addIncoming(alone, patch);
+    return phi;
+  }
+
+  // 32 bytes of zeros in global memory, aligned to 16: what load_span reads outside a tensor.
+  Value* zeros() {
+    auto* zero = m_.getGlobalVariable("kiln_tiled_zero", /*AllowInternal=*/true);
+    if (!zero) {
+      auto* ty = llvm::ArrayType::get(b_.getInt64Ty(), 4);
+      zero =
+          new llvm::GlobalVariable(m_, ty, /*isConstant=*/true, llvm::GlobalValue::InternalLinkage,
+                                   llvm::ConstantAggregateZero::get(ty), "kiln_tiled_zero", nullptr,
+                                   llvm::GlobalValue::NotThreadLocal, 1);
+      zero->setAlignment(llvm::Align(16));
+    }
+    return zero;
   }
 
   // The first element of chunk r of tile row a = q V + v (row-relative a), swizzled by q.
@@ -536,6 +957,22 @@ class TiledLowering {
     Value* in_row = b_.CreateMul(chunk, idx_of(cfg_.vec));
     if (pos) in_row = b_.CreateAdd(in_row, pos);
     return b_.CreateAdd(b_.CreateMul(a, idx_of(cfg_.tile_out)), in_row);
+  }
+
+  // Runs `yes` where `cond` holds, else `no`; continues after both.
+  template <class F, class G>
+  void either(Value* cond, F&& yes, G&& no) {
+    BasicBlock* then = BasicBlock::Create(ctx_, "then", fn_);
+    BasicBlock* other = BasicBlock::Create(ctx_, "else", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx_, "done", fn_);
+    b_.CreateCondBr(cond, then, other);
+    b_.SetInsertPoint(then);
+    yes();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(other);
+    no();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
   }
 
   // Runs `body` where `cond` holds; continues after it.
@@ -636,7 +1073,7 @@ class TiledLowering {
   llvm::GlobalVariable* smem_ = nullptr;
   std::vector<Value*> ptr_args_, sym_args_;
   Value *tid64_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *ntiles_ = nullptr;
-  Value *tiles_a64_ = nullptr, *tiles_i64_ = nullptr;
+  Value *tiles_a64_ = nullptr, *tiles_i64_ = nullptr, *batch64_ = nullptr;
   std::vector<Value*> extents64_;
   BasicBlock* exit_ = nullptr;
   // Per index type (emit_paths):

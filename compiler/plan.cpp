@@ -229,18 +229,33 @@ int Tiling::smem_bytes_per_element() const {
   return bytes;
 }
 
+int64_t Tiling::shifted_smem_bytes(int vec, int tile_in, int tile_out) const {
+  int64_t bytes = 0;
+  for (const TiledLoad& l : loads) {
+    bytes += (int64_t{tile_in + vec} * (tile_out + vec) * size_of(l.stored) + 15) / 16 * 16;
+  }
+  return bytes;
+}
+
+bool Tiling::shifts(int vec, int tile_in, int tile_out) const {
+  return odd_shifted && vec > 1 && shifted_smem_bytes(vec, tile_in, tile_out) <= 48 * 1024;
+}
+
 Tiling plan_tiling(const PointwiseStep& step) {
   const int rank = static_cast<int>(step.vars.size());
   if (rank < 2) return {};
   const int inner = rank - 1;
   // The distinct transposed loads, in order of first use (stores in order, operands first).
   std::vector<TiledLoad> transposed;
+  std::vector<TiledLoad> all;  // every load (a repeated variable: vars empty)
   std::unordered_map<const ExprNode*, bool> seen;
   auto visit = [&](auto&& self, const Expr& e) -> void {
     if (!seen.emplace(e.ptr().get(), true).second) return;
     for_each_child(e, [&](const Expr& c) { self(self, c); });
     const Load* ld = e.as<Load>();
-    if (!ld || ld->indices.empty()) return;
+    if (!ld) return;
+    all.push_back({ld->tensor, {}, ld->stored});
+    if (ld->indices.empty()) return;
     TiledLoad t{ld->tensor, {}, ld->stored};
     for (const std::string& v : ld->indices) {
       auto pos = std::find(step.vars.begin(), step.vars.end(), v);
@@ -249,6 +264,7 @@ Tiling plan_tiling(const PointwiseStep& step) {
       if (std::find(t.vars.begin(), t.vars.end(), p) != t.vars.end()) return;  // repeated
       t.vars.push_back(p);
     }
+    all.back() = t;
     const bool uses_inner = std::find(t.vars.begin(), t.vars.end(), inner) != t.vars.end();
     if (!uses_inner || t.vars.back() == inner) return;
     if (std::find(transposed.begin(), transposed.end(), t) == transposed.end()) {
@@ -270,6 +286,10 @@ Tiling plan_tiling(const PointwiseStep& step) {
     if (t.vars.back() == tiling.across) tiling.loads.push_back(t);
   }
   if (tiling.smem_bytes_per_element() > 12) return {};
+  for (const TiledLoad& l : all) {
+    const bool tiled = std::find(tiling.loads.begin(), tiling.loads.end(), l) != tiling.loads.end();
+    if (!tiled || size_of(l.stored) < 4) tiling.odd_shifted = true;
+  }
   return tiling;
 }
 

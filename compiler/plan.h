@@ -49,8 +49,17 @@ struct TiledLoad {
 struct Tiling {
   int across = -1;               // a step variable's position; -1: not tiled (flat)
   std::vector<TiledLoad> loads;  // the loads read through tiles, in order of first use
+  /// Extents that are not multiples of the vector run shifted vectors (compiler/lower_tiled.cpp)
+  /// unless every load of the step is a tiled load of 32-bit elements, where element by element
+  /// measured faster (bench/results/2026-11-30-h200-shifted-transpose).
+  bool odd_shifted = false;
   bool tiled() const { return across >= 0; }
   int smem_bytes_per_element() const;  // the loads' element sizes, summed
+  /// Shared memory of the shifted path's tiles, (tile_out + vec) x (tile_in + vec) elements a
+  /// load; and whether a config's odd extents run it: odd_shifted, vectors, and its tiles fit the
+  /// 48 KiB of static shared memory (the config space keeps tile_in x tile_out within it).
+  int64_t shifted_smem_bytes(int vec, int tile_in, int tile_out) const;
+  bool shifts(int vec, int tile_in, int tile_out) const;
 };
 
 /// The absolute error the approximate functions of 16-bit steps may have (fast_functions): for

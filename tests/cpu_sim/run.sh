@@ -33,11 +33,11 @@ check() {
   done
   echo "$kernel ${force:-(32-bit)}: variants checked at $# shapes"
 }
-check 1 transpose_add "" "1 1" "3 1000" "65 63" "132 100" "33 4097" "1000 1"
+check 1 transpose_add "" "1 1" "3 1000" "65 63" "132 100" "33 4097" "1000 1" "200 203"
 check 1 transpose_add --force64 "65 63" "132 100"
-check 2 transpose_bf16 "" "1 1" "65 63" "136 104" "33 4097"
+check 2 transpose_bf16 "" "1 1" "65 63" "136 104" "33 4097" "300 301"
 check 4 transpose_cast "" "1 1" "136 104" "33 1001"
-check 5 heads_keys "" "1 1 1 1" "2 33 3 64" "1 5 1 7" "2 72 3 136"
+check 5 heads_keys "" "1 1 1 1" "2 33 3 64" "1 5 1 7" "2 72 3 136" "1 300 2 133"
 check 5 heads_keys --force64 "2 33 3 64" "2 72 3 136"
 check 3 heads_keys_f32 "" "1 1 1 1" "2 33 3 64" "1 100 2 12" "2 72 3 132"
 exit $fail

@@ -36,7 +36,8 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
     s = s.replace(old, new)
 # The reduction kernels' inline assembly (compiler/emit.cpp, lower/reduction_rows.cpp): the L2
 # policy is any number, the hinted vector loads plain loads, the passes' opaque copies copies,
-# a prefetch nothing, and a launch gives `smem` bytes of dynamic shared memory.
+# a prefetch nothing, and a launch gives `smem` bytes of dynamic shared memory; the tiled
+# kernels' per-tile copy of the thread index (compiler/lower_tiled.cpp) a copy too.
 for pattern, repl in [
         (r'call i64 asm "createpolicy[^"]*", "=l"\(\)', "add i64 0, 0"),
         (r'call \{ i32, i32, i32, i32 \} asm "ld\.global\.nc\.L1::evict_last[^"]*", "[^"]*"\(',
@@ -47,6 +48,10 @@ for pattern, repl in [
          "call { i32, i32 } @sim_mul_wide("),
         (r'call i32 asm "mov\.b32 \$0, \$1; // pass \d+", "=r,r"\(', "call i32 @sim_mov32("),
         (r'call i16 asm "mov\.b16 \$0, \$1; // pass \d+", "=h,h"\(', "call i16 @sim_mov16("),
+        (r'call i32 asm sideeffect "mov\.b32 \$0, \$1; // per tile", "=r,r"\(',
+         "call i32 @sim_mov32("),
+        (r'call i64 asm sideeffect "mov\.b64 \$0, \$1; // per tile", "=l,l"\(',
+         "call i64 @sim_mov64("),
         (r'call i32 asm "mov\.u32 \$0, %dynamic_smem_size;", "=r"\(\)', f"add i32 {smem}, 0"),
         (r'call void asm sideeffect "\{ \.reg \.b64 %pf; mad\.lo\.s64 %pf, \$1, \d+, \$0; '
          r'prefetch\.global\.L1 \[%pf\]; \}", "l,l"\(', "call void @sim_prefetch("),
@@ -108,6 +113,9 @@ define internal { i32, i32 } @sim_ld_v2(ptr addrspace(1) %p, i64 %policy) {
 }
 define internal i32 @sim_mov32(i32 %x) {
   ret i32 %x
+}
+define internal i64 @sim_mov64(i64 %x) {
+  ret i64 %x
 }
 define internal i16 @sim_mov16(i16 %x) {
   ret i16 %x

@@ -335,6 +335,39 @@ kernel k(a: f32[N, M], b: f32[N, M], c: f32[N, M], d: f32[N, M]) -> (y: f32[M, N
                   .tiled());
 }
 
+TEST_CASE("odd extents run shifted vectors unless every load is a tiled 32-bit one", "[compiler]") {
+  // A plain f32 transpose keeps the scalar path (measured faster); a bf16 one, one with a
+  // contiguous read beside the tile, or one with a row read shift.
+  Tiling t = tiling_of("kernel k(x: f32[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }");
+  CHECK_FALSE(t.odd_shifted);
+  CHECK_FALSE(t.shifts(4, 64, 64));
+  t = tiling_of("kernel k(x: bf16[N, M]) -> (y: bf16[M, N]) { y[i, j] = x[j, i] }");
+  CHECK(t.odd_shifted);
+  CHECK(t.shifts(8, 128, 128));
+  CHECK(t.shifted_smem_bytes(8, 128, 128) == 136 * 136 * 2);
+  CHECK_FALSE(t.shifts(1, 64, 64));  // scalar configs have no vectors to shift
+  t = tiling_of(
+      "kernel k(x: f32[N, M], z: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[j, i] + z[i, j] }");
+  CHECK(t.odd_shifted);
+  CHECK(t.shifts(4, 64, 64));
+  t = tiling_of(R"(
+kernel k(x: f32[B, S, H, D], bias: f32[H, S]) -> (y: f32[B, H, D, S]) {
+  y[b, h, d, s] = x[b, s, h, d] + bias[h, s]
+})");
+  CHECK(t.odd_shifted);
+  // Three f32 tiled loads and a bf16 one: 64 x 64 tiles fit 48 KiB, the shifted path's 68 x 68
+  // do not, so odd extents stay scalar.
+  t = tiling_of(R"(
+kernel k(a: f32[N, M], b: f32[N, M], c: f32[N, M], z: bf16[M, N]) -> (y: f32[M, N]) {
+  y[i, j] = a[j, i] + b[j, i] + c[j, i] + f32(z[i, j])
+})");
+  REQUIRE(t.smem_bytes_per_element() == 12);
+  CHECK(t.odd_shifted);
+  CHECK(t.shifted_smem_bytes(4, 64, 64) > 48 * 1024);
+  CHECK_FALSE(t.shifts(4, 64, 64));
+  CHECK(t.shifts(4, 32, 32));
+}
+
 TEST_CASE("the tiled config space", "[compiler]") {
   for (int vec : {4, 8}) {
     for (int bytes : {2, 4, 12}) {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Session 36, device call 3: the tile as loaded (rows of aligned vectors, P = Ti + V), written with
+# vector stores and read element by element; edge tiles one vector at a time; per-tile
+# thread index copy. Default variant new against main (kiln_old), two rounds; then every variant of
+# the new build at three odd shapes; Nsight Compute on the new default at two.
+set -uo pipefail
+W=/tmp/w3; source bench/device_setup.sh
+t0=$(date +%s); el() { echo "($(( $(date +%s) - t0 )) s)"; }
+pack() { mkdir -p $OUT/call3 && cp $W/*.txt $OUT/call3/ 2>/dev/null; }
+python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],'wb'))" .carry/kiln_old.xz build/tools/kiln_old && chmod +x build/tools/kiln_old
+odd=bench/results/2026-11-29-h200-odd-transpose/odd.kiln
+$K compile $odd -o $W/new --arch sm_90 > /dev/null &
+build/tools/kiln_old compile $odd -o $W/old --arch sm_90 > /dev/null &
+wait
+cases=("transpose_f32 M=8191,N=8193" "transpose_f32 M=16383,N=2047" "transpose_f32 M=4095,N=1001"
+  "transpose_bf16 M=8191,N=8193" "transpose_bf16 M=1000,N=3001" "transpose_add M=8191,N=8193"
+  "heads_keys B=8,S=2047,H=32,D=127" "transpose_bf16 M=8192,N=8192")
+for r in 1 2; do
+  for c in "${cases[@]}"; do
+    set -- $c
+    for b in new old; do
+      k=build/tools/kiln_$b; [ $b = new ] && k=$K
+      t=$($k run $W/$b $1 --shape $2 --variant default --reps 100 --no-check 2>&1 | grep -E '^ *v[0-9]' | awk '{print $1, $(NF-2)}')
+      echo "round $r $1 $2 $b $t"
+    done
+  done
+done | tee $W/ab.txt
+echo "ab $(el)"; pack
+for c in "transpose_f32 M=8191,N=8193" "transpose_bf16 M=8191,N=8193" "heads_keys B=8,S=2047,H=32,D=127"; do
+  set -- $c
+  $K run $W/new $1 --shape $2 --variant all --reps 50 --no-check > $W/all_${1}_${2//[=,]/_}.txt 2>&1
+  echo "== $1 $2"; grep -E '^ *v[0-9]' $W/all_${1}_${2//[=,]/_}.txt | sort -g -k$(( $(grep -E '^ *v[0-9]' $W/all_${1}_${2//[=,]/_}.txt | head -1 | wc -w) - 2 )) | head -5
+done | tee $W/all.txt
+echo "all $(el)"; pack
+for c in "transpose_f32 M=8191,N=8193" "transpose_bf16 M=8191,N=8193"; do
+  set -- $c
+  timeout 90 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis_Tables -c 2 \
+    $K run $W/new $1 --shape $2 --variant default --reps 1 --no-check > $W/ncu_${1}_${2//[=,]/_}.txt 2>&1
+  echo "ncu $1 $2 exit $?"
+done
+echo "ncu $(el)"; pack
