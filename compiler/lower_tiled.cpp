@@ -32,19 +32,20 @@
 // Ti / V + 1 aligned vectors that cover its elements a0 .. a0 + Ti - 1, and stores them as loaded,
 // a row of Ti + V elements per input row (vector q at chunk q ^ (r / V % S) below Ti / V); step 4
 // reads a chunk's V lanes element by element (rows V apart, hence the swizzle) and stores one
-// vector. Tiles at the space's edges check every vector and lane, 8 at a time. Measured on an H200:
-// bf16 8191 x 8193 130 -> 99 us, f32 8191 x 8193 with a contiguous add 311 -> 209, [8, 2047, 32,
-// 127] -> [8, 32, 127, 2047] 125 -> 123. Scalar: every global access is scalar, shared memory
-// is used as in the vector path, and in step 4 a thread's V elements of a tile row are To / V
-// apart (element rr + l To / V) rather than adjacent, so that each of a warp's scalar stores
-// writes consecutive elements (bench/results/2026-11-29-h200-odd-transpose: bf16 8191 x 8193
-// 313 -> 132 us; the same for step 2's loads was 5% slower on f32: the loads' V elements of a
-// thread share sectors, which L1 serves). A load outside the space reads element 0 (or a
-// constant of zeros) instead (a select, so the loads stay free of branches), a store outside
-// is skipped, and an element outside is never computed. Both barriers are outside every bound
-// check, and the tile loop and the path depend only on the block and the extents: every
-// thread of a block reaches every barrier. Index arithmetic is 32-bit when the space has at
-// most INT32_MAX elements (no offset of any tensor exceeds its elements), else 64-bit.
+// vector. Tiles at the space's edges check every vector and lane, 8 at a time (tiles inside the
+// space along I check only each chunk's row). Measured on an H200: bf16 8191 x 8193 130 -> 98 us,
+// f32 8191 x 8193 with a contiguous add 311 -> 209, [8, 2047, 32, 127] -> [8, 32, 127, 2047] 125 ->
+// 118. Scalar: every global access is scalar, shared memory is used as in the vector path, and in
+// step 4 a thread's V elements of a tile row are To / V apart (element rr + l To / V) rather than
+// adjacent, so that each of a warp's scalar stores writes consecutive elements
+// (bench/results/2026-11-29-h200-odd-transpose: bf16 8191 x 8193 313 -> 132 us; the same for step
+// 2's loads was 5% slower on f32: the loads' V elements of a thread share sectors, which L1
+// serves). A load outside the space reads element 0 (or a constant of zeros) instead (a select, so
+// the loads stay free of branches), a store outside is skipped, and an element outside is never
+// computed. Both barriers are outside every bound check, and the tile loop and the path depend only
+// on the block and the extents: every thread of a block reaches every barrier. Index arithmetic is
+// 32-bit when the space has at most INT32_MAX elements (no offset of any tensor exceeds its
+// elements), else 64-bit.
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
@@ -430,10 +431,11 @@ class TiledLowering {
           load_interior(o), [&] { load_tile_shifted(o, true); },
           [&] { load_tile_shifted(o, false); });
       barrier();
-      Value* interior = b_.CreateAnd(
-          b_.CreateICmpULE(b_.CreateAdd(o.a0, idx_of(cfg_.tile_in)), ext_[across_]),
+      // Step 4's lanes need no bounds where the tile is inside the space along I (rows past A,
+      // a bound per chunk: [8, 2047, 32, 127] -> [8, 32, 127, 2047] has no tile inside along A).
+      Value* interior =
           b_.CreateAnd(b_.CreateICmpUGE(o.i0, idx_of(cfg_.vec)),
-                       b_.CreateICmpULE(b_.CreateAdd(o.i0, idx_of(cfg_.tile_out)), ext_[inner_])));
+                       b_.CreateICmpULE(b_.CreateAdd(o.i0, idx_of(cfg_.tile_out)), ext_[inner_]));
       either(
           interior, [&] { store_shifted(o, true); }, [&] { store_shifted(o, false); });
       tid_ = tid;
@@ -729,7 +731,8 @@ class TiledLowering {
   // Step 4 of the shifted path: the tile's Ti x (To / V) chunks, consecutive threads along a
   // row as in the vector path; chunk rr of row da is the aligned vector of I from
   // i0 - s'(a) + rr V. Lane l is element da of tile row V - s'(a) + rr V + l, read alone.
-  // Inside the space (interior tiles: every lane) a chunk stores one vector, else lane by lane.
+  // Inside the space (in tiles inside it along I: every lane of a row in it) a chunk stores one
+  // vector, else lane by lane.
   void store_shifted(const Origin& o, bool interior) {
     const int V = cfg_.vec, Ti = cfg_.tile_in, To = cfg_.tile_out;
     const int chunks = static_cast<int>(int64_t{Ti} * (To / V) / cfg_.block);
@@ -741,7 +744,7 @@ class TiledLowering {
       std::vector<Lane> lanes;
     };
     auto lane_ok = [&](const Chunk& c, int l) {
-      if (interior) return static_cast<Value*>(b_.getTrue());
+      if (interior) return c.a_ok;
       return b_.CreateAnd(c.a_ok, b_.CreateICmpULT(b_.CreateAdd(c.i, idx_of(l)), ext_[inner_]));
     };
     // The chunk's geometry and its loads of global memory.
@@ -751,7 +754,7 @@ class TiledLowering {
       Value* rr = b_.CreateURem(m, idx_of(To / V));
       c.da = b_.CreateUDiv(m, idx_of(To / V));
       Value* a = b_.CreateAdd(o.a0, c.da);
-      c.a_ok = interior ? b_.getTrue() : b_.CreateICmpULT(a, ext_[across_]);
+      c.a_ok = b_.CreateICmpULT(a, ext_[across_]);
       std::vector<Value*> row = o.coords;
       row[across_] = a;
       row[inner_] = o.i0;
@@ -775,8 +778,7 @@ class TiledLowering {
             break;
           case Read::contiguous: {  // at the output's offsets: aligned as the output is
             if (interior) {
-              vals = elements(em_.load_vector(
-                  em_.element_ptr(ptr_args_[acc.param], acc.stored, c.out), acc.stored, V));
+              vals = elements(load_span(acc, c.out, c.a_ok));
               break;
             }
             Value* inside =
@@ -815,7 +817,7 @@ class TiledLowering {
         }
       }
       if (interior) {
-        store_lanes(c.out, c.lanes);
+        guarded(c.a_ok, [&] { store_lanes(c.out, c.lanes); });
         return;
       }
       BasicBlock* whole = BasicBlock::Create(ctx_, "store.whole", fn_);
