@@ -206,6 +206,34 @@ void Emitter::store(Value* ptr, DType t, const std::vector<Value*>& vals) {
   b_.CreateAlignedStore(vec, ptr, llvm::Align(std::min<int>(16, n * size_of(t))));
 }
 
+void Emitter::if_else(Value* cond, llvm::function_ref<void()> then,
+                      llvm::function_ref<void()> other) {
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  llvm::LLVMContext& ctx = m_.getContext();
+  llvm::BasicBlock* yes = llvm::BasicBlock::Create(ctx, "then", fn);
+  llvm::BasicBlock* no = llvm::BasicBlock::Create(ctx, "else", fn);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "endif", fn);
+  b_.CreateCondBr(cond, yes, no);
+  b_.SetInsertPoint(yes);
+  then();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(no);
+  other();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
+
+void Emitter::if_then(Value* cond, llvm::function_ref<void()> then) {
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* yes = llvm::BasicBlock::Create(m_.getContext(), "then", fn);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(m_.getContext(), "endif", fn);
+  b_.CreateCondBr(cond, yes, done);
+  b_.SetInsertPoint(yes);
+  then();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
+
 std::vector<Value*> Emitter::storage_words(DType t, const std::vector<Value*>& vals) {
   std::vector<Value*> words;
   const int n = static_cast<int>(vals.size());

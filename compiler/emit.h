@@ -8,6 +8,7 @@
 // libdevice, which emit_ptx links.
 #pragma once
 
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
@@ -76,6 +77,11 @@ class Emitter {
   /// Stores compute values to consecutive elements of type `t` at `ptr`, rounded: one scalar
   /// store, or one vector store aligned to min(16, vals.size() * size) bytes.
   void store(llvm::Value* ptr, DType t, const std::vector<llvm::Value*>& vals);
+  /// Emits `then` where `cond` holds, else `other`, in the function being built, and continues
+  /// after both; if_then has no else block.
+  void if_else(llvm::Value* cond, llvm::function_ref<void()> then,
+               llvm::function_ref<void()> other);
+  void if_then(llvm::Value* cond, llvm::function_ref<void()> then);
   /// A zero-extended special register (tid.x, ctaid.x, ...) as i64.
   llvm::Value* sreg(llvm::Intrinsic::ID id);
   /// `d` (i32 below 2^31, or i64) prepared for divmod, at the insertion point (once per

@@ -166,18 +166,7 @@ class ContractionLowering {
   }
 
   void if_else(Value* cond, llvm::function_ref<void()> then, llvm::function_ref<void()> other) {
-    llvm::LLVMContext& ctx = m_.getContext();
-    BasicBlock* yes = BasicBlock::Create(ctx, "then", fn_);
-    BasicBlock* no = BasicBlock::Create(ctx, "else", fn_);
-    BasicBlock* done = BasicBlock::Create(ctx, "endif", fn_);
-    b_.CreateCondBr(cond, yes, no);
-    b_.SetInsertPoint(yes);
-    then();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(no);
-    other();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    em_.if_else(cond, then, other);
   }
 
   llvm::AllocaInst* entry_alloca(llvm::Type* ty, const llvm::Twine& name) {

@@ -427,7 +427,7 @@ class TiledLowering {
                                wide ? "=l,l" : "=r,r", /*hasSideEffects=*/true),
           {tid});
       // Tiles away from the space's edges (nearly all) need no bounds but the tile's own.
-      either(
+      em_.if_else(
           load_interior(o), [&] { load_tile_shifted(o, true); },
           [&] { load_tile_shifted(o, false); });
       barrier();
@@ -436,7 +436,7 @@ class TiledLowering {
       Value* interior =
           b_.CreateAnd(b_.CreateICmpUGE(o.i0, idx_of(cfg_.vec)),
                        b_.CreateICmpULE(b_.CreateAdd(o.i0, idx_of(cfg_.tile_out)), ext_[inner_]));
-      either(
+      em_.if_else(
           interior, [&] { store_shifted(o, true); }, [&] { store_shifted(o, false); });
       tid_ = tid;
     }
@@ -578,11 +578,11 @@ class TiledLowering {
     }
     for (Chunk& c : work) {
       if (vec) {  // the chunk is wholly inside or outside
-        guarded(c.ok, [&] { store_lanes(c.out, c.lanes); });
+        em_.if_then(c.ok, [&] { store_lanes(c.out, c.lanes); });
         continue;
       }
       for (int l = 0; l < V; ++l) {
-        guarded(c.oks[l], [&] {
+        em_.if_then(c.oks[l], [&] {
           Value* off = l == 0 ? c.out : b_.CreateAdd(c.out, idx_of(l * lane_step));
           for (const StepStore& s : step_.stores) {
             em_.store(em_.element_ptr(ptr_args_[s.param], params_[s.param]->dtype, off),
@@ -661,7 +661,7 @@ class TiledLowering {
               em_.load_vector(b_.CreateSelect(items.back().in_tile, ptr, zeros()), acc.stored, V));
         }
         for (int k = 0; k < per_thread; ++k) {
-          guarded(items[k].in_tile, [&] { write(items[k], vecs[k]); });
+          em_.if_then(items[k].in_tile, [&] { write(items[k], vecs[k]); });
         }
         continue;
       }
@@ -684,8 +684,8 @@ class TiledLowering {
         }
         for (size_t j = 0; j < items.size(); ++j) {
           const Item& it = items[j];
-          guarded(row_oks[j], [&] {
-            either(
+          em_.if_then(row_oks[j], [&] {
+            em_.if_else(
                 insides[j], [&] { write(it, vecs[j]); },
                 [&] {
                   Value* vec = llvm::PoisonValue::get(
@@ -817,7 +817,7 @@ class TiledLowering {
         }
       }
       if (interior) {
-        guarded(c.a_ok, [&] { store_lanes(c.out, c.lanes); });
+        em_.if_then(c.a_ok, [&] { store_lanes(c.out, c.lanes); });
         return;
       }
       BasicBlock* whole = BasicBlock::Create(ctx_, "store.whole", fn_);
@@ -830,7 +830,7 @@ class TiledLowering {
       b_.CreateBr(done);
       b_.SetInsertPoint(parts);
       for (int l = 0; l < V; ++l) {
-        guarded(oks[l], [&] {
+        em_.if_then(oks[l], [&] {
           Value* off = l == 0 ? c.out : b_.CreateAdd(c.out, idx_of(l));
           Lane lane = c.lanes[l];
           for (const StepStore& s : step_.stores) {
@@ -959,34 +959,6 @@ class TiledLowering {
     Value* in_row = b_.CreateMul(chunk, idx_of(cfg_.vec));
     if (pos) in_row = b_.CreateAdd(in_row, pos);
     return b_.CreateAdd(b_.CreateMul(a, idx_of(cfg_.tile_out)), in_row);
-  }
-
-  // Runs `yes` where `cond` holds, else `no`; continues after both.
-  template <class F, class G>
-  void either(Value* cond, F&& yes, G&& no) {
-    BasicBlock* then = BasicBlock::Create(ctx_, "then", fn_);
-    BasicBlock* other = BasicBlock::Create(ctx_, "else", fn_);
-    BasicBlock* done = BasicBlock::Create(ctx_, "done", fn_);
-    b_.CreateCondBr(cond, then, other);
-    b_.SetInsertPoint(then);
-    yes();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(other);
-    no();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
-  }
-
-  // Runs `body` where `cond` holds; continues after it.
-  template <class F>
-  void guarded(Value* cond, F&& body) {
-    BasicBlock* then = BasicBlock::Create(ctx_, "store", fn_);
-    BasicBlock* done = BasicBlock::Create(ctx_, "store.done", fn_);
-    b_.CreateCondBr(cond, then, done);
-    b_.SetInsertPoint(then);
-    body();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
   }
 
   void barrier() { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
