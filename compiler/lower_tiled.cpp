@@ -175,11 +175,11 @@ class TiledLowering {
     for (const StepStore& s : step_.stores) visit(visit, s.value);
 
     const int V = cfg_.vec;
+    // The larger of the two paths' tiles: the shifted path's has V more rows of V more.
+    const bool shifted = odd_path() == Path::shifted;
     for (Access& a : accesses_) {
       if (a.read != Read::tiled) continue;
       a.smem_offset = smem_bytes_;
-      // The larger of the two paths' tiles: the shifted path's has V more rows of V more.
-      const bool shifted = cfg_.vec > 1 && odd_path() == Path::shifted;
       const int64_t elems =
           shifted ? shifted_pitch() * shifted_rows() : int64_t{cfg_.tile_in} * cfg_.tile_out;
       smem_bytes_ += (elems * size_of(a.stored) + 15) / 16 * 16;
@@ -294,11 +294,9 @@ class TiledLowering {
     tid_ = b_.CreateTrunc(tid64_, idx);
     // Element strides of every tensor along every step variable.
     for (Access& a : accesses_) a.step = strides(a.vars);
-    std::vector<int> all(rank_);
-    for (int v = 0; v < rank_; ++v) all[v] = v;
-    out_strides_ = strides(all);
-    if (cfg_.vec == 1) {
-      emit_tile_loop(Path::scalar);
+    out_strides_ = strides(all_vars());
+    if (cfg_.vec == 1) {  // the vector path's order: every element loaded before one is written
+      emit_tile_loop(Path::vec);
       return;
     }
     BasicBlock* vec = BasicBlock::Create(ctx_, "tiles.vec", fn_);
@@ -411,9 +409,9 @@ class TiledLowering {
     b_.SetInsertPoint(body);
     const Origin o = tile_origin(b_.CreateTrunc(t64, idx_ty_), tiles_i);
     if (aligned) {
-      load_tile_aligned(o, path == Path::vec || cfg_.vec == 1);
+      load_tile_aligned(o, path == Path::vec);
       barrier();
-      store_aligned(o, path == Path::vec || cfg_.vec == 1);
+      store_aligned(o, path == Path::vec);
     } else {
       // The thread's places in the tile, computed again for each tile from a copy of the thread
       // index the optimizer cannot see through: hoisted out of the tile loop, 17 vectors' and
@@ -583,11 +581,7 @@ class TiledLowering {
       }
       for (int l = 0; l < V; ++l) {
         em_.if_then(c.oks[l], [&] {
-          Value* off = l == 0 ? c.out : b_.CreateAdd(c.out, idx_of(l * lane_step));
-          for (const StepStore& s : step_.stores) {
-            em_.store(em_.element_ptr(ptr_args_[s.param], params_[s.param]->dtype, off),
-                      params_[s.param]->dtype, {eval(s.value, c.lanes[l])});
-          }
+          store_lane(l == 0 ? c.out : b_.CreateAdd(c.out, idx_of(l * lane_step)), c.lanes[l]);
         });
       }
     }
@@ -629,8 +623,7 @@ class TiledLowering {
     for (size_t ai = 0; ai < accesses_.size(); ++ai) {
       const Access& acc = accesses_[ai];
       if (acc.read != Read::tiled) continue;
-      Value* numel = idx_of(1);
-      for (int v : acc.vars) numel = b_.CreateMul(numel, ext_[v]);
+      Value* numel = numel_of(acc.vars);
       struct Item {
         Value *i, *x, *place, *in_tile;  // input row, element offset, place, m below total
       };
@@ -656,9 +649,7 @@ class TiledLowering {
         std::vector<Value*> vecs;
         for (int k = 0; k < per_thread; ++k) {
           items.push_back(item(k));
-          Value* ptr = em_.element_ptr(ptr_args_[acc.param], acc.stored, items.back().x);
-          vecs.push_back(
-              em_.load_vector(b_.CreateSelect(items.back().in_tile, ptr, zeros()), acc.stored, V));
+          vecs.push_back(load_span(acc, items.back().x, items.back().in_tile));
         }
         for (int k = 0; k < per_thread; ++k) {
           em_.if_then(items[k].in_tile, [&] { write(items[k], vecs[k]); });
@@ -678,9 +669,7 @@ class TiledLowering {
           row_oks.push_back(b_.CreateAnd(it.in_tile, b_.CreateICmpULT(it.i, ext_[inner_])));
           insides.push_back(
               b_.CreateAnd(row_oks.back(), b_.CreateICmpULE(b_.CreateAdd(it.x, idx_of(V)), numel)));
-          Value* ptr = em_.element_ptr(ptr_args_[acc.param], acc.stored, it.x);
-          vecs.push_back(
-              em_.load_vector(b_.CreateSelect(insides.back(), ptr, zeros()), acc.stored, V));
+          vecs.push_back(load_span(acc, it.x, insides.back()));
         }
         for (size_t j = 0; j < items.size(); ++j) {
           const Item& it = items[j];
@@ -688,14 +677,9 @@ class TiledLowering {
             em_.if_else(
                 insides[j], [&] { write(it, vecs[j]); },
                 [&] {
-                  Value* vec = llvm::PoisonValue::get(
-                      llvm::FixedVectorType::get(em_.storage_type(acc.stored), V));
-                  for (int v = 0; v < V; ++v) {
-                    Value* off = b_.CreateAdd(it.x, idx_of(v));
-                    off = b_.CreateSelect(b_.CreateICmpULT(off, numel), off, idx_of(0));
-                    vec = b_.CreateInsertElement(vec, load_raw(acc, off, 1)[0], v);
-                  }
-                  write(it, vec);
+                  write(it, load_alone(acc, it.x, [&](int v) {
+                          return b_.CreateICmpULT(b_.CreateAdd(it.x, idx_of(v)), numel);
+                        }));
                 });
           });
         }
@@ -714,13 +698,25 @@ class TiledLowering {
     for (size_t ai = 0; ai < accesses_.size(); ++ai) {
       const Access& acc = accesses_[ai];
       if (acc.read != Read::tiled) continue;
-      Value* numel = idx_of(1);
-      for (int v : acc.vars) numel = b_.CreateMul(numel, ext_[v]);
+      Value* numel = numel_of(acc.vars);
       Value* last = row_start(acc, o, o.base[ai], b_.CreateAdd(o.i0, idx_of(cfg_.tile_out - 1)));
       Value* end = b_.CreateAdd(last, idx_of(cfg_.tile_in + V));
       ok = b_.CreateAnd(ok, b_.CreateICmpULE(end, numel));
     }
     return ok;
+  }
+
+  // The elements of a tensor indexed by the step variables `vars`, in the index type.
+  Value* numel_of(const std::vector<int>& vars) {
+    Value* numel = idx_of(1);
+    for (int v : vars) numel = b_.CreateMul(numel, ext_[v]);
+    return numel;
+  }
+
+  std::vector<int> all_vars() const {
+    std::vector<int> all(rank_);
+    for (int v = 0; v < rank_; ++v) all[v] = v;
+    return all;
   }
 
   // The offset of (i, a0) in a tiled load: its stride along A is 1 (A is its last index).
@@ -736,8 +732,7 @@ class TiledLowering {
   void store_shifted(const Origin& o, bool interior) {
     const int V = cfg_.vec, Ti = cfg_.tile_in, To = cfg_.tile_out;
     const int chunks = static_cast<int>(int64_t{Ti} * (To / V) / cfg_.block);
-    Value* numel = idx_of(1);
-    for (Value* e : ext_) numel = b_.CreateMul(numel, e);
+    Value* numel = numel_of(all_vars());
     struct Chunk {
       Value *da, *r, *i, *a_ok;  // lane 0's tile row and input row (i wraps below 0)
       Value* out;                // lane 0's offset, aligned
@@ -765,11 +760,11 @@ class TiledLowering {
       c.i = b_.CreateAdd(b_.CreateSub(o.i0, shift), rv);
       c.out = b_.CreateAdd(b_.CreateSub(start, shift), rv);
       c.lanes = make_lanes(o, a, c.i);
+      std::vector<Value*> oks;
+      for (int l = 0; l < V; ++l) oks.push_back(lane_ok(c, l));
       for (size_t ai = 0; ai < accesses_.size(); ++ai) {
         const Access& acc = accesses_[ai];
         std::vector<Value*> vals;
-        std::vector<Value*> oks;
-        for (int l = 0; l < V; ++l) oks.push_back(lane_ok(c, l));
         switch (acc.read) {
           case Read::tiled:
             continue;  // below, as the chunk is stored
@@ -820,27 +815,20 @@ class TiledLowering {
         em_.if_then(c.a_ok, [&] { store_lanes(c.out, c.lanes); });
         return;
       }
-      BasicBlock* whole = BasicBlock::Create(ctx_, "store.whole", fn_);
-      BasicBlock* parts = BasicBlock::Create(ctx_, "store.parts", fn_);
-      BasicBlock* done = BasicBlock::Create(ctx_, "store.done", fn_);
-      b_.CreateCondBr(b_.CreateAnd(oks[0], oks[V - 1]), whole, parts);  // lanes are consecutive
-      b_.SetInsertPoint(whole);
-      std::vector<Lane> lanes = c.lanes;  // values computed here do not reach `parts`
-      store_lanes(c.out, lanes);
-      b_.CreateBr(done);
-      b_.SetInsertPoint(parts);
-      for (int l = 0; l < V; ++l) {
-        em_.if_then(oks[l], [&] {
-          Value* off = l == 0 ? c.out : b_.CreateAdd(c.out, idx_of(l));
-          Lane lane = c.lanes[l];
-          for (const StepStore& s : step_.stores) {
-            em_.store(em_.element_ptr(ptr_args_[s.param], params_[s.param]->dtype, off),
-                      params_[s.param]->dtype, {eval(s.value, lane)});
-          }
-        });
-      }
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
+      // Copies of the lanes in each branch: values computed in one do not reach the other.
+      em_.if_else(
+          b_.CreateAnd(oks[0], oks[V - 1]),  // the lanes are consecutive
+          [&] {
+            std::vector<Lane> lanes = c.lanes;
+            store_lanes(c.out, lanes);
+          },
+          [&] {
+            for (int l = 0; l < V; ++l) {
+              em_.if_then(oks[l], [&] {
+                store_lane(l == 0 ? c.out : b_.CreateAdd(c.out, idx_of(l)), Lane(c.lanes[l]));
+              });
+            }
+          });
     };
     if (interior) {  // every chunk's global loads issued before the first store
       std::vector<Chunk> work;
@@ -874,6 +862,14 @@ class TiledLowering {
       for (Lane& lane : lanes) vals.push_back(eval(s.value, lane));
       em_.store(em_.element_ptr(ptr_args_[s.param], params_[s.param]->dtype, out),
                 params_[s.param]->dtype, vals);
+    }
+  }
+
+  // Every output's value of one lane, stored at `out`.
+  void store_lane(Value* out, Lane lane) {
+    for (const StepStore& s : step_.stores) {
+      em_.store(em_.element_ptr(ptr_args_[s.param], params_[s.param]->dtype, out),
+                params_[s.param]->dtype, {eval(s.value, lane)});
     }
   }
 
@@ -918,17 +914,26 @@ class TiledLowering {
     BasicBlock* done = BasicBlock::Create(ctx_, "span.done", fn_);
     b_.CreateCondBr(inside, done, patch);
     b_.SetInsertPoint(patch);
-    Value* alone = llvm::PoisonValue::get(vec->getType());
-    for (int l = 0; l < cfg_.vec; ++l) {
-      Value* at = b_.CreateSelect(ok(l), b_.CreateAdd(off, idx_of(l)), idx_of(0));
-      alone = b_.CreateInsertElement(alone, load_raw(acc, at, 1)[0], l);
-    }
+    Value* alone = load_alone(acc, off, ok);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
     llvm::PHINode* phi = b_.CreatePHI(vec->getType(), 2);
     phi->addIncoming(vec, from);
     phi->addIncoming(alone, patch);
     return phi;
+  }
+
+  // The V elements from `off` as a vector, each loaded alone: element 0 where !ok(l).
+  template <class Ok>
+  Value* load_alone(const Access& acc, Value* off, Ok&& ok) {
+    Value* vec =
+        llvm::PoisonValue::get(llvm::FixedVectorType::get(em_.storage_type(acc.stored), cfg_.vec));
+    for (int l = 0; l < cfg_.vec; ++l) {
+      Value* at = b_.CreateAdd(off, idx_of(l));
+      vec = b_.CreateInsertElement(vec, load_raw(acc, b_.CreateSelect(ok(l), at, idx_of(0)), 1)[0],
+                                   l);
+    }
+    return vec;
   }
 
   // 32 bytes of zeros in global memory, aligned to 16: what load_span reads outside a tensor.
