@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The memory-bound suite of issue 19, in one call on the GPU machine: the 36 cases of
+# The memory-bound suite of issue 19, in one call on the GPU machine: the 39 cases of
 # bench/memory_bound_cases.py (kernels in bench/memory_bound.kiln). Per case, Kiln's heuristic
 # default is checked against the interpreter at that very shape (a failed check is not timed),
 # then every variant is timed through `kiln run` with the peak copy bandwidth (1 GiB each

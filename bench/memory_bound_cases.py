@@ -101,6 +101,10 @@ def _cases():
     B, S, H, D = 8, 2047, 32, 127
     c.append(Case("heads_keys_4d_odd", "transpose", "heads_keys", {"B": B, "S": S, "H": H, "D": D},
                   [(BF16, [B, S, H, D])], [(BF16, [B, H, D, S])], heads_keys))
+    # D not a multiple of 8 but H * D (1200) one: the two are one dimension of the tiles
+    B, S, H, D = 4, 4096, 12, 100
+    c.append(Case("heads_keys_4d_d100", "transpose", "heads_keys", {"B": B, "S": S, "H": H, "D": D},
+                  [(BF16, [B, S, H, D])], [(BF16, [B, H, D, S])], heads_keys))
     A, Bb, C = 256, 512, 64
     c.append(Case("rotate3_3d", "transpose", "rotate3", {"A": A, "B": Bb, "C": C},
                   [(F32, [A, Bb, C])], [(F32, [C, A, Bb])], rotate3))

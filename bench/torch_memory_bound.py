@@ -5,9 +5,9 @@ in the same process.
 
     python3 bench/torch_memory_bound.py OUT.json [ID_PART ... | K/N]
 
-K/N runs every N-th case from the K-th (0-based): the torch side of all 36 cases takes longer
-than one 10-minute call on the GPU machine, so it runs as shards (torch_0.json, torch_1.json;
-the summary reads every torch*.json of the directory)."""
+K/N runs every N-th case from the K-th (0-based), for calls too short for every case (all 36
+of 2026-11-29 took 120 s on an H200, bench/results/2026-11-29-h200-suite); the summary reads
+every torch*.json of the directory (torch_0.json, torch_1.json, ...)."""
 import sys
 
 import torch

@@ -321,6 +321,32 @@ std::string row_shape_text(const ReductionConfig& c) {
   return s;
 }
 
+// The name of the tile loop's dimension (Tiling::dims) that ends in step variable `last`: "s2",
+// or "(s1, s2)" for variables joined into one.
+std::string tile_dim_text(const PointwiseStep& p, int last) {
+  for (const std::vector<int>& dim : p.tiling.dims(static_cast<int>(p.vars.size()))) {
+    if (dim.back() != last) continue;
+    if (dim.size() == 1) return p.vars[static_cast<size_t>(last)];
+    std::vector<std::string> names;
+    for (int v : dim) names.push_back(p.vars[static_cast<size_t>(v)]);
+    return fmt::format("({})", fmt::join(names, ", "));
+  }
+  throw InternalError("plan: a tiled variable that ends no dimension");
+}
+
+// The runs of joined variables (Tiling::joined), "(s1, s2)" each, and their extents, "H*D";
+// empty when none.
+std::vector<std::pair<std::string, std::string>> joined_dims_text(const PointwiseStep& p) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::vector<int>& dim : p.tiling.dims(static_cast<int>(p.vars.size()))) {
+    if (dim.size() == 1) continue;
+    std::vector<Dim> extents;
+    for (int v : dim) extents.push_back(p.space[static_cast<size_t>(v)]);
+    out.emplace_back(tile_dim_text(p, dim.back()), product_text(extents));
+  }
+  return out;
+}
+
 std::string limit_text(int64_t limit) {
   return limit == INT64_MAX ? "any" : std::to_string(limit);
 }
@@ -716,8 +742,9 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
         step.strided_variant >= 0 ? "; the strided variant has one entry, for every launch" : ""));
     if (const Tiling& t = step.pointwise.tiling; t.tiled()) {
       const auto& c = std::get<PointwiseConfig>(def.config);
-      const std::string& across = step.pointwise.vars[static_cast<size_t>(t.across)];
-      const std::string& inner = step.pointwise.vars.back();
+      const std::string across = tile_dim_text(step.pointwise, t.across);
+      const std::string inner =
+          tile_dim_text(step.pointwise, static_cast<int>(step.pointwise.vars.size()) - 1);
       const std::string odd =
           t.shifts(c.vec, c.tile_in, c.tile_out)
               ? fmt::format(
@@ -732,6 +759,12 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           "multiples of {}, {}",
           c.tile_in, across, c.tile_out, inner, c.vec, c.vec, across, inner, c.vec, across, inner,
           c.vec, odd));
+      for (const auto& [dim, extent] : joined_dims_text(step.pointwise)) {
+        line(
+            fmt::format("  {} one dimension of {} elements (every load reads them as "
+                        "consecutive dimensions)",
+                        dim, extent));
+      }
     }
   } else if (step.kind == bundle::StepKind::contraction) {
     // Smaller tiles when the default's leave more than half the SMs idle: the largest that
@@ -1014,9 +1047,13 @@ std::string print_plan(const KernelPlan& plan) {
         for (int v : l.vars) idx.push_back(st.pointwise.vars[static_cast<size_t>(v)]);
         loads.push_back(fmt::format("{}[{}]", l.tensor, fmt::join(idx, ", ")));
       }
-      out += fmt::format("  tiled: across={} inner={} smem={} byte(s) per element: {}\n",
-                         st.pointwise.vars[static_cast<size_t>(t.across)], st.pointwise.vars.back(),
-                         t.smem_bytes_per_element(), fmt::join(loads, ", "));
+      std::vector<std::string> joined;
+      for (const auto& [dim, extent] : joined_dims_text(st.pointwise)) {
+        joined.push_back(fmt::format(" joined={}", dim));
+      }
+      out += fmt::format("  tiled: across={} inner={} smem={} byte(s) per element: {}{}\n",
+                         tile_dim_text(st.pointwise, t.across), st.pointwise.vars.back(),
+                         t.smem_bytes_per_element(), fmt::join(loads, ", "), fmt::join(joined, ""));
     }
     if (st.stage_bytes_per_element > 0) {
       out += fmt::format("  stage: {} byte(s) per element\n", st.stage_bytes_per_element);

@@ -2,7 +2,9 @@
 // index) to LLVM IR. The plan (compiler/plan.h: PointwiseStep::tiling) names the step
 // variable A that the tiled loads hold contiguous and the loads read through shared memory;
 // I is the step's innermost variable (the output's contiguous index), V = cfg.vec, Ti x To =
-// cfg.tile_in x cfg.tile_out, and the other variables are the batch. Algorithm:
+// cfg.tile_in x cfg.tile_out, and the other variables are the batch. Variables the plan joins
+// (Tiling::joined: every load reads them as consecutive dimensions) are one variable here, of
+// extent their product: below, "variable" means a dimension of the tile loop. Algorithm:
 //  1. The block walks tiles t = blockIdx.x, + gridDim.x, ... below batch x ceil(A / Ti) x
 //     ceil(I / To), t = (batch * tiles_a + tile_a) * tiles_i + tile_i.
 //  2. Load: the tile's (Ti / V) x (To / V) blocks of V x V elements are dealt to the threads,
@@ -107,8 +109,10 @@ class TiledLowering {
         cfg_(cfg),
         params_(k.params()),
         symbols_(k.symbols()),
-        rank_(static_cast<int>(step.vars.size())),
-        across_(step.tiling.across),
+        dims_(step.tiling.dims(static_cast<int>(step.vars.size()))),
+        dim_of_(dim_positions(dims_)),
+        rank_(static_cast<int>(dims_.size())),
+        across_(dim_of_[static_cast<size_t>(step.tiling.across)]),
         inner_(rank_ - 1) {
     em_.set_fast_functions(step.fast_functions);
   }
@@ -140,20 +144,40 @@ class TiledLowering {
     throw InternalError("lower_tiled: load of unknown tensor " + name);
   }
 
-  std::vector<int> vars_of(const Load& ld) const {
-    std::vector<int> vars;
-    for (const std::string& v : ld.indices) {
-      auto it = std::find(step_.vars.begin(), step_.vars.end(), v);
-      internal_check(it != step_.vars.end(), "lower_tiled: unknown index variable");
-      vars.push_back(static_cast<int>(it - step_.vars.begin()));
-    }
-    return vars;
+  // Per step variable, the position of its dimension of the tile loop (Tiling::dims).
+  static std::vector<int> dim_positions(const std::vector<std::vector<int>>& dims) {
+    std::vector<int> of;
+    for (size_t d = 0; d < dims.size(); ++d) of.insert(of.end(), dims[d].size(), d);
+    return of;
   }
 
-  int var_index(const std::string& name) const {
+  int step_var(const std::string& name) const {
     auto it = std::find(step_.vars.begin(), step_.vars.end(), name);
     internal_check(it != step_.vars.end(), "lower_tiled: unknown index variable");
     return static_cast<int>(it - step_.vars.begin());
+  }
+
+  // The dimensions (of the tile loop) of a load indexed by the step variables `vars`: a joined
+  // variable follows its run's previous one in every load (Tiling::joined), so its run counts once.
+  std::vector<int> dims_of(const std::vector<int>& vars) const {
+    std::vector<int> out;
+    for (int v : vars) {
+      if (dims_[static_cast<size_t>(dim_of_[v])].front() == v) out.push_back(dim_of_[v]);
+    }
+    return out;
+  }
+
+  std::vector<int> vars_of(const Load& ld) const {
+    std::vector<int> vars;
+    for (const std::string& v : ld.indices) vars.push_back(step_var(v));
+    return dims_of(vars);
+  }
+
+  // The dimension of a variable whose index a value reads: never a joined one (plan_tiling).
+  int var_index(const std::string& name) const {
+    const int d = dim_of_[static_cast<size_t>(step_var(name))];
+    internal_check(dims_[static_cast<size_t>(d)].size() == 1, "lower_tiled: a joined index read");
+    return d;
   }
 
   int access_index(const Load& ld) const {
@@ -214,9 +238,11 @@ class TiledLowering {
     std::sort(sorted.begin(), sorted.end());
     const bool distinct = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
     const bool uses_inner = std::find(a.vars.begin(), a.vars.end(), inner_) != a.vars.end();
-    const TiledLoad key{ld.tensor, a.vars, ld.stored};
     const std::vector<TiledLoad>& tiled = step_.tiling.loads;
-    if (std::find(tiled.begin(), tiled.end(), key) != tiled.end()) {
+    const bool is_tiled = std::any_of(tiled.begin(), tiled.end(), [&](const TiledLoad& t) {
+      return t.tensor == ld.tensor && t.stored == ld.stored && dims_of(t.vars) == a.vars;
+    });
+    if (is_tiled) {
       a.read = Read::tiled;
     } else if (static_cast<int>(a.vars.size()) == rank_ && distinct &&
                std::is_sorted(a.vars.begin(), a.vars.end())) {
@@ -257,9 +283,14 @@ class TiledLowering {
     bid_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
     nblocks_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
     Value* numel = b_.getInt64(1);
-    for (const Dim& d : step_.space) {
-      extents64_.push_back(dim_value(d));
-      numel = b_.CreateMul(numel, extents64_.back(), "numel");
+    for (const std::vector<int>& dim : dims_) {
+      Value* extent = nullptr;
+      for (int v : dim) {
+        Value* e = dim_value(step_.space[static_cast<size_t>(v)]);
+        extent = extent ? b_.CreateMul(extent, e, "joined") : e;
+      }
+      extents64_.push_back(extent);
+      numel = b_.CreateMul(numel, extent, "numel");
     }
     auto tiles = [&](Value* extent, int tile) {
       return b_.CreateUDiv(b_.CreateAdd(extent, b_.getInt64(tile - 1)), b_.getInt64(tile));
@@ -1043,7 +1074,9 @@ class TiledLowering {
   PointwiseConfig cfg_;
   std::vector<const TensorDecl*> params_;
   std::vector<std::string> symbols_;
-  const int rank_, across_, inner_;
+  const std::vector<std::vector<int>> dims_;  // the tile loop's dimensions (Tiling::dims)
+  const std::vector<int> dim_of_;             // per step variable, its dimension
+  const int rank_, across_, inner_;           // in dimensions
   std::vector<Access> accesses_;
   int64_t smem_bytes_ = 0;
   VariantLayout layout_;

@@ -241,6 +241,59 @@ bool Tiling::shifts(int vec, int tile_in, int tile_out) const {
   return odd_shifted && vec > 1 && shifted_smem_bytes(vec, tile_in, tile_out) <= 48 * 1024;
 }
 
+std::vector<std::vector<int>> Tiling::dims(int rank) const {
+  std::vector<std::vector<int>> out;
+  for (int v = 0; v < rank; ++v) {
+    if (v > 0 && !joined.empty() && joined[static_cast<size_t>(v)]) {
+      out.back().push_back(v);
+    } else {
+      out.push_back({v});
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Tiling::joined: v joins v - 1 where every load indexes v right after v - 1 (or neither) and
+// no value reads the index of either (a value of v - 1 or v would need the joined index split).
+std::vector<bool> joined_variables(const PointwiseStep& step) {
+  const int rank = static_cast<int>(step.vars.size());
+  std::vector<bool> joined(static_cast<size_t>(rank), false);
+  std::vector<std::vector<int>> loads;  // every load's variable positions
+  std::vector<bool> read(static_cast<size_t>(rank), false);
+  auto position = [&](const std::string& v) {
+    auto pos = std::find(step.vars.begin(), step.vars.end(), v);
+    internal_check(pos != step.vars.end(), "plan_tiling: unknown index variable");
+    return static_cast<int>(pos - step.vars.begin());
+  };
+  std::unordered_set<const ExprNode*> seen;
+  auto visit = [&](auto&& self, const Expr& e) -> void {
+    if (!seen.insert(e.ptr().get()).second) return;
+    for_each_child(e, [&](const Expr& c) { self(self, c); });
+    if (const IndexRef* r = e.as<IndexRef>()) read[static_cast<size_t>(position(r->name))] = true;
+    if (const Load* ld = e.as<Load>()) {
+      std::vector<int> vars;
+      for (const std::string& v : ld->indices) vars.push_back(position(v));
+      loads.push_back(std::move(vars));
+    }
+  };
+  for (const StepStore& s : step.stores) visit(visit, s.value);
+  for (int v = 1; v < rank; ++v) {
+    if (read[static_cast<size_t>(v - 1)] || read[static_cast<size_t>(v)]) continue;
+    joined[static_cast<size_t>(v)] = std::all_of(loads.begin(), loads.end(), [&](const auto& l) {
+      const auto n = [&](int x) { return std::count(l.begin(), l.end(), x); };
+      if (n(v - 1) == 0 && n(v) == 0) return true;
+      if (n(v - 1) != 1 || n(v) != 1) return false;
+      const auto at = std::find(l.begin(), l.end(), v - 1);
+      return at + 1 != l.end() && at[1] == v;
+    });
+  }
+  return joined;
+}
+
+}  // namespace
+
 Tiling plan_tiling(const PointwiseStep& step) {
   const int rank = static_cast<int>(step.vars.size());
   if (rank < 2) return {};
@@ -289,6 +342,10 @@ Tiling plan_tiling(const PointwiseStep& step) {
   for (const TiledLoad& l : all) {
     const bool tiled = std::find(tiling.loads.begin(), tiling.loads.end(), l) != tiling.loads.end();
     if (!tiled || size_of(l.stored) < 4) tiling.odd_shifted = true;
+  }
+  tiling.joined = joined_variables(step);
+  if (std::none_of(tiling.joined.begin(), tiling.joined.end(), [](bool j) { return j; })) {
+    tiling.joined.clear();
   }
   return tiling;
 }

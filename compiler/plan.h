@@ -15,7 +15,9 @@
 //     tiles of the (across, innermost) plane; every other load is read as the flat kernel
 //     reads it. A load that repeats a variable (`x[i, i]`) is never tiled, and neither is a
 //     step whose tiled loads would need more than 12 bytes of shared memory per tile
-//     element (a 64 x 64 tile of each must fit 48 KiB).
+//     element (a 64 x 64 tile of each must fit 48 KiB). Consecutive variables that every
+//     load reads as consecutive dimensions are one dimension of the tile loop
+//     (Tiling::joined): [B, S, H, D] -> [B, H, D, S] is tiled as [B, S, H*D] -> [B, H*D, S].
 #pragma once
 
 #include <functional>
@@ -53,7 +55,16 @@ struct Tiling {
   /// unless every load of the step is a tiled load of 32-bit elements, where element by element
   /// measured faster (bench/results/2026-11-30-h200-shifted-transpose).
   bool odd_shifted = false;
+  /// Per step variable (empty: none): whether the tile loop runs it as one dimension with the
+  /// variable before it. Where every load indexes v right after v - 1 and neither elsewhere, and
+  /// no value reads either's index, the two are one dimension of extent their product, as
+  /// x[b, s, h, d] -> y[b, h, d, s] reads h and d: an odd d (127) of an h x d that is a multiple
+  /// of the vector (4064) then runs the aligned vector path (plan_tiling).
+  std::vector<bool> joined;
   bool tiled() const { return across >= 0; }
+  /// The tile loop's dimensions: runs of the `rank` step variables, each joined one in its
+  /// predecessor's run. `across` and the innermost variable are each the last of theirs.
+  std::vector<std::vector<int>> dims(int rank) const;
   int smem_bytes_per_element() const;  // the loads' element sizes, summed
   /// Shared memory of the shifted path's tiles, (tile_out + vec) x (tile_in + vec) elements a
   /// load; and whether a config's odd extents run it: odd_shifted, vectors, and its tiles fit the

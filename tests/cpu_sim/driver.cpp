@@ -3,7 +3,7 @@
 // one after another over a grid of at most MAXGRID blocks (so that blocks loop over
 // tiles), and the output is compared bit for bit with a host reference. Inputs are random;
 // outputs start poisoned, so an element never written fails. Exits 1 on any mismatch.
-//   driver BLOCK ELEMENTS_PER_BLOCK MAXGRID EXTENTS...      (compiled with -DK=1..8)
+//   driver BLOCK ELEMENTS_PER_BLOCK MAXGRID EXTENTS...      (compiled with -DK=1..9)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -224,6 +224,20 @@ int main(int argc, char** argv) {
       }
     }
   }
+#elif K == 9  // rotate3(x: f32[A, B, C]) -> y: f32[C, A, B] = x[a, b, c]; args A B C
+  extern void kern(float*, float*, long, long, long) asm("kern");
+  long A = d[0], B = d[1], C = d[2];
+  n = A * B * C;
+  std::vector<float> x(n), y(n, -1e30f);
+  for (auto& v : x) v = rnd();
+  long grid = std::min<long>((n + epb - 1) / epb, maxgrid);
+  launch(grid, block, [&] { kern(x.data(), y.data(), A, B, C); });
+  for (long c = 0; c < C; ++c)
+    for (long a = 0; a < A; ++a)
+      for (long b = 0; b < B; ++b)
+        if (memcmp(&x[(a * B + b) * C + c], &y[(c * A + a) * B + b], 4)) {
+          if (bad++ < 5) printf("bad y[%ld,%ld,%ld]\n", c, a, b);
+        }
 #endif
   printf("%s n=%ld bad=%ld\n", bad ? "FAIL" : "ok", n, bad);
   return bad != 0;

@@ -368,6 +368,37 @@ kernel k(a: f32[N, M], b: f32[N, M], c: f32[N, M], z: bf16[M, N]) -> (y: f32[M, 
   CHECK(t.shifts(4, 32, 32));
 }
 
+TEST_CASE("variables every load reads consecutively are one dimension of the tiles", "[compiler]") {
+  using Dims = std::vector<std::vector<int>>;
+  // [B, S, H, D] -> [B, H, D, S]: h and d (s1, s2) follow each other in x and in y.
+  Tiling t = tiling_of(
+      "kernel k(x: bf16[B, S, H, D]) -> (y: bf16[B, H, D, S]) { y[b, h, d, s] = x[b, s, h, d] }");
+  CHECK(t.joined == std::vector<bool>{false, false, true, false});
+  CHECK(t.dims(4) == Dims{{0}, {1, 2}, {3}});
+  // [A, B, C] -> [C, A, B]: a and b end the output's rows, a transpose of [A*B, C].
+  t = tiling_of("kernel k(x: f32[A, B, C]) -> (y: f32[C, A, B]) { y[c, a, b] = x[a, b, c] }");
+  CHECK(t.dims(3) == Dims{{0}, {1, 2}});
+  // A load of h alone, d in another order, or a value of d's index keeps them apart.
+  for (const char* apart : {
+           "kernel k(x: f32[B, S, H, D], w: f32[H, S]) -> (y: f32[B, H, D, S]) {\n"
+           "  y[b, h, d, s] = x[b, s, h, d] + w[h, s]\n}",
+           "kernel k(x: f32[B, S, H, D], w: f32[D, H]) -> (y: f32[B, H, D, S]) {\n"
+           "  y[b, h, d, s] = x[b, s, h, d] + w[d, h]\n}",
+           "kernel k(x: f32[B, S, H, D]) -> (y: f32[B, H, D, S]) {\n"
+           "  y[b, h, d, s] = x[b, s, h, d] + f32(d)\n}",
+       }) {
+    t = tiling_of(apart);
+    REQUIRE(t.tiled());
+    CHECK(t.joined.empty());
+    CHECK(t.dims(4) == Dims{{0}, {1}, {2}, {3}});
+  }
+  // Loads that use neither (w[s]) do not keep them apart; b joins nothing (s follows it in x).
+  t = tiling_of(
+      "kernel k(x: f32[B, S, H, D], w: f32[S]) -> (y: f32[B, H, D, S]) {\n"
+      "  y[b, h, d, s] = x[b, s, h, d] * w[s]\n}");
+  CHECK(t.dims(4) == Dims{{0}, {1, 2}, {3}});
+}
+
 TEST_CASE("the tiled config space", "[compiler]") {
   for (int vec : {4, 8}) {
     for (int bytes : {2, 4, 12}) {
