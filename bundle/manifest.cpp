@@ -124,6 +124,7 @@ OrderedJson step_json(const Step& s) {
     for (const auto& [limit, variant] : s.few_rows) few.push_back({limit, variant});
     out["few_rows"] = few;
   }
+  if (!s.tile_across.empty()) out["tiles"] = {{"across", s.tile_across}, {"inner", s.tile_inner}};
   out["variants"] = variants;
   return out;
 }
@@ -515,6 +516,32 @@ Step read_step(const Obj& o, const KernelInfo& k) {
              "that neither splits, stages, shifts nor reads strides");
       }
       s.few_rows.emplace_back(limit, variant);
+    }
+  }
+  // Tiles: the across dimension's positions, then the innermost one's, each run consecutive,
+  // the innermost ending the space, on a pointwise step.
+  if (const Json* tiles = o.find("tiles")) {
+    const Obj t(*tiles, o.at("tiles"));
+    auto positions = [&](std::string_view key) {
+      const Json& a = t.array(key);
+      std::vector<int> out;
+      for (size_t i = 0; i < a.size(); ++i) {
+        out.push_back(static_cast<int>(json::read_integer(
+            a[i], index_path(t.at(key), i), 0, static_cast<int64_t>(s.space.size()) - 1)));
+        if (i > 0 && out[i] != out[i - 1] + 1) {
+          fail(index_path(t.at(key), i), "expected consecutive positions");
+        }
+      }
+      if (out.empty()) fail(t.at(key), "expected at least one position");
+      return out;
+    };
+    s.tile_across = positions("across");
+    s.tile_inner = positions("inner");
+    if (s.kind != StepKind::pointwise || s.tile_across.back() >= s.tile_inner.front() ||
+        s.tile_inner.back() != static_cast<int>(s.space.size()) - 1) {
+      fail(o.at("tiles"),
+           "expected a pointwise step's across positions before its innermost ones, which end "
+           "the space");
     }
   }
   // A general entry belongs to a pointwise variant that neither tiles nor reads strides.

@@ -315,6 +315,13 @@ struct Step {
   // config.h row_few_rows_config. "few_rows" in JSON ([[limit, variant], ...]), present only
   // when not empty.
   std::vector<std::pair<int64_t, int>> few_rows;
+  // Tiled pointwise steps (compiler/plan.h Tiling): the space positions of the tiles' across
+  // dimension and of their innermost one, each one position or several consecutive ones run as
+  // one (Tiling::joined), whose extents the rule reads (bundle/rule.h tiled_variant). "tiles" in
+  // JSON ({"across": [1, 2], "inner": [3]}), present only on tiled steps. Older bundles lack it
+  // and run their default at every shape, as an older reader, which ignores it, does: correct
+  // either way, so it came without a new format version.
+  std::vector<int> tile_across, tile_inner;
   friend bool operator==(const Step&, const Step&) = default;
 };
 

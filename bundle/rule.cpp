@@ -104,6 +104,23 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       r.few_rows.emplace_back(limit, variant);
     }
   }
+  // Tiled steps: the tiles of kOddTileSide for odd or short extents (tiled_variant).
+  if (!step.tile_across.empty() && r.chosen >= 0) {
+    const Variant& chosen = step.variants[static_cast<size_t>(r.chosen)];
+    auto knob = [](const Variant& v, const char* name) {
+      const auto it = v.config.find(name);
+      return it == v.config.end() ? int64_t{0} : it->second;
+    };
+    const bool larger =
+        knob(chosen, "tile_in") * knob(chosen, "tile_out") > kOddTileSide * kOddTileSide;
+    for (size_t vi = 0; vi < step.variants.size() && r.odd_tiles < 0 && larger; ++vi) {
+      const Variant& v = step.variants[vi];
+      if (loadable[vi] && !v.strided && config_vec(v) == config_vec(chosen) &&
+          knob(v, "tile_in") == kOddTileSide && knob(v, "tile_out") == kOddTileSide) {
+        r.odd_tiles = static_cast<int>(vi);
+      }
+    }
+  }
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
   const bool may_split = (!r.tiers.empty() && step.kind != StepKind::pointwise) ||
                          step.kind == StepKind::outer_reduction;
@@ -337,6 +354,32 @@ int strided_variant(const StepRule& rule, int64_t reduced) {
     if (reduced <= limit) return variant;
   }
   return rule.strided;
+}
+
+int tiled_variant(const Step& step, const StepRule& rule, int variant,
+                  std::span<const int64_t> space) {
+  if (rule.odd_tiles < 0 || variant != rule.chosen || step.tile_across.empty()) return variant;
+  // The product of the extents at `positions`; 0 for a position past the space, an extent
+  // below 1 or a product past int64 (unchecked input: the rule then keeps `variant`).
+  auto extent = [&](const std::vector<int>& positions) {
+    int64_t n = 1;
+    for (int p : positions) {
+      if (p < 0 || static_cast<size_t>(p) >= space.size() || space[static_cast<size_t>(p)] < 1 ||
+          __builtin_mul_overflow(n, space[static_cast<size_t>(p)], &n)) {
+        return int64_t{0};
+      }
+    }
+    return n;
+  };
+  const int64_t across = extent(step.tile_across), inner = extent(step.tile_inner);
+  if (across < 1 || inner < 1) return variant;
+  const Variant& chosen = step.variants[static_cast<size_t>(rule.chosen)];
+  const int64_t vec = std::max<int64_t>(config_vec(chosen), 1);  // a manifest's config: unchecked
+  auto odd = [&](int64_t n, const char* side) {
+    const auto it = chosen.config.find(side);
+    return n % vec != 0 || (it != chosen.config.end() && n < it->second / 2);
+  };
+  return odd(across, "tile_in") || odd(inner, "tile_out") ? rule.odd_tiles : variant;
 }
 
 int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_t reduced) {

@@ -142,7 +142,19 @@ struct StepRule {
   bool reads_strided = false;
   int strided = -1;
   std::vector<std::pair<int64_t, int>> strided_tiers;
+  // Tiled pointwise steps (Step::tile_across): the first loadable variant with the chosen one's
+  // vec and tiles of kOddTileSide on both sides when the chosen one's are larger, else -1.
+  int odd_tiles = -1;
 };
+
+/// The tiles' side of StepRule::odd_tiles, which a tiled step runs instead of larger tiles where
+/// they would run the shifted or the element-by-element path (an extent of the tiles' dimensions
+/// not a multiple of the vector) or lie mostly outside the space (an extent below half the
+/// larger tiles' side): measured on an H200 (bench/results/2026-11-30-h200-joined-dims, calls 1
+/// and 2), bf16 tiles of 64 x 64 took 0.73-0.97x the time of 128 x 128 at the 7 such shapes
+/// measured; at 14 aligned shapes 128 x 128 (the default there) took 0.94-1.02x the time of
+/// 64 x 64, and 1.17x at 1000 x 3000 (192 tiles for 132 SMs: left to the tuner).
+inline constexpr int64_t kOddTileSide = 64;
 
 /// The strided variant for rows of `reduced` elements: the strided tier of the smallest limit
 /// >= reduced, else rule.strided (-1 when neither loaded).
@@ -240,6 +252,15 @@ inline int64_t few_rows_sm_divisor(int64_t limit) {
 /// below 1 (unchecked input) give rule.chosen.
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
+
+/// What the rule runs for a tiled pointwise step (Step::tile_across) over a space of extents
+/// `space`, `variant` being heuristic_variant's pick: rule.odd_tiles when `variant` is
+/// rule.chosen and the extent of the tiles' across dimension (the product of its positions') or
+/// of their innermost one is not a multiple of the chosen variant's vec or is below half its
+/// tile_in or tile_out; else `variant`. `space` holds the step's extents, each at least 1, whose
+/// product fits int64.
+int tiled_variant(const Step& step, const StepRule& rule, int variant,
+                  std::span<const int64_t> space);
 
 /// `variant`'s odd-row twin (StepRule::odd_rows) when it has one and `reduced` is not a
 /// multiple of the twin's vec, else `variant`: what the rule runs for rows of `reduced`

@@ -622,6 +622,13 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
     if (written[static_cast<size_t>(pi)] >= 0)
       bs.few_rows.emplace_back(limit, written[static_cast<size_t>(pi)]);
   }
+  if (const Tiling& t = step.pointwise.tiling;
+      step.kind == bundle::StepKind::pointwise && t.tiled()) {
+    for (const std::vector<int>& dim : t.dims(static_cast<int>(step.space.size()))) {
+      if (dim.back() == t.across) bs.tile_across = dim;
+    }
+    bs.tile_inner = t.dims(static_cast<int>(step.space.size())).back();
+  }
   return bs;
 }
 
@@ -726,10 +733,10 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
       line(fmt::format("else: variant {} ({})", tiers[1],
                        config_text(step.variants[static_cast<size_t>(tiers[1])].config)));
     } else {
-      line(
-          fmt::format("every size: variant {} ({}) (an estimated {:.1f} instructions per byte "
-                      "moved)",
-                      step.default_variant, config_text(def.config), step.pointwise.work_per_byte));
+      line(fmt::format("{}: variant {} ({}) (an estimated {:.1f} instructions per byte moved)",
+                       rule.odd_tiles >= 0 ? "every size but those below" : "every size",
+                       step.default_variant, config_text(def.config),
+                       step.pointwise.work_per_byte));
     }
     if (step.fast_functions) line("  " + fast_functions_line(step));
     const bool rows = step.max_vec > 1 && has_row_aligned_form(step.pointwise);
@@ -764,6 +771,14 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
             fmt::format("  {} one dimension of {} elements (every load reads them as "
                         "consecutive dimensions)",
                         dim, extent));
+      }
+      if (rule.odd_tiles >= 0) {  // bundle/rule.h tiled_variant
+        const PlannedVariant& odd = step.variants[static_cast<size_t>(rule.odd_tiles)];
+        line(fmt::format(
+            "extents of {} or {} not multiples of {}, or {} below {} or {} below {} (half the "
+            "tiles' sides): variant {} ({}), smaller tiles (measured faster there on an H200)",
+            across, inner, c.vec, across, c.tile_in / 2, inner, c.tile_out / 2, rule.odd_tiles,
+            config_text(odd.config)));
       }
     }
   } else if (step.kind == bundle::StepKind::contraction) {

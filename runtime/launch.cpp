@@ -77,7 +77,11 @@ int heuristic_for(const KernelInfo& info, const EncodedKernel& enc, size_t step,
   const std::optional<int64_t> rows = numel(enc.spaces[step], symbols);
   const std::optional<int64_t> reduced = numel(enc.reduced[step], symbols);
   if (!rows || !reduced) return rule.chosen;
-  return heuristic_variant(info.steps[step], rule, *rows, *reduced, device);
+  const int v = heuristic_variant(info.steps[step], rule, *rows, *reduced, device);
+  if (info.steps[step].tile_across.empty()) return v;
+  std::vector<int64_t> space;
+  for (int64_t d : enc.spaces[step]) space.push_back(extent(d, symbols));
+  return bundle::tiled_variant(info.steps[step], rule, v, space);
 }
 
 size_t stride_count(const KernelInfo& info) {

@@ -399,6 +399,40 @@ TEST_CASE("variables every load reads consecutively are one dimension of the til
   CHECK(t.dims(4) == Dims{{0}, {1, 2}, {3}});
 }
 
+TEST_CASE("tiles of odd or short extents run the smaller tiles", "[compiler]") {
+  // The runtime's rule (bundle/rule.h tiled_variant) on the manifest step the plan writes.
+  auto pick = [](const char* src, std::vector<int64_t> space) {
+    Program p = parse_program(src);
+    std::unique_ptr<KernelPlan> plan = plan_kernel(p.kernels[0]);
+    REQUIRE(plan->steps.size() == 1);
+    const bundle::Step s = manifest_step(*plan, 0, {"sm_90"});
+    const bundle::DeviceFacts h200{132, true};
+    const bundle::StepRule rule =
+        bundle::step_rule(s, std::vector<bool>(s.variants.size(), true), h200);
+    int64_t elements = 1;
+    for (int64_t e : space) elements *= e;
+    const int v = bundle::tiled_variant(
+        s, rule, bundle::heuristic_variant(s, rule, elements, 1, h200), space);
+    const auto& c =
+        std::get<PointwiseConfig>(plan->steps[0].variants[static_cast<size_t>(v)].config);
+    return std::pair{c.tile_in, c.tile_out};
+  };
+  const char* keys =
+      "kernel k(x: bf16[B, S, H, D]) -> (y: bf16[B, H, D, S]) { y[b, h, d, s] = x[b, s, h, d] }";
+  using Tiles = std::pair<int, int>;
+  CHECK(pick(keys, {8, 32, 128, 2048}) == Tiles{128, 128});  // aligned
+  CHECK(pick(keys, {8, 32, 127, 2048}) == Tiles{128, 128});  // H*D = 4064: aligned
+  CHECK(pick(keys, {8, 31, 127, 2048}) == Tiles{64, 64});    // H*D = 3937: odd
+  CHECK(pick(keys, {8, 32, 128, 2047}) == Tiles{64, 64});    // S odd
+  CHECK(pick(keys, {8, 1, 40, 2048}) == Tiles{64, 64});      // H*D = 40 < 64
+  CHECK(pick(keys, {8, 1, 64, 2048}) == Tiles{128, 128});    // H*D = 64: half a tile
+  CHECK(pick(keys, {8, 32, 128, 56}) == Tiles{64, 64});      // S = 56 < 64
+  // f32 runs 64 x 64 tiles by default: nothing smaller is chosen.
+  const char* f32 = "kernel k(x: f32[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }";
+  CHECK(pick(f32, {1001, 999}) == Tiles{64, 64});
+  CHECK(pick(f32, {20, 20}) == Tiles{64, 64});
+}
+
 TEST_CASE("the tiled config space", "[compiler]") {
   for (int vec : {4, 8}) {
     for (int bytes : {2, 4, 12}) {

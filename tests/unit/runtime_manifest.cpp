@@ -590,6 +590,41 @@ TEST_CASE("manifest: few-row tiers round-trip, absent means none", "[runtime]") 
         f + "[0]" + why);
 }
 
+TEST_CASE("manifest: a tiled step's dimensions round-trip, absent means none", "[runtime]") {
+  Manifest m = sample();
+  Step& s = m.kernels[0].steps[0];
+  s.space = {Dim::symbol("M"), Dim::symbol("N"), Dim::fixed(3), Dim::fixed(5)};
+  s.tile_across = {1, 2};
+  s.tile_inner = {3};
+  std::string text = to_json(m);
+  CHECK(Json::parse(text)["kernels"][0]["steps"][0]["tiles"] ==
+        Json::parse(R"({"across": [1, 2], "inner": [3]})"));
+  Result<Manifest> back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(*back == m);
+  CHECK_FALSE(Json::parse(to_json(sample()))["kernels"][0]["steps"][0].contains("tiles"));
+
+  const Json j = Json::parse(text);
+  auto error_with = [&](const std::function<void(Json&)>& edit) { return error_after(edit, j); };
+  auto tiles = [](Json& e) -> Json& { return e["kernels"][0]["steps"][0]["tiles"]; };
+  const std::string f = "bundle/manifest.json: kernels[0].steps[0].tiles";
+  const std::string why =
+      ": expected a pointwise step's across positions before its innermost ones, which end the "
+      "space";
+  CHECK(error_with([&](Json& e) { tiles(e)["across"] = Json::array(); }) ==
+        f + ".across: expected at least one position");
+  CHECK(error_with([&](Json& e) {
+          tiles(e)["across"] = Json::array({0, 2});
+        }) == f + ".across[1]: expected consecutive positions");
+  CHECK(error_with([&](Json& e) { tiles(e)["inner"] = Json::array({4}); }) ==
+        f + ".inner[0]: expected an integer in 0..3, got 4");
+  CHECK(error_with([&](Json& e) { tiles(e)["inner"] = Json::array({2}); }) == f + why);
+  CHECK(error_with([&](Json& e) { tiles(e)["across"] = Json::array({3}); }) == f + why);
+  CHECK(error_with([&](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "row_reduction"; }) ==
+        f + why);
+  CHECK_THAT(error_with([&](Json& e) { tiles(e).erase("inner"); }), Catch::Contains("inner"));
+}
+
 TEST_CASE("manifest: a step's approximation error round-trips, absent means none", "[runtime]") {
   Manifest m = sample();
   m.kernels[0].steps[0].approx_error = 0x1p-10;
