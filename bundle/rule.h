@@ -152,8 +152,8 @@ struct StepRule {
 /// not a multiple of the vector) or lie mostly outside the space (an extent below half the
 /// larger tiles' side): measured on an H200 (bench/results/2026-11-30-h200-joined-dims, calls 1
 /// and 2), bf16 tiles of 64 x 64 took 0.73-0.97x the time of 128 x 128 at the 7 such shapes
-/// measured; at 14 aligned shapes 128 x 128 (the default there) took 0.94-1.02x the time of
-/// 64 x 64, and 1.17x at 1000 x 3000 (192 tiles for 132 SMs: left to the tuner).
+/// measured; at 13 aligned shapes 128 x 128 (the default there) took 0.94-1.02x the time of
+/// 64 x 64, and 1.17x at a 14th, 1000 x 3000 (192 tiles for 132 SMs: left to the tuner).
 inline constexpr int64_t kOddTileSide = 64;
 
 /// The strided variant for rows of `reduced` elements: the strided tier of the smallest limit
