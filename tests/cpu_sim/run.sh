@@ -35,7 +35,8 @@ check() {
 }
 check 1 transpose_add "" "1 1" "3 1000" "65 63" "132 100" "33 4097" "1000 1" "200 203"
 check 1 transpose_add --force64 "65 63" "132 100"
-check 2 transpose_bf16 "" "1 1" "65 63" "136 104" "33 4097" "300 301"
+# N odd and M a multiple of 8 (65 x 1000): aligned input rows, shifted output rows
+check 2 transpose_bf16 "" "1 1" "65 63" "136 104" "33 4097" "300 301" "65 1000" "1001 64"
 check 4 transpose_cast "" "1 1" "136 104" "33 1001"
 # H and D are one dimension of the tiles (Tiling::joined): D odd with H * D a multiple of the
 # vector (8 x 127) runs the vector path, 3 x 5 and 2 x 133 the shifted one.
