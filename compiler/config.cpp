@@ -46,8 +46,6 @@ PointwiseConfig heavy_pointwise_config(int max_vec) {
 
 namespace {
 
-constexpr int64_t kStaticSmemBytes = 48 * 1024;
-
 // A tiled config if its tile is valid (config.h) and fits the static shared memory: vec x vec
 // blocks a multiple of the block, at most 16 vectors loaded per thread.
 std::optional<PointwiseConfig> tiled_config(int block, int vec, int tile_in, int tile_out,

@@ -75,10 +75,14 @@ inline constexpr int64_t kHeavyMinElementsPerSm = 128 * 1024;
 /// faster from 32M, 0-4% slower at 8M and 3-6% at 4M.
 PointwiseConfig heavy_pointwise_config(int max_vec);
 
+/// The static shared memory a kernel may declare (tiled steps' tiles: tiled_config_space, and
+/// compiler/plan.h Tiling::shifts).
+inline constexpr int64_t kStaticSmemBytes = 48 * 1024;
+
 /// The tiled configurations of a step whose widest vector is `max_vec` elements and whose
 /// tiled loads take `smem_bytes_per_element` bytes of shared memory per tile element (the sum
 /// of their element sizes): full vectors first, then scalar ones (the fallback for pointers
-/// that are not 16-byte aligned); none uses more than 48 KiB of shared memory (the 64 x 64
+/// that are not 16-byte aligned); none uses more than kStaticSmemBytes (the 64 x 64
 /// default fits when smem_bytes_per_element <= 12: compiler/plan.h tiles no more).
 std::vector<PointwiseConfig> tiled_config_space(int max_vec, int smem_bytes_per_element);
 

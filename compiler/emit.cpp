@@ -552,22 +552,21 @@ Value* Emitter::gather_pointer(const Expr& e, ValueMemo& memo, const LeafFn& lea
     if (Value* s = strided_offset(g.tensor, positions)) off = s;
   }
   Value* ptr = element_ptr(base, g.stored, off);
-  if (nonempty) {
-    auto* zero = m_.getGlobalVariable("kiln_gather_zero", /*AllowInternal=*/true);
-    if (!zero) {
-      // 16 bytes of zeros, aligned to 16: a vector gather (compiler/lower_pointwise.cpp)
-      // loads up to 16 bytes from it.
-      auto* ty = llvm::ArrayType::get(b_.getInt64Ty(), 2);
-      zero =
-          new llvm::GlobalVariable(m_, ty, /*isConstant=*/true, llvm::GlobalValue::InternalLinkage,
-                                   llvm::ConstantAggregateZero::get(ty), "kiln_gather_zero",
-                                   nullptr, llvm::GlobalValue::NotThreadLocal,
-                                   /*AddressSpace=*/1);
-      zero->setAlignment(llvm::Align(16));
-    }
-    ptr = b_.CreateSelect(nonempty, ptr, zero);
-  }
+  // A vector gather (compiler/lower_pointwise.cpp) loads up to 16 bytes there.
+  if (nonempty) ptr = b_.CreateSelect(nonempty, ptr, zeros());
   return ptr;
+}
+
+Value* Emitter::zeros() {
+  auto* zero = m_.getGlobalVariable("kiln_zeros", /*AllowInternal=*/true);
+  if (!zero) {
+    auto* ty = llvm::ArrayType::get(b_.getInt64Ty(), 4);
+    zero = new llvm::GlobalVariable(m_, ty, /*isConstant=*/true, llvm::GlobalValue::InternalLinkage,
+                                    llvm::ConstantAggregateZero::get(ty), "kiln_zeros", nullptr,
+                                    llvm::GlobalValue::NotThreadLocal, /*AddressSpace=*/1);
+    zero->setAlignment(llvm::Align(16));
+  }
+  return zero;
 }
 
 Value* Emitter::gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {

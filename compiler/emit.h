@@ -138,8 +138,12 @@ class Emitter {
   std::array<llvm::Value*, 4> philox_block(llvm::Value* seed, llvm::Value* offset,
                                            llvm::Value* block);
 
-  /// A gather's element address (its positions clamped: ir/expr.h), or a constant of 16 zero
-  /// bytes when the tensor has an empty dimension.
+  /// 32 bytes of zeros in global memory, aligned to 16, one per module: what a load that must not
+  /// touch its tensor reads instead (a gather from an empty tensor, a tiled vector outside its
+  /// tensor: up to 8 f32 lanes).
+  llvm::Value* zeros();
+  /// A gather's element address (its positions clamped: ir/expr.h), or zeros() when the tensor
+  /// has an empty dimension.
   llvm::Value* gather_pointer(const Expr& e, ValueMemo& memo, const LeafFn& leaf);
   /// One element there, widened.
   llvm::Value* gather(const Expr& e, ValueMemo& memo, const LeafFn& leaf);

@@ -924,8 +924,8 @@ class TiledLowering {
   // V elements of `acc` from the aligned element `off` as one vector where `inside` (the
   // vector lies in the tensor), else from a constant of zeros.
   Value* load_span(const Access& acc, Value* off, Value* inside) {
-    Value* ptr =
-        b_.CreateSelect(inside, em_.element_ptr(ptr_args_[acc.param], acc.stored, off), zeros());
+    Value* ptr = b_.CreateSelect(inside, em_.element_ptr(ptr_args_[acc.param], acc.stored, off),
+                                 em_.zeros());
     return em_.load_vector(ptr, acc.stored, cfg_.vec);
   }
 
@@ -965,20 +965,6 @@ class TiledLowering {
                                    l);
     }
     return vec;
-  }
-
-  // 32 bytes of zeros in global memory, aligned to 16: what load_span reads outside a tensor.
-  Value* zeros() {
-    auto* zero = m_.getGlobalVariable("kiln_tiled_zero", /*AllowInternal=*/true);
-    if (!zero) {
-      auto* ty = llvm::ArrayType::get(b_.getInt64Ty(), 4);
-      zero =
-          new llvm::GlobalVariable(m_, ty, /*isConstant=*/true, llvm::GlobalValue::InternalLinkage,
-                                   llvm::ConstantAggregateZero::get(ty), "kiln_tiled_zero", nullptr,
-                                   llvm::GlobalValue::NotThreadLocal, 1);
-      zero->setAlignment(llvm::Align(16));
-    }
-    return zero;
   }
 
   // The first element of chunk r of tile row a = q V + v (row-relative a), swizzled by q.

@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/config.h"
+
 namespace kiln {
 
 Inliner::Inliner(const KernelDef& k, std::function<bool(const Stmt&)> inline_it) : k_(k) {
@@ -238,7 +240,7 @@ int64_t Tiling::shifted_smem_bytes(int vec, int tile_in, int tile_out) const {
 }
 
 bool Tiling::shifts(int vec, int tile_in, int tile_out) const {
-  return odd_shifted && vec > 1 && shifted_smem_bytes(vec, tile_in, tile_out) <= 48 * 1024;
+  return odd_shifted && vec > 1 && shifted_smem_bytes(vec, tile_in, tile_out) <= kStaticSmemBytes;
 }
 
 std::vector<std::vector<int>> Tiling::dims(int rank) const {
