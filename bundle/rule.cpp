@@ -9,11 +9,16 @@ namespace kiln::bundle {
 
 namespace {
 
+// A variant's config knob `name`, `absent` when it has none.
+int64_t config_knob(const Variant& v, const char* name, int64_t absent) {
+  const auto it = v.config.find(name);
+  return it == v.config.end() ? absent : it->second;
+}
+
 // A variant's config "vec" (elements per access), 1 when it has none. A manifest's config is
 // only numbers: callers divide by it only when it is above 1.
 int64_t config_vec(const Variant& v) {
-  const auto it = v.config.find("vec");
-  return it == v.config.end() ? 1 : it->second;
+  return config_knob(v, "vec", 1);
 }
 
 // A contraction's steps of `chunk` elements over a reduced extent of `reduced` (at least 1).
@@ -107,16 +112,13 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
   // Tiled steps: the tiles of kOddTileSide for odd or short extents (tiled_variant).
   if (!step.tile_across.empty() && r.chosen >= 0) {
     const Variant& chosen = step.variants[static_cast<size_t>(r.chosen)];
-    auto knob = [](const Variant& v, const char* name) {
-      const auto it = v.config.find(name);
-      return it == v.config.end() ? int64_t{0} : it->second;
-    };
+    auto tile = [](const Variant& v, const char* side) { return config_knob(v, side, 0); };
     const bool larger =
-        knob(chosen, "tile_in") * knob(chosen, "tile_out") > kOddTileSide * kOddTileSide;
+        tile(chosen, "tile_in") * tile(chosen, "tile_out") > kOddTileSide * kOddTileSide;
     for (size_t vi = 0; vi < step.variants.size() && r.odd_tiles < 0 && larger; ++vi) {
       const Variant& v = step.variants[vi];
       if (loadable[vi] && !v.strided && config_vec(v) == config_vec(chosen) &&
-          knob(v, "tile_in") == kOddTileSide && knob(v, "tile_out") == kOddTileSide) {
+          tile(v, "tile_in") == kOddTileSide && tile(v, "tile_out") == kOddTileSide) {
         r.odd_tiles = static_cast<int>(vi);
       }
     }
@@ -376,8 +378,7 @@ int tiled_variant(const Step& step, const StepRule& rule, int variant,
   const Variant& chosen = step.variants[static_cast<size_t>(rule.chosen)];
   const int64_t vec = std::max<int64_t>(config_vec(chosen), 1);  // a manifest's config: unchecked
   auto odd = [&](int64_t n, const char* side) {
-    const auto it = chosen.config.find(side);
-    return n % vec != 0 || (it != chosen.config.end() && n < it->second / 2);
+    return n % vec != 0 || n < config_knob(chosen, side, 0) / 2;
   };
   return odd(across, "tile_in") || odd(inner, "tile_out") ? rule.odd_tiles : variant;
 }

@@ -624,10 +624,11 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   }
   if (const Tiling& t = step.pointwise.tiling;
       step.kind == bundle::StepKind::pointwise && t.tiled()) {
-    for (const std::vector<int>& dim : t.dims(static_cast<int>(step.space.size()))) {
+    const std::vector<std::vector<int>> dims = t.dims(static_cast<int>(step.space.size()));
+    for (const std::vector<int>& dim : dims) {
       if (dim.back() == t.across) bs.tile_across = dim;
     }
-    bs.tile_inner = t.dims(static_cast<int>(step.space.size())).back();
+    bs.tile_inner = dims.back();
   }
   return bs;
 }

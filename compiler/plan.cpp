@@ -259,28 +259,11 @@ namespace {
 
 // Tiling::joined: v joins v - 1 where every load indexes v right after v - 1 (or neither) and
 // no value reads the index of either (a value of v - 1 or v would need the joined index split).
-std::vector<bool> joined_variables(const PointwiseStep& step) {
-  const int rank = static_cast<int>(step.vars.size());
-  std::vector<bool> joined(static_cast<size_t>(rank), false);
-  std::vector<std::vector<int>> loads;  // every load's variable positions
-  std::vector<bool> read(static_cast<size_t>(rank), false);
-  auto position = [&](const std::string& v) {
-    auto pos = std::find(step.vars.begin(), step.vars.end(), v);
-    internal_check(pos != step.vars.end(), "plan_tiling: unknown index variable");
-    return static_cast<int>(pos - step.vars.begin());
-  };
-  std::unordered_set<const ExprNode*> seen;
-  auto visit = [&](auto&& self, const Expr& e) -> void {
-    if (!seen.insert(e.ptr().get()).second) return;
-    for_each_child(e, [&](const Expr& c) { self(self, c); });
-    if (const IndexRef* r = e.as<IndexRef>()) read[static_cast<size_t>(position(r->name))] = true;
-    if (const Load* ld = e.as<Load>()) {
-      std::vector<int> vars;
-      for (const std::string& v : ld->indices) vars.push_back(position(v));
-      loads.push_back(std::move(vars));
-    }
-  };
-  for (const StepStore& s : step.stores) visit(visit, s.value);
+// `loads` holds every load's variable positions, `read` whether a value reads each variable.
+std::vector<bool> joined_variables(const std::vector<std::vector<int>>& loads,
+                                   const std::vector<bool>& read) {
+  const int rank = static_cast<int>(read.size());
+  std::vector<bool> joined(read.size(), false);
   for (int v = 1; v < rank; ++v) {
     if (read[static_cast<size_t>(v - 1)] || read[static_cast<size_t>(v)]) continue;
     joined[static_cast<size_t>(v)] = std::all_of(loads.begin(), loads.end(), [&](const auto& l) {
@@ -302,20 +285,27 @@ Tiling plan_tiling(const PointwiseStep& step) {
   const int inner = rank - 1;
   // The distinct transposed loads, in order of first use (stores in order, operands first).
   std::vector<TiledLoad> transposed;
-  std::vector<TiledLoad> all;  // every load (a repeated variable: vars empty)
+  std::vector<TiledLoad> all;             // every load (a repeated variable: vars empty)
+  std::vector<std::vector<int>> indexed;  // every load's variable positions (joined_variables)
+  std::vector<bool> read(static_cast<size_t>(rank), false);  // a value reads the index
+  auto position = [&](const std::string& v) {
+    auto pos = std::find(step.vars.begin(), step.vars.end(), v);
+    internal_check(pos != step.vars.end(), "plan_tiling: unknown index variable");
+    return static_cast<int>(pos - step.vars.begin());
+  };
   std::unordered_map<const ExprNode*, bool> seen;
   auto visit = [&](auto&& self, const Expr& e) -> void {
     if (!seen.emplace(e.ptr().get(), true).second) return;
     for_each_child(e, [&](const Expr& c) { self(self, c); });
+    if (const IndexRef* r = e.as<IndexRef>()) read[static_cast<size_t>(position(r->name))] = true;
     const Load* ld = e.as<Load>();
     if (!ld) return;
     all.push_back({ld->tensor, {}, ld->stored});
-    if (ld->indices.empty()) return;
+    std::vector<int>& vars = indexed.emplace_back();
+    for (const std::string& v : ld->indices) vars.push_back(position(v));
+    if (vars.empty()) return;
     TiledLoad t{ld->tensor, {}, ld->stored};
-    for (const std::string& v : ld->indices) {
-      auto pos = std::find(step.vars.begin(), step.vars.end(), v);
-      internal_check(pos != step.vars.end(), "plan_tiling: unknown index variable");
-      const int p = static_cast<int>(pos - step.vars.begin());
+    for (int p : vars) {
       if (std::find(t.vars.begin(), t.vars.end(), p) != t.vars.end()) return;  // repeated
       t.vars.push_back(p);
     }
@@ -345,7 +335,7 @@ Tiling plan_tiling(const PointwiseStep& step) {
     const bool tiled = std::find(tiling.loads.begin(), tiling.loads.end(), l) != tiling.loads.end();
     if (!tiled || size_of(l.stored) < 4) tiling.odd_shifted = true;
   }
-  tiling.joined = joined_variables(step);
+  tiling.joined = joined_variables(indexed, read);
   if (std::none_of(tiling.joined.begin(), tiling.joined.end(), [](bool j) { return j; })) {
     tiling.joined.clear();
   }
