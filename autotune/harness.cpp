@@ -273,7 +273,7 @@ Tolerance Tolerance::of(DType t, int64_t reduced_extent, double rtol_override,
   const double levels = reduced_extent > 1 ? std::ceil(std::log2(double(reduced_extent))) : 0;
   Tolerance tol;
   tol.gamma = 16 * kU32 * (1 + levels) + approx_error;
-  const double u_out = t == DType::bf16 ? 0x1p-8 : t == DType::f16 ? 0x1p-11 : 0;
+  const double u_out = narrow_roundoff(t);
   tol.rel = rtol_override >= 0 ? rtol_override : u_out + tol.gamma;
   tol.u_out = rtol_override >= 0 ? 0 : u_out;
   return tol;

@@ -126,6 +126,26 @@ def main():
 
         cases.append(timed(f"rmsnorm+linear {m}x{n}x{k}", 2 * m * n * k,
                           lambda: bundle.rmsnorm_linear(x, w, y), rms_torch, (x, w), rms_want))
+
+        # With the norm's gain, its output rounded to bf16 in the spec as in torch: the norm's
+        # kernel writes it, the contraction reads it (an LLM's attention input and MLP up
+        # projection, and a small batch of rows).
+        def gain_torch(x, g, w):
+            xf = x.float()
+            h = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * g.float()).to(bf)
+            return h @ w
+
+        def gain_want(x, g, w):  # the spec's rounding of the operand, the rest in float64
+            xd = x.double()
+            h = (xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * g.double())
+            return h.to(bf).double() @ w.double()
+
+        for m, n, k in [(8192, 4096, 4096), (2048, 11008, 4096), (256, 4096, 4096)]:
+            x, g, w = rnd(m, k), 1 + 0.1 * rnd(k), rnd(k, n) * 0.02
+            y = torch.empty(m, n, device=dev, dtype=bf)
+            cases.append(timed(f"rmsnorm*g+linear {m}x{n}x{k}", 2 * m * n * k,
+                              lambda: bundle.rmsnorm_gain_linear(x, g, w, y), gain_torch,
+                              (x, g, w), gain_want))
     if not a.quick:
         # Few output tiles and a long K (the rule splits K: bundle/rule.h, split-K), as in a
         # small layer's weight gradient or a long-context reduction.

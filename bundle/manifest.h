@@ -307,8 +307,10 @@ struct Step {
   std::vector<Variant> variants;
   // The largest error the step's approximate functions add, as a fraction of an output's
   // largest value (tanh and erf on tanh.approx.f32 in steps whose outputs are all f16 or
-  // bf16: compiler/kernel_plan.h StepPlan::fast_functions); the harness adds it to its tolerance
-  // (autotune/harness.h). "approx_error" in JSON, present only when > 0.
+  // bf16: compiler/kernel_plan.h StepPlan::fast_functions), or that a term of its sums the spec
+  // rounds to f16 or bf16 may add when the GPU rounds it the other way (its unit roundoff,
+  // docs/testing.md); the harness adds it to its tolerance (autotune/harness.h). "approx_error"
+  // in JSON, present only when > 0.
   double approx_error = 0;
   // Row reduction steps: (a tier's max_reduced, the variant that replaces that tier when the
   // step's rows are at most the device's SMs: bundle/rule.h), ascending; the compiler's

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <set>
 
 #include "compiler/plan.h"
@@ -48,7 +50,122 @@ const Load* plain_load(const Expr& e) {
   return e.as<Load>();
 }
 
+// Whether `st` defines a pointwise temporary that readers recompute: not a reduction or a
+// scan, and stored at the type it computes (a lifted operand is stored in f16 or bf16 for the
+// tensor cores, and read from memory).
+bool inlined_temp(const KernelDef& k, const Stmt& st) {
+  const TensorDecl* t = k.find_tensor(st.target);
+  return t && t->role == TensorRole::temp && !st.value.as<Reduce>() && !st.value.as<Scan>() &&
+         t->dtype == st.value.type();
+}
+
+// Index variables e reads (through loads and as values), inserted into `out`.
+void read_vars(const Expr& e, std::set<std::string>& out) {
+  if (const Load* l = e.as<Load>()) out.insert(l->indices.begin(), l->indices.end());
+  if (const IndexRef* r = e.as<IndexRef>()) out.insert(r->name);
+  for_each_child(e, [&](const Expr& c) { read_vars(c, out); });
+}
+
+// Whether e is pointwise arithmetic on loads and values: no reduction, scan or gather.
+bool pointwise(const Expr& e) {
+  if (e.as<Reduce>() || e.as<Scan>() || e.as<Gather>()) return false;
+  bool ok = true;
+  for_each_child(e, [&](const Expr& c) { ok = ok && pointwise(c); });
+  return ok;
+}
+
+void collect(const Expr& e, std::vector<const Load*>& out) {
+  if (const Load* l = e.as<Load>()) out.push_back(l);
+  for_each_child(e, [&](const Expr& c) { collect(c, out); });
+}
+
 }  // namespace
+
+std::optional<OperandLift> lift_operands(const KernelDef& k, const Stmt& s,
+                                         const std::function<std::string()>& fresh) {
+  const Reduce* red = s.value.as<Reduce>();
+  if (red == nullptr || (red->op != ReduceOp::sum && red->op != ReduceOp::mean) ||
+      red->indices.size() != 1 || s.indices.size() < 2 ||
+      std::holds_alternative<ContractionShape>(analyze_contraction(k, s))) {
+    return std::nullopt;
+  }
+  const std::string& kv = red->indices[0];
+  const std::string& m = s.indices[s.indices.size() - 2];
+  const std::string& n = s.indices.back();
+  Inliner inliner(k, [&](const Stmt& st) { return inlined_temp(k, st); });
+  Rename identity;
+  for (const std::string& v : s.indices) identity[v] = v;
+  identity[kv] = kv;
+  const Expr body = inliner.rewrite(wrap(red->body), identity);
+  if (!pointwise(body)) return std::nullopt;
+  std::vector<Expr> num, den, rest;
+  factors(body, num, den, false);
+  for (const Expr& f : den) {
+    if (uses(f, kv)) return std::nullopt;
+  }
+  // The factors that depend on k, by side: those that read M are A's, those that read N B's.
+  std::array<std::vector<Expr>, 2> side;
+  for (const Expr& f : num) {
+    if (!uses(f, kv)) {
+      rest.push_back(f);
+    } else if (uses(f, m) == uses(f, n)) {
+      return std::nullopt;  // both, or neither (a factor of k alone belongs in a side's cast)
+    } else {
+      side[uses(f, m) ? 0 : 1].push_back(f);
+    }
+  }
+  OperandLift out;
+  std::array<Expr, 2> operand;
+  std::array<DType, 2> type{};
+  const std::map<std::string, Dim> extents = index_extents(k, s);
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<Expr>& g = side[static_cast<size_t>(i)];
+    if (g.size() != 1) return std::nullopt;
+    if (const Load* l = plain_load(g[0])) {
+      operand[i] = g[0];
+      type[i] = l->stored;
+      continue;
+    }
+    // The spec rounds the side: a cast to f16 or bf16, stored in that type exactly.
+    const Cast* cast = g[0].as<Cast>();
+    if (!cast || (cast->to != DType::bf16 && cast->to != DType::f16)) return std::nullopt;
+    // Laid out as its widest read that walks every index it depends on.
+    std::set<std::string> vars;
+    read_vars(g[0], vars);
+    std::vector<const Load*> loads;
+    collect(g[0], loads);
+    const Load* main = nullptr;
+    for (const Load* l : loads) {
+      std::set<std::string> has(l->indices.begin(), l->indices.end());
+      if (!main && has.size() == l->indices.size() && has == vars) main = l;
+    }
+    if (main == nullptr) return std::nullopt;
+    LiftedOperand op;
+    std::vector<Dim> shape;
+    for (const std::string& v : main->indices) shape.push_back(extents.at(v));
+    op.decl = TensorDecl{fresh(), cast->to, std::move(shape), TensorRole::temp, s.loc};
+    op.def = Stmt{op.decl.name, main->indices, g[0], s.loc};
+    operand[i] = make_load(op.decl.name, main->indices, cast->to, s.loc);
+    type[i] = cast->to;
+    out.operands.push_back(std::move(op));
+  }
+  if (out.operands.empty() || type[0] != type[1]) return std::nullopt;
+  Expr product = make_binary(BinaryOp::mul, operand[0], operand[1]);
+  for (const Expr& f : rest) product = make_binary(BinaryOp::mul, product, f);
+  for (const Expr& f : den) product = make_binary(BinaryOp::div, product, f);
+  out.stmt =
+      Stmt{s.target, s.indices, make_reduce(red->op, red->indices, product, s.value.loc()), s.loc};
+  // Only where the rewrite is a contraction.
+  KernelDef check = k;
+  for (const LiftedOperand& op : out.operands) {
+    check.temps.push_back(op.decl);
+    check.body.push_back(op.def);
+  }
+  if (!std::holds_alternative<ContractionShape>(analyze_contraction(check, out.stmt))) {
+    return std::nullopt;
+  }
+  return out;
+}
 
 std::string describe_operands(const ContractionShape& c) {
   auto side = [](const ContractionOperand& o, const std::vector<std::string>& idx, char mn) {
@@ -73,11 +190,9 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
         "its output has fewer than two indices (a matrix-vector product is "
         "memory-bound: it stays a reduction)");
   }
-  // Through pointwise temporaries, as every reader sees them.
-  Inliner inliner(k, [&](const Stmt& st) {
-    const TensorDecl* t = k.find_tensor(st.target);
-    return t && t->role == TensorRole::temp && !st.value.as<Reduce>();
-  });
+  // Through pointwise temporaries, as every reader sees them (a lifted operand, stored
+  // narrower than it computes, is read from memory: lift_operands below).
+  Inliner inliner(k, [&](const Stmt& st) { return inlined_temp(k, st); });
   Rename identity;
   for (const std::string& v : s.indices) identity[v] = v;
   identity[red->indices[0]] = red->indices[0];
@@ -107,14 +222,18 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
     const Load* l = plain_load(f);
     if (l == nullptr) {
       return fmt::format(
-          "a factor that depends on {} is not a tensor read (an operand computed "
-          "per element is not on tensor cores yet)",
+          "a factor that depends on {} is not a tensor read (an operand computed per element "
+          "runs on tensor cores where the spec rounds it: bf16(x[i, k] * g[k]) * w[k, j])",
           red->indices[0]);
     }
     operands.push_back(l);
   }
   if (operands.size() != 2) {
-    return fmt::format("{} factor(s) depend on {}, not two", operands.size(), red->indices[0]);
+    return fmt::format("{} factor(s) depend on {}, not two{}", operands.size(), red->indices[0],
+                       operands.size() > 2
+                           ? " (an operand computed per element runs on tensor cores where the "
+                             "spec rounds it: bf16(x[i, k] * g[k]) * w[k, j])"
+                           : "");
   }
   const std::string& m = s.indices[s.indices.size() - 2];
   const std::string& n = s.indices.back();

@@ -19,6 +19,7 @@
 // Anything else is not a contraction and stays a reduction, with the reason kept for explain.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -59,6 +60,24 @@ struct ContractionShape {
 /// top-level reduction; loads of pointwise temporaries of `k` are looked through.
 std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef& k, const Stmt& s);
 
+/// A statement that defines an operand of a contraction computed per element (lift_operands).
+struct LiftedOperand {
+  TensorDecl decl;  // a temporary stored in f16 or bf16, laid out as the operand's widest read
+  Stmt def;         // its definition: the spec's cast of the operand's value
+};
+struct OperandLift {
+  std::vector<LiftedOperand> operands;  // defined before `stmt`
+  Stmt stmt;                            // the statement, a contraction of plain reads
+};
+/// A sum over k of a product whose factors that depend on k are a read and a cast to f16 or
+/// bf16 of a value computed per element, or two such casts (`sum(bf16(x[i, k] * g[k]) *
+/// w[k, j], k)`, through pointwise temporaries), rewritten as a contraction: each cast becomes
+/// a temporary stored in its type (exactly: the spec rounds it there), which a step of its own
+/// writes and the tensor cores read, laid out as its widest read that walks every index it
+/// uses. `fresh` names the temporaries. nullopt where `s` is a contraction already or no such
+/// rewrite is one. The compiler does not round an operand the spec computes in f32.
+std::optional<OperandLift> lift_operands(const KernelDef& k, const Stmt& s,
+                                         const std::function<std::string()>& fresh);
 /// Whether a statement of contraction kernel `k` (its epilogue) evaluates a transcendental
 /// function: exp, log, sigmoid or pow, and tanh or erf unless `fast_functions` (then they are
 /// tanh.approx.f32 and a polynomial of it, StepPlan::fast_functions); else libdevice calls of

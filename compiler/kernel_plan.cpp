@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -585,6 +586,41 @@ std::unique_ptr<KernelPlan> plan_kernel(const KernelDef& k) {
   return plan;
 }
 
+namespace {
+
+// The largest unit roundoff of a term the spec rounds inside a sum or scan of step `sk`: a
+// cast to f16 or bf16 in the body (through the pointwise temporaries it reads), or a read of a
+// buffer stored in such a type (a lifted contraction operand, which a cast wrote). The GPU
+// computes the value it rounds in f32 where the interpreter does in f64, so now and then a term
+// rounds the other way: that costs the sum up to one unit roundoff of the term, which is at
+// most that of the output's scale where no term is larger. The harness adds it to its
+// tolerance (manifest steps[].approx_error).
+double rounded_terms_error(const Schedule& schedule, const ScheduledKernel& sk) {
+  std::map<std::string, const Expr*> temps;  // pointwise temporaries, recomputed where read
+  for (const Stmt& st : sk.def.body) {
+    const TensorDecl* t = sk.def.find_tensor(st.target);
+    if (t && t->role == TensorRole::temp && !st.value.as<Reduce>() && !st.value.as<Scan>()) {
+      temps[st.target] = &st.value;
+    }
+  }
+  double u = 0;
+  std::function<void(const Expr&, bool)> walk = [&](const Expr& e, bool summed) {
+    if (const Cast* c = e.as<Cast>(); c && summed) u = std::max(u, narrow_roundoff(c->to));
+    if (const Load* l = e.as<Load>(); l && summed) {
+      for (const TensorDecl& b : schedule.buffers) {
+        if (b.name == l->tensor) u = std::max(u, narrow_roundoff(b.dtype));
+      }
+      if (auto it = temps.find(l->tensor); it != temps.end()) walk(*it->second, true);
+    }
+    const bool inner = summed || e.as<Reduce>() || e.as<Scan>();
+    for_each_child(e, [&](const Expr& c) { walk(c, inner); });
+  };
+  for (const Stmt& st : sk.def.body) walk(st.value, false);
+  return u;
+}
+
+}  // namespace
+
 std::string entry_name(const std::string& kernel, size_t step, size_t variant) {
   return fmt::format("{}_s{}_v{}", kernel, step, variant);
 }
@@ -599,6 +635,8 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   bs.space = step.space;
   bs.reduced = step.reduced;
   if (step.fast_functions) bs.approx_error = kApproxError;
+  if (step.sk)
+    bs.approx_error = std::max(bs.approx_error, rounded_terms_error(plan.schedule, *step.sk));
   std::vector<int> written(step.variants.size(), -1);  // plan index -> manifest id
   // --default-only keeps the default, its odd-row twin and the strided variant.
   const int default_twin = step.variants[static_cast<size_t>(step.default_variant)].odd_rows;

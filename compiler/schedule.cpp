@@ -87,19 +87,37 @@ class Normalizer {
       extents_ = index_extents(k_, s);
       lhs_ = s.indices;
       Expr value = lift(s.value, s.indices, /*top=*/true);
-      out_.body.push_back(Stmt{s.target, s.indices, value, s.loc});
-      if (const TensorDecl* t = k_.find_tensor(s.target); t->role == TensorRole::temp) {
-        out_.temps.push_back(*t);
-      }
+      const TensorDecl* t = k_.find_tensor(s.target);
+      define(t->role == TensorRole::temp ? t : nullptr, Stmt{s.target, s.indices, value, s.loc});
     }
     verify(out_);
     return out_;
   }
 
  private:
-  std::string fresh() {
+  // Appends `stmt` (and `temp`, its temporary's declaration, unless it defines an output). A
+  // sum whose operands the spec computes per element and rounds for the tensor cores gets
+  // them as temporaries of their own first (contraction.h, lift_operands).
+  void define(const TensorDecl* temp, Stmt stmt) {
+    if (stmt.value.as<Reduce>()) {
+      KernelDef view = out_;  // with the statement's own temporary declared
+      if (temp) view.temps.push_back(*temp);
+      if (auto lifted = lift_operands(view, stmt, [&] { return fresh("_o", operands_); })) {
+        for (const LiftedOperand& op : lifted->operands) {
+          out_.temps.push_back(op.decl);
+          out_.body.push_back(op.def);
+        }
+        stmt = lifted->stmt;
+      }
+    }
+    if (temp) out_.temps.push_back(*temp);
+    out_.body.push_back(std::move(stmt));
+  }
+
+  std::string fresh() { return fresh("_r", counter_); }
+  std::string fresh(const char* prefix, int& counter) {
     std::string n;
-    do n = fmt::format("_r{}", counter_++);
+    do n = fmt::format("{}{}", prefix, counter++);
     while (names_.count(n));
     names_.insert(n);
     return n;
@@ -199,8 +217,8 @@ class Normalizer {
       std::string name = fresh();
       std::vector<Dim> shape;
       for (const auto& v : free) shape.push_back(extents_.at(v));
-      out_.temps.push_back(TensorDecl{name, red.type(), shape, TensorRole::temp, e.loc()});
-      out_.body.push_back(Stmt{name, free, red, e.loc()});
+      const TensorDecl decl{name, red.type(), shape, TensorRole::temp, e.loc()};
+      define(&decl, Stmt{name, free, red, e.loc()});
       return make_load(name, free, red.type(), e.loc());
     }
     return map_children(e, [&](const Expr& c) { return lift(c, scope, false); });
@@ -211,7 +229,7 @@ class Normalizer {
   std::set<std::string> names_;
   std::map<std::string, Dim> extents_;
   std::vector<std::string> lhs_;
-  int counter_ = 0;
+  int counter_ = 0, operands_ = 0;
 };
 
 // ---- 2. nodes and fusion ------------------------------------------------------------------
@@ -365,7 +383,8 @@ struct Group {
 class Scheduler {
  public:
   Scheduler(const KernelDef& k, const ScheduleOptions& opts) : opts_(opts) {
-    s_.normalized = Normalizer(k).run();
+    Normalizer normalizer(k);
+    s_.normalized = normalizer.run();
   }
 
   Schedule run() {
@@ -417,8 +436,10 @@ class Scheduler {
     // Pointwise temporaries are inlined into their readers (Inductor does the same): they are
     // never placed, and every placed node sees the loads they perform.
     for (size_t i = 0; i < infos_.size(); ++i) {
-      infos_[i].inline_me = !infos_[i].reduce && !infos_[i].scan &&
-                            k.find_tensor(s_.nodes[i].target)->role == TensorRole::temp;
+      // A temporary stored narrower than it computes (a lifted contraction operand) is not.
+      const TensorDecl* t = k.find_tensor(s_.nodes[i].target);
+      infos_[i].inline_me = !infos_[i].reduce && !infos_[i].scan && t->role == TensorRole::temp &&
+                            t->dtype == k.body[i].value.type();
     }
     for (size_t i = 0; i < infos_.size(); ++i) {
       std::map<std::string, std::string> identity;
@@ -1001,11 +1022,17 @@ std::string print_schedule(const Schedule& s) {
 
 std::string explain_schedule(const Schedule& s) {
   const KernelDef& k = s.normalized;
-  int lifted = 0;
-  for (const TensorDecl& t : k.temps) lifted += t.name.rfind("_r", 0) == 0;
+  int lifted = 0, operands = 0;
+  for (const TensorDecl& t : k.temps) {
+    lifted += t.name.rfind("_r", 0) == 0;
+    operands += t.name.rfind("_o", 0) == 0;
+  }
+  std::vector<std::string> from;
+  if (lifted) from.push_back(fmt::format("{} from lifted reductions", lifted));
+  if (operands) from.push_back(fmt::format("{} from lifted contraction operands", operands));
   std::string out = fmt::format(
       "kernel {}: {} statement(s){} -> {} GPU kernel(s)\n", k.name, k.body.size(),
-      lifted ? fmt::format(" ({} from lifted reductions)", lifted) : "", s.kernels.size());
+      from.empty() ? "" : fmt::format(" ({})", fmt::join(from, ", ")), s.kernels.size());
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const ScheduledKernel& sk = s.kernels[i];
     out += fmt::format("\nk{} {}: {}", i, sk.name, to_string(sk.kind));

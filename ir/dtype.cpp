@@ -64,4 +64,8 @@ DType compute_type(DType t) {
   return t == DType::f16 || t == DType::bf16 ? DType::f32 : t;
 }
 
+double narrow_roundoff(DType t) {
+  return t == DType::bf16 ? 0x1p-8 : t == DType::f16 ? 0x1p-11 : 0;
+}
+
 }  // namespace kiln

@@ -29,5 +29,8 @@ bool is_integer(DType t);  // i32, i64, u32
 bool is_storage_type(DType t);
 /// The type an element is computed in once loaded: f16 and bf16 widen to f32.
 DType compute_type(DType t);
+/// The unit roundoff of a 16-bit float (bf16 2^-8, f16 2^-11: the largest relative error of a
+/// rounding to it); 0 for every other type.
+double narrow_roundoff(DType t);
 
 }  // namespace kiln

@@ -29,7 +29,8 @@ enum class TensorRole : uint8_t { input, output, temp };
 
 struct TensorDecl {
   std::string name;
-  DType dtype;  // storage type; a temp's is the compute type of its defining expression
+  DType dtype;  // storage type; a temp's is the compute type of its defining expression, or
+                // the f16 or bf16 its value is a cast to (the scheduler's lifted operands)
   std::vector<Dim> shape;
   TensorRole role;
   SourceLoc loc;

@@ -149,7 +149,13 @@ class KernelVerifier {
     } else {
       std::vector<Dim> shape;
       for (const std::string& i : s.indices) shape.push_back(extents.at(i));
-      TensorDecl expected{s.target, type, std::move(shape), TensorRole::temp, s.loc};
+      // A temporary whose value is a cast to f16 or bf16 may be stored in that type (exactly:
+      // the cast rounded it), as the scheduler's lifted contraction operands are.
+      const Cast* cast = s.value.as<Cast>();
+      const bool narrow = cast && (cast->to == DType::f16 || cast->to == DType::bf16) &&
+                          temp_count_ < k_.temps.size() && k_.temps[temp_count_].dtype == cast->to;
+      TensorDecl expected{s.target, narrow ? cast->to : type, std::move(shape), TensorRole::temp,
+                          s.loc};
       if (temp_count_ >= k_.temps.size() || !(k_.temps[temp_count_] == expected)) {
         fail(s.loc, fmt::format("temporary '{}' does not match the kernel's temps list "
                                 "(expected {} with {} dimensions, in order of definition)",

@@ -20,6 +20,7 @@
 #include "compiler/lower_contraction.h"
 #include "compiler/schedule.h"
 #include "compiler/toolkit.h"
+#include "ir/interpreter.h"
 #include "ir/text.h"
 #include "runtime/launch.h"
 #include "tests/unit/test_support.h"
@@ -133,6 +134,142 @@ TEST_CASE("contraction: what is not one, and why", "[contraction]") {
     CHECK_THAT(why_not(fmt::format("kernel f({}) -> (c: {}) {{\n  {}\n}}\n", params, out, stmt)),
                Catch::Contains(reason));
   }
+}
+
+// An operand computed per element and rounded by the spec (a cast to f16 or bf16) is a
+// temporary of its own, stored in that type and read by the tensor cores (lift_operands).
+TEST_CASE("contraction: operands the spec rounds are lifted into steps of their own",
+          "[contraction]") {
+  auto buffer = [](const Schedule& s, const std::string& name) -> const TensorDecl* {
+    for (const TensorDecl& t : s.buffers) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  };
+  // RMSNorm with its gain, rounded to bf16, then a linear layer: the statistic's kernel writes
+  // the operand, laid out as x.
+  KernelDef norm = kernel_of(
+      "kernel f(x: bf16[M, K], g: bf16[K], w: bf16[K, N]) -> (y: f32[M, N]) {\n"
+      "  rs[i] = rsqrt(sum(x[i, k] * x[i, k], k) / K + 0.000001)\n"
+      "  y[i, j] = sum(bf16(x[i, k] * rs[i] * g[k]) * w[k, j], k)\n}\n");
+  Schedule s = schedule_kernel(norm);
+  REQUIRE(s.kernels.size() == 2);
+  CHECK(s.kernels[0].kind == StepKind::row_reduction);
+  REQUIRE(s.kernels[1].contraction.has_value());
+  CHECK(s.kernels[1].contraction->a.tensor == "_o0");
+  CHECK(s.kernels[1].contraction->a.k_major());
+  CHECK(s.kernels[1].contraction->b.tensor == "w");
+  const TensorDecl* o = buffer(s, "_o0");
+  REQUIRE(o != nullptr);
+  CHECK(o->dtype == DType::bf16);
+  CHECK(o->shape == std::vector<Dim>{Dim::symbol("M"), Dim::symbol("K")});
+  CHECK_THAT(explain_schedule(s), Catch::Contains("1 from lifted contraction operands"));
+
+  // The kernels one by one on the interpreter, the operand stored in bf16 between them, agree
+  // with the kernel (the spec rounds it to bf16 too).
+  const SymbolValues sym{{"M", 5}, {"K", 37}, {"N", 3}};
+  HostTensor x(DType::bf16, {5, 37}), g(DType::bf16, {37}), w(DType::bf16, {37, 3});
+  HostTensor y1(DType::f32, {5, 3}), y2(DType::f32, {5, 3});
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::sin(0.37 * double(i)));
+  for (int64_t i = 0; i < g.numel(); ++i) g.set(i, 1 + 0.01 * double(i));
+  for (int64_t i = 0; i < w.numel(); ++i) w.set(i, std::cos(0.11 * double(i)));
+  std::map<std::string, HostTensor*, std::less<>> a{{"x", &x}, {"g", &g}, {"w", &w}, {"y", &y1}},
+      b{{"x", &x}, {"g", &g}, {"w", &w}, {"y", &y2}};
+  interpret(norm, sym, a);
+  run_schedule(s, sym, b);
+  for (int64_t i = 0; i < y1.numel(); ++i) CHECK(y2.get(i) == Approx(y1.get(i)).epsilon(1e-6));
+
+  // Both sides, batched, B read as [N, K]: each its own pointwise step.
+  KernelDef both = kernel_of(
+      "kernel f(a: f32[B, M, K], b: f32[B, N, K]) -> (c: f32[B, M, N]) {\n"
+      "  c[z, i, j] = sum(f16(a[z, i, k]) * f16(max(b[z, j, k], 0.0)), k)\n}\n");
+  Schedule t = schedule_kernel(both);
+  REQUIRE(t.kernels.size() == 3);
+  REQUIRE(t.kernels[2].contraction.has_value());
+  CHECK(t.kernels[2].contraction->a.dtype == DType::f16);
+  CHECK(t.kernels[2].contraction->b.tensor == "_o1");
+  CHECK(t.kernels[2].contraction->b.k_major());
+  REQUIRE(buffer(t, "_o1") != nullptr);
+  CHECK(buffer(t, "_o1")->shape ==
+        std::vector<Dim>{Dim::symbol("B"), Dim::symbol("N"), Dim::symbol("K")});
+
+  // Not lifted, and why: what the spec computes in f32 is not rounded for it; a factor of k
+  // alone outside the cast; a cast whose type differs from the other side's; a side no read of
+  // which walks both of its indices; a cast to f32.
+  const std::tuple<const char*, const char*, const char*> stays[] = {
+      {"a: bf16[M, K], w: bf16[K, N], g: bf16[K]", "c[i, j] = sum(a[i, k] * g[k] * w[k, j], k)",
+       "the spec rounds it"},
+      {"a: bf16[M, K], w: bf16[K, N], g: bf16[K]",
+       "c[i, j] = sum(bf16(a[i, k] * 2.0) * g[k] * w[k, j], k)", "not a tensor read"},
+      {"a: bf16[M, K], w: f16[K, N]", "c[i, j] = sum(bf16(a[i, k] * 2.0) * w[k, j], k)",
+       "not a tensor read"},
+      {"u: bf16[M], v: bf16[K], w: bf16[K, N]", "c[i, j] = sum(bf16(u[i] * v[k]) * w[k, j], k)",
+       "not a tensor read"},
+      {"a: bf16[M, K], w: bf16[K, N]", "c[i, j] = sum(f32(a[i, k] * 2.0) * w[k, j], k)",
+       "not a tensor read"},
+  };
+  for (const auto& [params, stmt, reason] : stays) {
+    INFO(stmt);
+    KernelDef k =
+        kernel_of(fmt::format("kernel f({}) -> (c: f32[M, N]) {{\n  {}\n}}\n", params, stmt));
+    Schedule r = schedule_kernel(k);
+    REQUIRE(r.kernels.size() == 1);
+    CHECK(r.kernels[0].kind != StepKind::contraction);
+    CHECK(r.buffers.empty());
+    CHECK_THAT(r.kernels[0].kind_reason, Catch::Contains(reason));
+  }
+}
+
+// A sum whose terms the spec rounds (a cast in its body, a lifted operand) may see one round the
+// other way on the GPU: the step's approx_error widens the harness's tolerance by the type's
+// unit roundoff. A cast of the sum itself (the output's rounding) adds nothing.
+TEST_CASE("contraction: rounded terms of a sum widen the tolerance by their roundoff",
+          "[contraction]") {
+  auto errors = [](const std::string& src) {
+    Program p = parse_program(src);
+    auto plan = plan_kernel(p.kernels.at(0));
+    std::vector<double> out;
+    for (size_t si = 0; si < plan->steps.size(); ++si) {
+      out.push_back(manifest_step(*plan, si, {"sm_90"}, true).approx_error);
+    }
+    return out;
+  };
+  CHECK(errors("kernel f(x: bf16[M, K], g: bf16[K], w: bf16[K, N]) -> (y: f32[M, N]) {\n"
+               "  rs[i] = rsqrt(sum(x[i, k] * x[i, k], k) / K + 0.000001)\n"
+               "  y[i, j] = sum(bf16(x[i, k] * rs[i] * g[k]) * w[k, j], k)\n}\n") ==
+        std::vector<double>{0, 0x1p-8});
+  CHECK(errors("kernel f(a: f32[M, K], b: f32[N, K]) -> (c: f32[M, N]) {\n"
+               "  c[i, j] = sum(f16(a[i, k]) * f16(b[j, k]), k)\n}\n") ==
+        std::vector<double>{0, 0, 0x1p-11});
+  CHECK(errors("kernel f(x: f32[M, K]) -> (y: f32[M]) {\n"
+               "  t[i, k] = bf16(x[i, k] * 3.0)\n"
+               "  y[i] = sum(t[i, k], k)\n}\n") == std::vector<double>{0x1p-8});
+  CHECK(errors("kernel f(x: f32[M, K]) -> (y: bf16[M]) {\n"
+               "  y[i] = bf16(sum(x[i, k] * 3.0, k))\n}\n") == std::vector<double>{0});
+  CHECK(errors("kernel f(a: bf16[M, K], w: bf16[K, N]) -> (c: bf16[M, N]) {\n"
+               "  c[i, j] = bf16(sum(a[i, k] * w[k, j], k))\n}\n") == std::vector<double>{0});
+}
+
+// A temporary may be stored in f16 or bf16 only where its value is a cast to that type.
+TEST_CASE("contraction: the verifier takes a narrow temporary only for a cast", "[contraction]") {
+  KernelDef cast = kernel_of(
+      "kernel f(x: f32[M, K]) -> (y: f32[M, K]) {\n"
+      "  t[i, k] = bf16(x[i, k] * 2.0)\n"
+      "  y[i, k] = t[i, k]\n}\n");
+  REQUIRE(cast.temps.size() == 1);
+  CHECK(cast.temps[0].dtype == DType::f32);  // the parser declares the compute type
+  cast.temps[0].dtype = DType::bf16;
+  cast.body[1] = Stmt{"y", {"i", "k"}, make_load("t", {"i", "k"}, DType::bf16), {}};
+  CHECK_NOTHROW(verify(cast));
+  cast.temps[0].dtype = DType::f16;  // not the cast's type
+  CHECK_THROWS_WITH(verify(cast), Catch::Contains("does not match the kernel's temps list"));
+  KernelDef plain = kernel_of(
+      "kernel f(x: f32[M, K]) -> (y: f32[M, K]) {\n"
+      "  t[i, k] = x[i, k] * 2.0\n"
+      "  y[i, k] = t[i, k]\n}\n");
+  plain.temps[0].dtype = DType::bf16;
+  plain.body[1] = Stmt{"y", {"i", "k"}, make_load("t", {"i", "k"}, DType::bf16), {}};
+  CHECK_THROWS_WITH(verify(plain), Catch::Contains("does not match the kernel's temps list"));
 }
 
 TEST_CASE("contraction: the scheduler fuses only its epilogue", "[contraction]") {
