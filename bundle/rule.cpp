@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 
 namespace kiln::bundle {
 
@@ -381,6 +382,20 @@ int tiled_variant(const Step& step, const StepRule& rule, int variant,
     return n % vec != 0 || n < config_knob(chosen, side, 0) / 2;
   };
   return odd(across, "tile_in") || odd(inner, "tile_out") ? rule.odd_tiles : variant;
+}
+
+int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t> space,
+                 std::span<const int64_t> reduced, const DeviceFacts& device) {
+  auto product = [](std::span<const int64_t> extents) -> std::optional<int64_t> {
+    int64_t n = 1;
+    for (int64_t e : extents) {
+      if (e < 1 || __builtin_mul_overflow(n, e, &n)) return std::nullopt;
+    }
+    return n;
+  };
+  const std::optional<int64_t> rows = product(space), r = product(reduced);
+  if (!rows || !r) return rule.chosen;
+  return tiled_variant(step, rule, heuristic_variant(step, rule, *rows, *r, device), space);
 }
 
 int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_t reduced) {

@@ -262,6 +262,13 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
 int tiled_variant(const Step& step, const StepRule& rule, int variant,
                   std::span<const int64_t> space);
 
+/// The variant the rule runs for `step` at one shape, `space` and `reduced` being the extents of
+/// its space and of its reduced dimensions (none: 1): heuristic_variant on their products, then
+/// tiled_variant for a tiled step. An extent below 1 or a product past int64 (unchecked input)
+/// gives rule.chosen. The runtime (launch::heuristic_for) and `kiln explain` both run this.
+int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t> space,
+                 std::span<const int64_t> reduced, const DeviceFacts& device);
+
 /// `variant`'s odd-row twin (StepRule::odd_rows) when it has one and `reduced` is not a
 /// multiple of the twin's vec, else `variant`: what the rule runs for rows of `reduced`
 /// elements instead of a tier, whether the rule or a cache entry tuned for another shape of the

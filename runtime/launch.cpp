@@ -74,14 +74,10 @@ int heuristic_for(const KernelInfo& info, const EncodedKernel& enc, size_t step,
                   const StepRule& rule, std::span<const int64_t> symbols,
                   const DeviceFacts& device) {
   if (symbols.size() != info.symbols.size()) return rule.chosen;
-  const std::optional<int64_t> rows = numel(enc.spaces[step], symbols);
-  const std::optional<int64_t> reduced = numel(enc.reduced[step], symbols);
-  if (!rows || !reduced) return rule.chosen;
-  const int v = heuristic_variant(info.steps[step], rule, *rows, *reduced, device);
-  if (info.steps[step].tile_across.empty()) return v;
-  std::vector<int64_t> space;
+  std::vector<int64_t> space, reduced;
   for (int64_t d : enc.spaces[step]) space.push_back(extent(d, symbols));
-  return bundle::tiled_variant(info.steps[step], rule, v, space);
+  for (int64_t d : enc.reduced[step]) reduced.push_back(extent(d, symbols));
+  return bundle::rule_variant(info.steps[step], rule, space, reduced, device);
 }
 
 size_t stride_count(const KernelInfo& info) {

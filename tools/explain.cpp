@@ -39,12 +39,10 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
       !step.reduced.empty() ? product(step.reduced, sizes) : std::optional<int64_t>(1);
   ExplainedStep out;
   if (!rows || !reduced) return out;
-  out.variant = bundle::heuristic_variant(bs, rule, *rows, *reduced, device);
-  if (!bs.tile_across.empty()) {
-    std::vector<int64_t> space;
-    for (const Dim& d : step.space) space.push_back(*product({d}, sizes));
-    out.variant = bundle::tiled_variant(bs, rule, out.variant, space);
-  }
+  std::vector<int64_t> space, reduced_extents;
+  for (const Dim& d : step.space) space.push_back(*product({d}, sizes));
+  for (const Dim& d : step.reduced) reduced_extents.push_back(*product({d}, sizes));
+  out.variant = bundle::rule_variant(bs, rule, space, reduced_extents, device);
   const PlannedVariant& v = step.variants[static_cast<size_t>(out.variant)];
   // Without images the residency is unknown: a split's grid is counted as the rule's default.
   const int resident =
