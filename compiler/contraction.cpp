@@ -50,33 +50,11 @@ const Load* plain_load(const Expr& e) {
   return e.as<Load>();
 }
 
-// Whether `st` defines a pointwise temporary that readers recompute: not a reduction or a
-// scan, and stored at the type it computes (a lifted operand is stored in f16 or bf16 for the
-// tensor cores, and read from memory).
-bool inlined_temp(const KernelDef& k, const Stmt& st) {
-  const TensorDecl* t = k.find_tensor(st.target);
-  return t && t->role == TensorRole::temp && !st.value.as<Reduce>() && !st.value.as<Scan>() &&
-         t->dtype == st.value.type();
-}
-
 // Index variables e reads (through loads and as values), inserted into `out`.
 void read_vars(const Expr& e, std::set<std::string>& out) {
   if (const Load* l = e.as<Load>()) out.insert(l->indices.begin(), l->indices.end());
   if (const IndexRef* r = e.as<IndexRef>()) out.insert(r->name);
   for_each_child(e, [&](const Expr& c) { read_vars(c, out); });
-}
-
-// Whether e is pointwise arithmetic on loads and values: no reduction, scan or gather.
-bool pointwise(const Expr& e) {
-  if (e.as<Reduce>() || e.as<Scan>() || e.as<Gather>()) return false;
-  bool ok = true;
-  for_each_child(e, [&](const Expr& c) { ok = ok && pointwise(c); });
-  return ok;
-}
-
-void collect(const Expr& e, std::vector<const Load*>& out) {
-  if (const Load* l = e.as<Load>()) out.push_back(l);
-  for_each_child(e, [&](const Expr& c) { collect(c, out); });
 }
 
 }  // namespace
@@ -92,12 +70,15 @@ std::optional<OperandLift> lift_operands(const KernelDef& k, const Stmt& s,
   const std::string& kv = red->indices[0];
   const std::string& m = s.indices[s.indices.size() - 2];
   const std::string& n = s.indices.back();
-  Inliner inliner(k, [&](const Stmt& st) { return inlined_temp(k, st); });
+  Inliner inliner(k, [&](const Stmt& st) { return recomputed_temp(k, st); });
   Rename identity;
   for (const std::string& v : s.indices) identity[v] = v;
   identity[kv] = kv;
   const Expr body = inliner.rewrite(wrap(red->body), identity);
-  if (!pointwise(body)) return std::nullopt;
+  if (any_node({body},
+               [](const Expr& e) { return e.as<Reduce>() || e.as<Scan>() || e.as<Gather>(); })) {
+    return std::nullopt;  // pointwise arithmetic only
+  }
   std::vector<Expr> num, den, rest;
   factors(body, num, den, false);
   for (const Expr& f : den) {
@@ -132,13 +113,16 @@ std::optional<OperandLift> lift_operands(const KernelDef& k, const Stmt& s,
     // Laid out as its widest read that walks every index it depends on.
     std::set<std::string> vars;
     read_vars(g[0], vars);
-    std::vector<const Load*> loads;
-    collect(g[0], loads);
-    const Load* main = nullptr;
-    for (const Load* l : loads) {
-      std::set<std::string> has(l->indices.begin(), l->indices.end());
-      if (!main && has.size() == l->indices.size() && has == vars) main = l;
-    }
+    const Load* main = nullptr;  // the first such read
+    any_node({g[0]}, [&](const Expr& e) {
+      const Load* l = e.as<Load>();
+      if (!l || std::set<std::string>(l->indices.begin(), l->indices.end()) != vars ||
+          vars.size() != l->indices.size()) {
+        return false;
+      }
+      main = l;
+      return true;
+    });
     if (main == nullptr) return std::nullopt;
     LiftedOperand op;
     std::vector<Dim> shape;
@@ -192,7 +176,7 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
   }
   // Through pointwise temporaries, as every reader sees them (a lifted operand, stored
   // narrower than it computes, is read from memory: lift_operands below).
-  Inliner inliner(k, [&](const Stmt& st) { return inlined_temp(k, st); });
+  Inliner inliner(k, [&](const Stmt& st) { return recomputed_temp(k, st); });
   Rename identity;
   for (const std::string& v : s.indices) identity[v] = v;
   identity[red->indices[0]] = red->indices[0];

@@ -598,10 +598,7 @@ namespace {
 double rounded_terms_error(const Schedule& schedule, const ScheduledKernel& sk) {
   std::map<std::string, const Expr*> temps;  // pointwise temporaries, recomputed where read
   for (const Stmt& st : sk.def.body) {
-    const TensorDecl* t = sk.def.find_tensor(st.target);
-    if (t && t->role == TensorRole::temp && !st.value.as<Reduce>() && !st.value.as<Scan>()) {
-      temps[st.target] = &st.value;
-    }
+    if (recomputed_temp(sk.def, st)) temps[st.target] = &st.value;
   }
   double u = 0;
   std::function<void(const Expr&, bool)> walk = [&](const Expr& e, bool summed) {

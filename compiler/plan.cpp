@@ -12,6 +12,12 @@
 
 namespace kiln {
 
+bool recomputed_temp(const KernelDef& k, const Stmt& st) {
+  const TensorDecl* t = k.find_tensor(st.target);
+  return t && t->role == TensorRole::temp && !st.value.as<Reduce>() && !st.value.as<Scan>() &&
+         t->dtype == st.value.type();
+}
+
 Inliner::Inliner(const KernelDef& k, std::function<bool(const Stmt&)> inline_it) : k_(k) {
   for (const Stmt& s : k.body) {
     if (!inline_it || inline_it(s)) defs_[s.target] = &s;

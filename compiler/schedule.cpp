@@ -18,6 +18,7 @@
 #include <numeric>
 #include <set>
 
+#include "compiler/plan.h"
 #include "ir/text.h"
 
 namespace kiln {
@@ -434,12 +435,10 @@ class Scheduler {
       s_.nodes.push_back(sn);
     }
     // Pointwise temporaries are inlined into their readers (Inductor does the same): they are
-    // never placed, and every placed node sees the loads they perform.
+    // never placed, and every placed node sees the loads they perform. A lifted contraction
+    // operand, stored narrower than it computes, is placed (recomputed_temp).
     for (size_t i = 0; i < infos_.size(); ++i) {
-      // A temporary stored narrower than it computes (a lifted contraction operand) is not.
-      const TensorDecl* t = k.find_tensor(s_.nodes[i].target);
-      infos_[i].inline_me = !infos_[i].reduce && !infos_[i].scan && t->role == TensorRole::temp &&
-                            t->dtype == k.body[i].value.type();
+      infos_[i].inline_me = recomputed_temp(k, k.body[i]);
     }
     for (size_t i = 0; i < infos_.size(); ++i) {
       std::map<std::string, std::string> identity;
