@@ -10,6 +10,7 @@ what a plain launch runs); bench/contraction.sh times every variant with `kiln r
 (float32 accumulation), within bf16's rounding (2^-7 relative) plus 2^-9 of the output's largest
 |value| (an f32 sum of K products of bf16 values carries about sqrt(K) 2^-24 of it; the extra
 margin covers a flip of bf16 rounding on the way, as torch rounds h in bf16 where Kiln does not).
+The f32 cases (tf32, fp32) say their own references and tolerances in place.
 A wrong result raises instead of printing a time. Times are medians of triton.testing.do_bench
 (CUDA events, L2 flushed between runs); TFLOP/s counts 2 M N K per (batched) product."""
 import argparse
@@ -146,6 +147,52 @@ def main():
             cases.append(timed(f"rmsnorm*g+linear {m}x{n}x{k}", 2 * m * n * k,
                               lambda: bundle.rmsnorm_gain_linear(x, g, w, y), gain_torch,
                               (x, g, w), gain_want))
+    if not a.quick:
+        # f32 in and out, the spec cutting the operands to tf32; torch with allow_tf32 (its
+        # tf32 mode), and cuBLAS's full-f32 product beside it. The reference is float64 of the
+        # cut operands (tf32() keeps the top 10 significand bits: x & ~0x1FFF).
+        def cut(t):
+            return (t.view(torch.int32) & -8192).view(torch.float32)
+
+        for m, n, k in [(4096, 4096, 4096), (8192, 4096, 4096), (2048, 11008, 4096),
+                        (3000, 5000, 1000)]:
+            x, w, wt = (torch.randn(m, k, device=dev), torch.randn(n, k, device=dev),
+                        torch.randn(k, n, device=dev))
+            y = torch.empty(m, n, device=dev)
+            torch.backends.cuda.matmul.allow_tf32 = True
+            for name, fn, b, want in [
+                    ("tf32 linear", lambda: bundle.linear_tf32(x, w, y), w,
+                     lambda x, b: cut(x).double() @ cut(b).double().t()),
+                    ("tf32 gemm", lambda: bundle.gemm_tf32(x, wt, y), wt,
+                     lambda x, b: cut(x).double() @ cut(b).double())]:
+                lin = name == "tf32 linear"
+                tf = (lambda x, b: x @ b.t()) if lin else (lambda x, b: x @ b)
+                out = timed(f"{name} {m}x{n}x{k}", 2 * m * n * k, fn, tf, (x, b), want,
+                            cublas_fn=(lambda: torch.matmul(x, b.t(), out=y)) if lin
+                            else (lambda: torch.matmul(x, b, out=y)))
+                if out is not None:
+                    torch.backends.cuda.matmul.allow_tf32 = False
+                    out["cublas_f32_s"] = bench(lambda: tf(x, b))
+                    torch.backends.cuda.matmul.allow_tf32 = True
+                    print(f"    cuBLAS full f32 {out['cublas_f32_s']*1e6:9.1f} us, Kiln tf32 "
+                          f"{out['cublas_f32_s'] / out['kiln_s']:.2f}x faster", flush=True)
+                cases.append(out)
+            torch.backends.cuda.matmul.allow_tf32 = False
+        # f32 products not cut: Kiln on CUDA cores beside torch without tf32 (cuBLAS's f32
+        # GEMM, and torch.compile's). The reference is float64; an f32 sum of K products
+        # carries about sqrt(K) 2^-24 of the output's scale.
+        for m, n, k in [(4096, 4096, 4096), (3000, 5000, 1000)]:
+            x, w, wt = (torch.randn(m, k, device=dev), torch.randn(n, k, device=dev),
+                        torch.randn(k, n, device=dev))
+            y = torch.empty(m, n, device=dev)
+            cases.append(timed(f"fp32 linear {m}x{n}x{k}", 2 * m * n * k,
+                              lambda: bundle.linear_f32(x, w, y), lambda x, w: x @ w.t(),
+                              (x, w), lambda x, w: x.double() @ w.double().t(),
+                              cublas_fn=lambda: torch.matmul(x, w.t(), out=y)))
+            cases.append(timed(f"fp32 gemm {m}x{n}x{k}", 2 * m * n * k,
+                              lambda: bundle.gemm_f32(x, wt, y), lambda x, w: x @ w,
+                              (x, wt), lambda x, w: x.double() @ w.double(),
+                              cublas_fn=lambda: torch.matmul(x, wt, out=y)))
     if not a.quick:
         # Few output tiles and a long K (the rule splits K: bundle/rule.h, split-K), as in a
         # small layer's weight gradient or a long-context reduction.

@@ -449,6 +449,11 @@ std::map<std::string, int64_t> ContractionConfig::as_map() const {
   return m;
 }
 
+ContractionConfig with_element_bytes(ContractionConfig c, int element_bytes) {
+  c.tile_k = c.tile_k * 2 / element_bytes;
+  return c;
+}
+
 std::vector<ContractionConfig> contraction_config_space() {
   return {
       // mma.sync: 128 x 128, 2 x 4 warps of 64 x 32, two blocks per SM.

@@ -377,6 +377,10 @@ struct ContractionConfig {
   friend bool operator==(const ContractionConfig&, const ContractionConfig&) = default;
 };
 
+/// `c` for operands of `element_bytes` an element (4: f32 read as tf32): tile_k the same bytes
+/// of a row as the configs below take for 2-byte elements, so the same shared memory.
+ContractionConfig with_element_bytes(ContractionConfig c, int element_bytes);
+
 /// The precompiled contraction variants: mma.sync tiles (128 x 128, larger ones for large
 /// problems, 64 x 64 for problems with few tiles), then the wgmma tiles.
 std::vector<ContractionConfig> contraction_config_space();

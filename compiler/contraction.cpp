@@ -50,6 +50,23 @@ const Load* plain_load(const Expr& e) {
   return e.as<Load>();
 }
 
+// A factor that reads an operand: a load under widening casts, cut to tf32 or not, or a read of
+// a temporary cut to tf32 (TensorDecl::tf32). `tf32`: an f32 the tensor cores read as tf32 (a cut
+// f16 or bf16 value is itself: tf32 holds every one exactly).
+struct OperandRead {
+  const Load* load = nullptr;
+  bool tf32 = false;
+};
+OperandRead operand_read(const KernelDef& k, const Expr& f) {
+  if (const Unary* u = f.as<Unary>(); u && u->op == UnaryOp::tf32) {
+    const Load* l = plain_load(wrap(u->a));
+    return {l, l && l->stored == DType::f32};
+  }
+  const Load* l = plain_load(f);
+  const TensorDecl* t = l ? k.find_tensor(l->tensor) : nullptr;
+  return {l, l && l->stored == DType::f32 && t && t->tf32};
+}
+
 // Index variables e reads (through loads and as values), inserted into `out`.
 void read_vars(const Expr& e, std::set<std::string>& out) {
   if (const Load* l = e.as<Load>()) out.insert(l->indices.begin(), l->indices.end());
@@ -97,19 +114,26 @@ std::optional<OperandLift> lift_operands(const KernelDef& k, const Stmt& s,
   }
   OperandLift out;
   std::array<Expr, 2> operand;
-  std::array<DType, 2> type{};
+  std::array<std::string, 2> type{};  // as the tensor cores read it: "bf16", "f16" or "tf32"
   const std::map<std::string, Dim> extents = index_extents(k, s);
   for (int i = 0; i < 2; ++i) {
     const std::vector<Expr>& g = side[static_cast<size_t>(i)];
     if (g.size() != 1) return std::nullopt;
-    if (const Load* l = plain_load(g[0])) {
+    const OperandRead read = operand_read(k, g[0]);
+    const bool cut = cut_to_tf32(g[0]);
+    // A read the tensor cores take as it is: f16 or bf16, or f32 cut to tf32 with K contiguous.
+    if (read.load && (!read.tf32 || read.load->indices.back() == kv)) {
       operand[i] = g[0];
-      type[i] = l->stored;
+      type[i] = read.tf32 ? "tf32" : to_string(read.load->stored);
       continue;
     }
-    // The spec rounds the side: a cast to f16 or bf16, stored in that type exactly.
+    // The spec rounds the side: a cast to f16 or bf16, stored in that type exactly, or a cut
+    // to tf32, stored in f32 with K contiguous.
     const Cast* cast = g[0].as<Cast>();
-    if (!cast || (cast->to != DType::bf16 && cast->to != DType::f16)) return std::nullopt;
+    if (!cut && (!cast || (cast->to != DType::bf16 && cast->to != DType::f16))) {
+      return std::nullopt;
+    }
+    const DType stored = cut ? DType::f32 : cast->to;
     // Laid out as its widest read that walks every index it depends on.
     std::set<std::string> vars;
     read_vars(g[0], vars);
@@ -124,13 +148,19 @@ std::optional<OperandLift> lift_operands(const KernelDef& k, const Stmt& s,
       return true;
     });
     if (main == nullptr) return std::nullopt;
+    std::vector<std::string> layout = main->indices;
+    if (cut) {  // K last
+      std::erase(layout, kv);
+      layout.push_back(kv);
+    }
     LiftedOperand op;
     std::vector<Dim> shape;
-    for (const std::string& v : main->indices) shape.push_back(extents.at(v));
-    op.decl = TensorDecl{fresh(), cast->to, std::move(shape), TensorRole::temp, s.loc};
-    op.def = Stmt{op.decl.name, main->indices, g[0], s.loc};
-    operand[i] = make_load(op.decl.name, main->indices, cast->to, s.loc);
-    type[i] = cast->to;
+    for (const std::string& v : layout) shape.push_back(extents.at(v));
+    op.decl = TensorDecl{fresh(), stored, std::move(shape), TensorRole::temp, s.loc};
+    op.decl.tf32 = cut;
+    op.def = Stmt{op.decl.name, layout, g[0], s.loc};
+    operand[i] = make_load(op.decl.name, layout, stored, s.loc);
+    type[i] = cut ? "tf32" : to_string(stored);
     out.operands.push_back(std::move(op));
   }
   if (out.operands.empty() || type[0] != type[1]) return std::nullopt;
@@ -149,6 +179,11 @@ std::optional<OperandLift> lift_operands(const KernelDef& k, const Stmt& s,
     return std::nullopt;
   }
   return out;
+}
+
+std::string operand_reads_text(const ContractionShape& c) {
+  return c.tf32 ? std::string("f32 reads cut to tf32")
+                : fmt::format("{} reads", to_string(c.a.dtype));
 }
 
 std::string describe_operands(const ContractionShape& c) {
@@ -184,7 +219,7 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
 
   std::vector<Expr> num, den;
   factors(body, num, den, false);
-  std::vector<const Load*> operands;
+  std::vector<OperandRead> operands;
   Expr scale;
   auto times = [&](const Expr& f, bool divide) {
     if (!scale.defined()) {
@@ -203,14 +238,14 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
       times(f, false);
       continue;
     }
-    const Load* l = plain_load(f);
-    if (l == nullptr) {
+    const OperandRead r = operand_read(k, f);
+    if (r.load == nullptr) {
       return fmt::format(
           "a factor that depends on {} is not a tensor read (an operand computed per element "
           "runs on tensor cores where the spec rounds it: bf16(x[i, k] * g[k]) * w[k, j])",
           red->indices[0]);
     }
-    operands.push_back(l);
+    operands.push_back(r);
   }
   if (operands.size() != 2) {
     return fmt::format("{} factor(s) depend on {}, not two{}", operands.size(), red->indices[0],
@@ -224,23 +259,35 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
   auto has = [](const Load* l, const std::string& v) {
     return std::find(l->indices.begin(), l->indices.end(), v) != l->indices.end();
   };
-  if (has(operands[1], m) && !has(operands[0], m)) std::swap(operands[0], operands[1]);
+  if (has(operands[1].load, m) && !has(operands[0].load, m)) std::swap(operands[0], operands[1]);
   ContractionShape c;
   c.target = s.target;
   c.vars = s.indices;
   c.k = red->indices[0];
-  const DType dt = operands[0]->stored;
+  c.tf32 = operands[0].tf32;
+  const DType dt = operands[0].load->stored;
+  auto type_text = [](const OperandRead& r) {
+    return r.tf32 ? std::string("tf32") : std::string(to_string(r.load->stored));
+  };
   for (int side = 0; side < 2; ++side) {
-    const Load* l = operands[side];
+    const Load* l = operands[side].load;
     const std::string& mine = side == 0 ? m : n;
     const std::string& other = side == 0 ? n : m;
-    if (l->stored != DType::bf16 && l->stored != DType::f16) {
-      return fmt::format("operand {} is {} (tensor cores take f16 and bf16 here)", l->tensor,
+    if (l->stored != DType::bf16 && l->stored != DType::f16 && l->stored != DType::f32) {
+      return fmt::format("operand {} is {} (contractions take f16, bf16 and f32)", l->tensor,
                          to_string(l->stored));
     }
-    if (l->stored != dt) {
-      return fmt::format("the operands are {} and {} (one type is needed)", to_string(dt),
-                         to_string(l->stored));
+    // f32 on CUDA cores reads contiguous operands (tiles through cp.async, no strides).
+    const TensorDecl* decl = k.find_tensor(l->tensor);
+    if (!operands[side].tf32 && l->stored == DType::f32 && decl && decl->strided) {
+      return fmt::format(
+          "operand {} is a strided f32 input (an f32 contraction reads contiguous "
+          "operands)",
+          l->tensor);
+    }
+    if (l->stored != dt || operands[side].tf32 != c.tf32) {
+      return fmt::format("the operands are {} and {} (one type is needed)", type_text(operands[0]),
+                         type_text(operands[side]));
     }
     if (!has(l, mine) || has(l, other)) {
       return fmt::format("operand {} must read {} and not {}", l->tensor, mine, other);
@@ -273,6 +320,12 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
     // The contiguous dimension must be M/N or K: a batch index there leaves no tile rows.
     if (o.k_dim != o.rank - 1 && o.mn_dim != o.rank - 1) {
       return fmt::format("operand {}'s contiguous index is a batch index", l->tensor);
+    }
+    if (c.tf32 && !o.k_major()) {
+      return fmt::format(
+          "operand {} is cut to tf32 and read with {} contiguous (tf32 tensor cores read "
+          "operands with {} contiguous)",
+          l->tensor, mine, c.k);
     }
     (side == 0 ? c.a_index : c.b_index) = l->indices;
   }

@@ -14,6 +14,11 @@
 //     exactly two loads, A and B, of f16 or bf16 tensors of the same type, each indexed by
 //     distinct plain index variables; A carries the output's second-to-last index (M) and not
 //     its last (N), B the reverse; every other index of A or B is an output index (a batch);
+//   - or two loads of f32 tensors that the spec cuts to tf32 (`tf32(a[i, k]) * tf32(w[j, k])`,
+//     or reads of temporaries cut so, TensorDecl::tf32), both with K contiguous: tensor cores
+//     read f32 operands as tf32 exactly so (toward zero) and take them K-major only;
+//   - or two loads of contiguous f32 tensors the spec does not cut: the same tiles on CUDA
+//     cores, an f32 FMA per product (ContractionShape::fma), as exact as any f32 sum;
 //   - the remaining factors (no k) multiply the sum afterwards: a scale evaluated per output
 //     element (a mean divides by the extent of k the same way).
 // Anything else is not a contraction and stays a reduction, with the reason kept for explain.
@@ -51,6 +56,10 @@ struct ContractionShape {
   ContractionOperand a, b;           // A carries M, B carries N
   std::vector<std::string> a_index;  // A's and B's indices as written (for explain)
   std::vector<std::string> b_index;
+  /// The operands are f32 read as tf32 (a.dtype and b.dtype are f32).
+  bool tf32 = false;
+  /// f32 operands the spec does not cut: CUDA cores, an FMA per product (lower_contraction.h).
+  bool fma() const { return a.dtype == DType::f32 && !tf32; }
   /// The factor applied to the sum at each output element, in `vars` (undefined when 1):
   /// the factors without k, and 1 / extent for a mean.
   Expr scale;
@@ -62,7 +71,8 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
 
 /// A statement that defines an operand of a contraction computed per element (lift_operands).
 struct LiftedOperand {
-  TensorDecl decl;  // a temporary stored in f16 or bf16, laid out as the operand's widest read
+  TensorDecl decl;  // a temporary stored in f16 or bf16, laid out as the operand's widest read,
+                    // or an f32 one cut to tf32 (TensorDecl::tf32), K contiguous
   Stmt def;         // its definition: the spec's cast of the operand's value
 };
 struct OperandLift {
@@ -75,7 +85,9 @@ struct OperandLift {
 /// a temporary stored in its type (exactly: the spec rounds it there), which a step of its own
 /// writes and the tensor cores read, laid out as its widest read that walks every index it
 /// uses. `fresh` names the temporaries. nullopt where `s` is a contraction already or no such
-/// rewrite is one. The compiler does not round an operand the spec computes in f32.
+/// rewrite is one. A side the spec cuts to tf32 (`tf32(...)`) becomes such a temporary where
+/// it is computed or read with K not contiguous, laid out K-major (the tensor cores read tf32
+/// operands K-major only). The compiler does not round an operand the spec computes in f32.
 std::optional<OperandLift> lift_operands(const KernelDef& k, const Stmt& s,
                                          const std::function<std::string()>& fresh);
 /// Whether a statement of contraction kernel `k` (its epilogue) evaluates a transcendental
@@ -85,6 +97,9 @@ std::optional<OperandLift> lift_operands(const KernelDef& k, const Stmt& s,
 /// through shared memory (in clusters of two unless one is a libdevice call), and the register
 /// epilogue keeps one copy of their code (lower_contraction.h).
 bool transcendental_epilogue(const KernelDef& k, bool fast_functions);
+
+/// "bf16 reads", "f32 reads cut to tf32" or "f32 reads": the operands as the kernel reads them.
+std::string operand_reads_text(const ContractionShape& c);
 
 /// "A: a[i, k] (K contiguous), B: w[k, j] (N contiguous)".
 std::string describe_operands(const ContractionShape& c);

@@ -248,8 +248,24 @@ void plan_variants(StepPlan& step) {
       const ContractionShape& cs = *step.sk->contraction;
       const auto most = static_cast<int>(bundle::kMaxTensorMapRank);
       const bool tma = cs.a.rank <= most && cs.b.rank <= most;
+      const int bytes = static_cast<int>(size_of(cs.a.dtype));
+      if (cs.fma()) {
+        // f32 on CUDA cores: the tiles the MMA warps copy (cp.async), without wgmma or TMA;
+        // 128 x 256 by default (2 x 4 warps of 64 x 64: the most FMAs per operand load),
+        // measured on an H200 the fastest at 4096^3 and 3000 x 5000 x 1000 with either
+        // layout of B, 1-2.5% ahead of 256 x 128 and 5-26% of 128 x 128
+        // (bench/results/2026-11-30-h200-tf32, call 5).
+        for (const ContractionConfig& c : contraction_config_space()) {
+          if (!c.wgmma && !c.tma) space.push_back(with_element_bytes(c, bytes));
+        }
+        for (const AnyConfig& c : space) {
+          const auto& cc = std::get<ContractionConfig>(c);
+          if (cc.tile_m == 128 && cc.tile_n == 256) def = c;
+        }
+        break;
+      }
       for (const ContractionConfig& c : contraction_config_space()) {
-        if (tma || !c.tma) space.push_back(c);
+        if (tma || !c.tma) space.push_back(with_element_bytes(c, bytes));
       }
       // An epilogue with transcendental functions stages its accumulators through shared
       // memory (one copy of its code; the heavy default is a TMA config: without TMA the
@@ -260,9 +276,9 @@ void plan_variants(StepPlan& step) {
       // (bench/results/2026-11-27-h200-fast-erf, call 3); alone where one is a libdevice call
       // (clusters were 2% slower with libdevice's erf at 8192 x 4096 x 4096:
       // bench/results/2026-11-26-h200-cluster).
-      ContractionConfig d = default_contraction_config();
+      ContractionConfig d = with_element_bytes(default_contraction_config(), bytes);
       if (tma && transcendental_epilogue(step.sk->def, false)) {
-        d = default_contraction_config_heavy();
+        d = with_element_bytes(default_contraction_config_heavy(), bytes);
         if (!transcendental_epilogue(step.sk->def, step.fast_functions)) {
           d.cluster = default_contraction_config().cluster;
         }
@@ -593,26 +609,41 @@ namespace {
 // buffer stored in such a type (a lifted contraction operand, which a cast wrote). The GPU
 // computes the value it rounds in f32 where the interpreter does in f64, so now and then a term
 // rounds the other way: that costs the sum up to one unit roundoff of the term, which is at
-// most that of the output's scale where no term is larger. The harness adds it to its
-// tolerance (manifest steps[].approx_error).
-double rounded_terms_error(const Schedule& schedule, const ScheduledKernel& sk) {
+// most that of the output's scale where no term is larger. A cut to tf32 of a computed value,
+// anywhere (its f32 result is a step's output as it is), may cut the other way the same:
+// kTf32Roundoff; a cut of a read is exact. The harness adds it to its tolerance (manifest
+// steps[].approx_error), the largest of a kernel's steps.
+double rounded_terms_error(const Schedule& schedule, const StepPlan& step) {
   std::map<std::string, const Expr*> temps;  // pointwise temporaries, recomputed where read
-  for (const Stmt& st : sk.def.body) {
-    if (recomputed_temp(sk.def, st)) temps[st.target] = &st.value;
+  std::vector<Expr> values;                  // the step's statements'
+  if (step.sk) {
+    for (const Stmt& st : step.sk->def.body) {
+      if (recomputed_temp(step.sk->def, st)) temps[st.target] = &st.value;
+      values.push_back(st.value);
+    }
+  } else {
+    for (const StepStore& st : step.pointwise.stores) values.push_back(st.value);
   }
   double u = 0;
   std::function<void(const Expr&, bool)> walk = [&](const Expr& e, bool summed) {
     if (const Cast* c = e.as<Cast>(); c && summed) u = std::max(u, narrow_roundoff(c->to));
-    if (const Load* l = e.as<Load>(); l && summed) {
-      for (const TensorDecl& b : schedule.buffers) {
-        if (b.name == l->tensor) u = std::max(u, narrow_roundoff(b.dtype));
+    if (const Unary* t = e.as<Unary>(); t && t->op == UnaryOp::tf32) {
+      const Expr a = wrap(t->a);
+      const Cast* widened = a.as<Cast>();
+      if (!a.as<Load>() && !(widened && wrap(widened->a).as<Load>())) {
+        u = std::max(u, kTf32Roundoff);
       }
-      if (auto it = temps.find(l->tensor); it != temps.end()) walk(*it->second, true);
+    }
+    if (const Load* l = e.as<Load>()) {
+      for (const TensorDecl& b : schedule.buffers) {
+        if (b.name == l->tensor && summed) u = std::max(u, narrow_roundoff(b.dtype));
+      }
+      if (auto it = temps.find(l->tensor); it != temps.end()) walk(*it->second, summed);
     }
     const bool inner = summed || e.as<Reduce>() || e.as<Scan>();
     for_each_child(e, [&](const Expr& c) { walk(c, inner); });
   };
-  for (const Stmt& st : sk.def.body) walk(st.value, false);
+  for (const Expr& v : values) walk(v, false);
   return u;
 }
 
@@ -632,8 +663,7 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
   bs.space = step.space;
   bs.reduced = step.reduced;
   if (step.fast_functions) bs.approx_error = kApproxError;
-  if (step.sk)
-    bs.approx_error = std::max(bs.approx_error, rounded_terms_error(plan.schedule, *step.sk));
+  bs.approx_error = std::max(bs.approx_error, rounded_terms_error(plan.schedule, step));
   std::vector<int> written(step.variants.size(), -1);  // plan index -> manifest id
   // --default-only keeps the default, its odd-row twin and the strided variant.
   const int default_twin = step.variants[static_cast<size_t>(step.default_variant)].odd_rows;
@@ -896,9 +926,10 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                ? fmt::format("variant {} runs instead", def.tile.map_fallback)
                : std::string("by its producer warps")));
     }
-    line(
-        "operands whose contiguous extent is not a multiple of 8 or whose pointer is not "
-        "16-byte aligned load element by element (the kernel checks at launch)");
+    line(fmt::format(
+        "operands whose contiguous extent is not a multiple of {} or whose pointer is not "
+        "16-byte aligned load element by element (the kernel checks at launch)",
+        16 / size_of(step.sk->contraction->a.dtype)));
     return out;
   } else if (step.kind == bundle::StepKind::scan) {
     explain_scan_rule(step, rule, line);

@@ -26,6 +26,9 @@ using llvm::BasicBlock;
 using llvm::Value;
 
 constexpr int kChunkBytes = 16;  // one cp.async, one row of an 8 x 8 ldmatrix matrix
+// The reduced extent of one MMA instruction, in bytes of a row: k16 of f16 and bf16 (mma.sync
+// m16n8k16, wgmma k16), k8 of tf32 (m16n8k8, wgmma k8).
+constexpr int kMmaKBytes = 32;
 constexpr size_t kOperands = 2;  // tensor maps of a TMA config: A's, then B's
 // Registers per thread after setmaxnreg: the producer needs few, the MMA warpgroups hold the
 // accumulators. setmaxnreg.inc waits until the block's pool (what ptxas allocated it: 168 a
@@ -84,6 +87,8 @@ class ContractionLowering {
         symbols_(abi.symbols()),
         dtype_(c_.a.dtype),
         elem_bytes_(static_cast<int>(size_of(dtype_))),
+        k_per_mma_(kMmaKBytes / elem_bytes_),
+        k_per_chunk_(kChunkBytes / elem_bytes_),
         store_param_(contraction_store_param(abi, sk, cfg)),
         tma_store_(specialized_ && store_param_ >= 0),
         defer_wait_(dependent_launch_arch(arch) && contraction_defers_wait(abi, sk)) {
@@ -94,6 +99,10 @@ class ContractionLowering {
     check_config();
     fn_ = em_.declare_kernel(abi_, entry, cfg_.threads(), split_, tensor_maps());
     if (cluster_ > 1) require_cluster(*fn_, cluster_);
+    // f32 FMA tiles hold their operands in registers as well as the accumulators: left alone,
+    // ptxas gave them 198-255 registers a thread (one block per SM where the config asks for
+    // more); held to the config's blocks per SM instead.
+    if (c_.fma()) em_.min_blocks_per_sm(fn_, cfg_.ctas_per_sm);
     if (defer_wait_) defer_dependency_wait(*fn_);
     b_.SetInsertPoint(BasicBlock::Create(m_.getContext(), "entry", fn_));
     auto* smem_ty = llvm::ArrayType::get(b_.getInt8Ty(), 0);
@@ -193,6 +202,12 @@ class ContractionLowering {
                      "contraction: a wgmma config takes 128-byte rows of K, one warpgroup "
                      "per 64 rows (or per tile, ping-pong) and N up to 256");
     }
+    internal_check(!c_.tf32 || (c_.a.k_major() && c_.b.k_major() && dtype_ == DType::f32),
+                   "contraction: tf32 operands are f32 with K contiguous");
+    internal_check(!c_.fma() || (!cfg_.wgmma && !cfg_.tma && cfg_.tile_m / cfg_.warps_m % 32 == 0 &&
+                                 cfg_.tile_n / cfg_.warps_n % 32 == 0),
+                   "contraction: f32 on CUDA cores takes mma.sync-shaped configs, warp tiles of "
+                   "multiples of 32");
     internal_check(!cfg_.tma || (cfg_.wgmma && cfg_.math_threads() == 256),
                    "contraction: a TMA config is a wgmma config of two MMA warpgroups");
     internal_check(!cfg_.pingpong || cfg_.tma, "contraction: ping-pong is a TMA config");
@@ -209,9 +224,9 @@ class ContractionLowering {
                    "contraction: a staged epilogue is a warp-specialized config's, over whole "
                    "chunks of columns");
     const int wm = cfg_.tile_m / cfg_.warps_m, wn = cfg_.tile_n / cfg_.warps_n;
-    internal_check(
-        (pingpong_ || wm % 16 == 0) && wn % 16 == 0 && cfg_.tile_k % 16 == 0 && cfg_.stages >= 2,
-        "contraction: warp tiles must be multiples of 16 x 16");
+    internal_check((pingpong_ || wm % 16 == 0) && wn % 16 == 0 && cfg_.tile_k % k_per_mma_ == 0 &&
+                       cfg_.stages >= 2,
+                   "contraction: warp tiles must be multiples of 16 x 16");
     for (int mn : {cfg_.tile_m, cfg_.tile_n}) {
       // Both layouts of each operand: chunks per row of 4 or a multiple of 8 (the swizzle),
       // and chunks that the block's threads share out evenly.
@@ -974,25 +989,34 @@ class ContractionLowering {
   }
 
   // Descriptor of operand o's 64 (A) or tile_n (B) rows starting at M/N row `mn`, for the
-  // reduced indices 16 * ks .. 16 * ks + 15 of stage `stage`.
+  // reduced indices of MMA step ks (32 bytes of them: 16 of f16 or bf16, 8 of tf32) of stage
+  // `stage`.
   Value* operand_descriptor(const Operand& o, Value* stage, int mn, int ks) {
     Value* base =
         b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()),
                      b_.CreateAdd(b_.CreateMul(stage, i32(stage_bytes_)), i32(o.smem_offset)));
     if (o.info->k_major()) {
-      // Rows of 128 bytes, eight-row atoms 1024 bytes apart; 16 reduced indices = 32 bytes.
+      // Rows of 128 bytes, eight-row atoms 1024 bytes apart; a step's reduced indices 32 bytes.
       return descriptor(b_.CreateAdd(base, i32(mn * 128 + ks * 32)), 16, 1024);
     }
     // Blocks of 64 M/N elements tile_k * 128 bytes apart (the leading offset), eight reduced
-    // indices 1024 bytes apart (the stride offset); 16 reduced indices = 2048 bytes.
+    // indices 1024 bytes apart (the stride offset); 16 reduced indices = 2048 bytes (f16 and
+    // bf16 only: tf32 operands are K-major).
     return descriptor(b_.CreateAdd(base, i32((mn / 64) * cfg_.tile_k * 128 + ks * 2048)),
                       int64_t{cfg_.tile_k} * 128, 1024);
   }
 
-  // The MMAs of one stage: for each 16 of tile_k, wgmma m64 x tile_n x 16 per warpgroup.
+  // The MMAs of one stage: for each 16 of tile_k (8 of tf32), wgmma m64 x tile_n x 16 (8) per
+  // warpgroup.
   void wgmma_math(Value* stage) {
     const int regs = cfg_.tile_n / 2;  // f32 accumulators per thread
-    const char* types = dtype_ == DType::f16 ? "f32.f16.f16" : "f32.bf16.bf16";
+    const char* types = c_.tf32                ? "f32.tf32.tf32"
+                        : dtype_ == DType::f16 ? "f32.f16.f16"
+                                               : "f32.bf16.bf16";
+    // tf32 takes no transposes (both operands K-major).
+    const std::string transposes = c_.tf32 ? std::string()
+                                           : fmt::format(", {}, {}", a_.info->k_major() ? 0 : 1,
+                                                         b_op_.info->k_major() ? 0 : 1);
     // {$0, ..., $regs-1} the accumulators (outputs, tied to the inputs after the descriptors
     // and the scale-d flag).
     std::vector<std::string> dregs, outs_c, tied;
@@ -1002,10 +1026,10 @@ class ContractionLowering {
       tied.push_back(std::to_string(i));
     }
     const std::string text = fmt::format(
-        "{{\n.reg .pred p;\nsetp.ne.b32 p, ${}, 0;\nwgmma.mma_async.sync.aligned.m64n{}k16.{} "
-        "{{{}}}, ${}, ${}, p, 1, 1, {}, {};\n}}",
-        regs + 2, cfg_.tile_n, types, fmt::join(dregs, ", "), regs, regs + 1,
-        a_.info->k_major() ? 0 : 1, b_op_.info->k_major() ? 0 : 1);
+        "{{\n.reg .pred p;\nsetp.ne.b32 p, ${}, 0;\nwgmma.mma_async.sync.aligned.m64n{}k{}.{} "
+        "{{{}}}, ${}, ${}, p, 1, 1{};\n}}",
+        regs + 2, cfg_.tile_n, k_per_mma_, types, fmt::join(dregs, ", "), regs, regs + 1,
+        transposes);
     const std::string cons =
         fmt::format("{},l,l,r,{}", fmt::join(outs_c, ","), fmt::join(tied, ","));
     std::vector<llvm::Type*> outs(static_cast<size_t>(regs), b_.getFloatTy());
@@ -1017,7 +1041,7 @@ class ContractionLowering {
     // every slab of 64 rows, each with its own accumulators.
     Value* wg = b_.CreateLShr(warp_m_, i32(2));
     asm_void("wgmma.fence.sync.aligned;");
-    for (int ks = 0; ks < cfg_.tile_k / 16; ++ks) {
+    for (int ks = 0; ks < cfg_.tile_k / k_per_mma_; ++ks) {
       Value* db = operand_descriptor(b_op_, stage, 0, ks);
       for (int slab = 0; slab < slabs_; ++slab) {
         Value* da = nullptr;
@@ -1193,13 +1217,13 @@ class ContractionLowering {
     return scalar_copy_;
   }
 
-  // Emits, at fb's insertion point, the copy of `count` <= 8 elements from base + off to the
-  // 16-byte chunk `dst`, zeros after them.
+  // Emits, at fb's insertion point, the copy of `count` <= 8 elements (4 of f32) from base + off
+  // to the 16-byte chunk `dst`, zeros after them.
   void copy_elements(llvm::IRBuilder<>& fb, Value* base, Value* off, Value* count, Value* dst) {
     llvm::LLVMContext& ctx = m_.getContext();
     llvm::Function* fn = fb.GetInsertBlock()->getParent();
     const int vec = kChunkBytes / elem_bytes_;
-    llvm::Type* et = fb.getInt16Ty();
+    llvm::Type* et = fb.getIntNTy(static_cast<unsigned>(8 * elem_bytes_));
     Value* packed = llvm::Constant::getNullValue(llvm::FixedVectorType::get(et, vec));
     for (int e = 0; e < vec; ++e) {
       BasicBlock* from = fb.GetInsertBlock();
@@ -1208,7 +1232,8 @@ class ContractionLowering {
       fb.CreateCondBr(fb.CreateICmpSLT(fb.getInt64(e), count), yes, done);
       fb.SetInsertPoint(yes);
       Value* p = fb.CreateInBoundsGEP(et, base, fb.CreateAdd(off, fb.getInt64(e)));
-      Value* with = fb.CreateInsertElement(packed, fb.CreateAlignedLoad(et, p, llvm::Align(2)), e);
+      Value* with = fb.CreateInsertElement(
+          packed, fb.CreateAlignedLoad(et, p, llvm::Align(static_cast<uint64_t>(elem_bytes_))), e);
       fb.CreateBr(done);
       fb.SetInsertPoint(done);
       llvm::PHINode* phi = fb.CreatePHI(packed->getType(), 2);
@@ -1222,20 +1247,22 @@ class ContractionLowering {
   // ---- math --------------------------------------------------------------------------------
 
   // Four 8 x 8 matrices of operand o for one ldmatrix.x4: matrix q has its M/N rows at
-  // mn_base + mn_off(q) and its reduced columns at k_base + k_off(q).
+  // mn_base + mn_off(q) and its reduced columns at k_base + k_off(q). A matrix's rows are 16
+  // bytes: 8 reduced indices of f16 or bf16, 4 of tf32, whose lane (g, t) gets word t of row g,
+  // as mma.sync m16n8k8.tf32 takes its fragments (tf32 operands are K-major: no transposes).
   std::array<Value*, 4> ldmatrix(const Operand& o, Value* stage, Value* mn_base, Value* k_base,
                                  bool a_order) {
     Value* q = b_.CreateLShr(lane_, i32(3));
     Value* r = b_.CreateAnd(lane_, i32(7));
     // A: q = (k half) * 2 + (m half); B: q = (n half) * 2 + (k half).
-    Value* lo = b_.CreateMul(b_.CreateAnd(q, i32(1)), i32(8));
-    Value* hi = b_.CreateMul(b_.CreateLShr(q, i32(1)), i32(8));
-    Value* mn_off = a_order ? lo : hi;
-    Value* k_off = a_order ? hi : lo;
+    Value* lo = b_.CreateAnd(q, i32(1));
+    Value* hi = b_.CreateLShr(q, i32(1));
+    Value* mn_off = b_.CreateMul(a_order ? lo : hi, i32(8));
+    Value* k_off = b_.CreateMul(a_order ? hi : lo, i32(k_per_chunk_));
     Value *row, *chunk;
     if (o.info->k_major()) {
       row = b_.CreateAdd(b_.CreateAdd(mn_base, mn_off), r);
-      chunk = b_.CreateUDiv(b_.CreateAdd(k_base, k_off), i32(8));
+      chunk = b_.CreateUDiv(b_.CreateAdd(k_base, k_off), i32(k_per_chunk_));
     } else {
       row = b_.CreateAdd(b_.CreateAdd(k_base, k_off), r);
       chunk = b_.CreateUDiv(b_.CreateAdd(mn_base, mn_off), i32(8));
@@ -1249,19 +1276,149 @@ class ContractionLowering {
             b_.CreateExtractValue(regs, 2), b_.CreateExtractValue(regs, 3)};
   }
 
+  // ---- f32 on CUDA cores (ContractionShape::fma) ----------------------------------------------
+  //
+  // Each thread computes the accumulators an mma.sync m16n8 fragment would hold (c0 at row g,
+  // column 2t; c1 at (g, 2t + 1); c2 at (g + 8, 2t); c3 at (g + 8, 2t + 1), g = lane / 4,
+  // t = lane % 4), so that the epilogue and split-K's records are the tensor-core path's, with
+  // one FMA per product from the stage's tiles. The warp's rows are w0 + c + l: w0 its first
+  // M (or N) index (a multiple of 32), c a constant multiple of 8, l = g (A) or 2t + h (B) < 8,
+  // so that the swizzle of a K-major row (chunk_offset) depends on l alone and an element's
+  // address is a register per (operand, l, chunk) plus a constant.
+
+  // The byte offset (i32, within a stage) of element (w0 + c + l, k) of operand o, as a
+  // register memoized in `regs` under (form, key) and a constant.
+  Value* fma_offset(const Operand& o, Value* w0, int c, Value* l, int form, int k,
+                    std::map<std::tuple<const Operand*, int, int>, Value*>& regs) {
+    const int row_bytes = o.chunks * kChunkBytes;
+    auto reg = [&](int key, const std::function<Value*()>& make) {
+      Value*& r = regs[{&o, form, key}];
+      if (r == nullptr) r = make();
+      return r;
+    };
+    if (o.info->k_major()) {
+      // Row w0 + c + l, chunk k / 4 swizzled by the row's low bits (those of l), word k % 4.
+      const int kc = k / k_per_chunk_;
+      Value* r = reg(kc, [&] {
+        Value* swz = o.chunks >= 8 ? b_.CreateAnd(l, i32(7))
+                                   : b_.CreateAnd(b_.CreateLShr(l, i32(1)), i32(3));
+        Value* row = b_.CreateAdd(w0, l);
+        return b_.CreateAdd(
+            i32(o.smem_offset),
+            b_.CreateAdd(b_.CreateMul(row, i32(row_bytes)),
+                         b_.CreateMul(b_.CreateXor(i32(kc), swz), i32(kChunkBytes))));
+      });
+      return b_.CreateAdd(r, i32(c * row_bytes + (k % k_per_chunk_) * elem_bytes_));
+    }
+    // Row k, whose swizzle S is a constant; chunk (w0 + c + l) / 4: w0 / 4 (a multiple of 8)
+    // plus c / 4 (even, its bits above the first flipped by S) plus l / 4 (bit 0, flipped by
+    // S's), word l % 4.
+    const int s = o.chunks >= 8 ? k & 7 : (k >> 1) & 3;
+    Value* r = reg(s & 1, [&] {
+      Value* q = b_.CreateXor(b_.CreateLShr(l, i32(2)), i32(s & 1));
+      Value* lane = b_.CreateAdd(b_.CreateMul(q, i32(kChunkBytes)),
+                                 b_.CreateMul(b_.CreateAnd(l, i32(3)), i32(elem_bytes_)));
+      return b_.CreateAdd(i32(o.smem_offset),
+                          b_.CreateAdd(b_.CreateMul(w0, i32(elem_bytes_)), lane));
+    });
+    return b_.CreateAdd(r, i32(k * row_bytes + ((c / 4) ^ (s & ~1)) * kChunkBytes));
+  }
+
+  // A stage in chunks of 4 reduced indices: the A fragment first (rows g and g + 8 of each 16 of
+  // the warp's rows, 4 values each: one 16-byte load a row where A is K-major, else one load a
+  // value), then for each 8 of the warp's columns the B fragment (columns 2t and 2t + 1, 4
+  // values each: a 16-byte load a column where B is K-major, else an 8-byte load of the pair
+  // for each reduced index) and its FMAs, so that few operand values are live beside the
+  // accumulators. Measured on an H200 at 4096^3 (bench/results/2026-11-30-h200-tf32, calls 4
+  // to 6): 128 x 128 tiles 4.30 ms with a load per value, 4.07 with these; 128 x 256 tiles
+  // 3.62-3.86 ms either way (cuBLAS's f32 GEMM 2.70). Those run 255 registers a thread, one
+  // block of 8 warps per SM: two warps a scheduler, 2.83 cycles between a warp's instructions,
+  // 68% of issue slots busy, the FMA pipe 59% (Nsight Compute): latency, not the loads, bounds
+  // them.
+  void fma_math(Value* stage) {
+    const int wm = cfg_.tile_m / cfg_.warps_m, wn = cfg_.tile_n / cfg_.warps_n;
+    const int mt_count = wm / 16, nt_count = wn / 8;
+    Value* g = b_.CreateLShr(lane_, i32(2));
+    Value* t2 = b_.CreateMul(b_.CreateAnd(lane_, i32(3)), i32(2));
+    Value* m_warp = b_.CreateMul(warp_m_, i32(wm));
+    Value* n_warp = b_.CreateMul(warp_n_, i32(wn));
+    const std::array<Value*, 2> b_lanes{t2, b_.CreateAdd(t2, i32(1))};
+    std::map<std::tuple<const Operand*, int, int>, Value*> regs;
+    // `n` consecutive f32 from element (w0 + c + l, k) on: along K (K-major) or M/N.
+    auto load = [&](const Operand& o, Value* w0, int c, Value* l, int form, int k, int n) {
+      Value* ptr = smem_at(stage, fma_offset(o, w0, c, l, form, k, regs));
+      llvm::Type* ty =
+          n == 1 ? b_.getFloatTy()
+                 : static_cast<llvm::Type*>(llvm::FixedVectorType::get(b_.getFloatTy(), n));
+      Value* v = b_.CreateAlignedLoad(ty, ptr, llvm::Align(static_cast<uint64_t>(4 * n)));
+      std::vector<Value*> out;
+      for (int i = 0; i < n; ++i) {
+        out.push_back(n == 1 ? v : b_.CreateExtractElement(v, static_cast<uint64_t>(i)));
+      }
+      return out;
+    };
+    constexpr int kChunk = 4;  // reduced indices per 16 bytes of f32
+    for (int k0 = 0; k0 < cfg_.tile_k; k0 += kChunk) {
+      // a[r][w]: row r = 2 mt + h, reduced index k0 + w.
+      std::vector<std::vector<Value*>> a(static_cast<size_t>(2 * mt_count));
+      for (int mt = 0; mt < mt_count; ++mt) {
+        for (int h = 0; h < 2; ++h) {
+          std::vector<Value*>& row = a[static_cast<size_t>(2 * mt + h)];
+          if (a_.info->k_major()) {
+            row = load(a_, m_warp, 16 * mt + 8 * h, g, 0, k0, kChunk);
+          } else {
+            for (int w = 0; w < kChunk; ++w) {
+              row.push_back(load(a_, m_warp, 16 * mt + 8 * h, g, 0, k0 + w, 1)[0]);
+            }
+          }
+        }
+      }
+      for (int nt = 0; nt < nt_count; ++nt) {
+        // b[h][w]: column 2t + h.
+        std::array<std::vector<Value*>, 2> b;
+        if (b_op_.info->k_major()) {
+          for (int h = 0; h < 2; ++h) b[h] = load(b_op_, n_warp, 8 * nt, b_lanes[h], h, k0, kChunk);
+        } else {
+          for (int w = 0; w < kChunk; ++w) {
+            std::vector<Value*> pair = load(b_op_, n_warp, 8 * nt, t2, 0, k0 + w, 2);
+            b[0].push_back(pair[0]);
+            b[1].push_back(pair[1]);
+          }
+        }
+        for (int w = 0; w < kChunk; ++w) {
+          for (int mt = 0; mt < mt_count; ++mt) {
+            for (int i = 0; i < 4; ++i) {
+              llvm::AllocaInst* acc = acc_[static_cast<size_t>((mt * nt_count + nt) * 4 + i)];
+              Value* sum = b_.CreateLoad(b_.getFloatTy(), acc);
+              Value* x = a[static_cast<size_t>(2 * mt + i / 2)][static_cast<size_t>(w)];
+              Value* y = b[static_cast<size_t>(i % 2)][static_cast<size_t>(w)];
+              b_.CreateStore(
+                  b_.CreateIntrinsic(llvm::Intrinsic::fma, {b_.getFloatTy()}, {x, y, sum}), acc);
+            }
+          }
+        }
+      }
+    }
+  }
+
   void math(Value* stage) {
+    if (c_.fma()) {
+      fma_math(stage);
+      return;
+    }
     const int wm = cfg_.tile_m / cfg_.warps_m, wn = cfg_.tile_n / cfg_.warps_n;
     const int mt_count = wm / 16, nt_count = wn / 8;
     Value* m_warp = b_.CreateMul(warp_m_, i32(wm));
     Value* n_warp = b_.CreateMul(warp_n_, i32(wn));
-    for (int ks = 0; ks < cfg_.tile_k / 16; ++ks) {
+    for (int ks = 0; ks < cfg_.tile_k / k_per_mma_; ++ks) {
       std::vector<std::array<Value*, 4>> af;
       std::vector<std::array<Value*, 2>> bf;
+      Value* k_base = i32(ks * k_per_mma_);
       for (int mt = 0; mt < mt_count; ++mt) {
-        af.push_back(ldmatrix(a_, stage, b_.CreateAdd(m_warp, i32(mt * 16)), i32(ks * 16), true));
+        af.push_back(ldmatrix(a_, stage, b_.CreateAdd(m_warp, i32(mt * 16)), k_base, true));
       }
       for (int p = 0; p < nt_count / 2; ++p) {
-        auto x = ldmatrix(b_op_, stage, b_.CreateAdd(n_warp, i32(p * 16)), i32(ks * 16), false);
+        auto x = ldmatrix(b_op_, stage, b_.CreateAdd(n_warp, i32(p * 16)), k_base, false);
         bf.push_back({x[0], x[1]});
         bf.push_back({x[2], x[3]});
       }
@@ -1280,8 +1437,9 @@ class ContractionLowering {
     for (int i = 0; i < 4; ++i) {
       args.push_back(b_.CreateLoad(b_.getFloatTy(), acc_[static_cast<size_t>(frag * 4 + i)]));
     }
-    const auto id = dtype_ == DType::f16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
-                                         : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
+    const auto id = c_.tf32                ? llvm::Intrinsic::nvvm_mma_m16n8k8_row_col_tf32
+                    : dtype_ == DType::f16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
+                                           : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
     Value* d = b_.CreateIntrinsic(id, {}, args);
     for (int i = 0; i < 4; ++i) {
       b_.CreateStore(b_.CreateExtractValue(d, static_cast<unsigned>(i)),
@@ -1860,8 +2018,10 @@ class ContractionLowering {
   const ContractionConfig cfg_;  // image_config's
   std::vector<const TensorDecl*> params_;
   std::vector<std::string> symbols_;
-  DType dtype_;
+  DType dtype_;  // f16, bf16, or f32 read as tf32 (c_.tf32)
   int elem_bytes_;
+  int k_per_mma_;    // reduced indices per MMA instruction: 32 bytes of them
+  int k_per_chunk_;  // reduced indices per 16-byte chunk
   // The output stored through a tensor map (contraction_store_param; -1: none), and whether
   // this image stores it so (the warp-specialized one; the others take the map and ignore it).
   const int store_param_;

@@ -13,7 +13,12 @@
 //  2. Math: each warp owns (tile_m / warps_m) x (tile_n / warps_n) of the tile as 16 x 8
 //     accumulator fragments (f32); per 16 of the reduced extent it loads its operand
 //     fragments with ldmatrix (.trans for an operand whose contiguous index is M or N) and
-//     issues mma.sync.m16n8k16 (bf16 or f16 inputs, f32 accumulation).
+//     issues mma.sync.m16n8k16 (bf16 or f16 inputs, f32 accumulation). f32 operands cut to
+//     tf32 (ContractionShape::tf32, K-major only) run the same on f32 tiles of the same bytes
+//     (half the reduced indices), mma.sync m16n8k8 in tf32 per 8 of them and wgmma k8 below.
+//     f32 operands not cut (ContractionShape::fma) run the mma.sync configs on CUDA cores:
+//     each thread computes its fragments' accumulators with an FMA per product, reading the
+//     operands from the same stages (`fma_math`).
 //  3. Epilogue: at each output element it owns, a thread scales the sum (contraction.h's
 //     scale), evaluates every statement of the kernel that reads it (bias, activation,
 //     residual, casts, several outputs) and stores the outputs, with a bounds check. A tile

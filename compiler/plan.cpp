@@ -15,7 +15,7 @@ namespace kiln {
 bool recomputed_temp(const KernelDef& k, const Stmt& st) {
   const TensorDecl* t = k.find_tensor(st.target);
   return t && t->role == TensorRole::temp && !st.value.as<Reduce>() && !st.value.as<Scan>() &&
-         t->dtype == st.value.type();
+         t->dtype == st.value.type() && !t->tf32;
 }
 
 Inliner::Inliner(const KernelDef& k, std::function<bool(const Stmt&)> inline_it) : k_(k) {
@@ -148,6 +148,8 @@ double node_cost(const Expr& e, bool fast_functions) {
         return 12;  // libdevice
       case UnaryOp::erf:
         return fast_functions ? 7 : 20;  // a polynomial and tanh.approx.f32, else libdevice
+      case UnaryOp::tf32:
+        return 3;  // an and, a NaN test and a select
       default:
         return 1;
     }

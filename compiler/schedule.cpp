@@ -822,8 +822,12 @@ class Scheduler {
                      "schedule: a contraction is not one in its kernel");
       sk.contraction = std::get<ContractionShape>(c);
       sk.kind_reason = fmt::format(
-          "a sum over {} of the product of two {} reads: a contraction on tensor cores ({})",
-          product_text(sk.reduced), to_string(sk.contraction->a.dtype),
+          "a sum over {} of the product of two {}: a contraction on {} ({})",
+          product_text(sk.reduced), operand_reads_text(*sk.contraction),
+          sk.contraction->fma()
+              ? "CUDA cores, an f32 FMA per product (tensor cores would round the operands: "
+                "tf32(...) of both sides runs them there)"
+              : "tensor cores",
           describe_operands(*sk.contraction));
       return;
     }

@@ -1,6 +1,8 @@
 // Element types: spellings, sizes and the storage -> compute type mapping (see dtype.h).
 #include "ir/dtype.h"
 
+#include <bit>
+
 namespace kiln {
 
 std::string_view to_string(DType t) {
@@ -62,6 +64,11 @@ bool is_storage_type(DType t) {
 
 DType compute_type(DType t) {
   return t == DType::f16 || t == DType::bf16 ? DType::f32 : t;
+}
+
+float to_tf32(float x) {
+  if (x != x) return x;
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & kTf32Mask);
 }
 
 double narrow_roundoff(DType t) {

@@ -33,4 +33,11 @@ DType compute_type(DType t);
 /// rounding to it); 0 for every other type.
 double narrow_roundoff(DType t);
 
+/// tf32 as tensor cores read an f32 operand: sign, exponent and the top 10 significand bits (the
+/// rest cut, toward zero, so a relative error below kTf32Roundoff); `tf32(x)` in the language.
+constexpr uint32_t kTf32Mask = 0xFFFFE000u;
+constexpr double kTf32Roundoff = 0x1p-10;
+/// x cut to tf32; a NaN stays a NaN.
+float to_tf32(float x);
+
 }  // namespace kiln

@@ -408,9 +408,14 @@ Expr make_scan(ReduceOp op, std::string index, Expr body, SourceLoc loc) {
   return make_node(body.type(), loc, Scan{op, std::move(index), body.ptr()});
 }
 
+bool cut_to_tf32(const Expr& value) {
+  const Unary* u = value.as<Unary>();
+  return u && u->op == UnaryOp::tf32;
+}
+
 std::string_view to_string(UnaryOp op) {
-  static constexpr std::string_view names[] = {"neg",   "abs",  "exp",     "log", "sqrt",
-                                               "rsqrt", "tanh", "sigmoid", "erf", "!"};
+  static constexpr std::string_view names[] = {"neg",  "abs",     "exp", "log", "sqrt", "rsqrt",
+                                               "tanh", "sigmoid", "erf", "!",   "tf32"};
   return names[static_cast<int>(op)];
 }
 

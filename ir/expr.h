@@ -56,7 +56,9 @@ namespace kiln {
 
 class Expr;
 
-enum class UnaryOp : uint8_t { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, erf, lnot };
+/// `tf32` keeps an f32's sign, exponent and top 10 significand bits (toward zero, as tensor cores
+/// read f32 operands in tf32 mode); a NaN stays a NaN.
+enum class UnaryOp : uint8_t { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, erf, lnot, tf32 };
 enum class BinaryOp : uint8_t {
   add,
   sub,
@@ -229,6 +231,9 @@ bool is_weak(const Expr& e);
 /// True when e has one value at every point of a launch: it reads no tensor and no index
 /// variable (constants, dimension symbols, scalar parameters and operations on them).
 bool is_launch_invariant(const Expr& e);
+
+/// Whether `value` (a statement's) is cut to tf32 at its top: its temporary is TensorDecl::tf32.
+bool cut_to_tf32(const Expr& value);
 
 std::string_view to_string(UnaryOp op);   // "neg", "exp", ...
 std::string_view to_string(BinaryOp op);  // "+", "-", "max", "<", ...

@@ -452,6 +452,9 @@ struct UnaryNode : Node {
         return map1(out, n, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
       case UnaryOp::erf:
         return map1(out, n, [](double x) { return std::erf(x); });
+      case UnaryOp::tf32:
+        return map1(out, n,
+                    [](double x) { return static_cast<double>(to_tf32(static_cast<float>(x))); });
     }
   }
 };

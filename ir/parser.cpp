@@ -144,7 +144,7 @@ std::optional<UnaryOp> math_function(std::string_view f) {
   static constexpr std::pair<std::string_view, UnaryOp> table[] = {
       {"exp", UnaryOp::exp},     {"log", UnaryOp::log},   {"sqrt", UnaryOp::sqrt},
       {"rsqrt", UnaryOp::rsqrt}, {"tanh", UnaryOp::tanh}, {"sigmoid", UnaryOp::sigmoid},
-      {"erf", UnaryOp::erf},     {"abs", UnaryOp::abs}};
+      {"erf", UnaryOp::erf},     {"abs", UnaryOp::abs},   {"tf32", UnaryOp::tf32}};
   for (const auto& [name, op] : table) {
     if (name == f) return op;
   }
@@ -466,6 +466,7 @@ class Parser {
       for (const std::string& i : s.indices) shape.push_back(extents.at(i));
       k_.temps.push_back(
           TensorDecl{name, value.type(), std::move(shape), TensorRole::temp, target.loc});
+      k_.temps.back().tf32 = cut_to_tf32(s.value);
     }
     k_.body.push_back(std::move(s));
     defined_.emplace(name, target.loc);

@@ -14,7 +14,7 @@ namespace kiln {
 
 bool operator==(const TensorDecl& a, const TensorDecl& b) {
   return a.name == b.name && a.dtype == b.dtype && a.shape == b.shape && a.role == b.role &&
-         a.scalar == b.scalar && a.strided == b.strided;
+         a.scalar == b.scalar && a.strided == b.strided && a.tf32 == b.tf32;
 }
 
 bool operator==(const Stmt& a, const Stmt& b) {

@@ -41,6 +41,9 @@ struct TensorDecl {
   /// is at base + i0 * s0 + i1 * s1 + .., strides in elements, any value >= 0 (0 broadcasts).
   /// Only tensor inputs of rank >= 1 are strided; every other tensor is contiguous (row-major).
   bool strided = false;
+  /// A temporary whose value is cut to tf32 (`t[i, k] = tf32(...)`, or an operand the scheduler
+  /// lifts): stored, never recomputed where read, so that tensor cores read it as tf32 exactly.
+  bool tf32 = false;
   friend bool operator==(const TensorDecl& a, const TensorDecl& b);  // ignores loc
 };
 

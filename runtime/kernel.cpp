@@ -16,8 +16,8 @@
 namespace kiln {
 namespace {
 
-// The element type of a tensor map of `dt` elements (manifest.h: bf16 and f16 operands, bf16,
-// f16 and f32 outputs).
+// The element type of a tensor map of `dt` elements (manifest.h: bf16, f16 and f32 operands, the
+// last read as tf32; bf16, f16 and f32 outputs).
 CUtensorMapDataType tensor_map_type(DType dt) {
   switch (dt) {
     case DType::f16:

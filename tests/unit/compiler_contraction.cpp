@@ -117,8 +117,11 @@ TEST_CASE("contraction: operands, layouts and batches", "[contraction]") {
 TEST_CASE("contraction: what is not one, and why", "[contraction]") {
   // (parameters, statement, a piece of the reason)
   const std::tuple<const char*, const char*, const char*> cases[] = {
-      {"a: f32[M, K], w: f32[K, N]", "c[i, j] = sum(a[i, k] * w[k, j], k)", "f32"},
+      {"a: i32[M, K], w: i32[K, N]", "c[i, j] = f32(sum(a[i, k] * w[k, j], k))", "not a "},
       {"a: bf16[M, K], w: f16[K, N]", "c[i, j] = sum(a[i, k] * w[k, j], k)", "one type"},
+      {"a: f32[M, K], w: bf16[K, N]", "c[i, j] = sum(a[i, k] * w[k, j], k)", "one type"},
+      {"a: f32[M, K] strided, w: f32[K, N]", "c[i, j] = sum(a[i, k] * w[k, j], k)",
+       "strided f32 input"},
       {"a: bf16[M, K], w: bf16[K, N], g: bf16[K]", "c[i, j] = sum(a[i, k] * g[k] * w[k, j], k)",
        "3 factor(s)"},
       {"a: bf16[M, K], w: bf16[K]", "c[i] = sum(a[i, k] * w[k], k)", "fewer than two indices"},
@@ -218,6 +221,111 @@ TEST_CASE("contraction: operands the spec rounds are lifted into steps of their 
     CHECK(r.buffers.empty());
     CHECK_THAT(r.kernels[0].kind_reason, Catch::Contains(reason));
   }
+}
+
+// f32 operands run on tensor cores where the spec cuts them to tf32: read as they are with K
+// contiguous, else stored K-major first by a step of their own (tf32 tensor cores take K-major
+// operands only). An f32 product the spec does not cut stays a reduction.
+TEST_CASE("contraction: f32 operands the spec cuts to tf32", "[contraction]") {
+  const ContractionShape linear =
+      shape_of(analyze("kernel f(x: f32[M, K], w: f32[N, K]) -> (y: f32[M, N]) {\n"
+                       "  y[i, j] = sum(tf32(x[i, k]) * tf32(w[j, k]), k)\n}\n"));
+  CHECK(linear.tf32);
+  CHECK(linear.a.tensor == "x");
+  CHECK(linear.a.dtype == DType::f32);
+  CHECK(linear.b.k_major());
+  CHECK(operand_reads_text(linear) == "f32 reads cut to tf32");
+  // A cut f16 or bf16 read is itself.
+  const ContractionShape half =
+      shape_of(analyze("kernel f(x: bf16[M, K], w: bf16[K, N]) -> (y: f32[M, N]) {\n"
+                       "  y[i, j] = sum(tf32(x[i, k]) * w[k, j], k)\n}\n"));
+  CHECK_FALSE(half.tf32);
+  CHECK(half.a.dtype == DType::bf16);
+
+  const std::tuple<const char*, const char*, const char*> refused[] = {
+      {"a: f32[M, K], w: f32[K, N]", "c[i, j] = sum(tf32(a[i, k]) * tf32(w[k, j]), k)",
+       "cut to tf32 and read with j contiguous"},
+      {"a: f32[M, K], w: f32[N, K]", "c[i, j] = sum(tf32(a[i, k]) * w[j, k], k)",
+       "the operands are tf32 and f32"},
+      {"a: f32[M, K], w: bf16[N, K]", "c[i, j] = sum(tf32(a[i, k]) * w[j, k], k)",
+       "the operands are tf32 and bf16"},
+  };
+  for (const auto& [params, stmt, reason] : refused) {
+    INFO(stmt);
+    CHECK_THAT(why_not(fmt::format("kernel f({}) -> (c: f32[M, N]) {{\n  {}\n}}\n", params, stmt)),
+               Catch::Contains(reason));
+  }
+
+  // Not cut: CUDA cores, an FMA per product, either layout, over the mma.sync-shaped tiles
+  // only (no wgmma, no TMA).
+  const ContractionShape uncut =
+      shape_of(analyze("kernel f(x: f32[M, K], w: f32[K, N]) -> (y: f32[M, N]) {\n"
+                       "  y[i, j] = sum(x[i, k] * w[k, j], k)\n}\n"));
+  CHECK(uncut.fma());
+  CHECK_FALSE(linear.fma());
+  CHECK_FALSE(uncut.b.k_major());
+  {
+    Program fp = parse_program(
+        "kernel f(x: f32[M, K], w: f32[K, N]) -> (y: f32[M, N]) {\n"
+        "  y[i, j] = sum(x[i, k] * w[k, j], k)\n}\n");
+    auto plan = plan_kernel(fp.kernels.at(0));
+    REQUIRE(plan->steps.size() == 1);
+    CHECK(plan->steps[0].variants.size() == 4);
+    for (const PlannedVariant& v : plan->steps[0].variants) {
+      const auto& c = std::get<ContractionConfig>(v.config);
+      CHECK(c.wgmma == 0);
+      CHECK(c.tma == 0);
+      CHECK(c.tile_k == 16);  // 64-byte rows of f32
+    }
+    CHECK_THAT(plan->schedule.kernels[0].kind_reason, Catch::Contains("CUDA cores"));
+  }
+
+  // B read as [K, N]: a step stores its cut K-major, the contraction reads it.
+  KernelDef mm = kernel_of(
+      "kernel f(a: f32[M, K], b: f32[K, N]) -> (c: f32[M, N]) {\n"
+      "  c[i, j] = sum(tf32(a[i, k]) * tf32(b[k, j]), k)\n}\n");
+  Schedule s = schedule_kernel(mm);
+  REQUIRE(s.kernels.size() == 2);
+  CHECK(s.kernels[0].kind == StepKind::pointwise);
+  REQUIRE(s.kernels[1].contraction.has_value());
+  CHECK(s.kernels[1].contraction->tf32);
+  CHECK(s.kernels[1].contraction->a.tensor == "a");
+  CHECK(s.kernels[1].contraction->b.tensor == "_o0");
+  CHECK(s.kernels[1].contraction->b.k_major());
+  REQUIRE(s.buffers.size() == 1);
+  CHECK(s.buffers[0].dtype == DType::f32);
+  CHECK(s.buffers[0].tf32);
+  CHECK(s.buffers[0].shape == std::vector<Dim>{Dim::symbol("N"), Dim::symbol("K")});
+
+  // The kernels one by one agree with the kernel; the cut matters (inputs with low bits set).
+  const SymbolValues sym{{"M", 4}, {"K", 29}, {"N", 3}};
+  HostTensor a(DType::f32, {4, 29}), b(DType::f32, {29, 3});
+  HostTensor c1(DType::f32, {4, 3}), c2(DType::f32, {4, 3}), exact(DType::f32, {4, 3});
+  for (int64_t i = 0; i < a.numel(); ++i) a.set(i, std::sin(0.37 * double(i) + 0.1));
+  for (int64_t i = 0; i < b.numel(); ++i) b.set(i, std::cos(0.11 * double(i) + 0.2));
+  std::map<std::string, HostTensor*, std::less<>> p1{{"a", &a}, {"b", &b}, {"c", &c1}},
+      p2{{"a", &a}, {"b", &b}, {"c", &c2}}, p3{{"a", &a}, {"b", &b}, {"c", &exact}};
+  interpret(mm, sym, p1);
+  run_schedule(s, sym, p2);
+  interpret(kernel_of("kernel f(a: f32[M, K], b: f32[K, N]) -> (c: f32[M, N]) {\n"
+                      "  c[i, j] = sum(a[i, k] * b[k, j], k)\n}\n"),
+            sym, p3);
+  bool differs = false;
+  for (int64_t i = 0; i < c1.numel(); ++i) {
+    CHECK(c2.get(i) == c1.get(i));
+    differs = differs || c1.get(i) != exact.get(i);
+  }
+  CHECK(differs);
+
+  // An operand computed per element and cut: lifted K-major too; the f32 it cuts may round the
+  // other way on the GPU (the cut of a read is exact): one tf32 unit of the lifting step.
+  Program p = parse_program(
+      "kernel f(q: f32[M, K], v: f32[N, K]) -> (o: f32[M, N]) {\n"
+      "  o[i, j] = sum(tf32(q[i, k] * 3.0) * tf32(v[j, k]), k)\n}\n");
+  auto plan = plan_kernel(p.kernels.at(0));
+  REQUIRE(plan->steps.size() == 2);
+  CHECK(manifest_step(*plan, 0, {"sm_90"}, true).approx_error == kTf32Roundoff);
+  CHECK(manifest_step(*plan, 1, {"sm_90"}, true).approx_error == 0);
 }
 
 // A sum whose terms the spec rounds (a cast in its body, a lifted operand) may see one round the
@@ -634,16 +742,16 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
   CHECK(refused([](auto& t) { t[0].box[0] = 32; }) ==
         at + "[0].box[0]: expected 64 (the 128-byte swizzle), got 32");
   CHECK(refused([](auto& t) { t[1].param = 2; }) ==
-        at + "[1].param: c is f32: tensor maps read bf16 or f16 inputs and store bf16, f16 or "
-             "f32 outputs");
+        at + "[1].param: c is an output, f32: tensor maps read bf16, f16 or f32 inputs and "
+             "store bf16, f16 or f32 outputs");
   // The output's map (the default stores through TMA) stores f32 in boxes of 32; an input's
   // cannot be stored to, nor the output read.
   REQUIRE(info.steps[0].variants[vi].tile.tensor_maps.size() == 3);
   CHECK(refused([](auto& t) { t[2].store = false; }) ==
-        at + "[2].param: c is f32: tensor maps read bf16 or f16 inputs and store bf16, f16 or "
-             "f32 outputs");
+        at + "[2].param: c is an output, f32: tensor maps read bf16, f16 or f32 inputs and "
+             "store bf16, f16 or f32 outputs");
   CHECK(refused([](auto& t) { t[0].store = true; }) ==
-        at + "[0].param: a is not an output, bf16: tensor maps read bf16 or f16 inputs and "
+        at + "[0].param: a is not an output, bf16: tensor maps read bf16, f16 or f32 inputs and "
              "store bf16, f16 or f32 outputs");
   CHECK(refused([](auto& t) { t[2].box[0] = 64; }) ==
         at + "[2].box[0]: expected 32 (the 128-byte swizzle), got 64");

@@ -1,6 +1,7 @@
 // Interpreter tests: hand-computed results for broadcasts, transposes, i32 wrap-around and
 // division, casts, rounding on store, reductions (including column sums and long rows), NaN
 // propagation, and the checks on the buffers it is given.
+#include <bit>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <climits>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "ir/dtype.h"
 #include "ir/half.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
@@ -112,6 +114,31 @@ TEST_CASE("casts: bf16 and f16 rounding, truncation to i32, bools", "[ir]") {
   CHECK(h[5] == INFINITY);  // past 65520: overflows
   CHECK(r.get("t") == V{1, 1, -2, 0, INT_MAX, 70000});
   CHECK(r.get("z") == V{1, 1, 1, 0, 1, 1});
+}
+
+// tf32(x) keeps the sign, the exponent and the top 10 significand bits (cut toward zero, as
+// tensor cores read f32 operands); NaN and the infinities stay what they are.
+TEST_CASE("tf32 cuts the significand to 10 bits", "[ir]") {
+  Run r(R"(kernel c(x: f32[N]) -> (y: f32[N]) {
+             y[i] = tf32(x[i])
+           })",
+        {{"N", 8}});
+  const double ulp = std::ldexp(1.0, -10);                     // tf32's at 1
+  const double below = 1.0 + ulp - std::ldexp(1.0, -23);       // f32's largest below 1 + ulp
+  const double subnormal = std::bit_cast<float>(0x00002001u);  // (2^13 + 1) 2^-149
+  r.set("x", {1.0 + ulp, below, -below, subnormal, NAN, -INFINITY, 0.1, -0.0}).go();
+  V y = r.get("y");
+  CHECK(y[0] == 1.0 + ulp);
+  CHECK(y[1] == 1.0);  // toward zero, not to nearest
+  CHECK(y[2] == -1.0);
+  CHECK(y[3] == std::ldexp(1.0, -136));  // a subnormal: the same bits cut
+  CHECK(std::isnan(y[4]));
+  CHECK(y[5] == -INFINITY);
+  CHECK(y[6] == static_cast<double>(std::bit_cast<float>(0x3DCCC000u)));  // 0.1f = 0x3DCCCCCD
+  CHECK(y[7] == 0.0);
+  CHECK(std::signbit(y[7]));
+  // A NaN whose payload is all in the cut bits stays a NaN (the bits alone would be infinity).
+  CHECK(std::isnan(to_tf32(std::bit_cast<float>(0x7F800001u))));
 }
 
 TEST_CASE("stores round to the output's storage type", "[ir]") {

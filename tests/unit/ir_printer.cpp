@@ -152,10 +152,10 @@ class Generator {
     bool f = t == DType::f32;
     switch (pick(7)) {
       case 0: {
-        static constexpr UnaryOp fops[] = {UnaryOp::neg,  UnaryOp::abs,     UnaryOp::exp,
-                                           UnaryOp::log,  UnaryOp::sqrt,    UnaryOp::rsqrt,
-                                           UnaryOp::tanh, UnaryOp::sigmoid, UnaryOp::erf};
-        UnaryOp op = f ? fops[pick(9)] : (pick(2) ? UnaryOp::neg : UnaryOp::abs);
+        static constexpr UnaryOp fops[] = {
+            UnaryOp::neg,   UnaryOp::abs,  UnaryOp::exp,     UnaryOp::log, UnaryOp::sqrt,
+            UnaryOp::rsqrt, UnaryOp::tanh, UnaryOp::sigmoid, UnaryOp::erf, UnaryOp::tf32};
+        UnaryOp op = f ? fops[pick(10)] : (pick(2) ? UnaryOp::neg : UnaryOp::abs);
         // A math function may take a weak i32 operand (converted), e.g. exp(i).
         Expr a = f && op > UnaryOp::abs && pick(4) == 0 ? weak_i32() : gen(t, depth - 1);
         return make_unary(op, a);
