@@ -232,10 +232,11 @@ ArchImage read_image(const Obj& o) {
   return im;
 }
 
-// A tensor map of a contraction variant: its parameter exists, an input or buffer with bf16, f16
-// or f32 elements (the tensor cores' operands; f32 ones read as tf32) or an output of 2 or 4
-// bytes an element that it stores, one box entry per dimension of it, each 1..256 (TMA's
-// limit), the innermost one 128 bytes (the swizzle the kernels use).
+// A tensor map of a contraction variant: its parameter exists and has bf16, f16 or f32 elements
+// (the tensor cores' operands, f32 ones read as tf32; a kernel's output may be one, read back by
+// a later step), or is an output of 2 or 4 bytes an element that it stores; one box entry per
+// dimension of it, each 1..256 (TMA's limit), the innermost one 128 bytes (the swizzle the
+// kernels use).
 TensorMapInfo read_tensor_map(const Obj& o, const KernelInfo& k) {
   TensorMapInfo t;
   const size_t np = k.params.size(), nb = k.buffers.size();
@@ -246,14 +247,11 @@ TensorMapInfo read_tensor_map(const Obj& o, const KernelInfo& k) {
   if (o.find("store")) t.store = o.boolean("store");  // version 12
   const bool output = static_cast<size_t>(t.param) < np && p.output;
   const bool element = size_of(p.dtype) == 2 || p.dtype == DType::f32;  // bf16, f16, f32
-  if (!element || output != t.store) {
-    fail(o.at("param"), fmt::format("{} is {}{}: tensor maps read bf16, f16 or f32 inputs and "
-                                    "store bf16, f16 or f32 outputs",
-                                    p.name,
-                                    output == t.store ? ""
-                                    : output          ? "an output, "
-                                                      : "not an output, ",
-                                    to_string(p.dtype)));
+  if (!element || (t.store && !output)) {
+    fail(o.at("param"),
+         fmt::format("{} is {}{}: tensor maps read bf16, f16 or f32 tensors and store bf16, f16 "
+                     "or f32 outputs",
+                     p.name, t.store && !output ? "not an output, " : "", to_string(p.dtype)));
   }
   const Json& box = o.array("box");
   if (box.size() != p.shape.size() || box.size() > kMaxTensorMapRank) {

@@ -51,8 +51,8 @@ const Load* plain_load(const Expr& e) {
 }
 
 // A factor that reads an operand: a load under widening casts, cut to tf32 or not, or a read of
-// a temporary cut to tf32 (TensorDecl::tf32). `tf32`: an f32 the tensor cores read as tf32 (a cut
-// f16 or bf16 value is itself: tf32 holds every one exactly).
+// a lifted operand cut to tf32 (TensorDecl::tf32). `tf32`: an f32 the tensor cores read as tf32 (a
+// cut f16 or bf16 value is itself: tf32 holds every one exactly).
 struct OperandRead {
   const Load* load = nullptr;
   bool tf32 = false;
@@ -277,13 +277,17 @@ std::variant<ContractionShape, std::string> analyze_contraction(const KernelDef&
       return fmt::format("operand {} is {} (contractions take f16, bf16 and f32)", l->tensor,
                          to_string(l->stored));
     }
-    // f32 on CUDA cores reads contiguous operands (tiles through cp.async, no strides).
-    const TensorDecl* decl = k.find_tensor(l->tensor);
-    if (!operands[side].tf32 && l->stored == DType::f32 && decl && decl->strided) {
-      return fmt::format(
-          "operand {} is a strided f32 input (an f32 contraction reads contiguous "
-          "operands)",
-          l->tensor);
+    // Contraction kernels read no strides yet (kernel_plan.cpp refuses a strided input in
+    // one): an f32 product, which ran as a reduction before contractions took f32, stays one.
+    if (l->stored == DType::f32) {
+      for (const TensorDecl& in : k.inputs) {
+        if (in.strided) {
+          return fmt::format(
+              "an f32 contraction in a kernel with a strided input ({}) stays a reduction "
+              "(contraction kernels read no strides yet)",
+              in.name);
+        }
+      }
     }
     if (l->stored != dt || operands[side].tf32 != c.tf32) {
       return fmt::format("the operands are {} and {} (one type is needed)", type_text(operands[0]),

@@ -15,10 +15,12 @@
 //     distinct plain index variables; A carries the output's second-to-last index (M) and not
 //     its last (N), B the reverse; every other index of A or B is an output index (a batch);
 //   - or two loads of f32 tensors that the spec cuts to tf32 (`tf32(a[i, k]) * tf32(w[j, k])`,
-//     or reads of temporaries cut so, TensorDecl::tf32), both with K contiguous: tensor cores
+//     through pointwise temporaries, or reads of lifted operands, TensorDecl::tf32), both with K
+//     contiguous, in a kernel without strided inputs: tensor cores
 //     read f32 operands as tf32 exactly so (toward zero) and take them K-major only;
-//   - or two loads of contiguous f32 tensors the spec does not cut: the same tiles on CUDA
-//     cores, an f32 FMA per product (ContractionShape::fma), as exact as any f32 sum;
+//   - or two loads of f32 tensors the spec does not cut, in a kernel without strided inputs:
+//     the same tiles on CUDA cores, an f32 FMA per product (ContractionShape::fma), as exact as
+//     any f32 sum;
 //   - the remaining factors (no k) multiply the sum afterwards: a scale evaluated per output
 //     element (a mean divides by the extent of k the same way).
 // Anything else is not a contraction and stays a reduction, with the reason kept for explain.

@@ -858,9 +858,9 @@ Value* Emitter::eval_op(const Expr& e, ValueMemo& memo, const LeafFn& leaf) {
         return fast_functions_ ? approx_tanh(a) : b_.CreateCall(libdevice("__nv_tanhf", 1), {a});
       case UnaryOp::erf:
         return fast_functions_ ? approx_erf(a) : b_.CreateCall(libdevice("__nv_erff", 1), {a});
-      case UnaryOp::tf32: {  // the top 10 significand bits; a NaN stays one
+      case UnaryOp::tf32: {  // the top 10 significand bits (ir/dtype.h to_tf32)
         Value* bits = b_.CreateAnd(b_.CreateBitCast(a, b_.getInt32Ty()), b_.getInt32(kTf32Mask));
-        return b_.CreateSelect(b_.CreateFCmpUNO(a, a), a, b_.CreateBitCast(bits, b_.getFloatTy()));
+        return b_.CreateBitCast(bits, b_.getFloatTy());
       }
       case UnaryOp::sigmoid: {
         Value* ex = fast_exp(b_.CreateFNeg(a));

@@ -611,8 +611,8 @@ namespace {
 // rounds the other way: that costs the sum up to one unit roundoff of the term, which is at
 // most that of the output's scale where no term is larger. A cut to tf32 of a computed value,
 // anywhere (its f32 result is a step's output as it is), may cut the other way the same:
-// kTf32Roundoff; a cut of a read is exact. The harness adds it to its tolerance (manifest
-// steps[].approx_error), the largest of a kernel's steps.
+// kTf32Roundoff; a cut of a read of one of the spec's inputs is exact. The harness adds it to its
+// tolerance (manifest steps[].approx_error), the largest of a kernel's steps.
 double rounded_terms_error(const Schedule& schedule, const StepPlan& step) {
   std::map<std::string, const Expr*> temps;  // pointwise temporaries, recomputed where read
   std::vector<Expr> values;                  // the step's statements'
@@ -628,11 +628,13 @@ double rounded_terms_error(const Schedule& schedule, const StepPlan& step) {
   std::function<void(const Expr&, bool)> walk = [&](const Expr& e, bool summed) {
     if (const Cast* c = e.as<Cast>(); c && summed) u = std::max(u, narrow_roundoff(c->to));
     if (const Unary* t = e.as<Unary>(); t && t->op == UnaryOp::tf32) {
-      const Expr a = wrap(t->a);
-      const Cast* widened = a.as<Cast>();
-      if (!a.as<Load>() && !(widened && wrap(widened->a).as<Load>())) {
-        u = std::max(u, kTf32Roundoff);
-      }
+      Expr a = wrap(t->a);
+      if (const Cast* widened = a.as<Cast>()) a = wrap(widened->a);
+      const Load* read = a.as<Load>();
+      const bool input =
+          read && std::any_of(schedule.normalized.inputs.begin(), schedule.normalized.inputs.end(),
+                              [&](const TensorDecl& in) { return in.name == read->tensor; });
+      if (!input) u = std::max(u, kTf32Roundoff);
     }
     if (const Load* l = e.as<Load>()) {
       for (const TensorDecl& b : schedule.buffers) {

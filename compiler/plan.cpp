@@ -149,7 +149,7 @@ double node_cost(const Expr& e, bool fast_functions) {
       case UnaryOp::erf:
         return fast_functions ? 7 : 20;  // a polynomial and tanh.approx.f32, else libdevice
       case UnaryOp::tf32:
-        return 3;  // an and, a NaN test and a select
+        return 1;  // an and
       default:
         return 1;
     }

@@ -102,8 +102,8 @@ using Rename = std::map<std::string, std::string>;
 /// Whether statement `st` of `k` defines a pointwise temporary, which its readers recompute
 /// (the scheduler inlines it; Inliner's usual predicate): a temporary whose value is no
 /// reduction or scan, stored at the type it computes. One stored narrower (a lifted contraction
-/// operand: compiler/contraction.h) or cut to tf32 (TensorDecl::tf32) is read from memory
-/// instead.
+/// operand: compiler/contraction.h) or a lifted operand cut to tf32 (TensorDecl::tf32) is read
+/// from memory instead.
 bool recomputed_temp(const KernelDef& k, const Stmt& st);
 
 class Inliner {

@@ -67,7 +67,6 @@ DType compute_type(DType t) {
 }
 
 float to_tf32(float x) {
-  if (x != x) return x;
   return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & kTf32Mask);
 }
 

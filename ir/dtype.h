@@ -37,7 +37,9 @@ double narrow_roundoff(DType t);
 /// rest cut, toward zero, so a relative error below kTf32Roundoff); `tf32(x)` in the language.
 constexpr uint32_t kTf32Mask = 0xFFFFE000u;
 constexpr double kTf32Roundoff = 0x1p-10;
-/// x cut to tf32; a NaN stays a NaN.
+/// x's bits with the 13 low ones zeroed: a quiet NaN stays a NaN (its top significand bit is
+/// kept); a NaN whose payload lies only in the cut bits becomes an infinity, as the tensor
+/// cores read it.
 float to_tf32(float x);
 
 }  // namespace kiln

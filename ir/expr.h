@@ -57,7 +57,7 @@ namespace kiln {
 class Expr;
 
 /// `tf32` keeps an f32's sign, exponent and top 10 significand bits (toward zero, as tensor cores
-/// read f32 operands in tf32 mode); a NaN stays a NaN.
+/// read f32 operands in tf32 mode): ir/dtype.h to_tf32.
 enum class UnaryOp : uint8_t { neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, erf, lnot, tf32 };
 enum class BinaryOp : uint8_t {
   add,
@@ -232,7 +232,7 @@ bool is_weak(const Expr& e);
 /// variable (constants, dimension symbols, scalar parameters and operations on them).
 bool is_launch_invariant(const Expr& e);
 
-/// Whether `value` (a statement's) is cut to tf32 at its top: its temporary is TensorDecl::tf32.
+/// Whether `value` (a statement's) is cut to tf32 at its top (a TensorDecl::tf32 temporary's is).
 bool cut_to_tf32(const Expr& value);
 
 std::string_view to_string(UnaryOp op);   // "neg", "exp", ...

@@ -466,7 +466,6 @@ class Parser {
       for (const std::string& i : s.indices) shape.push_back(extents.at(i));
       k_.temps.push_back(
           TensorDecl{name, value.type(), std::move(shape), TensorRole::temp, target.loc});
-      k_.temps.back().tf32 = cut_to_tf32(s.value);
     }
     k_.body.push_back(std::move(s));
     defined_.emplace(name, target.loc);

@@ -41,8 +41,10 @@ struct TensorDecl {
   /// is at base + i0 * s0 + i1 * s1 + .., strides in elements, any value >= 0 (0 broadcasts).
   /// Only tensor inputs of rank >= 1 are strided; every other tensor is contiguous (row-major).
   bool strided = false;
-  /// A temporary whose value is cut to tf32 (`t[i, k] = tf32(...)`, or an operand the scheduler
-  /// lifts): stored, never recomputed where read, so that tensor cores read it as tf32 exactly.
+  /// An f32 operand of a contraction the scheduler lifts (compiler/contraction.h), whose value is
+  /// a cut to tf32 (`_o0[j, k] = tf32(w[k, j])`): stored, never recomputed where read, and read
+  /// by the tensor cores as tf32. A spec's own temporaries never are (a `t[i, k] = tf32(...)`
+  /// is recomputed where read like any pointwise temporary).
   bool tf32 = false;
   friend bool operator==(const TensorDecl& a, const TensorDecl& b);  // ignores loc
 };

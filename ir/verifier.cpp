@@ -156,7 +156,9 @@ class KernelVerifier {
                           temp_count_ < k_.temps.size() && k_.temps[temp_count_].dtype == cast->to;
       TensorDecl expected{s.target, narrow ? cast->to : type, std::move(shape), TensorRole::temp,
                           s.loc};
-      expected.tf32 = cut_to_tf32(s.value);
+      // A temporary marked tf32 (a lifted contraction operand) must be a cut.
+      expected.tf32 =
+          temp_count_ < k_.temps.size() && k_.temps[temp_count_].tf32 && cut_to_tf32(s.value);
       if (temp_count_ >= k_.temps.size() || !(k_.temps[temp_count_] == expected)) {
         fail(s.loc, fmt::format("temporary '{}' does not match the kernel's temps list "
                                 "(expected {} with {} dimensions, in order of definition)",

@@ -121,7 +121,7 @@ TEST_CASE("contraction: what is not one, and why", "[contraction]") {
       {"a: bf16[M, K], w: f16[K, N]", "c[i, j] = sum(a[i, k] * w[k, j], k)", "one type"},
       {"a: f32[M, K], w: bf16[K, N]", "c[i, j] = sum(a[i, k] * w[k, j], k)", "one type"},
       {"a: f32[M, K] strided, w: f32[K, N]", "c[i, j] = sum(a[i, k] * w[k, j], k)",
-       "strided f32 input"},
+       "strided input (a)"},
       {"a: bf16[M, K], w: bf16[K, N], g: bf16[K]", "c[i, j] = sum(a[i, k] * g[k] * w[k, j], k)",
        "3 factor(s)"},
       {"a: bf16[M, K], w: bf16[K]", "c[i] = sum(a[i, k] * w[k], k)", "fewer than two indices"},
@@ -326,6 +326,73 @@ TEST_CASE("contraction: f32 operands the spec cuts to tf32", "[contraction]") {
   REQUIRE(plan->steps.size() == 2);
   CHECK(manifest_step(*plan, 0, {"sm_90"}, true).approx_error == kTf32Roundoff);
   CHECK(manifest_step(*plan, 1, {"sm_90"}, true).approx_error == 0);
+  // So does a cut of anything but a spec input, a sum read back included.
+  Program cut_sum = parse_program(
+      "kernel f(a: f32[M, K], b: f32[K, N]) -> (z: f32[M, N]) {\n"
+      "  y[i, j] = sum(a[i, k] * b[k, j], k)\n"
+      "  z[i, j] = tf32(y[i, j])\n}\n");
+  auto cut_plan = plan_kernel(cut_sum.kernels.at(0));
+  REQUIRE(cut_plan->steps.size() == 1);
+  CHECK(manifest_step(*cut_plan, 0, {"sm_90"}, true).approx_error == kTf32Roundoff);
+
+  // A spec's temporary cut to tf32 is recomputed where read, as any pointwise one: read by a
+  // row sum it fuses in; read by a contraction with K not contiguous it is lifted K-major.
+  Schedule red =
+      schedule_kernel(kernel_of("kernel f(x: f32[M, K]) -> (y: f32[M]) {\n"
+                                "  t[i, k] = tf32(x[i, k])\n"
+                                "  y[i] = sum(t[i, k], k)\n}\n"));
+  REQUIRE(red.kernels.size() == 1);
+  CHECK(red.buffers.empty());
+  CHECK_NOTHROW(
+      plan_kernel(kernel_of("kernel f(x: f32[M, K]) -> (y: f32[M]) {\n"
+                            "  t[i, k] = tf32(x[i, k])\n"
+                            "  y[i] = sum(t[i, k], k)\n}\n")));
+  Schedule named =
+      schedule_kernel(kernel_of("kernel f(x: f32[K, M], w: f32[N, K]) -> (c: f32[M, N]) {\n"
+                                "  t[k, i] = tf32(x[k, i])\n"
+                                "  c[i, j] = sum(t[k, i] * tf32(w[j, k]), k)\n}\n"));
+  REQUIRE(named.kernels.size() == 2);
+  REQUIRE(named.kernels[1].contraction.has_value());
+  CHECK(named.kernels[1].contraction->tf32);
+  CHECK(named.kernels[1].contraction->a.tensor == "_o0");
+
+  // A kernel with a strided input (even one no contraction reads) keeps an f32 product a
+  // reduction, as before contractions took f32: its kernels read no strides yet.
+  KernelDef strided = kernel_of(
+      "kernel f(a: f32[M, K], b: f32[K, N], x: f32[M, N] strided) -> (c: f32[M, N]) {\n"
+      "  c[i, j] = sum(a[i, k] * b[k, j], k) + x[i, j]\n}\n");
+  auto strided_plan = plan_kernel(strided);
+  REQUIRE(strided_plan->schedule.kernels.size() == 1);
+  CHECK(strided_plan->schedule.kernels[0].kind == StepKind::row_reduction);
+  CHECK_THAT(strided_plan->schedule.kernels[0].kind_reason, Catch::Contains("strided input (x)"));
+}
+
+// A kernel's output that a later contraction reads back through a tensor map is a valid
+// manifest (the map reads it).
+TEST_CASE("contraction: an output read back through a tensor map", "[contraction]") {
+  KernelDef k = kernel_of(
+      "kernel f(x: bf16[M, K], w: bf16[N, K]) -> (h: bf16[M, K], y: f32[M, N]) {\n"
+      "  h[i, k] = bf16(x[i, k] * 2.0)\n"
+      "  y[i, j] = sum(h[i, k] * w[j, k], k)\n}\n");
+  auto plan = plan_kernel(k);
+  bundle::KernelInfo info = info_of(k);
+  for (size_t si = 0; si < plan->steps.size(); ++si) {
+    info.steps.push_back(manifest_step(*plan, si, {"sm_90"}, false));
+  }
+  bool reads_h = false;
+  for (bundle::Step& st : info.steps) {
+    for (bundle::Variant& v : st.variants) {
+      for (bundle::ArchImage& im : v.images) im.ptx_hash = "0123456789abcdef";
+      for (const bundle::TensorMapInfo& t : v.tile.tensor_maps)
+        reads_h |= t.param == 2 && !t.store;  // x, w, h, y
+    }
+  }
+  CHECK(reads_h);
+  bundle::Manifest m;
+  m.kernels = {info};
+  Result<bundle::Manifest> r = bundle::parse_manifest(bundle::to_json(m), "m.json");
+  INFO((r.ok() ? std::string() : r.message()));
+  CHECK(r.ok());
 }
 
 // A sum whose terms the spec rounds (a cast in its body, a lifted operand) may see one round the
@@ -741,17 +808,20 @@ TEST_CASE("contraction: tensor maps of the TMA variants", "[contraction]") {
   CHECK(refused([](auto&) {}) == "(accepted)");
   CHECK(refused([](auto& t) { t[0].box[0] = 32; }) ==
         at + "[0].box[0]: expected 64 (the 128-byte swizzle), got 32");
+  // f32 tensors are read too (tf32 operands), an output as well (read back by a later step), in
+  // boxes of 128 bytes.
   CHECK(refused([](auto& t) { t[1].param = 2; }) ==
-        at + "[1].param: c is an output, f32: tensor maps read bf16, f16 or f32 inputs and "
-             "store bf16, f16 or f32 outputs");
+        at + "[1].box[0]: expected 32 (the 128-byte swizzle), got 64");
+  CHECK(refused([](auto& t) {
+          t[1].param = 2;
+          t[1].box[0] = 32;
+        }) == "(accepted)");
   // The output's map (the default stores through TMA) stores f32 in boxes of 32; an input's
-  // cannot be stored to, nor the output read.
+  // cannot be stored to.
   REQUIRE(info.steps[0].variants[vi].tile.tensor_maps.size() == 3);
-  CHECK(refused([](auto& t) { t[2].store = false; }) ==
-        at + "[2].param: c is an output, f32: tensor maps read bf16, f16 or f32 inputs and "
-             "store bf16, f16 or f32 outputs");
+  CHECK(refused([](auto& t) { t[2].store = false; }) == "(accepted)");
   CHECK(refused([](auto& t) { t[0].store = true; }) ==
-        at + "[0].param: a is not an output, bf16: tensor maps read bf16, f16 or f32 inputs and "
+        at + "[0].param: a is not an output, bf16: tensor maps read bf16, f16 or f32 tensors and "
              "store bf16, f16 or f32 outputs");
   CHECK(refused([](auto& t) { t[2].box[0] = 64; }) ==
         at + "[2].box[0]: expected 32 (the 128-byte swizzle), got 64");
