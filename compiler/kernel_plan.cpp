@@ -637,8 +637,10 @@ double rounded_terms_error(const Schedule& schedule, const StepPlan& step) {
       if (!input) u = std::max(u, kTf32Roundoff);
     }
     if (const Load* l = e.as<Load>()) {
-      for (const TensorDecl& b : schedule.buffers) {
-        if (b.name == l->tensor && summed) u = std::max(u, narrow_roundoff(b.dtype));
+      if (summed) {
+        for (const TensorDecl& b : schedule.buffers) {
+          if (b.name == l->tensor) u = std::max(u, narrow_roundoff(b.dtype));
+        }
       }
       if (auto it = temps.find(l->tensor); it != temps.end()) walk(*it->second, summed);
     }

@@ -1357,7 +1357,7 @@ class ContractionLowering {
       }
       return out;
     };
-    constexpr int kChunk = 4;  // reduced indices per 16 bytes of f32
+    const int kChunk = k_per_chunk_;  // reduced indices per 16 bytes: 4 of f32
     for (int k0 = 0; k0 < cfg_.tile_k; k0 += kChunk) {
       // a[r][w]: row r = 2 mt + h, reduced index k0 + w.
       std::vector<std::vector<Value*>> a(static_cast<size_t>(2 * mt_count));
@@ -2018,7 +2018,7 @@ class ContractionLowering {
   const ContractionConfig cfg_;  // image_config's
   std::vector<const TensorDecl*> params_;
   std::vector<std::string> symbols_;
-  DType dtype_;  // f16, bf16, or f32 read as tf32 (c_.tf32)
+  DType dtype_;  // f16, bf16, or f32: read as tf32 (c_.tf32) or on CUDA cores (c_.fma())
   int elem_bytes_;
   int k_per_mma_;    // reduced indices per MMA instruction: 32 bytes of them
   int k_per_chunk_;  // reduced indices per 16-byte chunk

@@ -98,7 +98,6 @@ struct PointwiseStep {
 
 using Rename = std::map<std::string, std::string>;
 
-/// Replaces loads of tensors that `k`'s statements define by their definitions.
 /// Whether statement `st` of `k` defines a pointwise temporary, which its readers recompute
 /// (the scheduler inlines it; Inliner's usual predicate): a temporary whose value is no
 /// reduction or scan, stored at the type it computes. One stored narrower (a lifted contraction
@@ -106,6 +105,7 @@ using Rename = std::map<std::string, std::string>;
 /// from memory instead.
 bool recomputed_temp(const KernelDef& k, const Stmt& st);
 
+/// Replaces loads of tensors that `k`'s statements define by their definitions.
 class Inliner {
  public:
   /// Inlines the statements for which `inline_it` holds (all when it is empty).
