@@ -302,7 +302,7 @@ Comparison compare_range(const HostTensor& out, const HostTensor& stored, const 
       bool same = exact ? std::memcmp(out.bytes.data() + i * size, stored.bytes.data() + i * size,
                                       size) == 0
                   : std::isnan(s) ? std::isnan(o)
-                                  : o == s;
+                                  : o == s || (tol.nan_for_inf && std::isinf(s) && std::isnan(o));
       ratio = same ? 0 : kInf;
     } else {
       const double err = std::abs(o - w);
@@ -397,7 +397,7 @@ KernelHarness::KernelHarness(Runtime& rt, const KernelDef& def, const bundle::Ke
                              const SymbolValues& shape, uint64_t seed, InputMode mode,
                              const ScalarValues& scalars, const StrideValues& strides,
                              bool contiguous_views)
-    : rt_(rt), def_(def), shape_(shape) {
+    : rt_(rt), def_(def), shape_(shape), float_products_(folds_float_products(def)) {
   const DriverApi& api = rt.driver();
   std::mt19937_64 rng(seed);
   const std::map<std::string, int64_t> ranges = index_ranges(def, shape);
@@ -501,6 +501,18 @@ KernelHarness::~KernelHarness() {
   if (stream_) rt_.driver().cuStreamDestroy(stream_);
 }
 
+bool folds_float_products(const KernelDef& def) {
+  std::function<bool(const Expr&)> folds = [&](const Expr& e) {
+    bool found = false;
+    if (const auto* r = e.as<Reduce>()) found = r->op == ReduceOp::prod && is_float(e.type());
+    if (const auto* s = e.as<Scan>()) found = s->op == ReduceOp::prod && is_float(e.type());
+    for_each_child(e, [&](const Expr& c) { found = found || folds(c); });
+    return found;
+  };
+  return std::any_of(def.body.begin(), def.body.end(),
+                     [&](const Stmt& s) { return folds(s.value); });
+}
+
 Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,
                             const std::vector<HostTensor>& params_in) {
   std::vector<const TensorDecl*> params = def.params();
@@ -595,7 +607,8 @@ std::vector<std::string> KernelHarness::check(const std::function<void()>& launc
     if (int64_t n = same ? 0 : count_poisoned(runs[0][i], runs[1][i], kPoison[0], kPoison[1])) {
       problems.push_back(fmt::format("{}: {} elements never written", name, n));
     }
-    const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, rtol, approx_error_);
+    Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, rtol, approx_error_);
+    tol.nan_for_inf = float_products_;
     for (int r = 0; r < (same ? 1 : 2); ++r) {
       Comparison c = compare(runs[r][i], ref.stored[i], ref.wide[i], tol, ref.scale[i]);
       worst = std::max(worst, c.max_scaled_err);
@@ -680,7 +693,8 @@ std::vector<std::string> KernelHarness::check_fast(const GpuComparator& cmp,
   for (size_t i = 0; i < params.size(); ++i) {
     if (params[i]->role != TensorRole::output) continue;
     const HostTensor& stored = ref.stored[i];
-    const Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, -1, approx_error_);
+    Tolerance tol = Tolerance::of(params[i]->dtype, reduced_extent_, -1, approx_error_);
+    tol.nan_for_inf = float_products_;
     // As compare_range computes them.
     const GpuRule rule{tol.rel + tol.u_out, tol.rel, tol.gamma * ref.scale[i]};
     const CUdeviceptr wide = dref_[i].wide ? dref_[i].wide->get() : dref_[i].stored->get();

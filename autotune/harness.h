@@ -75,9 +75,17 @@ struct Tolerance {
   double rel = 0;    // u_out + gamma, or --rtol when given
   double gamma = 0;  // the coefficient of scale
   double u_out = 0;  // the output type's unit roundoff (0 for f32, i32 and under --rtol)
+  // NaN passes where the reference is +inf or -inf: the kernel folds a product of floats
+  // (folds_float_products), whose partials the GPU and the interpreter (f64) group differently,
+  // so that one may underflow to 0 before an infinity joins it (0 x inf) where the other does not.
+  bool nan_for_inf = false;
   static Tolerance of(DType t, int64_t reduced_extent, double rtol_override = -1,
                       double approx_error = 0);
 };
+
+/// Whether a statement of `def` folds a product of floating-point values (`prod` or `cumprod`),
+/// which sets Tolerance::nan_for_inf for its outputs.
+bool folds_float_products(const KernelDef& def);
 
 /// The interpreter's outputs, one per parameter (inputs copied): `stored` in the outputs'
 /// storage types; `wide` with f16 and bf16 outputs kept in f32 (the value before their last
@@ -236,7 +244,8 @@ class KernelHarness {
   SymbolValues shape_;
   double bytes_moved_ = 0;
   int64_t reduced_extent_ = 1;
-  double approx_error_ = 0;  // the largest steps[].approx_error of the kernel
+  double approx_error_ = 0;      // the largest steps[].approx_error of the kernel
+  bool float_products_ = false;  // folds_float_products(def_)
   // check_fast's device memory, made at its first call: per output, the reference in the
   // output's type, its values before rounding as f32, and the first run's copy; counters.
   struct DeviceReference {

@@ -161,6 +161,43 @@ TEST_CASE("input modes parse by name", "[autotune]") {
   CHECK(!parse_input_mode("nan"));
 }
 
+TEST_CASE("a product of floats may be NaN where the reference is an infinity", "[autotune]") {
+  // f32 cumprod of halves with an infinity at 400: the interpreter's f64 prefix is 2^-400
+  // there (tiny, not 0), so it stores inf from 400 on; an f32 prefix reached 0 at 150, and
+  // 0 x inf is NaN (the GPU's order of folding decides which). Seen on an H200 with NaN and
+  // infinities in the inputs (bench/results/2026-11-30-h200-random-shapes).
+  Program p = parse_program(
+      "kernel cp(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = cumprod(x[i, j], j)\n}\n"
+      "kernel pr(x: f32[M, N]) -> (y: f32[M]) {\n  y[i] = prod(x[i, j], j)\n}\n"
+      "kernel ip(x: i32[M, N]) -> (y: i32[M]) {\n  y[i] = prod(x[i, j], j)\n}\n"
+      "kernel cs(x: f32[M, N]) -> (y: f32[M, N]) {\n  y[i, j] = cumsum(x[i, j], j)\n}\n");
+  CHECK(folds_float_products(p.kernels[0]));
+  CHECK(folds_float_products(p.kernels[1]));
+  CHECK_FALSE(folds_float_products(p.kernels[2]));
+  CHECK_FALSE(folds_float_products(p.kernels[3]));
+  const int64_t n = 500;
+  std::vector<HostTensor> params{HostTensor(DType::f32, {1, n}), HostTensor(DType::f32, {1, n})};
+  for (int64_t j = 0; j < n; ++j) params[0].set(j, j == 400 ? kInf : 0.5);
+  Reference ref = reference_outputs(p.kernels[0], {{"M", 1}, {"N", n}}, params);
+  REQUIRE(ref.stored[1].get(399) == 0);
+  REQUIRE(ref.stored[1].get(400) == kInf);
+  HostTensor got(DType::f32, {1, n});
+  float prefix = 1;
+  for (int64_t j = 0; j < n; ++j) {
+    prefix *= static_cast<float>(params[0].get(j));
+    got.set(j, prefix);
+  }
+  REQUIRE(std::isnan(got.get(400)));
+  Tolerance tol = Tolerance::of(DType::f32, n);
+  CHECK(compare(got, ref.stored[1], ref.wide[1], tol, ref.scale[1]).bad == n - 400);
+  tol.nan_for_inf = true;
+  CHECK(compare(got, ref.stored[1], ref.wide[1], tol, ref.scale[1]).bad == 0);
+  // Only NaN for an infinity: NaN where the reference is finite, or the other infinity, fails.
+  got.set(10, kNaN);
+  got.set(450, -kInf);
+  CHECK(compare(got, ref.stored[1], ref.wide[1], tol, ref.scale[1]).bad == 2);
+}
+
 TEST_CASE("the wide reference is the value before the output's rounding", "[autotune]") {
   // bf16 softmax: stored is wide rounded to bf16; wide sums to 1 per row; a bf16 result
   // rounded to nearest from wide passes, one rounded toward zero fails.
