@@ -173,8 +173,10 @@ struct SplitInfo {
   int slots = 0;      // 32-bit workspace words per (row, block), 1..1024
   int64_t chunk = 0;  // elements a block walks per iteration, >= 1
   // Row reductions: the rule runs the split only for rows of at least this many elements
-  // (bundle/rule.h kSplitMinRowBytes of input); 0: no such limit. "min_reduced" in
-  // JSON, present only when > 0 (older readers ignore it and split shorter rows too).
+  // (bundle/rule.h kSplitMinRowBytes of input); outer reductions: the fitted deep splits
+  // (bundle/rule.h StepRule::fitted_splits), kDeepSplitMinReduced; 0: no such limit.
+  // "min_reduced" in JSON, present only when > 0 (older readers ignore it and split shorter
+  // rows too).
   int64_t min_reduced = 0;
   // Row reductions: the last phase may run one block per tile, S in the phase's high word.
   bool lead_last = false;

@@ -136,9 +136,11 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
   // tuner) has fewer columns per tile, and measured 1.4x slower on bf16 column sums of
   // 1048576 x 64 than the narrow 16-byte one (bench/results/2026-11-25-h200-rows, outer/).
   auto vec_of = [&](size_t vi) { return config_vec(step.variants[vi]); };
+  // (The fitted deep splits, which carry a min_reduced, are not candidates.)
   for (size_t vi = 0; vi < step.variants.size() && r.split >= 0; ++vi) {
     if (step.kind != StepKind::outer_reduction || !loadable[vi] ||
-        step.variants[vi].split.phases == 0 || vec_of(vi) != vec_of(static_cast<size_t>(r.split))) {
+        step.variants[vi].split.phases == 0 || step.variants[vi].split.min_reduced > 0 ||
+        vec_of(vi) != vec_of(static_cast<size_t>(r.split))) {
       continue;
     }
     const int64_t fewest =
@@ -167,6 +169,18 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       }
     }
   }
+  // The fitted deep splits, fewest columns per tile first (ties in variant order).
+  for (size_t vi = 0; vi < step.variants.size() && r.deep_split >= 0; ++vi) {
+    const Variant& v = step.variants[vi];
+    if (loadable[vi] && step.kind == StepKind::outer_reduction && v.split.phases > 0 &&
+        v.split.min_reduced > 0 && vec_of(vi) == vec_of(static_cast<size_t>(r.narrow_split))) {
+      r.fitted_splits.push_back(static_cast<int>(vi));
+    }
+  }
+  std::stable_sort(r.fitted_splits.begin(), r.fitted_splits.end(), [&](int a, int b) {
+    return step.variants[static_cast<size_t>(a)].elements_per_block <
+           step.variants[static_cast<size_t>(b)].elements_per_block;
+  });
   // Measured there: bf16 column sums of 1000003 x 7 took 38.1 us on the scalar split, 64.9 on the
   // 16-byte narrow split's scalar path.
   for (size_t vi = 0; vi < step.variants.size() && r.narrow_split >= 0; ++vi) {
@@ -294,6 +308,13 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
         split = rule.narrow_split;
         if (rule.deep_split >= 0 && reduced >= kDeepSplitMinReduced) {
           split = rule.deep_split;
+          for (int f : rule.fitted_splits) {
+            const Variant& fv = step.variants[static_cast<size_t>(f)];
+            if (fv.elements_per_block >= 2 * rows && reduced >= fv.split.min_reduced) {
+              split = f;
+              break;
+            }
+          }
         } else if (rule.short_split >= 0 &&
                    reduced <= step.variants[static_cast<size_t>(rule.short_split)].max_reduced) {
           split = rule.short_split;

@@ -303,6 +303,10 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec) {
     c.split = true;
     if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
   }
+  // After the deep split, so that every id before stays that of earlier bundles.
+  for (const ReductionConfig& c : fitted_outer_split_configs(max_vec)) {
+    if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
+  }
   return space;
 }
 
@@ -344,6 +348,24 @@ ReductionConfig narrow_outer_split_config(int max_vec) {
 // (bundle/rule.h kDeepSplitMinReduced).
 ReductionConfig deep_outer_split_config(int max_vec) {
   return {128, 16, max_vec, 16, true};
+}
+
+// Measured on an H200 (bench/results/2026-11-30-h200-few-column-tiles, call 2: 50 launches
+// each, the deep split's 8 threads along the rows against these 4 and 2): bf16 column sums of
+// 8388608 x 8 took 88.7 us on the deep split (one of its 8 threads has a column), 62.2 on 4 and
+// 60.4 on 2; 4194304 x 16 57.1, 54.0 and 59.3; the layernorm weight gradient 4194304 x 16 107.1,
+// 92.7 and 104.4; but 2097152 x 32 49.6, 53.1 and 62.3, f32 2097152 x 16 49.3, 50.5 and 59.4,
+// bf16 1048576 x 64 49.0, 57.8 and 78.5. Of the three, the narrowest whose tile holds twice the
+// columns or more was the fastest at every shape (the rule, bundle/rule.h
+// StepRule::fitted_splits); the tile the columns fill (2 threads on 16 bf16 columns) was not.
+std::vector<ReductionConfig> fitted_outer_split_configs(int max_vec) {
+  std::vector<ReductionConfig> out;
+  for (const int across : {4, 2}) {
+    ReductionConfig c = deep_outer_split_config(max_vec);
+    c.group = c.block / across;
+    out.push_back(c);
+  }
+  return out;
 }
 
 // Measured on an H200 (bench/results/2026-11-28-h200-short-outer, calls 1 and 2): from 128 to

@@ -496,9 +496,13 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
   if (c.split) {
     // The elements of the reduced extent a block walks per iteration.
     const int64_t chunk = row ? c.capacity() : int64_t{c.group} * c.items;
-    v.split = {
-        step.split.phases, step.split.slots, chunk,
-        row ? bundle::split_min_reduced(step.row_bytes_per_element * step.looping_passes()) : 0};
+    // Outer: the fitted deep splits run where the deep one does, from kDeepSplitMinReduced.
+    const std::vector<ReductionConfig> fitted = fitted_outer_split_configs(step.max_vec);
+    const bool fits = !row && std::find(fitted.begin(), fitted.end(), c) != fitted.end();
+    v.split = {step.split.phases, step.split.slots, chunk,
+               row ? bundle::split_min_reduced(step.row_bytes_per_element * step.looping_passes())
+               : fits ? bundle::kDeepSplitMinReduced
+                      : 0};
     // A split row's last phase that only stores runs in the row's first block alone
     // (compiler/lower/reduction_split.cpp), so the runtime launches it one block per row.
     v.split.lead_last = row && step.split.last_only_stores;
@@ -946,7 +950,7 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                           const std::string& upto = "") {
       const PlannedVariant& v = step.variants[static_cast<size_t>(vi)];
       const std::string longer =
-          v.split.min_reduced > 0
+          v.split.min_reduced > 0 && step.kind == bundle::StepKind::row_reduction
               ? fmt::format(
                     "{} >= {} ({} byte(s) an element x {} pass(es) of the looping tier: {} "
                     "KiB or more a row; one block walks fewer faster, measured) and ",
@@ -988,6 +992,20 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
         if (rule.deep_split >= 0) {
           const auto& deep =
               std::get<ReductionConfig>(step.variants[static_cast<size_t>(rule.deep_split)].config);
+          for (const int f : rule.fitted_splits) {
+            const PlannedVariant& v = step.variants[static_cast<size_t>(f)];
+            const auto& fc = std::get<ReductionConfig>(v.config);
+            split_line(
+                f,
+                rule.narrow_scalar_split >= 0
+                    ? fmt::format("rows <= {} and a multiple of {} and ", v.elements_per_block / 2,
+                                  vec)
+                    : fmt::format("rows <= {} and ", v.elements_per_block / 2),
+                fmt::format("{} >= {} (few columns: {} threads along the rows where the "
+                            "deep split has {}, a tile of twice the columns or more; "
+                            "faster there, measured)",
+                            R, v.split.min_reduced, fc.block / fc.group, deep.block / deep.group));
+          }
           split_line(rule.deep_split, whole,
                      fmt::format("{} >= {} (long: {} steps in flight where the narrow split has "
                                  "{}, faster from there, measured)",

@@ -433,12 +433,13 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
     }
     CHECK(split == 3);
   }
-  // Outer reductions split the reduced extent of a block's columns: the last seven variants,
+  // Outer reductions split the reduced extent of a block's columns: the last ten variants,
   // a record word per column of the block, chunks of group x items of the reduced index.
   bundle::Manifest cols =
       compile_text("kernel c(x: f32[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }");
   const std::vector<bundle::Variant>& vs = cols.kernels[0].steps[0].variants;
-  constexpr size_t kSplits = 8;
+  constexpr size_t kSplits = 10;
+  constexpr size_t kFitted = 2;  // the last two: the deep split's blocks, 4 and 2 across
   REQUIRE(vs.size() > kSplits);
   for (size_t i = 0; i < vs.size(); ++i) {
     const bundle::Variant& v = vs[i];
@@ -451,6 +452,8 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
     CHECK_FALSE(v.split.lead_last);  // outer splits launch every phase on the full grid
     CHECK(v.elements_per_block == v.config.at("block") / v.config.at("group") * v.config.at("vec"));
     CHECK(v.split.chunk == v.config.at("group") * v.config.at("items"));
+    // The fitted ones run from the deep split's reduced extent on, the others at any.
+    CHECK(v.split.min_reduced == (i + kFitted >= vs.size() ? bundle::kDeepSplitMinReduced : 0));
   }
   // The first two are the rule's: 16-byte loads over 128 columns (f32), then over 32 for
   // fewer columns than that.
@@ -465,11 +468,36 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   const bundle::StepRule rule = bundle::step_rule(step, std::vector<bool>(vs.size(), true), h200);
   CHECK(rule.split == static_cast<int>(vs.size() - kSplits));
   CHECK(rule.narrow_split == rule.split + 1);
-  // The deep split (last: earlier ids stay) is the narrow one with 16 steps in flight.
-  CHECK(rule.deep_split == static_cast<int>(vs.size() - 1));
-  CHECK(vs.back().config == deep_outer_split_config(4).as_map());
-  CHECK(vs.back().elements_per_block == narrow.elements_per_block);
-  CHECK(vs.back().split.chunk == 2 * narrow.split.chunk);
+  // The deep split (after the others: earlier ids stay) is the narrow one with 16 steps in
+  // flight; after it, the same blocks with 4 and 2 threads along the rows (16 and 8 f32
+  // columns), fewest columns first in fitted_splits.
+  const size_t deep_id = vs.size() - kFitted - 1;
+  const bundle::Variant& deep = vs[deep_id];
+  CHECK(rule.deep_split == static_cast<int>(deep_id));
+  CHECK(deep.config == deep_outer_split_config(4).as_map());
+  CHECK(deep.elements_per_block == narrow.elements_per_block);
+  CHECK(deep.split.chunk == 2 * narrow.split.chunk);
+  REQUIRE(rule.fitted_splits.size() == kFitted);
+  const bundle::Variant& f8 = vs[static_cast<size_t>(rule.fitted_splits[0])];
+  const bundle::Variant& f16 = vs[static_cast<size_t>(rule.fitted_splits[1])];
+  CHECK(rule.fitted_splits[0] == static_cast<int>(vs.size() - 1));
+  CHECK(rule.fitted_splits[1] == static_cast<int>(vs.size() - 2));
+  CHECK(f8.config == fitted_outer_split_configs(4)[1].as_map());
+  CHECK(f16.config == fitted_outer_split_configs(4)[0].as_map());
+  CHECK(f8.elements_per_block == 8);
+  CHECK(f16.elements_per_block == 16);
+  CHECK(f8.config.at("items") == deep.config.at("items"));
+  CHECK(f8.config.at("block") == deep.config.at("block"));
+  // Where the deep split runs, the narrowest tile of twice the columns or more: 8 columns of
+  // 16 (f32), 4 of 8; 9 to 16 the deep split's 32; shorter columns as before.
+  CHECK(bundle::heuristic_variant(step, rule, 8, 1 << 20, h200) == rule.fitted_splits[1]);
+  CHECK(bundle::heuristic_variant(step, rule, 4, 1 << 20, h200) == rule.fitted_splits[0]);
+  CHECK(bundle::heuristic_variant(step, rule, 4, 65536, h200) == rule.fitted_splits[0]);
+  CHECK(bundle::heuristic_variant(step, rule, 1, 65536, h200) == rule.narrow_scalar_split);
+  CHECK(bundle::heuristic_variant(step, rule, 12, 1 << 20, h200) == rule.deep_split);
+  CHECK(bundle::heuristic_variant(step, rule, 16, 1 << 20, h200) == rule.deep_split);
+  CHECK(bundle::heuristic_variant(step, rule, 8, 65535, h200) == rule.narrow_split);
+  CHECK(bundle::heuristic_variant(step, rule, 4, 24576, h200) == rule.short_split);
   // 64 columns run the short split up to 24576 rows, the narrow split up to 65535, the deep
   // one from 65536; 2048 columns the wide one, 32768 the unsplit default.
   REQUIRE(rule.short_split >= 0);
@@ -515,12 +543,23 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(bundle::heuristic_variant(step, plain, 64, 1024, h200) == rule.narrow_split);
   CHECK(bundle::heuristic_variant(step, rule, 96, 1 << 20, h200) == rule.deep_split);
   CHECK(bundle::heuristic_variant(step, rule, 128, 1 << 20, h200) == rule.split);
-  // Without the deep variant (not loadable), the narrow one runs long columns too.
+  // Without the deep variant (not loadable), the narrow one runs long columns too, and the
+  // fitted ones not at all.
   std::vector<bool> no_deep(vs.size(), true);
-  no_deep.back() = false;
+  no_deep[deep_id] = false;
   const bundle::StepRule shallow = bundle::step_rule(step, no_deep, h200);
   CHECK(shallow.deep_split == -1);
+  CHECK(shallow.fitted_splits.empty());
+  CHECK(shallow.narrow_split == rule.narrow_split);
   CHECK(bundle::heuristic_variant(step, shallow, 64, 1 << 20, h200) == rule.narrow_split);
+  CHECK(bundle::heuristic_variant(step, shallow, 4, 1 << 20, h200) == rule.narrow_split);
+  // Without the fitted ones, the deep split runs few columns as before.
+  std::vector<bool> no_fitted(vs.size(), true);
+  for (int f : rule.fitted_splits) no_fitted[static_cast<size_t>(f)] = false;
+  const bundle::StepRule unfitted = bundle::step_rule(step, no_fitted, h200);
+  CHECK(unfitted.fitted_splits.empty());
+  CHECK(unfitted.deep_split == rule.deep_split);
+  CHECK(bundle::heuristic_variant(step, unfitted, 4, 1 << 20, h200) == rule.deep_split);
   CHECK(bundle::heuristic_variant(step, rule, 2048, 65536, h200) == rule.split);
   CHECK(bundle::heuristic_variant(step, rule, 32768, 4096, h200) == rule.chosen);
   // bf16: the narrow split is the 16-byte one over 64 columns, not the scalar split variant
@@ -539,6 +578,15 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(hs.variants[static_cast<size_t>(hr.deep_split)].config ==
         deep_outer_split_config(8).as_map());
   CHECK(bundle::heuristic_variant(hs, hr, 64, 1 << 20, h200) == hr.deep_split);
+  // bf16's fitted tiles: 16 and 32 columns; 8 columns run the first, 16 the second, 17 and 32
+  // the deep split (measured: bench/results/2026-11-30-h200-few-column-tiles).
+  REQUIRE(hr.fitted_splits.size() == 2);
+  CHECK(hs.variants[static_cast<size_t>(hr.fitted_splits[0])].elements_per_block == 16);
+  CHECK(hs.variants[static_cast<size_t>(hr.fitted_splits[1])].elements_per_block == 32);
+  CHECK(bundle::heuristic_variant(hs, hr, 8, 8388608, h200) == hr.fitted_splits[0]);
+  CHECK(bundle::heuristic_variant(hs, hr, 16, 4194304, h200) == hr.fitted_splits[1]);
+  CHECK(bundle::heuristic_variant(hs, hr, 24, 4194304, h200) == hr.deep_split);
+  CHECK(bundle::heuristic_variant(hs, hr, 32, 2097152, h200) == hr.deep_split);
   CHECK(bundle::heuristic_variant(hs, hr, 64, 32768, h200) == hr.narrow_split);
   CHECK(bundle::heuristic_variant(hs, hr, 64, 4096, h200) == hr.short_split);
   CHECK(hs.variants[static_cast<size_t>(hr.short_split)].config.at("vec") == 4);
