@@ -78,6 +78,7 @@ struct Tolerance {
   // NaN passes where the reference is +inf or -inf: the kernel folds a product of floats
   // (folds_float_products), whose partials the GPU and the interpreter (f64) group differently,
   // so that one may underflow to 0 before an infinity joins it (0 x inf) where the other does not.
+  // Set for every float output of such a kernel, whether or not it reads the product.
   bool nan_for_inf = false;
   static Tolerance of(DType t, int64_t reduced_extent, double rtol_override = -1,
                       double approx_error = 0);
@@ -183,10 +184,11 @@ class KernelHarness {
   /// Runs `launch` twice, poisoned differently (0xFF, then 0x7F: scratch memory too), and
   /// compares every output element of both runs with `ref` (Tolerance::of the output's type,
   /// `rtol` >= 0 overriding its relative part): an empty list means every element was
-  /// written and is within tolerance, with NaN and infinities where the reference has them;
-  /// otherwise one line per output naming the worst element. `max_err` receives the largest
-  /// scaled error (Comparison::max_scaled_err). When both runs left an output with the same
-  /// bytes it is compared once: the verdict of the second would be the first's.
+  /// written and is within tolerance, with NaN and infinities where the reference has them
+  /// (NaN passing for an infinity in a kernel that folds a product of floats,
+  /// Tolerance::nan_for_inf); otherwise one line per output naming the worst element. `max_err`
+  /// receives the largest scaled error (Comparison::max_scaled_err). When both runs left an output
+  /// with the same bytes it is compared once: the verdict of the second would be the first's.
   std::vector<std::string> check(const std::function<void()>& launch, const Reference& ref,
                                  double rtol, double* max_err);
   /// check()'s verdict, decided on the GPU when the candidate passes (the tuner's checks,

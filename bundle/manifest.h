@@ -175,8 +175,9 @@ struct SplitInfo {
   // Row reductions: the rule runs the split only for rows of at least this many elements
   // (bundle/rule.h kSplitMinRowBytes of input); outer reductions: the fitted deep splits
   // (bundle/rule.h StepRule::fitted_splits), kDeepSplitMinReduced; 0: no such limit.
-  // "min_reduced" in JSON, present only when > 0 (older readers ignore it and split shorter
-  // rows too).
+  // "min_reduced" in JSON, present only when > 0. Older readers ignore it: they split shorter
+  // rows too, and take a fitted split for an outer step's narrow split (the fewest columns per
+  // tile), which runs few columns correctly but slower (format 13 either way).
   int64_t min_reduced = 0;
   // Row reductions: the last phase may run one block per tile, S in the phase's high word.
   bool lead_last = false;

@@ -310,7 +310,9 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
           split = rule.deep_split;
           for (int f : rule.fitted_splits) {
             const Variant& fv = step.variants[static_cast<size_t>(f)];
-            if (fv.elements_per_block >= 2 * rows && reduced >= fv.split.min_reduced) {
+            if (fv.elements_per_block >= 2 * rows && reduced >= fv.split.min_reduced &&
+                split_blocks(1, reduced, fv.split.chunk, device.sm_count,
+                             resident_blocks(fv, device)) >= kSplitMinBlocks) {
               split = f;
               break;
             }

@@ -112,7 +112,8 @@ struct StepRule {
   // columns than split's tile. narrow_scalar_split: the scalar (vec 1) split variant of the
   // fewest columns, or -1; it runs instead of narrow_split when the columns are not a
   // multiple of narrow_split's vec (then the contiguous extent is not either, and
-  // narrow_split would run its scalar path).
+  // narrow_split would run its scalar path). Neither is ever one of fitted_splits (they carry
+  // a split.min_reduced, which the narrow split's candidates may not).
   int narrow_split = -1;
   int narrow_scalar_split = -1;
   // Outer steps: the loadable split variant with narrow_split's block, threads along the
@@ -239,24 +240,25 @@ inline int64_t few_rows_sm_divisor(int64_t limit) {
 /// `reduced` elements (1 for a pointwise step): for an outer step, the first of short_outer whose
 /// limit `reduced` does not pass, from kShortOuterMinReduced on, and whose tiles (ceil(rows /
 /// elements_per_block)) are fewer than the SMs; else the split variant (narrow_split for at most
-/// narrow_split_max_rows rows, deep_split instead from kDeepSplitMinReduced on, short_split up
-/// to its limit, narrow_scalar_split for fewer rows than a tile of split's that are not whole
-/// vectors of narrow_split's) when it would have fewer tiles than SMs, `reduced` reaches its
-/// split.min_reduced and the split gives each at least kSplitMinBlocks blocks; else the tier with
-/// the smallest max_reduced >= reduced (the largest tier when none; of the tiers with that
-/// max_reduced, the one with the largest min_rows_per_sm that rows reach, rows >= min_rows_per_sm *
-/// SMs; on rows at most the SMs / few_rows_sm_divisor(that tier's limit), the variant
-/// rule.few_rows gives for that limit, if any),
-/// or that tier's odd_rows twin when it has one and `reduced` is not a multiple of the twin's
-/// vec (measured on an H200: a softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on
-/// scalars, bench/results/2026-11-25-h200-memory-bound); else rule.chosen. Staging variants are
-/// never chosen here (measured slower: docs/architecture.md). A contraction step whose rule.chosen
-/// would have fewer tiles than half the GPU's SMs (tiles counted as ceil(rows /
-/// elements_per_block), rows being every output element) runs rule.contraction_split when its
-/// tiles too leave more than half the SMs idle and contraction_splits says so for the blocks
-/// contraction_split_blocks gives each; else the first of rule.smaller (the largest tiles) that
-/// gives at least half the SMs a tile, else the last (the smallest tiles); else rule.chosen. Values
-/// below 1 (unchecked input) give rule.chosen.
+/// narrow_split_max_rows rows, deep_split instead from kDeepSplitMinReduced on (or the first of
+/// fitted_splits whose tile holds 2 x rows or more, reaches its split.min_reduced and gives its
+/// tile kSplitMinBlocks blocks), short_split up to its limit, narrow_scalar_split for fewer rows
+/// than a tile of split's that are not whole vectors of narrow_split's) when it would have fewer
+/// tiles than SMs, `reduced` reaches its split.min_reduced and the split gives each at least
+/// kSplitMinBlocks blocks; else the tier with the smallest max_reduced >= reduced (the largest tier
+/// when none; of the tiers with that max_reduced, the one with the largest min_rows_per_sm that
+/// rows reach, rows >= min_rows_per_sm * SMs; on rows at most the SMs / few_rows_sm_divisor(that
+/// tier's limit), the variant rule.few_rows gives for that limit, if any), or that tier's odd_rows
+/// twin when it has one and `reduced` is not a multiple of the twin's vec (measured on an H200: a
+/// softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on scalars,
+/// bench/results/2026-11-25-h200-memory-bound); else rule.chosen. Staging variants are never chosen
+/// here (measured slower: docs/architecture.md). A contraction step whose rule.chosen would have
+/// fewer tiles than half the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows
+/// being every output element) runs rule.contraction_split when its tiles too leave more than half
+/// the SMs idle and contraction_splits says so for the blocks contraction_split_blocks gives each;
+/// else the first of rule.smaller (the largest tiles) that gives at least half the SMs a tile, else
+/// the last (the smallest tiles); else rule.chosen. Values below 1 (unchecked input) give
+/// rule.chosen.
 int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
                       const DeviceFacts& device);
 

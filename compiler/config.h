@@ -202,9 +202,9 @@ ReductionConfig default_outer_split_config(int max_vec);
 ReductionConfig narrow_outer_split_config(int max_vec);
 /// The narrow split with 16 steps in flight, for long reduced extents.
 ReductionConfig deep_outer_split_config(int max_vec);
-/// The deep split's blocks with 4, then 2 threads along the rows (32 and 16 bf16 columns, 16
-/// and 8 f32): for fewer columns than half the deep split's tile (bundle/rule.h
-/// StepRule::fitted_splits).
+/// The deep split's blocks with 4, then 2 threads along the rows (tiles of 32 and 16 bf16
+/// columns, 16 and 8 f32): for columns that fill at most half of one of these tiles, up to 16
+/// bf16 or 8 f32 (bundle/rule.h StepRule::fitted_splits).
 std::vector<ReductionConfig> fitted_outer_split_configs(int max_vec);
 /// The unsplit variants for short columns (bundle/rule.h kShortOuterMaxReduced): 32 threads
 /// along the reduced index over 32 columns of scalars, then 16 over 32 vectors of 8 bytes

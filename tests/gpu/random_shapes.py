@@ -4,6 +4,9 @@
 the interpreter, inputs poisoned as `kiln run` does, a quarter of them with NaN and infinities.
 
     tests/gpu/random_shapes.py KILN BUNDLES_DIR OUT_DIR [--per-kernel N] [--seed S]
+                               [--timeout SECONDS]
+
+--timeout bounds each `kiln run` (a run past it fails) and, ten times over, each compile.
 
 BUNDLES_DIR/<example> is compiled from examples/<example>.kiln when it has no manifest. Each
 kernel's symbols are those of its first shape in cases.txt; a shape draws each symbol from
@@ -67,15 +70,26 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     require = os.environ.get("KILN_REQUIRE_GPU", "0") not in ("", "0")
     counts = {"ok": 0, "FAIL": 0, "SKIP": 0}
+    failed_compiles = set()
     with open(out / "summary.txt", "w") as summary:
         for example, kernel, symbols in kernels():
             bundle = Path(a.bundles) / example
+            if example in failed_compiles:
+                continue
             if not (bundle / "manifest.json").exists():
-                r = subprocess.run([a.kiln, "compile", str(ROOT / "examples" / f"{example}.kiln"),
-                                    "-o", str(bundle)], capture_output=True, text=True)
-                if r.returncode != 0:
-                    print(f"FAIL compile {example}: {r.stderr.strip()[-300:]}", flush=True)
+                try:
+                    r = subprocess.run(
+                        [a.kiln, "compile", str(ROOT / "examples" / f"{example}.kiln"), "-o",
+                         str(bundle)], capture_output=True, text=True, timeout=10 * a.timeout)
+                    rc, why = r.returncode, r.stderr.strip()[-300:]
+                except subprocess.TimeoutExpired:
+                    rc, why = -1, f"timed out after {10 * a.timeout} s"
+                if rc != 0:  # counted once, not once per kernel of the example
+                    line = f"FAIL compile {example}: {why}"
+                    print(line, file=summary, flush=True)
+                    print(line, flush=True)
                     counts["FAIL"] += 1
+                    failed_compiles.add(example)
                     continue
             for n in range(a.per_kernel):
                 s = shape(rng, symbols)

@@ -76,7 +76,9 @@ std::vector<int64_t> reduced_sweep(const launch::StepRule& rule) {
 
 TEST_CASE("explain names the variant the runtime's heuristic runs, for every example",
           "[plan][explain]") {
-  const std::vector<int64_t> rows_sweep{1, 2, 3, 7, 31, 64, 65, 131, 132, 133, 1000, 4096, 65537};
+  // 4, 8 and 16: the fitted outer splits (f32 and bf16 columns).
+  const std::vector<int64_t> rows_sweep{1,  2,  3,   4,   7,   8,    16,   31,
+                                        64, 65, 131, 132, 133, 1000, 4096, 65537};
   int compared = 0;
   std::set<std::pair<std::string, int>> chosen;  // (step, variant) pairs seen: the sweep bites
   for (const std::string& name : example_names()) {
