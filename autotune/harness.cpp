@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "compiler/plan.h"
 #include "runtime/driver.h"
 
 namespace kiln {
@@ -502,15 +503,11 @@ KernelHarness::~KernelHarness() {
 }
 
 bool folds_float_products(const KernelDef& def) {
-  std::function<bool(const Expr&)> folds = [&](const Expr& e) {
-    bool found = false;
-    if (const auto* r = e.as<Reduce>()) found = r->op == ReduceOp::prod && is_float(e.type());
-    if (const auto* s = e.as<Scan>()) found = s->op == ReduceOp::prod && is_float(e.type());
-    for_each_child(e, [&](const Expr& c) { found = found || folds(c); });
-    return found;
-  };
-  return std::any_of(def.body.begin(), def.body.end(),
-                     [&](const Stmt& s) { return folds(s.value); });
+  return any_node(statement_values(def), [](const Expr& e) {
+    const Reduce* r = e.as<Reduce>();
+    const Scan* s = e.as<Scan>();
+    return ((r && r->op == ReduceOp::prod) || (s && s->op == ReduceOp::prod)) && is_float(e.type());
+  });
 }
 
 Reference reference_outputs(const KernelDef& def, const SymbolValues& shape,

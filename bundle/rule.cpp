@@ -296,7 +296,15 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
     }
   }
   if (rule.split >= 0) {
-    // Fewer tiles (blocks of the unsplit kernel) than SMs, each worth kSplitMinBlocks+ blocks.
+    // Whether split variant vi runs here: fewer tiles (blocks of the unsplit kernel) than SMs,
+    // the reduced extent at least its min_reduced, each tile worth kSplitMinBlocks+ blocks.
+    auto runs = [&](int vi) {
+      const Variant& sv = step.variants[static_cast<size_t>(vi)];
+      const int64_t tiles = ceil_div(rows, sv.elements_per_block);
+      return tiles < device.sm_count && reduced >= sv.split.min_reduced &&
+             split_blocks(tiles, reduced, sv.split.chunk, device.sm_count,
+                          resident_blocks(sv, device)) >= kSplitMinBlocks;
+    };
     int split = rule.split;
     const int64_t tile = step.variants[static_cast<size_t>(split)].elements_per_block;
     if (rule.narrow_split >= 0 && rows < tile) {
@@ -309,10 +317,7 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
         if (rule.deep_split >= 0 && reduced >= kDeepSplitMinReduced) {
           split = rule.deep_split;
           for (int f : rule.fitted_splits) {
-            const Variant& fv = step.variants[static_cast<size_t>(f)];
-            if (fv.elements_per_block >= 2 * rows && reduced >= fv.split.min_reduced &&
-                split_blocks(1, reduced, fv.split.chunk, device.sm_count,
-                             resident_blocks(fv, device)) >= kSplitMinBlocks) {
+            if (step.variants[static_cast<size_t>(f)].elements_per_block >= 2 * rows && runs(f)) {
               split = f;
               break;
             }
@@ -323,13 +328,7 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
         }
       }
     }
-    const Variant& sv = step.variants[static_cast<size_t>(split)];
-    const int64_t tiles = ceil_div(rows, sv.elements_per_block);
-    if (tiles < device.sm_count && reduced >= sv.split.min_reduced &&
-        split_blocks(tiles, reduced, sv.split.chunk, device.sm_count,
-                     resident_blocks(sv, device)) >= kSplitMinBlocks) {
-      return split;
-    }
+    if (runs(split)) return split;
   }
   if (rule.tiers.empty()) return rule.chosen;
   int64_t limit = rule.tiers.back().first;

@@ -985,10 +985,13 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
         const PlannedVariant& narrow = step.variants[static_cast<size_t>(rule.narrow_split)];
         const int64_t most = bundle::narrow_split_max_rows(tile, narrow.elements_per_block);
         const int64_t vec = std::get<ReductionConfig>(narrow.config).vec;
-        const std::string whole =
-            rule.narrow_scalar_split >= 0
-                ? fmt::format("rows <= {} and a multiple of {} and ", most, vec)
-                : fmt::format("rows <= {} and ", most);
+        // Rows up to `upto` that are whole vectors where a scalar split takes the others.
+        auto rows_upto = [&](int64_t upto) {
+          return rule.narrow_scalar_split >= 0
+                     ? fmt::format("rows <= {} and a multiple of {} and ", upto, vec)
+                     : fmt::format("rows <= {} and ", upto);
+        };
+        const std::string whole = rows_upto(most);
         if (rule.deep_split >= 0) {
           const auto& deep =
               std::get<ReductionConfig>(step.variants[static_cast<size_t>(rule.deep_split)].config);
@@ -996,11 +999,7 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
             const PlannedVariant& v = step.variants[static_cast<size_t>(f)];
             const auto& fc = std::get<ReductionConfig>(v.config);
             split_line(
-                f,
-                rule.narrow_scalar_split >= 0
-                    ? fmt::format("rows <= {} and a multiple of {} and ", v.elements_per_block / 2,
-                                  vec)
-                    : fmt::format("rows <= {} and ", v.elements_per_block / 2),
+                f, rows_upto(v.elements_per_block / 2),
                 fmt::format("{} >= {} (few columns: {} threads along the rows where the "
                             "deep split has {}, a tile of twice the columns or more; "
                             "faster there, measured)",
