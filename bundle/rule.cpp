@@ -110,7 +110,8 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       r.few_rows.emplace_back(limit, variant);
     }
   }
-  // Tiled steps: the tiles of kOddTileSide for odd or short extents (tiled_variant).
+  // Tiled steps: the tiles of kOddTileSide for odd or short extents, and of kOddTileSide x
+  // 2 kOddTileSide for aligned input rows (tiled_variant).
   if (!step.tile_across.empty() && r.chosen >= 0) {
     const Variant& chosen = step.variants[static_cast<size_t>(r.chosen)];
     auto tile = [](const Variant& v, const char* side) { return config_knob(v, side, 0); };
@@ -121,6 +122,14 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       if (loadable[vi] && !v.strided && config_vec(v) == config_vec(chosen) &&
           tile(v, "tile_in") == kOddTileSide && tile(v, "tile_out") == kOddTileSide) {
         r.odd_tiles = static_cast<int>(vi);
+      }
+    }
+    for (size_t vi = 0; vi < step.variants.size() && r.odd_tiles >= 0 && r.rows_tiles < 0; ++vi) {
+      const Variant& v = step.variants[vi];
+      if (loadable[vi] && !v.strided && config_vec(v) == config_vec(chosen) &&
+          config_knob(v, "block", 0) == config_knob(chosen, "block", 0) &&
+          tile(v, "tile_in") == kOddTileSide && tile(v, "tile_out") == 2 * kOddTileSide) {
+        r.rows_tiles = static_cast<int>(vi);
       }
     }
   }
@@ -403,7 +412,11 @@ int tiled_variant(const Step& step, const StepRule& rule, int variant,
   auto odd = [&](int64_t n, const char* side) {
     return n % vec != 0 || n < config_knob(chosen, side, 0) / 2;
   };
-  return odd(across, "tile_in") || odd(inner, "tile_out") ? rule.odd_tiles : variant;
+  if (!odd(across, "tile_in") && !odd(inner, "tile_out")) return variant;
+  const bool rows = rule.rows_tiles >= 0 && across % vec == 0 && inner % vec != 0 &&
+                    across >= config_knob(chosen, "tile_in", 0) / 2 &&
+                    inner >= config_knob(chosen, "tile_out", 0) / 2;
+  return rows ? rule.rows_tiles : rule.odd_tiles;
 }
 
 int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t> space,

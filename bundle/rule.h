@@ -151,18 +151,31 @@ struct StepRule {
   int strided = -1;
   std::vector<std::pair<int64_t, int>> strided_tiers;
   // Tiled pointwise steps (Step::tile_across): the first loadable variant with the chosen one's
-  // vec and tiles of kOddTileSide on both sides when the chosen one's are larger, else -1.
+  // vec and tiles of kOddTileSide on both sides when the chosen one's are larger, else -1; and
+  // where odd_tiles is set, the first with the chosen one's vec and block and tiles of
+  // kOddTileSide along the across dimension and twice that along the innermost (rows_tiles),
+  // else -1.
   int odd_tiles = -1;
+  int rows_tiles = -1;
 };
 
 /// The tiles' side of StepRule::odd_tiles, which a tiled step runs instead of larger tiles where
 /// they would run the shifted or the element-by-element path (an extent of the tiles' dimensions
-/// not a multiple of the vector) or lie mostly outside the space (an extent below half the
-/// larger tiles' side): measured on an H200 (bench/results/2026-11-30-h200-joined-dims, calls 1
-/// and 2), bf16 tiles of 64 x 64 took 0.73-0.97x the time of 128 x 128 at the 7 such shapes
-/// measured; at 13 aligned shapes 128 x 128 (the default there) took 0.94-1.02x the time of
-/// 64 x 64, and 1.17x at a 14th, 1000 x 3000 (192 tiles for 132 SMs: left to the tuner).
+/// not a multiple of the vector; where only the innermost one is not, rows_tiles below) or lie
+/// mostly outside the space (an extent below half the larger tiles' side): measured on an H200
+/// (bench/results/2026-11-30-h200-joined-dims, calls 1 and 2), bf16 tiles of 64 x 64 took
+/// 0.73-0.97x the time of 128 x 128 at the 7 such shapes measured; at 13 aligned shapes 128 x 128
+/// (the default there) took 0.94-1.02x the time of 64 x 64, and 1.17x at a 14th, 1000 x 3000 (192
+/// tiles for 132 SMs: left to the tuner).
 inline constexpr int64_t kOddTileSide = 64;
+/// Where only the innermost extent is not a multiple of the vector (the tiles' input rows start
+/// aligned, their output rows do not: the aligned-rows path, compiler/lower_tiled.cpp), tiles of
+/// kOddTileSide along the across dimension and 2 kOddTileSide along the innermost, with the
+/// chosen variant's threads (StepRule::rows_tiles): each tile's output rows, shifted to start
+/// at a multiple of the vector, are twice as long. Measured on an H200
+/// (bench/results/2026-11-30-h200-aligned-rows, call 3), bf16: 0.96-0.99x the time of 64 x 64 at
+/// four such shapes ([8, 2047, 32, 127] -> [8, 32, 127, 2047] 94.3 against 98.0 us, 8191 x 8192
+/// 87.1 against 90.5), within 3% of the fastest variant at each.
 
 /// The strided variant for rows of `reduced` elements: the strided tier of the smallest limit
 /// >= reduced, else rule.strided (-1 when neither loaded).
@@ -263,11 +276,12 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
                       const DeviceFacts& device);
 
 /// What the rule runs for a tiled pointwise step (Step::tile_across) over a space of extents
-/// `space`, `variant` being heuristic_variant's pick: rule.odd_tiles when `variant` is
-/// rule.chosen and the extent of the tiles' across dimension (the product of its positions') or
-/// of their innermost one is not a multiple of the chosen variant's vec or is below half its
-/// tile_in or tile_out; else `variant`. `space` holds the step's extents, each at least 1, whose
-/// product fits int64.
+/// `space`, `variant` being heuristic_variant's pick: when `variant` is rule.chosen and the
+/// extent of the tiles' across dimension (the product of its positions') or of their innermost
+/// one is not a multiple of the chosen variant's vec or is below half its tile_in or tile_out,
+/// rule.rows_tiles (where set) if only the innermost extent is not a multiple of vec and
+/// neither is below half its tile side, else rule.odd_tiles; else `variant`. `space` holds the
+/// step's extents, each at least 1, whose product fits int64.
 int tiled_variant(const Step& step, const StepRule& rule, int variant,
                   std::span<const int64_t> space);
 

@@ -834,12 +834,19 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                     "shared memory)",
                     c.vec, inner, c.vec, c.tile_out + c.vec, c.tile_in + c.vec)
               : "else element by element";
+      const std::string rows =
+          t.aligned_rows(c.vec, c.tile_in, c.tile_out)
+              ? fmt::format(
+                    "else, where {} is a multiple of {}, aligned vectors loaded and each tile's "
+                    "part of an output row shifted as shared memory is read ({} x {} elements), ",
+                    across, c.vec, c.tile_in, c.tile_out + c.vec)
+              : "";
       line(fmt::format(
           "  tiles of {} {} x {} {} through shared memory, {} x {} blocks per thread: loads "
           "along {}, stores along {}, {}-element vectors when the extents of {} and {} are "
-          "multiples of {}, {}",
+          "multiples of {}, {}{}",
           c.tile_in, across, c.tile_out, inner, c.vec, c.vec, across, inner, c.vec, across, inner,
-          c.vec, odd));
+          c.vec, rows, odd));
       for (const auto& [dim, extent] : joined_dims_text(step.pointwise)) {
         line(
             fmt::format("  {} one dimension of {} elements (every load reads them as "
@@ -848,11 +855,19 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
       }
       if (rule.odd_tiles >= 0) {  // bundle/rule.h tiled_variant
         const PlannedVariant& odd = step.variants[static_cast<size_t>(rule.odd_tiles)];
+        if (rule.rows_tiles >= 0) {
+          const PlannedVariant& rows = step.variants[static_cast<size_t>(rule.rows_tiles)];
+          line(fmt::format(
+              "{} a multiple of {} but {} not, neither below half the tiles' sides ({} and {}): "
+              "variant {} ({}), output rows twice as long (measured faster there on an H200)",
+              across, c.vec, inner, c.tile_in / 2, c.tile_out / 2, rule.rows_tiles,
+              config_text(rows.config)));
+        }
         line(fmt::format(
-            "extents of {} or {} not multiples of {}, or {} below {} or {} below {} (half the "
+            "{}extents of {} or {} not multiples of {}, or {} below {} or {} below {} (half the "
             "tiles' sides): variant {} ({}), smaller tiles (measured faster there on an H200)",
-            across, inner, c.vec, across, c.tile_in / 2, inner, c.tile_out / 2, rule.odd_tiles,
-            config_text(odd.config)));
+            rule.rows_tiles >= 0 ? "else " : "", across, inner, c.vec, across, c.tile_in / 2, inner,
+            c.tile_out / 2, rule.odd_tiles, config_text(odd.config)));
       }
     }
   } else if (step.kind == bundle::StepKind::contraction) {

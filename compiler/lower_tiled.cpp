@@ -17,7 +17,8 @@
 //     consecutive threads along I. A thread reads its chunk of each tiled load back, loads
 //     its other loads as the flat kernel does (one vector for a load contiguous along I, one
 //     scalar for a load without I, a gather otherwise), computes and stores V elements of
-//     every output with one vector each.
+//     every output with one vector each (bf16 lanes widened from the chunk's words, so that a
+//     copy stores the words as read: Emitter::widen_lane).
 //  5. Barrier: the next tile overwrites shared memory.
 // Shared memory holds, per tiled load, a Ti x To tile in its stored type: row a (along A) of
 // To elements; chunk c (V elements along I) of row a sits at chunk c ^ ((a / V) % S), S the
@@ -25,7 +26,12 @@
 // rows of consecutive a / V, in step 4 consecutive chunks of one row: both fall in distinct
 // banks (no padding, and rows stay 16-byte aligned for vector accesses).
 // Bounds. The vector path runs when the extents of A and I are multiples of V (a vector is
-// then wholly inside or outside the space, and every row starts aligned). Odd extents. Else
+// then wholly inside or outside the space, and every row starts aligned). Odd extents. Where A
+// is a multiple of V and I is not, every input row starts aligned and the aligned-rows path runs
+// (Tiling::aligned_rows; load_tile_rows below): the tiles of the shifted path, loaded as the
+// vector path loads them, the output rows' shift taken as shared memory is read (H200,
+// bench/results/2026-11-30-h200-aligned-rows, call 4: bf16 8191 x 8192 96.7 -> 86.9 us, f32
+// 153.2 -> 144.2, f32 with a contiguous add 214.4 -> 198.7). Else
 // the shifted path runs (below), or the scalar one where every load is a tiled load of 32-bit
 // elements (Tiling::shifts, compiler/plan.h: measured faster there,
 // bench/results/2026-11-30-h200-shifted-transpose). Shifted: tile t owns, of output row a, the To
@@ -67,9 +73,9 @@ using llvm::BasicBlock;
 using llvm::Type;
 using llvm::Value;
 
-// The tile loop's forms: 16-byte vectors (extents multiples of V), shifted vectors and element
-// by element (extents that are not).
-enum class Path { vec, shifted, scalar };
+// The tile loop's forms: 16-byte vectors (extents multiples of V), aligned input rows (A a
+// multiple of V, I not), shifted vectors and element by element (extents that are not).
+enum class Path { vec, rows, shifted, scalar };
 
 // How a distinct load is read in step 4.
 enum class Read {
@@ -199,13 +205,14 @@ class TiledLowering {
     for (const StepStore& s : step_.stores) visit(visit, s.value);
 
     const int V = cfg_.vec;
-    // The larger of the two paths' tiles: the shifted path's has V more rows of V more.
-    const bool shifted = odd_path() == Path::shifted;
+    // The largest of the paths' tiles: the aligned rows' has V more columns, the shifted path's V
+    // more rows of V more.
+    int64_t elems = int64_t{cfg_.tile_in} * cfg_.tile_out;
+    if (rows_path()) elems = std::max(elems, rows_pitch() * cfg_.tile_in);
+    if (odd_path() == Path::shifted) elems = std::max(elems, shifted_pitch() * shifted_rows());
     for (Access& a : accesses_) {
       if (a.read != Read::tiled) continue;
       a.smem_offset = smem_bytes_;
-      const int64_t elems =
-          shifted ? shifted_pitch() * shifted_rows() : int64_t{cfg_.tile_in} * cfg_.tile_out;
       smem_bytes_ += (elems * size_of(a.stored) + 15) / 16 * 16;
     }
     internal_check(smem_bytes_ > 0, "lower_tiled: a tiling without tiled loads");
@@ -315,7 +322,8 @@ class TiledLowering {
     b_.CreateRetVoid();
   }
 
-  // The vector and scalar tile loops in index type `idx`, chosen by the extents.
+  // The tile loops in index type `idx` (vector, aligned-rows, shifted or scalar), chosen by the
+  // extents.
   void emit_paths(Type* idx) {
     idx_ty_ = idx;
     ext_.clear();
@@ -339,7 +347,22 @@ class TiledLowering {
     b_.SetInsertPoint(vec);
     emit_tile_loop(Path::vec);
     b_.SetInsertPoint(odd);
+    if (rows_path()) {  // every input row aligned: A a multiple of V (and I not)
+      BasicBlock* rows = BasicBlock::Create(ctx_, "tiles.rows", fn_);
+      BasicBlock* other = BasicBlock::Create(ctx_, "tiles.other", fn_);
+      b_.CreateCondBr(b_.CreateICmpEQ(b_.CreateURem(ext_[across_], idx_of(cfg_.vec)), idx_of(0)),
+                      rows, other);
+      b_.SetInsertPoint(rows);
+      emit_tile_loop(Path::rows);
+      b_.SetInsertPoint(other);
+    }
     emit_tile_loop(odd_path());
+  }
+
+  // Whether the config runs the aligned-rows path where A is a multiple of V
+  // (Tiling::aligned_rows).
+  bool rows_path() const {
+    return step_.tiling.aligned_rows(cfg_.vec, cfg_.tile_in, cfg_.tile_out);
   }
 
   // The path of extents that are not multiples of V (file comment, "Odd extents"), as the
@@ -417,7 +440,7 @@ class TiledLowering {
 
   // The tile loop of `path`: steps 1-5 of the file comment, ending in a branch to exit_.
   void emit_tile_loop(Path path) {
-    const bool aligned = path != Path::shifted;
+    const bool aligned = path == Path::vec || path == Path::scalar;
     BasicBlock* pre = b_.GetInsertBlock();
     BasicBlock* header = BasicBlock::Create(ctx_, "tile", fn_);
     BasicBlock* body = BasicBlock::Create(ctx_, "tile.body", fn_);
@@ -425,8 +448,8 @@ class TiledLowering {
     b_.SetInsertPoint(header);
     llvm::PHINode* t64 = b_.CreatePHI(b_.getInt64Ty(), 2, "tile");
     t64->addIncoming(bid_, pre);
-    // The shifted path's tiles own To elements of a row from i0 - s', s' < V: one more tile
-    // along I where the last would leave up to V - 1 elements.
+    // The shifted and aligned-rows paths' tiles own To elements of a row from i0 - s', s' < V:
+    // one more tile along I where the last would leave up to V - 1 elements.
     Value* tiles_i = tiles_i_;
     Value* ntiles = ntiles_;
     if (!aligned) {
@@ -455,18 +478,22 @@ class TiledLowering {
                                wide ? "mov.b64 $0, $1; // per tile" : "mov.b32 $0, $1; // per tile",
                                wide ? "=l,l" : "=r,r", /*hasSideEffects=*/true),
           {tid});
-      // Tiles away from the space's edges (nearly all) need no bounds but the tile's own.
-      em_.if_else(
-          load_interior(o), [&] { load_tile_shifted(o, true); },
-          [&] { load_tile_shifted(o, false); });
+      if (path == Path::rows) {
+        load_tile_rows(o);
+      } else {  // tiles away from the space's edges (nearly all) need no bounds but the tile's own
+        em_.if_else(
+            load_interior(o), [&] { load_tile_shifted(o, true); },
+            [&] { load_tile_shifted(o, false); });
+      }
       barrier();
       // Step 4's lanes need no bounds where the tile is inside the space along I (rows past A,
       // a bound per chunk: [8, 2047, 32, 127] -> [8, 32, 127, 2047] has no tile inside along A).
       Value* interior =
           b_.CreateAnd(b_.CreateICmpUGE(o.i0, idx_of(cfg_.vec)),
                        b_.CreateICmpULE(b_.CreateAdd(o.i0, idx_of(cfg_.tile_out)), ext_[inner_]));
+      const bool rows = path == Path::rows;
       em_.if_else(
-          interior, [&] { store_shifted(o, true); }, [&] { store_shifted(o, false); });
+          interior, [&] { store_shifted(o, true, rows); }, [&] { store_shifted(o, false, rows); });
       tid_ = tid;
     }
     // 5. Every thread is done reading the tile before the next one is written.
@@ -573,9 +600,11 @@ class TiledLowering {
         Value* key = b_.CreateUDiv(da, idx_of(V));
         switch (acc.read) {
           case Read::tiled:
-            if (vec) {
-              vals = load_shared(acc, tile_place(acc, da, key, rr));
-              break;
+            if (vec) {  // lanes widened from the vector's words: a copy stores them as read
+              Value* chunk = load_shared_vector(acc, tile_place(acc, da, key, rr));
+              for (int l = 0; l < V; ++l) vals.push_back(em_.widen_lane(chunk, l, acc.stored));
+              for (int l = 0; l < V; ++l) c.lanes[l].loaded[ai] = vals[l];
+              continue;
             }
             for (int l = 0; l < V; ++l) {
               Value* e = b_.CreateAdd(rr, idx_of(l * lane_step));
@@ -737,6 +766,130 @@ class TiledLowering {
     return ok;
   }
 
+  // The aligned-rows path, for A a multiple of V and I not (file comment, "Odd extents"): the
+  // tiles of the shifted path (chunk rr of output row a is the aligned vector of I from
+  // i0 - s'(a) + rr V), but every input row starts aligned, so step 2 is the vector path's: input
+  // rows i0 - V .. i0 + To - 1 as (To / V + 1) x (Ti / V) blocks of V x V, each transposed in
+  // registers and written output-major. Shared memory holds row da (along A) of To + V elements
+  // (tile row r: input row i0 - V + r), its chunk c at slot (c + key) mod (To / V + 1), key =
+  // (da / V) % S: step 2's writes of a quarter warp (rows V apart) and step 4's reads (chunks of
+  // one row) fall in distinct banks but where a slot past 128 bytes meets the row's first.
+  // Step 4 reads the two chunks that hold its V elements as vectors and joins them with selects
+  // and funnel shifts (rows_chunk).
+  int64_t rows_pitch() const { return cfg_.tile_out + cfg_.vec; }
+
+  // The first element of chunk c (of To / V + 1) of tile row da, rotated by the row's key.
+  Value* rows_place(const Access& acc, Value* da, Value* c) {
+    const int64_t n = cfg_.tile_out / cfg_.vec + 1;
+    Value* key = b_.CreateAnd(b_.CreateUDiv(da, idx_of(cfg_.vec)), idx_of(swizzle(acc) - 1));
+    Value* slot = b_.CreateAdd(c, key);
+    slot = b_.CreateSelect(b_.CreateICmpUGE(slot, idx_of(n)), b_.CreateSub(slot, idx_of(n)), slot);
+    return b_.CreateAdd(b_.CreateMul(da, idx_of(rows_pitch())),
+                        b_.CreateMul(slot, idx_of(cfg_.vec)));
+  }
+
+  // Step 2 of the aligned-rows path: every block's V rows loaded as vectors (a row outside the
+  // space, or a column past A, reads element 0), then written as V column vectors; the last
+  // round checks that its blocks are in the tile. Every block's loads are issued before the
+  // first is written: the tile's To / V + 1 block rows take one more round than the vector
+  // path's, and a round at a time put a second wait for global memory in every tile (H200,
+  // bench/results/2026-11-30-h200-aligned-rows, calls 1 and 3: f32 8191 x 8192, tiles of 64 x
+  // 32, 157.3 -> 143.0 us).
+  void load_tile_rows(const Origin& o) {
+    const int V = cfg_.vec, qs = cfg_.tile_in / V;
+    const int64_t total = int64_t{qs} * (cfg_.tile_out / V + 1);
+    const int per_thread = static_cast<int>((total + cfg_.block - 1) / cfg_.block);
+    const int in_flight = per_thread;
+    Value* first = b_.CreateSub(o.i0, idx_of(V));  // the input row of tile row 0 (wraps)
+    struct Block {
+      Value *q, *r, *in_tile;
+      std::vector<std::vector<std::vector<Value*>>> raw;  // per access, [u][v]: row r V + u, a + v
+    };
+    for (int k0 = 0; k0 < per_thread; k0 += in_flight) {
+      std::vector<Block> blocks;
+      for (int k = k0; k < std::min(per_thread, k0 + in_flight); ++k) {
+        Block blk;
+        Value* m = b_.CreateAdd(tid_, idx_of(int64_t{k} * cfg_.block));
+        blk.q = b_.CreateURem(m, idx_of(qs));
+        blk.r = b_.CreateUDiv(m, idx_of(qs));
+        blk.in_tile = (k + 1) * int64_t{cfg_.block} > total ? b_.CreateICmpULT(m, idx_of(total))
+                                                            : b_.getTrue();
+        Value* a = b_.CreateAdd(o.a0, b_.CreateMul(blk.q, idx_of(V)));
+        Value* in = b_.CreateAnd(blk.in_tile, b_.CreateICmpULT(a, ext_[across_]));
+        blk.raw.resize(accesses_.size());
+        for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+          const Access& acc = accesses_[ai];
+          if (acc.read != Read::tiled) continue;
+          for (int u = 0; u < V; ++u) {
+            Value* i = b_.CreateAdd(first, b_.CreateAdd(b_.CreateMul(blk.r, idx_of(V)), idx_of(u)));
+            Value* ok = b_.CreateAnd(in, b_.CreateICmpULT(i, ext_[inner_]));
+            Value* at =
+                b_.CreateAdd(row_start(acc, o, o.base[ai], i), b_.CreateMul(blk.q, idx_of(V)));
+            blk.raw[ai].push_back(load_raw(acc, b_.CreateSelect(ok, at, idx_of(0)), V));
+          }
+        }
+        blocks.push_back(std::move(blk));
+      }
+      for (const Block& blk : blocks) {
+        auto write = [&] {
+          for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+            if (blk.raw[ai].empty()) continue;
+            for (int v = 0; v < V; ++v) {
+              std::vector<Value*> column;
+              for (int u = 0; u < V; ++u) column.push_back(blk.raw[ai][u][v]);
+              Value* da = b_.CreateAdd(b_.CreateMul(blk.q, idx_of(V)), idx_of(v));
+              store_shared(accesses_[ai], rows_place(accesses_[ai], da, blk.r), column);
+            }
+          }
+        };
+        if (llvm::isa<llvm::ConstantInt>(blk.in_tile)) {
+          write();
+        } else {
+          em_.if_then(blk.in_tile, write);
+        }
+      }
+    }
+  }
+
+  // Step 4 of the aligned-rows path: the V elements of tile row da from tile row r (unaligned),
+  // as a vector of the stored type. They lie in chunks r / V and, unless r is a multiple of V,
+  // the next: both are read as W = V x (element bytes) / 4 words, the words from
+  // (r % V) x (element bytes) / 4 picked by selects, one stage per bit, and joined by funnel
+  // shifts of the bytes left over (shf.r.wrap: LLVM 19 lowers llvm.fshr to four instructions).
+  Value* rows_chunk(const Access& acc, Value* da, Value* r) {
+    const int V = cfg_.vec, es = static_cast<int>(size_of(acc.stored)), W = V * es / 4;
+    Type* i32 = b_.getInt32Ty();
+    Type* words_ty = llvm::FixedVectorType::get(i32, W);
+    Value* lo = b_.CreateUDiv(r, idx_of(V));
+    Value* off = b_.CreateURem(r, idx_of(V));
+    Value* hi = b_.CreateAdd(lo, b_.CreateZExt(b_.CreateICmpNE(off, idx_of(0)), idx_ty_));
+    std::vector<Value*> w;
+    for (Value* c : {lo, hi}) {
+      Value* v =
+          b_.CreateAlignedLoad(words_ty, shared_ptr(acc, rows_place(acc, da, c)), chunk_align(acc));
+      for (int j = 0; j < W; ++j) w.push_back(b_.CreateExtractElement(v, j));
+    }
+    Value* bytes = b_.CreateTrunc(b_.CreateMul(off, idx_of(es)), i32);
+    Value* word = b_.CreateLShr(bytes, 2);
+    for (int bit = 1; bit < W; bit *= 2) {  // 2W words -> W + 1
+      Value* take = b_.CreateICmpNE(b_.CreateAnd(word, bit), b_.getInt32(0));
+      std::vector<Value*> next;
+      for (size_t j = 0; j + bit < w.size(); ++j)
+        next.push_back(b_.CreateSelect(take, w[j + bit], w[j]));
+      w = std::move(next);
+    }
+    Value* shift = b_.CreateShl(b_.CreateAnd(bytes, 3), 3);
+    auto* shf = llvm::InlineAsm::get(llvm::FunctionType::get(i32, {i32, i32, i32}, false),
+                                     "shf.r.wrap.b32 $0, $1, $2, $3;", "=r,r,r,r",
+                                     /*hasSideEffects=*/false);
+    Value* joined = llvm::PoisonValue::get(words_ty);
+    for (int j = 0; j < W; ++j) {  // whole words where the elements are (es % 4 == 0)
+      Value* x = es % 4 == 0 ? w[j] : b_.CreateCall(shf, {w[j], w[j + 1], shift});
+      joined = b_.CreateInsertElement(joined, x, j);
+    }
+    return b_.CreateBitCast(joined, llvm::FixedVectorType::get(em_.storage_type(acc.stored), V));
+  }
+
   // The elements of a tensor indexed by the step variables `vars`, in the index type.
   Value* numel_of(const std::vector<int>& vars) {
     Value* numel = idx_of(1);
@@ -755,12 +908,13 @@ class TiledLowering {
     return b_.CreateAdd(base, b_.CreateAdd(b_.CreateMul(i, acc.step[inner_]), o.a0));
   }
 
-  // Step 4 of the shifted path: the tile's Ti x (To / V) chunks, consecutive threads along a
-  // row as in the vector path; chunk rr of row da is the aligned vector of I from
-  // i0 - s'(a) + rr V. Lane l is element da of tile row V - s'(a) + rr V + l, read alone.
+  // Step 4 of the shifted and aligned-rows paths: the tile's Ti x (To / V) chunks, consecutive
+  // threads along a row as in the vector path; chunk rr of row da is the aligned vector of I
+  // from i0 - s'(a) + rr V. Lane l is element da of tile row V - s'(a) + rr V + l, read alone
+  // (shifted) or with the chunk's other lanes from row da of the tile (rows: rows_chunk).
   // Inside the space (in tiles inside it along I: every lane of a row in it) a chunk stores one
   // vector, else lane by lane.
-  void store_shifted(const Origin& o, bool interior) {
+  void store_shifted(const Origin& o, bool interior, bool rows) {
     const int V = cfg_.vec, Ti = cfg_.tile_in, To = cfg_.tile_out;
     const int chunks = static_cast<int>(int64_t{Ti} * (To / V) / cfg_.block);
     Value* numel = numel_of(all_vars());
@@ -829,6 +983,11 @@ class TiledLowering {
       for (size_t ai = 0; ai < accesses_.size(); ++ai) {
         const Access& acc = accesses_[ai];
         if (acc.read != Read::tiled) continue;
+        if (rows) {  // both chunks lie in the tile: no bounds
+          Value* vec = rows_chunk(acc, c.da, c.r);
+          for (int l = 0; l < V; ++l) c.lanes[l].loaded[ai] = em_.widen_lane(vec, l, acc.stored);
+          continue;
+        }
         for (int l = 0; l < V; ++l) {
           Value* r = b_.CreateAdd(c.r, idx_of(l));
           Value* shift = b_.CreateAnd(row_start(acc, o, o.base[ai], b_.CreateAdd(c.i, idx_of(l))),
@@ -1025,14 +1184,11 @@ class TiledLowering {
     b_.CreateAlignedStore(v, ptr, chunk_align(a));
   }
 
-  std::vector<Value*> load_shared(const Access& a, Value* elem) {
-    if (cfg_.vec == 1) return {load_shared_element(a, elem)};
-    Value* ptr = shared_ptr(a, elem);
+  // The chunk of V elements at `elem` as one vector of the stored type.
+  Value* load_shared_vector(const Access& a, Value* elem) {
     Type* st = em_.storage_type(a.stored);
-    Value* v = b_.CreateAlignedLoad(llvm::FixedVectorType::get(st, cfg_.vec), ptr, chunk_align(a));
-    std::vector<Value*> out;
-    for (int l = 0; l < cfg_.vec; ++l) out.push_back(b_.CreateExtractElement(v, l));
-    return out;
+    return b_.CreateAlignedLoad(llvm::FixedVectorType::get(st, cfg_.vec), shared_ptr(a, elem),
+                                chunk_align(a));
   }
 
   Value* load_shared_element(const Access& a, Value* elem) {

@@ -251,6 +251,22 @@ bool Tiling::shifts(int vec, int tile_in, int tile_out) const {
   return odd_shifted && vec > 1 && shifted_smem_bytes(vec, tile_in, tile_out) <= kStaticSmemBytes;
 }
 
+int64_t Tiling::rows_smem_bytes(int vec, int tile_in, int tile_out) const {
+  int64_t bytes = 0;
+  for (const TiledLoad& l : loads) {
+    bytes += (int64_t{tile_in} * (tile_out + vec) * size_of(l.stored) + 15) / 16 * 16;
+  }
+  return bytes;
+}
+
+bool Tiling::aligned_rows(int vec, int tile_in, int tile_out) const {
+  // Step 4 joins a chunk from 32-bit words: a vector of every load is at least one.
+  const bool words = std::all_of(loads.begin(), loads.end(), [&](const TiledLoad& l) {
+    return vec * size_of(l.stored) % 4 == 0;
+  });
+  return vec > 1 && words && rows_smem_bytes(vec, tile_in, tile_out) <= kStaticSmemBytes;
+}
+
 std::vector<std::vector<int>> Tiling::dims(int rank) const {
   std::vector<std::vector<int>> out;
   for (int v = 0; v < rank; ++v) {

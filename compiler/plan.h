@@ -51,7 +51,8 @@ struct TiledLoad {
 struct Tiling {
   int across = -1;               // a step variable's position; -1: not tiled (flat)
   std::vector<TiledLoad> loads;  // the loads read through tiles, in order of first use
-  /// Extents that are not multiples of the vector run shifted vectors (compiler/lower_tiled.cpp)
+  /// Extents that are not multiples of the vector run the aligned-rows path where the across
+  /// extent is a multiple of it (aligned_rows), else shifted vectors (compiler/lower_tiled.cpp)
   /// unless every load of the step is a tiled load of 32-bit elements, where element by element
   /// measured faster (bench/results/2026-11-30-h200-shifted-transpose).
   bool odd_shifted = false;
@@ -67,10 +68,18 @@ struct Tiling {
   std::vector<std::vector<int>> dims(int rank) const;
   int smem_bytes_per_element() const;  // the loads' element sizes, summed
   /// Shared memory of the shifted path's tiles, (tile_out + vec) x (tile_in + vec) elements a
-  /// load; and whether a config's odd extents run it: odd_shifted, vectors, and its tiles fit the
-  /// 48 KiB of static shared memory (the config space keeps tile_in x tile_out within it).
+  /// load; and whether a config's odd extents run it where the aligned-rows path does not:
+  /// odd_shifted, vectors, and its tiles fit the 48 KiB of static shared memory (the config
+  /// space keeps tile_in x tile_out within it).
   int64_t shifted_smem_bytes(int vec, int tile_in, int tile_out) const;
   bool shifts(int vec, int tile_in, int tile_out) const;
+  /// Shared memory of the aligned-rows path's tiles, tile_in x (tile_out + vec) elements a load;
+  /// and whether a config runs it where the extent along `across` is a multiple of the vector
+  /// and the innermost one is not (every input row starts aligned, the output rows do not:
+  /// compiler/lower_tiled.cpp): vectors of whole 32-bit words, and its tiles fit the 48 KiB of
+  /// static shared memory.
+  int64_t rows_smem_bytes(int vec, int tile_in, int tile_out) const;
+  bool aligned_rows(int vec, int tile_in, int tile_out) const;
 };
 
 /// The absolute error the approximate functions of 16-bit steps may have (fast_functions): for

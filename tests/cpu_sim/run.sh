@@ -37,14 +37,15 @@ check 1 transpose_add "" "1 1" "3 1000" "65 63" "132 100" "33 4097" "1000 1" "20
 check 1 transpose_add --force64 "65 63" "132 100"
 # N odd and M a multiple of 8 (65 x 1000): aligned input rows, shifted output rows
 check 2 transpose_bf16 "" "1 1" "65 63" "136 104" "33 4097" "300 301" "65 1000" "1001 64"
-check 4 transpose_cast "" "1 1" "136 104" "33 1001"
+check 4 transpose_cast "" "1 1" "136 104" "33 1001" "65 1000" "7 24"
 # H and D are one dimension of the tiles (Tiling::joined): D odd with H * D a multiple of the
-# vector (8 x 127) runs the vector path, 3 x 5 and 2 x 133 the shifted one.
+# vector (8 x 127, 3 x 64) runs the vector path where S is one too, the aligned-rows path where
+# S is not (70, 33, 301, 17); 3 x 5 and 2 x 133 the shifted one.
 check 5 heads_keys "" "1 1 1 1" "2 33 3 64" "1 5 1 7" "2 72 3 136" "1 300 2 133" "2 70 8 127" \
-  "1 9 3 5"
-check 5 heads_keys --force64 "2 33 3 64" "2 72 3 136" "2 70 8 127"
-check 3 heads_keys_f32 "" "1 1 1 1" "2 33 3 64" "1 100 2 12" "2 72 3 132"
+  "1 9 3 5" "1 301 8 127" "3 17 1 8"
+check 5 heads_keys --force64 "2 33 3 64" "2 72 3 136" "2 70 8 127" "1 301 8 127"
+check 3 heads_keys_f32 "" "1 1 1 1" "2 33 3 64" "1 100 2 12" "2 72 3 132" "1 37 2 12"
 # A and B one dimension of the tiles' output rows (A * B: 12, 15, 2112, 1)
-check 9 rotate3 "" "1 1 1" "3 4 1000" "3 5 7" "2 1056 65" "1 1 300"
+check 9 rotate3 "" "1 1 1" "3 4 1000" "3 5 7" "2 1056 65" "1 1 300" "3 5 8"
 check 9 rotate3 --force64 "3 4 1000" "3 5 7"
 exit $fail

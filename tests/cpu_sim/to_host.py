@@ -37,7 +37,8 @@ for old, new in [("@llvm.nvvm.read.ptx.sreg.tid.x()", "@sim_tid()"),
 # The reduction kernels' inline assembly (compiler/emit.cpp, lower/reduction_rows.cpp): the L2
 # policy is any number, the hinted vector loads plain loads, the passes' opaque copies copies,
 # a prefetch nothing, and a launch gives `smem` bytes of dynamic shared memory; the tiled
-# kernels' per-tile copy of the thread index (compiler/lower_tiled.cpp) a copy too.
+# kernels' per-tile copy of the thread index (compiler/lower_tiled.cpp) a copy too, and their
+# funnel shift LLVM's (shf.r.wrap takes the amount modulo 32, as llvm.fshr does).
 for pattern, repl in [
         (r'call i64 asm "createpolicy[^"]*", "=l"\(\)', "add i64 0, 0"),
         (r'call \{ i32, i32, i32, i32 \} asm "ld\.global\.nc\.L1::evict_last[^"]*", "[^"]*"\(',
@@ -52,6 +53,8 @@ for pattern, repl in [
          "call i32 @sim_mov32("),
         (r'call i64 asm sideeffect "mov\.b64 \$0, \$1; // per tile", "=l,l"\(',
          "call i64 @sim_mov64("),
+        (r'call i32 asm "shf\.r\.wrap\.b32 \$0, \$1, \$2, \$3;", "=r,r,r,r"\(',
+         "call i32 @sim_shf_r_wrap("),
         (r'call i32 asm "mov\.u32 \$0, %dynamic_smem_size;", "=r"\(\)', f"add i32 {smem}, 0"),
         (r'call void asm sideeffect "\{ \.reg \.b64 %pf; mad\.lo\.s64 %pf, \$1, \d+, \$0; '
          r'prefetch\.global\.L1 \[%pf\]; \}", "l,l"\(', "call void @sim_prefetch("),
@@ -111,6 +114,11 @@ define internal { i32, i32 } @sim_ld_v2(ptr addrspace(1) %p, i64 %policy) {
   %r1 = insertvalue { i32, i32 } %r0, i32 %b, 1
   ret { i32, i32 } %r1
 }
+define internal i32 @sim_shf_r_wrap(i32 %lo, i32 %hi, i32 %n) {
+  %r = call i32 @llvm.fshr.i32(i32 %hi, i32 %lo, i32 %n)
+  ret i32 %r
+}
+declare i32 @llvm.fshr.i32(i32, i32, i32)
 define internal i32 @sim_mov32(i32 %x) {
   ret i32 %x
 }

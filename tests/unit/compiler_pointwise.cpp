@@ -336,8 +336,9 @@ kernel k(a: f32[N, M], b: f32[N, M], c: f32[N, M], d: f32[N, M]) -> (y: f32[M, N
 }
 
 TEST_CASE("odd extents run shifted vectors unless every load is a tiled 32-bit one", "[compiler]") {
-  // A plain f32 transpose keeps the scalar path (measured faster); a bf16 one, one with a
-  // contiguous read beside the tile, or one with a row read shift.
+  // Where the across extent is not a multiple of the vector (else the aligned-rows path runs,
+  // below): a plain f32 transpose keeps the scalar path (measured faster); a bf16 one, one with
+  // a contiguous read beside the tile, or one with a row read shift.
   Tiling t = tiling_of("kernel k(x: f32[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }");
   CHECK_FALSE(t.odd_shifted);
   CHECK_FALSE(t.shifts(4, 64, 64));
@@ -366,6 +367,26 @@ kernel k(a: f32[N, M], b: f32[N, M], c: f32[N, M], z: bf16[M, N]) -> (y: f32[M, 
   CHECK(t.shifted_smem_bytes(4, 64, 64) > 48 * 1024);
   CHECK_FALSE(t.shifts(4, 64, 64));
   CHECK(t.shifts(4, 32, 32));
+}
+
+TEST_CASE("aligned input rows run the aligned-rows path where its tiles fit", "[compiler]") {
+  // Every config with vectors, f32 alone included; Ti x (To + V) elements a tiled load.
+  Tiling t = tiling_of("kernel k(x: f32[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }");
+  CHECK(t.aligned_rows(4, 64, 64));
+  CHECK(t.rows_smem_bytes(4, 64, 64) == 64 * 68 * 4);
+  CHECK_FALSE(t.aligned_rows(1, 64, 64));  // scalar configs: no vectors
+  t = tiling_of("kernel k(x: bf16[N, M]) -> (y: bf16[M, N]) { y[i, j] = x[j, i] }");
+  CHECK(t.aligned_rows(8, 128, 128));
+  CHECK(t.rows_smem_bytes(8, 128, 128) == 128 * 136 * 2);
+  CHECK_FALSE(t.aligned_rows(1, 128, 128));
+  // Three f32 tiled loads and a bf16 one: 64 x 64 tiles fit 48 KiB, 64 x 68 do not.
+  t = tiling_of(R"(
+kernel k(a: f32[N, M], b: f32[N, M], c: f32[N, M], z: bf16[M, N]) -> (y: f32[M, N]) {
+  y[i, j] = a[j, i] + b[j, i] + c[j, i] + f32(z[i, j])
+})");
+  CHECK(t.rows_smem_bytes(4, 64, 64) > 48 * 1024);
+  CHECK_FALSE(t.aligned_rows(4, 64, 64));
+  CHECK(t.aligned_rows(4, 32, 32));
 }
 
 TEST_CASE("variables every load reads consecutively are one dimension of the tiles", "[compiler]") {
@@ -423,13 +444,17 @@ TEST_CASE("tiles of odd or short extents run the smaller tiles", "[compiler]") {
   CHECK(pick(keys, {8, 32, 128, 2048}) == Tiles{128, 128});  // aligned
   CHECK(pick(keys, {8, 32, 127, 2048}) == Tiles{128, 128});  // H*D = 4064: aligned
   CHECK(pick(keys, {8, 31, 127, 2048}) == Tiles{64, 64});    // H*D = 3937: odd
-  CHECK(pick(keys, {8, 32, 128, 2047}) == Tiles{64, 64});    // S odd
+  CHECK(pick(keys, {8, 32, 128, 2047}) == Tiles{64, 128});   // S odd, H*D aligned: rows
+  CHECK(pick(keys, {8, 32, 127, 2047}) == Tiles{64, 128});   // H*D = 4064, S odd: rows
+  CHECK(pick(keys, {8, 31, 127, 2047}) == Tiles{64, 64});    // both odd
+  CHECK(pick(keys, {8, 32, 128, 63}) == Tiles{64, 64});      // S odd and below 64
   CHECK(pick(keys, {8, 1, 40, 2048}) == Tiles{64, 64});      // H*D = 40 < 64
   CHECK(pick(keys, {8, 1, 64, 2048}) == Tiles{128, 128});    // H*D = 64: half a tile
   CHECK(pick(keys, {8, 32, 128, 56}) == Tiles{64, 64});      // S = 56 < 64
   // f32 runs 64 x 64 tiles by default: nothing smaller is chosen.
   const char* f32 = "kernel k(x: f32[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }";
   CHECK(pick(f32, {1001, 999}) == Tiles{64, 64});
+  CHECK(pick(f32, {1000, 999}) == Tiles{64, 64});
   CHECK(pick(f32, {20, 20}) == Tiles{64, 64});
 }
 
