@@ -115,23 +115,23 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
   if (!step.tile_across.empty() && r.chosen >= 0) {
     const Variant& chosen = step.variants[static_cast<size_t>(r.chosen)];
     auto tile = [](const Variant& v, const char* side) { return config_knob(v, side, 0); };
-    const bool larger =
-        tile(chosen, "tile_in") * tile(chosen, "tile_out") > kOddTileSide * kOddTileSide;
-    for (size_t vi = 0; vi < step.variants.size() && r.odd_tiles < 0 && larger; ++vi) {
-      const Variant& v = step.variants[vi];
-      if (loadable[vi] && !v.strided && config_vec(v) == config_vec(chosen) &&
-          tile(v, "tile_in") == kOddTileSide && tile(v, "tile_out") == kOddTileSide) {
-        r.odd_tiles = static_cast<int>(vi);
+    // The first loadable variant with the chosen one's vector (and block, where `block`) and
+    // tiles of tile_in x tile_out; -1 where none is.
+    auto find = [&](int tile_in, int tile_out, bool block) {
+      for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+        const Variant& v = step.variants[vi];
+        if (loadable[vi] && !v.strided && config_vec(v) == config_vec(chosen) &&
+            (!block || config_knob(v, "block", 0) == config_knob(chosen, "block", 0)) &&
+            tile(v, "tile_in") == tile_in && tile(v, "tile_out") == tile_out) {
+          return static_cast<int>(vi);
+        }
       }
+      return -1;
+    };
+    if (tile(chosen, "tile_in") * tile(chosen, "tile_out") > kOddTileSide * kOddTileSide) {
+      r.odd_tiles = find(kOddTileSide, kOddTileSide, false);
     }
-    for (size_t vi = 0; vi < step.variants.size() && r.odd_tiles >= 0 && r.rows_tiles < 0; ++vi) {
-      const Variant& v = step.variants[vi];
-      if (loadable[vi] && !v.strided && config_vec(v) == config_vec(chosen) &&
-          config_knob(v, "block", 0) == config_knob(chosen, "block", 0) &&
-          tile(v, "tile_in") == kOddTileSide && tile(v, "tile_out") == 2 * kOddTileSide) {
-        r.rows_tiles = static_cast<int>(vi);
-      }
-    }
+    if (r.odd_tiles >= 0) r.rows_tiles = find(kOddTileSide, 2 * kOddTileSide, true);
   }
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
   const bool may_split = (!r.tiers.empty() && step.kind != StepKind::pointwise) ||
@@ -413,8 +413,8 @@ int tiled_variant(const Step& step, const StepRule& rule, int variant,
     return n % vec != 0 || n < config_knob(chosen, side, 0) / 2;
   };
   if (!odd(across, "tile_in") && !odd(inner, "tile_out")) return variant;
-  const bool rows = rule.rows_tiles >= 0 && across % vec == 0 && inner % vec != 0 &&
-                    across >= config_knob(chosen, "tile_in", 0) / 2 &&
+  // Aligned input rows (A a multiple of the vector, I not) take the aligned-rows path's tiles.
+  const bool rows = rule.rows_tiles >= 0 && !odd(across, "tile_in") && inner % vec != 0 &&
                     inner >= config_knob(chosen, "tile_out", 0) / 2;
   return rows ? rule.rows_tiles : rule.odd_tiles;
 }

@@ -504,59 +504,100 @@ class TiledLowering {
   }
 
   // Step 2 of the vector path: each thread's V x V blocks of every tiled load, as V row
-  // vectors, written into shared memory as V column vectors.
+  // vectors, written into shared memory as V column vectors (load_blocks). The scalar path
+  // loads the same blocks element by element.
   void load_tile_aligned(const Origin& o, bool vec) {
-    const int V = cfg_.vec, Ti = cfg_.tile_in;
-    const int per_thread = static_cast<int>(blocks_per_tile() / cfg_.block);
-    const int qs = Ti / V;  // blocks along A
+    if (vec) {
+      load_blocks(o, o.i0, blocks_per_tile(), [&](const Access& acc, Value* q, Value* r, int v) {
+        return tile_chunk(acc, q, r, v);
+      });
+      return;
+    }
+    const int V = cfg_.vec, qs = cfg_.tile_in / V;
+    for (int64_t k = 0; k < blocks_per_tile() / cfg_.block; ++k) {
+      Value* m = b_.CreateAdd(tid_, idx_of(k * cfg_.block));
+      Value* q = b_.CreateURem(m, idx_of(qs));
+      Value* r = b_.CreateUDiv(m, idx_of(qs));
+      Value* a = b_.CreateAdd(o.a0, b_.CreateMul(q, idx_of(V)));
+      for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+        const Access& acc = accesses_[ai];
+        if (acc.read != Read::tiled) continue;
+        for (int u = 0; u < V; ++u) {
+          Value* i = b_.CreateAdd(o.i0, b_.CreateAdd(b_.CreateMul(r, idx_of(V)), idx_of(u)));
+          Value* row = b_.CreateAdd(o.base[ai], b_.CreateMul(i, acc.step[inner_]));
+          Value* in_i = b_.CreateICmpULT(i, ext_[inner_]);
+          // Each element goes to its place in shared memory as soon as it is loaded (a V x V
+          // block of scalars held at once would double the kernel's registers).
+          for (int v = 0; v < V; ++v) {
+            Value* av = b_.CreateAdd(a, idx_of(v));
+            Value* ok = b_.CreateAnd(in_i, b_.CreateICmpULT(av, ext_[across_]));
+            Value* off = b_.CreateSelect(ok, b_.CreateAdd(row, av), idx_of(0));
+            Value* elem = b_.CreateAdd(tile_chunk(acc, q, r, v), idx_of(u));
+            store_shared(acc, elem, load_raw(acc, off, 1));
+          }
+        }
+      }
+    }
+  }
+
+  // Step 2 of the vector and aligned-rows paths: the tile's `total` V x V blocks of every tiled
+  // load, block m = tid + k B at columns a0 + q V (q = m % (Ti / V)) and input rows first + r V
+  // .. + V - 1 (r = m / (Ti / V)), loaded as V row vectors (a row outside the space, columns
+  // past A or a block past `total` read element 0), transposed in registers and written as V
+  // column vectors at place(acc, q, r, v), the first element of tile row q V + v's chunk r.
+  // Every block's loads are issued before the first is written: one wait for global memory a
+  // tile (the aligned-rows path's To / V + 1 block rows written a round at a time put a second
+  // wait in every tile: H200, bench/results/2026-11-30-h200-aligned-rows, calls 1 and 3, f32
+  // 8191 x 8192, tiles of 64 x 32, 157.3 -> 143.0 us).
+  template <class Place>
+  void load_blocks(const Origin& o, Value* first, int64_t total, Place place) {
+    const int V = cfg_.vec, qs = cfg_.tile_in / V;
+    const int64_t per_thread = (total + cfg_.block - 1) / cfg_.block;
     struct Block {
-      Value *q, *r;
-      std::vector<std::vector<std::vector<Value*>>> raw;  // per access, [u][v]: row i + u, a + v
+      Value *q, *r, *in_tile;
+      std::vector<std::vector<std::vector<Value*>>> raw;  // per access, [u][v]: row r V + u, a + v
     };
     std::vector<Block> blocks;
-    for (int k = 0; k < per_thread; ++k) {
+    for (int64_t k = 0; k < per_thread; ++k) {
       Block blk;
-      Value* m = b_.CreateAdd(tid_, idx_of(int64_t{k} * cfg_.block));
+      Value* m = b_.CreateAdd(tid_, idx_of(k * cfg_.block));
       blk.q = b_.CreateURem(m, idx_of(qs));
       blk.r = b_.CreateUDiv(m, idx_of(qs));
+      const bool last_partial = (k + 1) * cfg_.block > total;
+      blk.in_tile = last_partial ? b_.CreateICmpULT(m, idx_of(total)) : nullptr;
       Value* a = b_.CreateAdd(o.a0, b_.CreateMul(blk.q, idx_of(V)));
       Value* in_a = b_.CreateICmpULT(a, ext_[across_]);
+      if (blk.in_tile) in_a = b_.CreateAnd(blk.in_tile, in_a);
       blk.raw.resize(accesses_.size());
       for (size_t ai = 0; ai < accesses_.size(); ++ai) {
         const Access& acc = accesses_[ai];
         if (acc.read != Read::tiled) continue;
         for (int u = 0; u < V; ++u) {
-          Value* i = b_.CreateAdd(o.i0, b_.CreateAdd(b_.CreateMul(blk.r, idx_of(V)), idx_of(u)));
+          Value* i = b_.CreateAdd(first, b_.CreateAdd(b_.CreateMul(blk.r, idx_of(V)), idx_of(u)));
           // The tiled load's stride along A is 1: A is its last index.
           Value* row = b_.CreateAdd(o.base[ai], b_.CreateMul(i, acc.step[inner_]));
-          Value* in_i = b_.CreateICmpULT(i, ext_[inner_]);
-          if (vec) {  // the vector is wholly inside or outside the space
-            Value* ok = b_.CreateAnd(in_i, in_a);
-            blk.raw[ai].push_back(
-                load_raw(acc, b_.CreateSelect(ok, b_.CreateAdd(row, a), idx_of(0)), V));
-            continue;
-          }
-          // Scalar: each element goes to its place in shared memory as soon as it is loaded
-          // (a V x V block of scalars held at once would double the kernel's registers).
-          for (int v = 0; v < V; ++v) {
-            Value* av = b_.CreateAdd(a, idx_of(v));
-            Value* ok = b_.CreateAnd(in_i, b_.CreateICmpULT(av, ext_[across_]));
-            Value* off = b_.CreateSelect(ok, b_.CreateAdd(row, av), idx_of(0));
-            Value* elem = b_.CreateAdd(tile_chunk(acc, blk.q, blk.r, v), idx_of(u));
-            store_shared(acc, elem, load_raw(acc, off, 1));
-          }
+          Value* ok = b_.CreateAnd(b_.CreateICmpULT(i, ext_[inner_]), in_a);
+          blk.raw[ai].push_back(
+              load_raw(acc, b_.CreateSelect(ok, b_.CreateAdd(row, a), idx_of(0)), V));
         }
       }
       blocks.push_back(std::move(blk));
     }
     for (const Block& blk : blocks) {
-      for (size_t ai = 0; ai < accesses_.size(); ++ai) {
-        if (blk.raw[ai].empty()) continue;  // not tiled, or written already (scalar)
-        for (int v = 0; v < V; ++v) {
-          std::vector<Value*> column;
-          for (int u = 0; u < V; ++u) column.push_back(blk.raw[ai][u][v]);
-          store_shared(accesses_[ai], tile_chunk(accesses_[ai], blk.q, blk.r, v), column);
+      auto write = [&] {
+        for (size_t ai = 0; ai < accesses_.size(); ++ai) {
+          if (blk.raw[ai].empty()) continue;
+          for (int v = 0; v < V; ++v) {
+            std::vector<Value*> column;
+            for (int u = 0; u < V; ++u) column.push_back(blk.raw[ai][u][v]);
+            store_shared(accesses_[ai], place(accesses_[ai], blk.q, blk.r, v), column);
+          }
         }
+      };
+      if (blk.in_tile) {
+        em_.if_then(blk.in_tile, write);
+      } else {
+        write();
       }
     }
   }
@@ -602,8 +643,8 @@ class TiledLowering {
           case Read::tiled:
             if (vec) {  // lanes widened from the vector's words: a copy stores them as read
               Value* chunk = load_shared_vector(acc, tile_place(acc, da, key, rr));
-              for (int l = 0; l < V; ++l) vals.push_back(em_.widen_lane(chunk, l, acc.stored));
-              for (int l = 0; l < V; ++l) c.lanes[l].loaded[ai] = vals[l];
+              for (int l = 0; l < V; ++l)
+                c.lanes[l].loaded[ai] = em_.widen_lane(chunk, l, acc.stored);
               continue;
             }
             for (int l = 0; l < V; ++l) {
@@ -788,67 +829,15 @@ class TiledLowering {
                         b_.CreateMul(slot, idx_of(cfg_.vec)));
   }
 
-  // Step 2 of the aligned-rows path: every block's V rows loaded as vectors (a row outside the
-  // space, or a column past A, reads element 0), then written as V column vectors; the last
-  // round checks that its blocks are in the tile. Every block's loads are issued before the
-  // first is written: the tile's To / V + 1 block rows take one more round than the vector
-  // path's, and a round at a time put a second wait for global memory in every tile (H200,
-  // bench/results/2026-11-30-h200-aligned-rows, calls 1 and 3: f32 8191 x 8192, tiles of 64 x
-  // 32, 157.3 -> 143.0 us).
+  // Step 2 of the aligned-rows path: the vector path's blocks over input rows i0 - V ..
+  // i0 + To - 1 ((To / V + 1) x (Ti / V) blocks), placed output-major by rows_place.
   void load_tile_rows(const Origin& o) {
-    const int V = cfg_.vec, qs = cfg_.tile_in / V;
-    const int64_t total = int64_t{qs} * (cfg_.tile_out / V + 1);
-    const int per_thread = static_cast<int>((total + cfg_.block - 1) / cfg_.block);
-    const int in_flight = per_thread;
+    const int V = cfg_.vec;
+    const int64_t total = int64_t{cfg_.tile_in / V} * (cfg_.tile_out / V + 1);
     Value* first = b_.CreateSub(o.i0, idx_of(V));  // the input row of tile row 0 (wraps)
-    struct Block {
-      Value *q, *r, *in_tile;
-      std::vector<std::vector<std::vector<Value*>>> raw;  // per access, [u][v]: row r V + u, a + v
-    };
-    for (int k0 = 0; k0 < per_thread; k0 += in_flight) {
-      std::vector<Block> blocks;
-      for (int k = k0; k < std::min(per_thread, k0 + in_flight); ++k) {
-        Block blk;
-        Value* m = b_.CreateAdd(tid_, idx_of(int64_t{k} * cfg_.block));
-        blk.q = b_.CreateURem(m, idx_of(qs));
-        blk.r = b_.CreateUDiv(m, idx_of(qs));
-        blk.in_tile = (k + 1) * int64_t{cfg_.block} > total ? b_.CreateICmpULT(m, idx_of(total))
-                                                            : b_.getTrue();
-        Value* a = b_.CreateAdd(o.a0, b_.CreateMul(blk.q, idx_of(V)));
-        Value* in = b_.CreateAnd(blk.in_tile, b_.CreateICmpULT(a, ext_[across_]));
-        blk.raw.resize(accesses_.size());
-        for (size_t ai = 0; ai < accesses_.size(); ++ai) {
-          const Access& acc = accesses_[ai];
-          if (acc.read != Read::tiled) continue;
-          for (int u = 0; u < V; ++u) {
-            Value* i = b_.CreateAdd(first, b_.CreateAdd(b_.CreateMul(blk.r, idx_of(V)), idx_of(u)));
-            Value* ok = b_.CreateAnd(in, b_.CreateICmpULT(i, ext_[inner_]));
-            Value* at =
-                b_.CreateAdd(row_start(acc, o, o.base[ai], i), b_.CreateMul(blk.q, idx_of(V)));
-            blk.raw[ai].push_back(load_raw(acc, b_.CreateSelect(ok, at, idx_of(0)), V));
-          }
-        }
-        blocks.push_back(std::move(blk));
-      }
-      for (const Block& blk : blocks) {
-        auto write = [&] {
-          for (size_t ai = 0; ai < accesses_.size(); ++ai) {
-            if (blk.raw[ai].empty()) continue;
-            for (int v = 0; v < V; ++v) {
-              std::vector<Value*> column;
-              for (int u = 0; u < V; ++u) column.push_back(blk.raw[ai][u][v]);
-              Value* da = b_.CreateAdd(b_.CreateMul(blk.q, idx_of(V)), idx_of(v));
-              store_shared(accesses_[ai], rows_place(accesses_[ai], da, blk.r), column);
-            }
-          }
-        };
-        if (llvm::isa<llvm::ConstantInt>(blk.in_tile)) {
-          write();
-        } else {
-          em_.if_then(blk.in_tile, write);
-        }
-      }
-    }
+    load_blocks(o, first, total, [&](const Access& acc, Value* q, Value* r, int v) {
+      return rows_place(acc, b_.CreateAdd(b_.CreateMul(q, idx_of(V)), idx_of(v)), r);
+    });
   }
 
   // Step 4 of the aligned-rows path: the V elements of tile row da from tile row r (unaligned),

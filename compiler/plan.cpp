@@ -239,12 +239,19 @@ int Tiling::smem_bytes_per_element() const {
   return bytes;
 }
 
-int64_t Tiling::shifted_smem_bytes(int vec, int tile_in, int tile_out) const {
+namespace {
+
+// Shared memory of tiles of rows x cols elements a load, each load's tile a multiple of 16 bytes.
+int64_t tiles_smem_bytes(const std::vector<TiledLoad>& loads, int64_t rows, int64_t cols) {
   int64_t bytes = 0;
-  for (const TiledLoad& l : loads) {
-    bytes += (int64_t{tile_in + vec} * (tile_out + vec) * size_of(l.stored) + 15) / 16 * 16;
-  }
+  for (const TiledLoad& l : loads) bytes += (rows * cols * size_of(l.stored) + 15) / 16 * 16;
   return bytes;
+}
+
+}  // namespace
+
+int64_t Tiling::shifted_smem_bytes(int vec, int tile_in, int tile_out) const {
+  return tiles_smem_bytes(loads, tile_in + vec, tile_out + vec);
 }
 
 bool Tiling::shifts(int vec, int tile_in, int tile_out) const {
@@ -252,11 +259,7 @@ bool Tiling::shifts(int vec, int tile_in, int tile_out) const {
 }
 
 int64_t Tiling::rows_smem_bytes(int vec, int tile_in, int tile_out) const {
-  int64_t bytes = 0;
-  for (const TiledLoad& l : loads) {
-    bytes += (int64_t{tile_in} * (tile_out + vec) * size_of(l.stored) + 15) / 16 * 16;
-  }
-  return bytes;
+  return tiles_smem_bytes(loads, tile_in, tile_out + vec);
 }
 
 bool Tiling::aligned_rows(int vec, int tile_in, int tile_out) const {
