@@ -20,6 +20,8 @@
 //     every output with one vector each (bf16 lanes widened from the chunk's words, so that a
 //     copy stores the words as read: Emitter::widen_lane).
 //  5. Barrier: the next tile overwrites shared memory.
+// One function holds every path below; it asks ptxas for the blocks an SM that the registers
+// of its hungriest path's loads in flight allow (Tiling::registers, blocks_per_sm).
 // Shared memory holds, per tiled load, a Ti x To tile in its stored type: row a (along A) of
 // To elements; chunk c (V elements along I) of row a sits at chunk c ^ ((a / V) % S), S the
 // chunks per 128 bytes (at most To / V). In step 2 the threads of a quarter warp write
@@ -275,6 +277,10 @@ class TiledLowering {
 
   void build_function(const std::string& entry) {
     fn_ = em_.declare_kernel(k_, entry, cfg_.block);
+    const Tiling& t = step_.tiling;
+    if (const int blocks = t.blocks_per_sm(cfg_.vec, cfg_.tile_in, cfg_.tile_out, cfg_.block)) {
+      em_.min_blocks_per_sm(fn_, blocks);
+    }
     for (size_t i = 0; i < params_.size(); ++i) ptr_args_.push_back(fn_->getArg(i));
     for (size_t i = 0; i < symbols_.size(); ++i)
       sym_args_.push_back(fn_->getArg(params_.size() + i));

@@ -270,6 +270,40 @@ bool Tiling::aligned_rows(int vec, int tile_in, int tile_out) const {
   return vec > 1 && words && rows_smem_bytes(vec, tile_in, tile_out) <= kStaticSmemBytes;
 }
 
+int Tiling::registers(int vec, int tile_in, int tile_out, int block) const {
+  if (vec < 2 || block < 1) return 0;
+  auto per_thread = [&](int64_t items) { return (items + block - 1) / block; };
+  int64_t bytes = 0, widest = 0;  // every load's element bytes; the widest load's
+  for (const TiledLoad& l : loads) {
+    bytes += static_cast<int64_t>(size_of(l.stored));
+    widest = std::max(widest, static_cast<int64_t>(size_of(l.stored)));
+  }
+  const int64_t qs = tile_in / vec, block_bytes = int64_t{vec} * vec * bytes;
+  int64_t in_flight = per_thread(qs * (tile_out / vec)) * block_bytes;  // the vector path's
+  if (aligned_rows(vec, tile_in, tile_out)) {
+    in_flight = std::max(in_flight, per_thread(qs * (tile_out / vec + 1)) * block_bytes);
+  }
+  // Step 4: every chunk's lanes, read from the tiles and from the other loads, live until the
+  // chunks are stored.
+  const int64_t chunks = per_thread(int64_t{tile_in} * (tile_out / vec));
+  in_flight = std::max(in_flight, chunks * vec * (bytes + other_bytes));
+  if (shifts(vec, tile_in, tile_out)) {
+    in_flight = std::max(in_flight, per_thread(int64_t{tile_out + vec} * (qs + 1)) * vec * widest);
+  } else {  // element by element: the vector path's elements, each with its 8-byte address
+    const int64_t elements = per_thread(qs * (tile_out / vec)) * vec * vec;
+    in_flight = std::max(in_flight, elements * (bytes + 8 * static_cast<int64_t>(loads.size())));
+  }
+  return static_cast<int>((in_flight / 4 + 32 + 7) / 8 * 8);
+}
+
+int Tiling::blocks_per_sm(int vec, int tile_in, int tile_out, int block) const {
+  // An SM's 64K registers are four quarters of 16K, each holding whole warps of 32 threads.
+  // No more than a thread's 255 registers: nothing to ask.
+  const int r = registers(vec, tile_in, tile_out, block);
+  const int blocks = r > 0 ? 4 * (16384 / (r * 32)) / ((block + 31) / 32) : 0;
+  return blocks > 0 && 65536 / (blocks * block) < 255 ? blocks : 0;
+}
+
 std::vector<std::vector<int>> Tiling::dims(int rank) const {
   std::vector<std::vector<int>> out;
   for (int v = 0; v < rank; ++v) {
@@ -361,6 +395,7 @@ Tiling plan_tiling(const PointwiseStep& step) {
   for (const TiledLoad& l : all) {
     const bool tiled = std::find(tiling.loads.begin(), tiling.loads.end(), l) != tiling.loads.end();
     if (!tiled || size_of(l.stored) < 4) tiling.odd_shifted = true;
+    if (!tiled) tiling.other_bytes += static_cast<int>(size_of(l.stored));
   }
   tiling.joined = joined_variables(indexed, read);
   if (std::none_of(tiling.joined.begin(), tiling.joined.end(), [](bool j) { return j; })) {

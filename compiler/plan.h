@@ -56,6 +56,7 @@ struct Tiling {
   /// unless every load of the step is a tiled load of 32-bit elements, where element by element
   /// measured faster (bench/results/2026-11-30-h200-shifted-transpose).
   bool odd_shifted = false;
+  int other_bytes = 0;  // the element bytes of the step's loads that are not tiled, summed
   /// Per step variable (empty: none): whether the tile loop runs it as one dimension with the
   /// variable before it. Where every load indexes v right after v - 1 and neither elsewhere, and
   /// no value reads either's index, the two are one dimension of extent their product, as
@@ -80,6 +81,28 @@ struct Tiling {
   /// static shared memory.
   int64_t rows_smem_bytes(int vec, int tile_in, int tile_out) const;
   bool aligned_rows(int vec, int tile_in, int tile_out) const;
+  /// The registers a thread of a config's kernel is held to (0: ptxas's choice), where its
+  /// vectors are wider than an element: the 32-bit words that the hungriest of its paths keeps
+  /// in flight a thread, plus 32 for addresses and indices, a multiple of 8. Step 2: the vector
+  /// path's tile_in x tile_out elements of every tiled load, the aligned-rows path's
+  /// tile_in / vec x (tile_out / vec + 1) blocks, the shifted path's (tile_out + vec) x
+  /// (tile_in / vec + 1) vectors of one load, or, where odd extents run element by element, the
+  /// vector path's elements each with its 8-byte address (an upper bound, not what that path
+  /// holds: it writes each element as it is loaded; the term keeps those kernels unheld, as
+  /// measured best); step 4: its chunks' elements of every load, tiled or not (uniform and
+  /// repeated loads counted as others: the estimate errs high). One kernel holds every path, and
+  /// nvJitLink gave it the registers of the hungriest and more (bf16 tiles of 64 x 128, 128
+  /// threads: 152, 3 blocks an SM). Held to these, tiles with odd extents ran faster and aligned
+  /// ones level (but one: an f32 permute with a bias, 38.5 -> 40.3 us, call 4) on an H200
+  /// (bench/results/2026-12-01-h200-tiled-registers, call 1: bf16 8191 x 8192 87.7 -> 75.3 us
+  /// at 96 registers, 82.1 at 128; [8, 2047, 32, 127] -> [8, 32, 127, 2047] 95.9 -> 77.8), where
+  /// tighter holds spilled or lost (f32 64 x 64 tiles with an add at 128 registers: 191.7 ->
+  /// 298.9 us; f32 8193 x 8191, element by element, at 128: 157.2 -> 179.0).
+  int registers(int vec, int tile_in, int tile_out, int block) const;
+  /// The blocks of `block` threads an SM that registers() allow (each quarter of the SM's 64K
+  /// registers holds whole warps), asked of ptxas (PTX .minnctapersm); 0 where registers() is
+  /// 0 or where the blocks would allow a thread all of its 255.
+  int blocks_per_sm(int vec, int tile_in, int tile_out, int block) const;
 };
 
 /// The absolute error the approximate functions of 16-bit steps may have (fast_functions): for

@@ -389,6 +389,30 @@ kernel k(a: f32[N, M], b: f32[N, M], c: f32[N, M], z: bf16[M, N]) -> (y: f32[M, 
   CHECK(t.aligned_rows(4, 32, 32));
 }
 
+TEST_CASE("tiled kernels are held to the registers of their loads in flight", "[compiler]") {
+  // bf16 alone: the aligned-rows path's blocks are the most (64 x 128 tiles, 128 threads: 2 of
+  // 8 x 8 elements a thread, 64 words), plus 32; an SM's quarters hold 5 warps of 96.
+  Tiling t = tiling_of("kernel k(x: bf16[N, M]) -> (y: bf16[M, N]) { y[i, j] = x[j, i] }");
+  CHECK(t.registers(8, 64, 128, 128) == 96);
+  CHECK(t.blocks_per_sm(8, 64, 128, 128) == 5);
+  CHECK(t.registers(8, 128, 128, 128) == 128);  // 3 blocks of 8 x 8 a thread: 96 words
+  CHECK(t.blocks_per_sm(8, 128, 128, 128) == 4);
+  CHECK(t.blocks_per_sm(8, 64, 64, 64) == 10);  // 96 registers, blocks of two warps
+  CHECK(t.registers(1, 64, 64, 256) == 0);      // scalar configs keep ptxas's choice
+  CHECK(t.blocks_per_sm(1, 64, 64, 256) == 0);
+  // f32 alone runs odd extents element by element: 4 blocks of 4 x 4 elements, each with its
+  // address, 192 words; the hold would allow 256 registers, so none is asked for.
+  t = tiling_of("kernel k(x: f32[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }");
+  CHECK(t.registers(4, 64, 64, 64) == 224);
+  CHECK(t.blocks_per_sm(4, 64, 64, 64) == 0);
+  // A contiguous read beside the tile: step 4's 16 chunks of 4 elements of x and z, 128 words.
+  t = tiling_of(
+      "kernel k(x: f32[N, M], z: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[j, i] + z[i, j] }");
+  CHECK(t.other_bytes == 4);
+  CHECK(t.registers(4, 64, 64, 64) == 160);
+  CHECK(t.blocks_per_sm(4, 64, 64, 64) == 6);
+}
+
 TEST_CASE("variables every load reads consecutively are one dimension of the tiles", "[compiler]") {
   using Dims = std::vector<std::vector<int>>;
   // [B, S, H, D] -> [B, H, D, S]: h and d (s1, s2) follow each other in x and in y.
