@@ -240,16 +240,6 @@ double scale_of(const HostTensor& stored, const HostTensor& wide) {
 // element a kernel never writes can hold both.
 constexpr uint8_t kPoison[2] = {0xFF, 0x7F};
 
-// The L2 flush before each timed repetition writes twice the device's L2 (at least 32 MB; 256
-// MB when the driver does not say): every line of the kernel's inputs is evicted, and the
-// write costs a third of a fixed 256 MB one on an H200 (50 MB of L2), which for a kernel of a
-// few microseconds is most of a repetition.
-size_t flush_bytes(const Runtime& rt) {
-  const int l2 = rt.device().l2_bytes;
-  if (l2 <= 0) return size_t{256} << 20;
-  return std::max(size_t{32} << 20, 2 * static_cast<size_t>(l2));
-}
-
 }  // namespace
 
 DeviceBuffer::DeviceBuffer(const Runtime& rt, size_t bytes) : rt_(rt) {
@@ -756,10 +746,7 @@ bool KernelHarness::settled(std::span<const double> sorted_us, double settle) {
 Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool flush_l2,
                                 double budget_ms, double prune_above_us, double settle) {
   const DriverApi& api = rt_.driver();
-  if (flush_l2 && !flush_) {
-    flush_bytes_ = flush_bytes(rt_);
-    flush_ = std::make_unique<DeviceBuffer>(rt_, flush_bytes_);
-  }
+  if (flush_l2 && !flush_) flush_ = std::make_unique<L2Flush>(rt_);
   // Repetitions are enqueued in batches, each between its own pair of events, and the host
   // waits once per batch: a synchronization per repetition costs more than a small kernel.
   constexpr int kBatch = 16;
@@ -772,16 +759,10 @@ Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool 
       for (CUevent e : ev) api.cuEventDestroy(e);
     }
   } destroy{api, ev};
-  int flushes = 0;
   // Enqueues `count` (<= kBatch) repetitions, waits for them, appends their times.
   auto batch = [&](int count, std::vector<double>& out) {
     for (int i = 0; i < count; ++i) {
-      if (flush_l2) {
-        check_cu(rt_,
-                 api.cuMemsetD8Async(flush_->get(), static_cast<uint8_t>(flushes++), flush_bytes_,
-                                     stream_),
-                 "cuMemsetD8Async");
-      }
+      if (flush_l2 && !flush_->enqueue(stream_)) throw HarnessError{"the L2 flush's launch failed"};
       api.cuEventRecord(ev[2 * i], stream_);
       fn();
       api.cuEventRecord(ev[2 * i + 1], stream_);

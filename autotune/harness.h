@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autotune/gpu_check.h"
+#include "autotune/l2_flush.h"
 #include "autotune/search.h"
 #include "ir/interpreter.h"
 #include "runtime/runtime.h"
@@ -209,10 +210,11 @@ class KernelHarness {
   /// Times `fn` (which enqueues work on stream()): >= 3 launches and >= 2 ms of warm-up (at
   /// most 16), then `reps` timed launches, enqueued in batches of 16 with one wait each (0: about
   /// `budget_ms` of wall time worth, each repetition's cost taken from the warm-up, 10..2000), each
-  /// preceded by a write over a 256 MB buffer when `flush_l2`. Pruning: with `prune_above_us` > 0
-  /// (the best median so far), timing stops after kPruneReps repetitions when the fastest of them
-  /// took more than kPruneFactor times that: even the candidate's best run is far beyond any spread
-  /// of the best's. The result then has `pruned` set, its median and fastest of those repetitions.
+  /// preceded by a read of twice the L2 when `flush_l2` (autotune/l2_flush.h). Pruning: with
+  /// `prune_above_us` > 0 (the best median so far), timing stops after kPruneReps repetitions when
+  /// the fastest of them took more than kPruneFactor times that: even the candidate's best run is
+  /// far beyond any spread of the best's. The result then has `pruned` set, its median and fastest
+  /// of those repetitions.
   static constexpr int kPruneReps = 5;
   static constexpr double kPruneFactor = 1.5;
   /// The pruning rule on the repetitions timed so far (microseconds): true when there are
@@ -237,8 +239,7 @@ class KernelHarness {
   CUstream stream_ = nullptr;
   std::vector<HostTensor> host_;
   std::vector<std::unique_ptr<DeviceBuffer>> dev_;
-  std::unique_ptr<DeviceBuffer> flush_;
-  size_t flush_bytes_ = 0;
+  std::unique_ptr<L2Flush> flush_;
   std::vector<CUdeviceptr> ptrs_;
   std::vector<int64_t> syms_;
   std::vector<int64_t> strides_;

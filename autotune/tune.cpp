@@ -43,7 +43,8 @@ namespace kiln {
 namespace {
 
 // Wall time per timed candidate (KernelHarness::time): 10 ms is 250 repetitions of a kernel of
-// a few microseconds (each after its L2 flush of twice the L2, about 30 us on an H200) and 10 of
+// a few microseconds (each after its L2 flush, a write of twice the L2 then, about 30 us on an
+// H200; a read of as much now, autotune/l2_flush.h) and 10 of
 // one of 1 ms. It was 60 ms of kernel time, which for a 5 us kernel meant 2000 flushes, then
 // 20 ms with a 256 MB flush (bench/results/2026-11-24-h200-tune/README.md).
 constexpr double kTuneBudgetMs = 10;

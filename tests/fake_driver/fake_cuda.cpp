@@ -14,6 +14,7 @@
 //   KILN_FAKE_CUDA_SMS=N                            the multiprocessor count (default 132)
 //   KILN_FAKE_CUDA_CC=MAJOR.MINOR                   the compute capability (default 9.0)
 //   KILN_FAKE_CUDA_DEVICES=N                        the device count (default 1)
+//   KILN_FAKE_CUDA_L2_BYTES=N                       the L2's size (default 0: not said)
 //   KILN_FAKE_CUDA_CAPTURING=1                      every stream is in graph capture
 //                                                   (cuStreamIsCapturing)
 #include <cuda.h>
@@ -257,6 +258,9 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice
       break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
       *v = 232448;
+      break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+      *v = env_int("KILN_FAKE_CUDA_L2_BYTES", 0);
       break;
     default:
       *v = 0;

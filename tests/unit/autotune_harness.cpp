@@ -7,6 +7,7 @@
 // for every dtype: on the fake driver its comparison kernel never runs, so check() decides;
 // on a real GPU (the "[gpu]" case, skipped with a warning where there is no driver) the
 // kernel decides every passing candidate.
+#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -16,6 +17,8 @@
 
 #include "autotune/gpu_check.h"
 #include "autotune/harness.h"
+#include "autotune/l2_flush.h"
+#include "compiler/toolkit.h"
 #include "ir/text.h"
 #include "runtime/driver.h"
 
@@ -113,6 +116,58 @@ TEST_CASE("timing stops after 5 repetitions only for a clearly slower candidate"
   CHECK(unpruned.reps > KernelHarness::kPruneReps);
   // Every launch is a warm-up (3, then 13 more: the fake's 1 us each is under 2 ms) or timed.
   CHECK(launches == 3 * 16 + pruned.reps + full.reps + unpruned.reps);
+}
+
+TEST_CASE("each timed repetition follows the L2 flush's read of twice the L2",
+          "[autotune][harness]") {
+  FakeDriver fake;
+  ::setenv("KILN_FAKE_CUDA_L2_BYTES", "20971520", 1);  // 20 MiB: the flush reads 40
+  Result<std::unique_ptr<Runtime>> rt = Runtime::open();
+  ::unsetenv("KILN_FAKE_CUDA_L2_BYTES");
+  REQUIRE(rt.ok());
+  // The runtime's handle on the fake, shared: what it recorded.
+  void* lib = dlopen(KILN_FAKE_DRIVER, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(lib != nullptr);
+  auto reset = reinterpret_cast<void (*)()>(dlsym(lib, "kiln_fake_reset"));
+  auto arg_count = reinterpret_cast<void (*)(int)>(dlsym(lib, "kiln_fake_set_arg_count"));
+  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "kiln_fake_launch_count"));
+  auto launch = reinterpret_cast<const char* (*)(int, unsigned*, unsigned*, unsigned*)>(
+      dlsym(lib, "kiln_fake_launch"));
+  auto arg = reinterpret_cast<uint64_t (*)(int, int)>(dlsym(lib, "kiln_fake_launch_arg"));
+  REQUIRE((reset && arg_count && count && launch && arg));
+  Program p =
+      parse_program("kernel add(x: f32[N], y: f32[N]) -> (z: f32[N]) {\n  z[i] = x[i] + y[i]\n}\n");
+  bundle::KernelInfo info;
+  info.symbols = {"N"};
+  KernelHarness h(**rt, p.kernels.at(0), info, {{"N", 10}}, /*seed=*/1);
+  reset();
+  arg_count(2);
+  int calls = 0;
+  Measurement m = h.time([&] { ++calls; }, 20, /*flush_l2=*/true);
+  CHECK(m.reps == 20);
+  // One read before each call, warm-up included, and nothing else launched.
+  REQUIRE(count() == calls);
+  for (int i = 0; i < count(); ++i) {
+    unsigned grid = 0, block = 0, smem = 0;
+    CHECK(std::string(launch(i, &grid, &block, &smem)) == "kiln_l2_flush");
+    CHECK(grid * block >= 132 * 2048);  // every SM full, several times over
+    CHECK(arg(i, 1) == (40u << 20) / 16);
+  }
+  arg_count(0);
+  dlclose(lib);
+}
+
+TEST_CASE("the L2 flush's kernel assembles for sm_80 and sm_90", "[autotune][harness]") {
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    Result<Cubin> cubin = assemble_cubin(l2_flush_ptx(), arch);
+    if (!cubin.ok() && cubin.message().find("not found") != std::string::npos) {
+      WARN("no assembler (" << cubin.message() << "): not tested");
+      return;
+    }
+    INFO(arch << ": " << (cubin.ok() ? cubin->info_log : cubin.message()));
+    REQUIRE(cubin.ok());
+    CHECK(cubin->spill_bytes == 0);
+  }
 }
 
 TEST_CASE("timing stops once the median has settled, not before 10 repetitions",
