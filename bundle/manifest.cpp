@@ -124,7 +124,10 @@ OrderedJson step_json(const Step& s) {
     for (const auto& [limit, variant] : s.few_rows) few.push_back({limit, variant});
     out["few_rows"] = few;
   }
-  if (!s.tile_across.empty()) out["tiles"] = {{"across", s.tile_across}, {"inner", s.tile_inner}};
+  if (!s.tile_across.empty()) {
+    out["tiles"] = {{"across", s.tile_across}, {"inner", s.tile_inner}};
+    if (s.tile_elementwise) out["tiles"]["elementwise"] = true;
+  }
   out["variants"] = variants;
   return out;
 }
@@ -539,6 +542,7 @@ Step read_step(const Obj& o, const KernelInfo& k) {
     };
     s.tile_across = positions("across");
     s.tile_inner = positions("inner");
+    s.tile_elementwise = t.find("elementwise") && t.boolean("elementwise");
     if (s.kind != StepKind::pointwise || s.tile_across.back() >= s.tile_inner.front() ||
         s.tile_inner.back() != static_cast<int>(s.space.size()) - 1) {
       fail(o.at("tiles"),

@@ -327,6 +327,10 @@ struct Step {
   // and run their default at every shape, as an older reader, which ignores it, does: correct
   // either way, so it came without a new format version.
   std::vector<int> tile_across, tile_inner;
+  // Whether the tiles' odd extents run element by element (Tiling::odd_shifted false: every
+  // load a tiled load of 32-bit elements), where the rule's odd tiles hold half the elements a
+  // thread (bundle/rule.h). "elementwise": true in "tiles"; absent: false, the rule as before.
+  bool tile_elementwise = false;
   friend bool operator==(const Step&, const Step&) = default;
 };
 

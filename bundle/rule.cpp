@@ -115,23 +115,34 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
   if (!step.tile_across.empty() && r.chosen >= 0) {
     const Variant& chosen = step.variants[static_cast<size_t>(r.chosen)];
     auto tile = [](const Variant& v, const char* side) { return config_knob(v, side, 0); };
-    // The first loadable variant with the chosen one's vector (and block, where `block`) and
-    // tiles of tile_in x tile_out; -1 where none is.
-    auto find = [&](int tile_in, int tile_out, bool block) {
+    // The first loadable variant with the chosen one's vector (and `block` threads, where
+    // nonzero) and tiles of tile_in x tile_out; -1 where none is.
+    auto find = [&](int tile_in, int tile_out, int64_t block) {
       for (size_t vi = 0; vi < step.variants.size(); ++vi) {
         const Variant& v = step.variants[vi];
         if (loadable[vi] && !v.strided && config_vec(v) == config_vec(chosen) &&
-            (!block || config_knob(v, "block", 0) == config_knob(chosen, "block", 0)) &&
-            tile(v, "tile_in") == tile_in && tile(v, "tile_out") == tile_out) {
+            (block == 0 || config_knob(v, "block", 0) == block) && tile(v, "tile_in") == tile_in &&
+            tile(v, "tile_out") == tile_out) {
           return static_cast<int>(vi);
         }
       }
       return -1;
     };
-    if (tile(chosen, "tile_in") * tile(chosen, "tile_out") > kOddTileSide * kOddTileSide) {
-      r.odd_tiles = find(kOddTileSide, kOddTileSide, false);
+    // Where odd extents run element by element, odd tiles hold half the elements a thread of
+    // the chosen variant holds (kOddTileSide).
+    if (step.tile_elementwise) {
+      const int64_t held = tile(chosen, "tile_in") * tile(chosen, "tile_out") /
+                           std::max<int64_t>(config_knob(chosen, "block", 1), 1);
+      r.odd_tiles = find(kOddTileSide, kOddTileSide,
+                         kOddTileSide * kOddTileSide / std::max<int64_t>(held / 2, 1));
     }
-    if (r.odd_tiles >= 0) r.rows_tiles = find(kOddTileSide, 2 * kOddTileSide, true);
+    if (r.odd_tiles < 0 &&
+        tile(chosen, "tile_in") * tile(chosen, "tile_out") > kOddTileSide * kOddTileSide) {
+      r.odd_tiles = find(kOddTileSide, kOddTileSide, 0);
+    }
+    if (r.odd_tiles >= 0) {
+      r.rows_tiles = find(kOddTileSide, 2 * kOddTileSide, config_knob(chosen, "block", 0));
+    }
   }
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
   const bool may_split = (!r.tiers.empty() && step.kind != StepKind::pointwise) ||

@@ -150,11 +150,13 @@ struct StepRule {
   bool reads_strided = false;
   int strided = -1;
   std::vector<std::pair<int64_t, int>> strided_tiers;
-  // Tiled pointwise steps (Step::tile_across): the first loadable variant with the chosen one's
-  // vec and tiles of kOddTileSide on both sides when the chosen one's are larger, else -1; and
-  // where odd_tiles is set, the first with the chosen one's vec and block and tiles of
-  // kOddTileSide along the across dimension and twice that along the innermost (rows_tiles),
-  // else -1.
+  // Tiled pointwise steps (Step::tile_across): where the step's odd extents run element by
+  // element (Step::tile_elementwise), the first loadable variant with the chosen one's vec,
+  // tiles of kOddTileSide on both sides and threads that each hold half the elements a thread of
+  // the chosen one holds; else, where the chosen one's tiles are larger, the first with its vec
+  // and those tiles; else -1. And where odd_tiles is set, the first with the chosen
+  // one's vec and block and tiles of kOddTileSide along the across dimension and twice that along
+  // the innermost (rows_tiles), else -1.
   int odd_tiles = -1;
   int rows_tiles = -1;
 };
@@ -166,7 +168,13 @@ struct StepRule {
 /// (bench/results/2026-11-30-h200-joined-dims, calls 1 and 2), bf16 tiles of 64 x 64 took
 /// 0.73-0.97x the time of 128 x 128 at the 7 such shapes measured; at 13 aligned shapes 128 x 128
 /// (the default there) took 0.94-1.02x the time of 64 x 64, and 1.17x at a 14th, 1000 x 3000 (192
-/// tiles for 132 SMs: left to the tuner).
+/// tiles for 132 SMs: left to the tuner). Threads holding half the elements, where odd extents
+/// run element by element: f32 transposes' tiles of 64 x 64 (the default's), 128 threads
+/// against the default's 64, took 0.90-0.96x the time at eight such shapes, element by element
+/// or aligned rows (bench/results/2026-12-01-h200-strides, call 5: 8191 x 8193 154.7 -> 147.7
+/// us, 8191 x 8192 147.9 -> 136.9), and 0.91-0.94x for a rotation and a scaled transpose (call
+/// 6); an f32 transpose with a contiguous add, whose odd extents run shifted vectors, took
+/// 1.17-1.18x (8191 x 8193 200.9 -> 238.1), and keeps the default's threads.
 inline constexpr int64_t kOddTileSide = 64;
 /// Where only the innermost extent is not a multiple of the vector (the tiles' input rows start
 /// aligned, their output rows do not: the aligned-rows path, compiler/lower_tiled.cpp), tiles of

@@ -702,6 +702,7 @@ bundle::Step manifest_step(const KernelPlan& plan, size_t si, const std::vector<
       if (dim.back() == t.across) bs.tile_across = dim;
     }
     bs.tile_inner = dims.back();
+    bs.tile_elementwise = !t.odd_shifted;
   }
   return bs;
 }
@@ -874,7 +875,8 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
         }
         line(fmt::format(
             "{}extents of {} or {} not multiples of {}, or {} below {} or {} below {} (half the "
-            "tiles' sides): variant {} ({}), smaller tiles (measured faster there on an H200)",
+            "tiles' sides): variant {} ({}), half the elements a thread (measured faster there on "
+            "an H200)",
             rule.rows_tiles >= 0 ? "else " : "", across, inner, c.vec, across, c.tile_in / 2, inner,
             c.tile_out / 2, rule.odd_tiles, config_text(odd.config)));
       }

@@ -446,7 +446,7 @@ TEST_CASE("variables every load reads consecutively are one dimension of the til
 
 TEST_CASE("tiles of odd or short extents run the smaller tiles", "[compiler]") {
   // The runtime's rule (bundle/rule.h tiled_variant) on the manifest step the plan writes.
-  auto pick = [](const char* src, std::vector<int64_t> space) {
+  auto config = [](const char* src, std::vector<int64_t> space) {
     Program p = parse_program(src);
     std::unique_ptr<KernelPlan> plan = plan_kernel(p.kernels[0]);
     REQUIRE(plan->steps.size() == 1);
@@ -458,8 +458,10 @@ TEST_CASE("tiles of odd or short extents run the smaller tiles", "[compiler]") {
     for (int64_t e : space) elements *= e;
     const int v = bundle::tiled_variant(
         s, rule, bundle::heuristic_variant(s, rule, elements, 1, h200), space);
-    const auto& c =
-        std::get<PointwiseConfig>(plan->steps[0].variants[static_cast<size_t>(v)].config);
+    return std::get<PointwiseConfig>(plan->steps[0].variants[static_cast<size_t>(v)].config);
+  };
+  auto pick = [&](const char* src, std::vector<int64_t> space) {
+    const PointwiseConfig c = config(src, std::move(space));
     return std::pair{c.tile_in, c.tile_out};
   };
   const char* keys =
@@ -475,11 +477,22 @@ TEST_CASE("tiles of odd or short extents run the smaller tiles", "[compiler]") {
   CHECK(pick(keys, {8, 1, 40, 2048}) == Tiles{64, 64});      // H*D = 40 < 64
   CHECK(pick(keys, {8, 1, 64, 2048}) == Tiles{128, 128});    // H*D = 64: half a tile
   CHECK(pick(keys, {8, 32, 128, 56}) == Tiles{64, 64});      // S = 56 < 64
-  // f32 runs 64 x 64 tiles by default: nothing smaller is chosen.
+  // f32 runs 64 x 64 tiles by default: nothing smaller is chosen. Its odd extents run element
+  // by element, where the odd tiles' threads hold half the elements (128 threads, not 64).
   const char* f32 = "kernel k(x: f32[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }";
   CHECK(pick(f32, {1001, 999}) == Tiles{64, 64});
   CHECK(pick(f32, {1000, 999}) == Tiles{64, 64});
   CHECK(pick(f32, {20, 20}) == Tiles{64, 64});
+  CHECK(config(f32, {1024, 1024}).block == 64);  // aligned: the default
+  CHECK(config(f32, {1001, 999}).block == 128);  // both odd
+  CHECK(config(f32, {1000, 999}).block == 128);  // input rows aligned, output rows not
+  CHECK(config(f32, {20, 1024}).block == 128);   // short
+  // With a contiguous add, odd extents run shifted vectors: the default's threads.
+  const char* add =
+      "kernel k(x: f32[N, M], z: f32[M, N]) -> (y: f32[M, N]) { y[i, j] = x[j, i] + z[i, j] }";
+  CHECK(config(add, {1024, 1024}).block == 64);
+  CHECK(config(add, {1001, 999}).block == 64);
+  CHECK(config(add, {1000, 999}).block == 64);
 }
 
 TEST_CASE("the tiled config space", "[compiler]") {

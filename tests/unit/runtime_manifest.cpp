@@ -623,6 +623,18 @@ TEST_CASE("manifest: a tiled step's dimensions round-trip, absent means none", "
   CHECK(error_with([&](Json& e) { e["kernels"][0]["steps"][0]["kind"] = "row_reduction"; }) ==
         f + why);
   CHECK_THAT(error_with([&](Json& e) { tiles(e).erase("inner"); }), Catch::Contains("inner"));
+  CHECK_THAT(error_with([&](Json& e) { tiles(e)["elementwise"] = 1; }),
+             Catch::Contains("elementwise"));
+
+  // Odd extents that run element by element: written only when so.
+  s.tile_elementwise = true;
+  text = to_json(m);
+  CHECK(Json::parse(text)["kernels"][0]["steps"][0]["tiles"] ==
+        Json::parse(R"({"across": [1, 2], "inner": [3], "elementwise": true})"));
+  back = parse_manifest(text, kOrigin);
+  REQUIRE(back.ok());
+  CHECK(back->kernels[0].steps[0].tile_elementwise);
+  CHECK(*back == m);
 }
 
 TEST_CASE("manifest: a step's approximation error round-trips, absent means none", "[runtime]") {
