@@ -27,6 +27,7 @@ constexpr const char* kPtx = R"(
 
   ld.param.u64 %rd0, [p_buf];
   ld.param.u64 %rd1, [p_vectors];
+  cvta.to.global.u64 %rd0, %rd0;
   mov.u32 %r0, %ctaid.x;
   mov.u32 %r1, %ntid.x;
   mov.u32 %r2, %tid.x;
@@ -75,11 +76,14 @@ L2Flush::L2Flush(const Runtime& rt) : rt_(rt), bytes_(flush_bytes(rt)) {
   if (CUresult r = api.cuMemsetD8(buf_->get(), 0, bytes_); r != CUDA_SUCCESS) {
     throw HarnessError{"cuMemsetD8 (the L2 flush's buffer): " + rt.describe(r)};
   }
-  if (api.cuModuleLoadDataEx(&module_, kPtx, 0, nullptr, nullptr) != CUDA_SUCCESS) {
+  if (CUresult r = api.cuModuleLoadDataEx(&module_, kPtx, 0, nullptr, nullptr); r != CUDA_SUCCESS) {
     module_ = nullptr;
-    return;
+    throw HarnessError{"loading the L2 flush's kernel: " + rt.describe(r)};
   }
-  if (api.cuModuleGetFunction(&fn_, module_, "kiln_l2_flush") != CUDA_SUCCESS) fn_ = nullptr;
+  if (CUresult r = api.cuModuleGetFunction(&fn_, module_, "kiln_l2_flush"); r != CUDA_SUCCESS) {
+    api.cuModuleUnload(module_);
+    throw HarnessError{"cuModuleGetFunction (the L2 flush's kernel): " + rt.describe(r)};
+  }
 }
 
 L2Flush::~L2Flush() {
@@ -88,7 +92,6 @@ L2Flush::~L2Flush() {
 
 bool L2Flush::enqueue(CUstream stream) const {
   const DriverApi& api = rt_.driver();
-  if (!reads()) return api.cuMemsetD8Async(buf_->get(), 0, bytes_, stream) == CUDA_SUCCESS;
   CUdeviceptr buf = buf_->get();
   uint64_t vectors = bytes_ / 16;
   std::array<void*, 2> args = {&buf, &vectors};

@@ -24,8 +24,8 @@ class L2Flush {
  public:
   /// Allocates twice the device's L2 (at least 32 MB; 256 MB when the driver does not say),
   /// zeroed, and loads the reading kernel (hand-written PTX the driver JIT-compiles, once).
-  /// Throws HarnessError (autotune/harness.h) when the buffer cannot be had. A driver that
-  /// cannot load the kernel gets the write instead (enqueue), which still evicts.
+  /// Throws HarnessError (autotune/harness.h) when the buffer cannot be had or the kernel not
+  /// loaded: a timing after any other flush would not be comparable.
   explicit L2Flush(const Runtime& rt);
   ~L2Flush();
   L2Flush(const L2Flush&) = delete;
@@ -33,7 +33,6 @@ class L2Flush {
   /// Enqueues the read on `stream`; false when the launch was refused.
   bool enqueue(CUstream stream) const;
   size_t bytes() const { return bytes_; }
-  bool reads() const { return fn_ != nullptr; }
 
  private:
   const Runtime& rt_;

@@ -155,6 +155,17 @@ TEST_CASE("each timed repetition follows the L2 flush's read of twice the L2",
   }
   arg_count(0);
   dlclose(lib);
+  // A driver that cannot load the kernel stops the timing: no other flush is comparable.
+  KernelHarness h2(**rt, p.kernels.at(0), info, {{"N", 10}}, /*seed=*/1);
+  ::setenv("KILN_FAKE_CUDA_FAIL", "cuModuleLoadDataEx", 1);
+  std::string error;
+  try {
+    h2.time([] {}, 3, /*flush_l2=*/true);
+  } catch (const HarnessError& e) {
+    error = e.message;
+  }
+  CHECK_THAT(error, Catch::Contains("loading the L2 flush's kernel"));
+  ::unsetenv("KILN_FAKE_CUDA_FAIL");
 }
 
 TEST_CASE("the L2 flush's kernel assembles for sm_80 and sm_90", "[autotune][harness]") {
