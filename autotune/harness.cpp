@@ -746,7 +746,7 @@ bool KernelHarness::settled(std::span<const double> sorted_us, double settle) {
 Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool flush_l2,
                                 double budget_ms, double prune_above_us, double settle) {
   const DriverApi& api = rt_.driver();
-  if (flush_l2 && !flush_) flush_ = std::make_unique<L2Flush>(rt_);
+  if (flush_l2 && !flush_) flush_ = std::make_unique<L2Flush>(rt_, stream_);
   // Repetitions are enqueued in batches, each between its own pair of events, and the host
   // waits once per batch: a synchronization per repetition costs more than a small kernel.
   constexpr int kBatch = 16;
@@ -762,7 +762,7 @@ Measurement KernelHarness::time(const std::function<void()>& fn, int reps, bool 
   // Enqueues `count` (<= kBatch) repetitions, waits for them, appends their times.
   auto batch = [&](int count, std::vector<double>& out) {
     for (int i = 0; i < count; ++i) {
-      if (flush_l2 && !flush_->enqueue(stream_)) throw HarnessError{"the L2 flush's launch failed"};
+      if (flush_l2) check_cu(rt_, flush_->enqueue(stream_), "the L2 flush's launch");
       api.cuEventRecord(ev[2 * i], stream_);
       fn();
       api.cuEventRecord(ev[2 * i + 1], stream_);

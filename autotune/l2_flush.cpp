@@ -1,8 +1,8 @@
 // See l2_flush.h. The kernel is hand-written PTX, as the tuner's comparator is
 // (autotune/gpu_check.cpp): a grid-stride loop of 16-byte loads over the buffer, each thread
 // folding what it read into one word with xor, which it stores only when nonzero. The buffer is
-// zeroed once, so nothing is ever stored and the loads stay (ptxas cannot know the contents).
-// Loads are .cg: they fill the L2, not the SM's L1.
+// zeroed once, on the stream the reads run on, so nothing is ever stored and the loads stay (ptxas
+// cannot know the contents). Loads are .cg: they fill the L2, not the SM's L1.
 #include "autotune/l2_flush.h"
 
 #include <algorithm>
@@ -70,11 +70,11 @@ const char* l2_flush_ptx() {
   return kPtx;
 }
 
-L2Flush::L2Flush(const Runtime& rt) : rt_(rt), bytes_(flush_bytes(rt)) {
+L2Flush::L2Flush(const Runtime& rt, CUstream stream) : rt_(rt), bytes_(flush_bytes(rt)) {
   buf_ = std::make_unique<DeviceBuffer>(rt, bytes_);
   const DriverApi& api = rt.driver();
-  if (CUresult r = api.cuMemsetD8(buf_->get(), 0, bytes_); r != CUDA_SUCCESS) {
-    throw HarnessError{"cuMemsetD8 (the L2 flush's buffer): " + rt.describe(r)};
+  if (CUresult r = api.cuMemsetD8Async(buf_->get(), 0, bytes_, stream); r != CUDA_SUCCESS) {
+    throw HarnessError{"cuMemsetD8Async (the L2 flush's buffer): " + rt.describe(r)};
   }
   if (CUresult r = api.cuModuleLoadDataEx(&module_, kPtx, 0, nullptr, nullptr); r != CUDA_SUCCESS) {
     module_ = nullptr;
@@ -90,15 +90,14 @@ L2Flush::~L2Flush() {
   if (module_) rt_.driver().cuModuleUnload(module_);
 }
 
-bool L2Flush::enqueue(CUstream stream) const {
+CUresult L2Flush::enqueue(CUstream stream) const {
   const DriverApi& api = rt_.driver();
   CUdeviceptr buf = buf_->get();
   uint64_t vectors = bytes_ / 16;
   std::array<void*, 2> args = {&buf, &vectors};
-  // Enough blocks to fill any GPU a few times over; each thread then strides.
+  // Every SM full (an H200 holds 270K threads), each thread then strides.
   constexpr unsigned kBlock = 256, kGrid = 2048;
-  return api.cuLaunchKernel(fn_, kGrid, 1, 1, kBlock, 1, 1, 0, stream, args.data(), nullptr) ==
-         CUDA_SUCCESS;
+  return api.cuLaunchKernel(fn_, kGrid, 1, 1, kBlock, 1, 1, 0, stream, args.data(), nullptr);
 }
 
 }  // namespace kiln

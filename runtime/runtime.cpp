@@ -369,7 +369,7 @@ Result<std::unique_ptr<Runtime>> Runtime::open(int ordinal) {
                                  rt->dev_) != CUDA_SUCCESS) {
       d.max_shared_optin = 0;
     }
-    // Only the tuner's L2 flush sizes itself by it (autotune/harness.cpp).
+    // Only the tuner's L2 flush sizes itself by it (autotune/l2_flush.cpp).
     if (api.cuDeviceGetAttribute(&d.l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, rt->dev_) !=
         CUDA_SUCCESS) {
       d.l2_bytes = 0;

@@ -134,7 +134,16 @@ TEST_CASE("each timed repetition follows the L2 flush's read of twice the L2",
   auto launch = reinterpret_cast<const char* (*)(int, unsigned*, unsigned*, unsigned*)>(
       dlsym(lib, "kiln_fake_launch"));
   auto arg = reinterpret_cast<uint64_t (*)(int, int)>(dlsym(lib, "kiln_fake_launch_arg"));
-  REQUIRE((reset && arg_count && count && launch && arg));
+  auto live = reinterpret_cast<int (*)()>(dlsym(lib, "kiln_fake_live_allocations"));
+  REQUIRE((reset && arg_count && count && launch && arg && live));
+  struct Restore {  // the fake's state as other tests expect it, however this one ends
+    void* lib;
+    void (*arg_count)(int);
+    ~Restore() {
+      arg_count(0);
+      dlclose(lib);
+    }
+  } restore{lib, arg_count};
   Program p =
       parse_program("kernel add(x: f32[N], y: f32[N]) -> (z: f32[N]) {\n  z[i] = x[i] + y[i]\n}\n");
   bundle::KernelInfo info;
@@ -150,13 +159,12 @@ TEST_CASE("each timed repetition follows the L2 flush's read of twice the L2",
   for (int i = 0; i < count(); ++i) {
     unsigned grid = 0, block = 0, smem = 0;
     CHECK(std::string(launch(i, &grid, &block, &smem)) == "kiln_l2_flush");
-    CHECK(grid * block >= 132 * 2048);  // every SM full, several times over
+    CHECK(grid * block >= 132 * 2048);  // every SM of an H200 full
     CHECK(arg(i, 1) == (40u << 20) / 16);
   }
-  arg_count(0);
-  dlclose(lib);
   // A driver that cannot load the kernel stops the timing: no other flush is comparable.
   KernelHarness h2(**rt, p.kernels.at(0), info, {{"N", 10}}, /*seed=*/1);
+  const int allocations = live();
   ::setenv("KILN_FAKE_CUDA_FAIL", "cuModuleLoadDataEx", 1);
   std::string error;
   try {
@@ -164,8 +172,9 @@ TEST_CASE("each timed repetition follows the L2 flush's read of twice the L2",
   } catch (const HarnessError& e) {
     error = e.message;
   }
-  CHECK_THAT(error, Catch::Contains("loading the L2 flush's kernel"));
   ::unsetenv("KILN_FAKE_CUDA_FAIL");
+  CHECK_THAT(error, Catch::Contains("loading the L2 flush's kernel"));
+  CHECK(live() == allocations);  // the flush's buffer freed
 }
 
 TEST_CASE("the L2 flush's kernel assembles for sm_80 and sm_90", "[autotune][harness]") {
