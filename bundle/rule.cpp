@@ -115,14 +115,15 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
   if (!step.tile_across.empty() && r.chosen >= 0) {
     const Variant& chosen = step.variants[static_cast<size_t>(r.chosen)];
     auto tile = [](const Variant& v, const char* side) { return config_knob(v, side, 0); };
-    // The first loadable variant with the chosen one's vector (and `block` threads, where
-    // nonzero) and tiles of tile_in x tile_out; -1 where none is.
-    auto find = [&](int tile_in, int tile_out, int64_t block) {
+    // The first loadable variant with the chosen one's vector (and `threads`, where not
+    // kAnyBlock) and tiles of tile_in x tile_out; -1 where none is.
+    constexpr int64_t kAnyBlock = -1;
+    auto find = [&](int tile_in, int tile_out, int64_t threads) {
       for (size_t vi = 0; vi < step.variants.size(); ++vi) {
         const Variant& v = step.variants[vi];
         if (loadable[vi] && !v.strided && config_vec(v) == config_vec(chosen) &&
-            (block == 0 || config_knob(v, "block", 0) == block) && tile(v, "tile_in") == tile_in &&
-            tile(v, "tile_out") == tile_out) {
+            (threads == kAnyBlock || config_knob(v, "block", 0) == threads) &&
+            tile(v, "tile_in") == tile_in && tile(v, "tile_out") == tile_out) {
           return static_cast<int>(vi);
         }
       }
@@ -130,18 +131,19 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     };
     // Where odd extents run element by element, odd tiles hold half the elements a thread of
     // the chosen variant holds (kOddTileSide).
-    if (step.tile_elementwise) {
-      const int64_t held = tile(chosen, "tile_in") * tile(chosen, "tile_out") /
-                           std::max<int64_t>(config_knob(chosen, "block", 1), 1);
-      r.odd_tiles = find(kOddTileSide, kOddTileSide,
-                         kOddTileSide * kOddTileSide / std::max<int64_t>(held / 2, 1));
+    const int64_t block = config_knob(chosen, "block", 0);
+    const int64_t elements = tile(chosen, "tile_in") * tile(chosen, "tile_out");
+    if (step.tile_elementwise && block > 0 && elements >= 2 * block &&
+        elements % (2 * block) == 0 &&
+        kOddTileSide * kOddTileSide % (elements / (2 * block)) == 0) {
+      r.odd_tiles =
+          find(kOddTileSide, kOddTileSide, kOddTileSide * kOddTileSide / (elements / (2 * block)));
     }
-    if (r.odd_tiles < 0 &&
-        tile(chosen, "tile_in") * tile(chosen, "tile_out") > kOddTileSide * kOddTileSide) {
-      r.odd_tiles = find(kOddTileSide, kOddTileSide, 0);
+    if (r.odd_tiles < 0 && elements > kOddTileSide * kOddTileSide) {
+      r.odd_tiles = find(kOddTileSide, kOddTileSide, kAnyBlock);
     }
     if (r.odd_tiles >= 0) {
-      r.rows_tiles = find(kOddTileSide, 2 * kOddTileSide, config_knob(chosen, "block", 0));
+      r.rows_tiles = find(kOddTileSide, 2 * kOddTileSide, block);
     }
   }
   // Row steps split under their tiers; outer steps have no tiers, only this choice.

@@ -174,7 +174,7 @@ struct StepRule {
 /// or aligned rows (bench/results/2026-12-01-h200-strides, call 5: 8191 x 8193 154.7 -> 147.7
 /// us, 8191 x 8192 147.9 -> 136.9), and 0.91-0.94x for a rotation and a scaled transpose (call
 /// 6); an f32 transpose with a contiguous add, whose odd extents run shifted vectors, took
-/// 1.17-1.18x (8191 x 8193 200.9 -> 238.1), and keeps the default's threads.
+/// 1.17-1.19x (8191 x 8193 200.9 -> 238.1), and keeps the default's threads.
 inline constexpr int64_t kOddTileSide = 64;
 /// Where only the innermost extent is not a multiple of the vector (the tiles' input rows start
 /// aligned, their output rows do not: the aligned-rows path, compiler/lower_tiled.cpp), tiles of

@@ -873,12 +873,14 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
               across, c.vec, inner, c.tile_in / 2, c.tile_out / 2, rule.rows_tiles,
               config_text(rows.config)));
         }
+        const auto& oc = std::get<PointwiseConfig>(odd.config);
         line(fmt::format(
             "{}extents of {} or {} not multiples of {}, or {} below {} or {} below {} (half the "
-            "tiles' sides): variant {} ({}), half the elements a thread (measured faster there on "
-            "an H200)",
+            "tiles' sides): variant {} ({}), {} elements a thread where the default's hold {} "
+            "(measured faster there on an H200)",
             rule.rows_tiles >= 0 ? "else " : "", across, inner, c.vec, across, c.tile_in / 2, inner,
-            c.tile_out / 2, rule.odd_tiles, config_text(odd.config)));
+            c.tile_out / 2, rule.odd_tiles, config_text(odd.config),
+            oc.elements_per_block() / oc.block, c.elements_per_block() / c.block));
       }
     }
   } else if (step.kind == bundle::StepKind::contraction) {
