@@ -33,7 +33,6 @@ class L2Flush {
   L2Flush& operator=(const L2Flush&) = delete;
   /// Enqueues the read on `stream`; the launch's result.
   CUresult enqueue(CUstream stream) const;
-  size_t bytes() const { return bytes_; }
 
  private:
   const Runtime& rt_;

@@ -849,12 +849,10 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           c.tile_in, across, c.tile_out, inner, c.vec, c.vec, across, inner, c.vec, across, inner,
           c.vec, rows, odd));
       if (const int blocks = t.blocks_per_sm(c.vec, c.tile_in, c.tile_out, c.block)) {
-        // What ptxas may give a thread: a quarter of the SM's registers over its warps.
-        const int quarter_warps = (blocks * ((c.block + 31) / 32) + 3) / 4;
         line(fmt::format(
             "  {} blocks an SM, at most {} registers a thread (the {} that the words its "
             "hungriest path keeps in flight and 32 take)",
-            blocks, 16384 / quarter_warps / 32 / 8 * 8,
+            blocks, registers_allowed(blocks, c.block),
             t.registers(c.vec, c.tile_in, c.tile_out, c.block)));
       }
       for (const auto& [dim, extent] : joined_dims_text(step.pointwise)) {

@@ -296,12 +296,17 @@ int Tiling::registers(int vec, int tile_in, int tile_out, int block) const {
   return static_cast<int>((in_flight / 4 + 32 + 7) / 8 * 8);
 }
 
+int registers_allowed(int blocks, int block) {
+  const int quarter_warps = (blocks * ((block + 31) / 32) + 3) / 4;
+  return 16384 / quarter_warps / 32 / 8 * 8;
+}
+
 int Tiling::blocks_per_sm(int vec, int tile_in, int tile_out, int block) const {
   // An SM's 64K registers are four quarters of 16K, each holding whole warps of 32 threads.
   // No more than a thread's 255 registers: nothing to ask.
   const int r = registers(vec, tile_in, tile_out, block);
   const int blocks = r > 0 ? 4 * (16384 / (r * 32)) / ((block + 31) / 32) : 0;
-  return blocks > 0 && 65536 / (blocks * block) < 255 ? blocks : 0;
+  return blocks > 0 && registers_allowed(blocks, block) < 255 ? blocks : 0;
 }
 
 std::vector<std::vector<int>> Tiling::dims(int rank) const {

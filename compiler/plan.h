@@ -105,6 +105,10 @@ struct Tiling {
   int blocks_per_sm(int vec, int tile_in, int tile_out, int block) const;
 };
 
+/// The registers a thread may take where `blocks` blocks of `block` threads share an SM: each
+/// quarter of its 64K registers holds whole warps of 32 threads, given in multiples of 8.
+int registers_allowed(int blocks, int block);
+
 /// The absolute error the approximate functions of 16-bit steps may have (fast_functions): for
 /// tanh.approx.f32, the PTX ISA's 2^-10.987, rounded up to a power of two (measured on an H200
 /// over every f32 input: 2^-16.93 at most, bench/experiments/tanh_approx); erf, as tanh.approx.f32
