@@ -110,8 +110,8 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       r.few_rows.emplace_back(limit, variant);
     }
   }
-  // Tiled steps: the tiles of kOddTileSide for odd or short extents, and of kOddTileSide x
-  // 2 kOddTileSide for aligned input rows (tiled_variant).
+  // Tiled steps: the tiles of kOddTileSide for odd or short extents and few tiles
+  // (tiled_variant).
   if (!step.tile_across.empty() && r.chosen >= 0) {
     const Variant& chosen = step.variants[static_cast<size_t>(r.chosen)];
     auto tile = [](const Variant& v, const char* side) { return config_knob(v, side, 0); };
@@ -141,9 +141,6 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     }
     if (r.odd_tiles < 0 && elements > kOddTileSide * kOddTileSide) {
       r.odd_tiles = find(kOddTileSide, kOddTileSide, kAnyBlock);
-    }
-    if (r.odd_tiles >= 0) {
-      r.rows_tiles = find(kOddTileSide, 2 * kOddTileSide, block);
     }
   }
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
@@ -207,13 +204,50 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
   // 16-byte narrow split's scalar path.
   for (size_t vi = 0; vi < step.variants.size() && r.narrow_split >= 0; ++vi) {
     if (!loadable[vi] || step.variants[vi].split.phases == 0 || vec_of(vi) != 1 ||
-        vec_of(static_cast<size_t>(r.narrow_split)) == 1) {
+        vec_of(static_cast<size_t>(r.narrow_split)) == 1 ||
+        step.variants[vi].split.min_reduced > 0 || step.variants[vi].max_reduced > 0) {
       continue;
     }
     if (r.narrow_scalar_split < 0 ||
         step.variants[vi].elements_per_block <
             step.variants[static_cast<size_t>(r.narrow_scalar_split)].elements_per_block) {
       r.narrow_scalar_split = static_cast<int>(vi);
+    }
+  }
+  // Outer steps: each vector variant's twin for scalar loads: its config but vec 1 and as
+  // many steps in flight (items) as the widest vector holds elements (the bytes a thread has in
+  // flight per column of a 16-byte vector's), else its own items; a split without one, the
+  // narrow scalar split.
+  if (step.kind == StepKind::outer_reduction) {
+    r.scalar_columns.assign(step.variants.size(), -1);
+    int64_t widest = 1;
+    for (const Variant& v : step.variants) widest = std::max(widest, config_vec(v));
+    auto but = [](std::map<std::string, int64_t> config, std::initializer_list<const char*> keys) {
+      for (const char* k : keys) config.erase(k);
+      return config;
+    };
+    for (size_t vi = 0; vi < step.variants.size(); ++vi) {
+      const Variant& v = step.variants[vi];
+      if (config_vec(v) == 1 || v.strided) continue;
+      auto twin = [&](int64_t items) {
+        for (size_t ti = 0; ti < step.variants.size(); ++ti) {
+          const Variant& t = step.variants[ti];
+          // The twin runs wherever v would: no limit of its own narrower than v's.
+          const bool limits =
+              t.max_reduced == 0 || (v.max_reduced > 0 && t.max_reduced >= v.max_reduced);
+          if (loadable[ti] && !t.strided && config_vec(t) == 1 &&
+              t.split.phases == v.split.phases && t.split.min_reduced <= v.split.min_reduced &&
+              limits && config_knob(t, "items", 1) == items &&
+              but(t.config, {"vec", "items"}) == but(v.config, {"vec", "items"})) {
+            return static_cast<int>(ti);
+          }
+        }
+        return -1;
+      };
+      int t = twin(widest);
+      if (t < 0) t = twin(config_knob(v, "items", 1));
+      if (t < 0 && v.split.phases > 0) t = r.narrow_scalar_split;
+      r.scalar_columns[vi] = t;
     }
   }
   return r;
@@ -273,8 +307,22 @@ bool contraction_splits(int64_t split, int64_t reduced, int64_t chunk) {
          (split >= 3 || (split == 2 && steps >= kContractionSplitLongReduced));
 }
 
-int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
-                      const DeviceFacts& device) {
+namespace {
+
+// Whether split variant vi runs here: fewer tiles (blocks of the unsplit kernel) than SMs, the
+// reduced extent at least its min_reduced, each tile worth kSplitMinBlocks+ blocks.
+bool split_runs(const Step& step, int vi, int64_t rows, int64_t reduced,
+                const DeviceFacts& device) {
+  const Variant& sv = step.variants[static_cast<size_t>(vi)];
+  const int64_t tiles = ceil_div(rows, std::max<int64_t>(sv.elements_per_block, 1));
+  return tiles < device.sm_count && reduced >= sv.split.min_reduced &&
+         split_blocks(tiles, reduced, sv.split.chunk, device.sm_count,
+                      resident_blocks(sv, device)) >= kSplitMinBlocks;
+}
+
+// heuristic_variant before an outer step's scalar twin.
+int heuristic_pick(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
+                   const DeviceFacts& device) {
   if (rows < 1 || reduced < 1) return rule.chosen;
   if (step.kind == StepKind::contraction) {
     if (rule.chosen < 0 || rule.smaller.empty()) return rule.chosen;
@@ -320,13 +368,7 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
   if (rule.split >= 0) {
     // Whether split variant vi runs here: fewer tiles (blocks of the unsplit kernel) than SMs,
     // the reduced extent at least its min_reduced, each tile worth kSplitMinBlocks+ blocks.
-    auto runs = [&](int vi) {
-      const Variant& sv = step.variants[static_cast<size_t>(vi)];
-      const int64_t tiles = ceil_div(rows, sv.elements_per_block);
-      return tiles < device.sm_count && reduced >= sv.split.min_reduced &&
-             split_blocks(tiles, reduced, sv.split.chunk, device.sm_count,
-                          resident_blocks(sv, device)) >= kSplitMinBlocks;
-    };
+    auto runs = [&](int vi) { return split_runs(step, vi, rows, reduced, device); };
     int split = rule.split;
     const int64_t tile = step.variants[static_cast<size_t>(split)].elements_per_block;
     if (rule.narrow_split >= 0 && rows < tile) {
@@ -384,6 +426,39 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
   return odd_rows_variant(step, rule, best, reduced);
 }
 
+}  // namespace
+
+int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int64_t reduced,
+                      const DeviceFacts& device) {
+  const int v = heuristic_pick(step, rule, rows, reduced, device);
+  if (step.kind != StepKind::outer_reduction || v < 0 ||
+      static_cast<size_t>(v) >= rule.scalar_columns.size() || rows < 1) {
+    return v;
+  }
+  const Variant& picked = step.variants[static_cast<size_t>(v)];
+  const int64_t vec = config_vec(picked);
+  if (vec <= 1 || rows % vec == 0) return v;  // a manifest's vec: unchecked
+  const int twin = rule.scalar_columns[static_cast<size_t>(v)];
+  if (picked.split.phases == 0) return twin >= 0 ? twin : v;
+  // A split runs for fewer tiles than SMs; the unsplit default's scalar twin (or the default,
+  // scalar already), of narrower tiles, may have enough, and runs where the split's twin would
+  // not split.
+  int unsplit = -1;
+  if (rule.chosen >= 0 && static_cast<size_t>(rule.chosen) < rule.scalar_columns.size()) {
+    unsplit = config_vec(step.variants[static_cast<size_t>(rule.chosen)]) <= 1
+                  ? rule.chosen
+                  : rule.scalar_columns[static_cast<size_t>(rule.chosen)];
+  }
+  if (unsplit >= 0 &&
+      ceil_div(rows, std::max<int64_t>(
+                         step.variants[static_cast<size_t>(unsplit)].elements_per_block, 1)) >=
+          device.sm_count) {
+    return unsplit;
+  }
+  if (twin >= 0 && split_runs(step, twin, rows, reduced, device)) return twin;
+  return unsplit >= 0 ? unsplit : v;
+}
+
 StepRule pinned_rule(const StepRule& rule, int variant) {
   StepRule pinned;
   pinned.chosen = variant;
@@ -404,7 +479,7 @@ int strided_variant(const StepRule& rule, int64_t reduced) {
 }
 
 int tiled_variant(const Step& step, const StepRule& rule, int variant,
-                  std::span<const int64_t> space) {
+                  std::span<const int64_t> space, const DeviceFacts& device) {
   if (rule.odd_tiles < 0 || variant != rule.chosen || step.tile_across.empty()) return variant;
   // The product of the extents at `positions`; 0 for a position past the space, an extent
   // below 1 or a product past int64 (unchecked input: the rule then keeps `variant`).
@@ -421,15 +496,28 @@ int tiled_variant(const Step& step, const StepRule& rule, int variant,
   const int64_t across = extent(step.tile_across), inner = extent(step.tile_inner);
   if (across < 1 || inner < 1) return variant;
   const Variant& chosen = step.variants[static_cast<size_t>(rule.chosen)];
+  const Variant& odd_v = step.variants[static_cast<size_t>(rule.odd_tiles)];
   const int64_t vec = std::max<int64_t>(config_vec(chosen), 1);  // a manifest's config: unchecked
-  auto odd = [&](int64_t n, const char* side) {
-    return n % vec != 0 || n < config_knob(chosen, side, 0) / 2;
-  };
-  if (!odd(across, "tile_in") && !odd(inner, "tile_out")) return variant;
-  // Aligned input rows (A a multiple of the vector, I not) take the aligned-rows path's tiles.
-  const bool rows = rule.rows_tiles >= 0 && !odd(across, "tile_in") && inner % vec != 0 &&
-                    inner >= config_knob(chosen, "tile_out", 0) / 2;
-  return rows ? rule.rows_tiles : rule.odd_tiles;
+  const int64_t tile_in = std::max<int64_t>(config_knob(chosen, "tile_in", 1), 1);
+  const int64_t tile_out = std::max<int64_t>(config_knob(chosen, "tile_out", 1), 1);
+  const bool smaller =
+      config_knob(odd_v, "tile_in", 0) * config_knob(odd_v, "tile_out", 0) < tile_in * tile_out;
+  if (across < tile_in / 2 || inner < tile_out / 2 || across % vec != 0) return rule.odd_tiles;
+  // Aligned input rows (the innermost extent alone not a multiple of the vector) keep the larger
+  // tiles, which run the aligned-rows path; tiles of the same size run odd_tiles' threads.
+  if (inner % vec != 0 && !smaller) return rule.odd_tiles;
+  if (smaller) {
+    // The chosen one's tiles: its two sides' times every other extent (the whole space's
+    // elements over the tiles' two extents; no product here passes the space's).
+    int64_t all = 1;
+    for (int64_t e : space) {
+      if (e < 1 || __builtin_mul_overflow(all, e, &all)) return variant;
+    }
+    const int64_t tiles =
+        ceil_div(across, tile_in) * ceil_div(inner, tile_out) * (all / across / inner);
+    if (tiles < kFewTilesPerSm * std::max(device.sm_count, 1)) return rule.odd_tiles;
+  }
+  return variant;
 }
 
 int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t> space,
@@ -443,7 +531,7 @@ int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t
   };
   const std::optional<int64_t> rows = product(space), r = product(reduced);
   if (!rows || !r) return rule.chosen;
-  return tiled_variant(step, rule, heuristic_variant(step, rule, *rows, *r, device), space);
+  return tiled_variant(step, rule, heuristic_variant(step, rule, *rows, *r, device), space, device);
 }
 
 int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_t reduced) {

@@ -154,36 +154,38 @@ struct StepRule {
   // element (Step::tile_elementwise), the first loadable variant with the chosen one's vec,
   // tiles of kOddTileSide on both sides and threads that each hold half the elements a thread of
   // the chosen one holds; else, where the chosen one's tiles are larger, the first with its vec
-  // and those tiles; else -1. And where odd_tiles is set, the first with the chosen
-  // one's vec and block and tiles of kOddTileSide along the across dimension and twice that along
-  // the innermost (rows_tiles), else -1.
+  // and those tiles; else -1.
   int odd_tiles = -1;
-  int rows_tiles = -1;
+  // Outer steps: [variant] the loadable variant of its config but for scalar loads (vec 1) and
+  // as many steps in flight (items) as the step's widest vector holds elements, else its own
+  // items (a split variant without such a twin: narrow_scalar_split), else -1. It runs in the
+  // variant's place where the columns are not a multiple of its vector (heuristic_variant).
+  std::vector<int> scalar_columns;
 };
 
 /// The tiles' side of StepRule::odd_tiles, which a tiled step runs instead of larger tiles where
-/// they would run the shifted or the element-by-element path (an extent of the tiles' dimensions
-/// not a multiple of the vector; where only the innermost one is not, rows_tiles below) or lie
-/// mostly outside the space (an extent below half the larger tiles' side): measured on an H200
-/// (bench/results/2026-11-30-h200-joined-dims, calls 1 and 2), bf16 tiles of 64 x 64 took
-/// 0.73-0.97x the time of 128 x 128 at the 7 such shapes measured; at 13 aligned shapes 128 x 128
-/// (the default there) took 0.94-1.02x the time of 64 x 64, and 1.17x at a 14th, 1000 x 3000 (192
-/// tiles for 132 SMs: left to the tuner). Threads holding half the elements, where odd extents
-/// run element by element: f32 transposes' tiles of 64 x 64 (the default's), 128 threads
-/// against the default's 64, took 0.90-0.96x the time at eight such shapes, element by element
-/// or aligned rows (bench/results/2026-12-01-h200-strides, call 5: 8191 x 8193 154.7 -> 147.7
-/// us, 8191 x 8192 147.9 -> 136.9), and 0.91-0.94x for a rotation and a scaled transpose (call
-/// 6); an f32 transpose with a contiguous add, whose odd extents run shifted vectors, took
-/// 1.17-1.19x (8191 x 8193 200.9 -> 238.1), and keeps the default's threads.
+/// they would run the element-by-element path or shift both sides (the extent of the tiles'
+/// across dimension not a multiple of the vector), lie mostly outside the space (an extent below
+/// half the larger tiles' side) or are fewer than kFewTilesPerSm an SM; measured on an H200
+/// (bench/results/2026-11-30-h200-joined-dims, calls 1 and 2; bench/results/
+/// 2026-12-01-h200-read-flush-rules, call 1, with the L2 flush that reads): bf16 tiles of 64 x 64
+/// took 0.73-0.97x the time of 128 x 128 at the 7 odd shapes measured first, 0.94x (4095 x 4097)
+/// to 1.02x (8191 x 8193) under the reading flush; at aligned shapes 128 x 128 (the default
+/// there) took 0.94-1.02x the time of 64 x 64, but 1.17x and 1.11x at 1000 x 3000 and 3000 x 1000
+/// (192 tiles for 132 SMs). Where only the innermost extent is not a multiple of the vector (the
+/// tiles' input rows start aligned: the aligned-rows path, compiler/lower_tiled.cpp) the larger
+/// tiles run: under the reading flush 128 x 128 took 0.88-0.95x the time of 64 x 64 and
+/// 0.94-1.00x that of 64 x 128 (which this rule ran before) at five such shapes ([8, 2047, 32,
+/// 127] -> [8, 32, 127, 2047] 71.5 against 77.0 and 76.0 us). Threads holding half the elements,
+/// where odd extents run element by element: f32 transposes' tiles of 64 x 64 (the default's),
+/// 128 threads against the default's 64, took 0.90-0.96x the time at eight such shapes, element
+/// by element or aligned rows (bench/results/2026-12-01-h200-strides, call 5: 8191 x 8193 154.7
+/// -> 147.7 us, 8191 x 8192 147.9 -> 136.9), and 0.91-0.94x for a rotation and a scaled
+/// transpose (call 6); an f32 transpose with a contiguous add, whose odd extents run shifted
+/// vectors, took 1.17-1.19x (8191 x 8193 200.9 -> 238.1), and keeps the default's threads.
 inline constexpr int64_t kOddTileSide = 64;
-/// Where only the innermost extent is not a multiple of the vector (the tiles' input rows start
-/// aligned, their output rows do not: the aligned-rows path, compiler/lower_tiled.cpp), tiles of
-/// kOddTileSide along the across dimension and 2 kOddTileSide along the innermost, with the
-/// chosen variant's threads (StepRule::rows_tiles): each tile's output rows, shifted to start
-/// at a multiple of the vector, are twice as long. Measured on an H200
-/// (bench/results/2026-11-30-h200-aligned-rows, call 3), bf16: 0.96-0.99x the time of 64 x 64 at
-/// four such shapes ([8, 2047, 32, 127] -> [8, 32, 127, 2047] 94.3 against 98.0 us, 8191 x 8192
-/// 87.1 against 90.5), within 3% of the fastest variant at each.
+/// Fewer tiles of the chosen variant than this many an SM run the smaller odd tiles (above).
+inline constexpr int64_t kFewTilesPerSm = 2;
 
 /// The strided variant for rows of `reduced` elements: the strided tier of the smallest limit
 /// >= reduced, else rule.strided (-1 when neither loaded).
@@ -272,7 +274,12 @@ inline int64_t few_rows_sm_divisor(int64_t limit) {
 /// tier's limit), the variant rule.few_rows gives for that limit, if any), or that tier's odd_rows
 /// twin when it has one and `reduced` is not a multiple of the twin's vec (measured on an H200: a
 /// softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on scalars,
-/// bench/results/2026-11-25-h200-memory-bound); else rule.chosen. Staging variants are never chosen
+/// bench/results/2026-11-25-h200-memory-bound); else rule.chosen. An outer step's pick whose
+/// vector does not divide `rows` (the columns) runs its scalar_columns twin where it has one, a
+/// split pick the chosen variant's twin instead where that has SMs' worth of tiles or more
+/// (measured on an H200, bench/results/2026-12-01-h200-read-flush-rules, calls 1 and 3: f32
+/// column sums of 6000 x 20001 135.1 us against 489.7 on the vector variant's scalar path, bf16
+/// ones 76.7 against 164.9 on the split's). Staging variants are never chosen
 /// here (measured slower: docs/architecture.md). A contraction step whose rule.chosen would have
 /// fewer tiles than half the GPU's SMs (tiles counted as ceil(rows / elements_per_block), rows
 /// being every output element) runs rule.contraction_split when its tiles too leave more than half
@@ -284,14 +291,16 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
                       const DeviceFacts& device);
 
 /// What the rule runs for a tiled pointwise step (Step::tile_across) over a space of extents
-/// `space`, `variant` being heuristic_variant's pick: when `variant` is rule.chosen and the
-/// extent of the tiles' across dimension (the product of its positions') or of their innermost
-/// one is not a multiple of the chosen variant's vec or is below half its tile_in or tile_out,
-/// rule.rows_tiles (where set) if only the innermost extent is not a multiple of vec and
-/// neither is below half its tile side, else rule.odd_tiles; else `variant`. `space` holds the
-/// step's extents, each at least 1, whose product fits int64.
+/// `space`, `variant` being heuristic_variant's pick: when `variant` is rule.chosen, rule.odd_tiles
+/// where the extent of the tiles' across dimension (the product of its positions') is not a
+/// multiple of the chosen variant's vec, either extent is below half the chosen's tile side, or
+/// the innermost one is not a multiple of vec and the odd tiles are not smaller than the chosen's
+/// (kOddTileSide: then the larger tiles run the aligned-rows path); and, where the odd tiles are
+/// smaller, wherever the chosen's tiles over `space` number fewer than kFewTilesPerSm x
+/// device.sm_count; else `variant`. `space` holds the step's extents, each at least 1, whose
+/// product fits int64.
 int tiled_variant(const Step& step, const StepRule& rule, int variant,
-                  std::span<const int64_t> space);
+                  std::span<const int64_t> space, const DeviceFacts& device);
 
 /// The variant the rule runs for `step` at one shape, `space` and `reduced` being the extents of
 /// its space and of its reduced dimensions (none: 1): heuristic_variant on their products, then

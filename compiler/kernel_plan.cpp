@@ -863,22 +863,29 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
       }
       if (rule.odd_tiles >= 0) {  // bundle/rule.h tiled_variant
         const PlannedVariant& odd = step.variants[static_cast<size_t>(rule.odd_tiles)];
-        if (rule.rows_tiles >= 0) {
-          const PlannedVariant& rows = step.variants[static_cast<size_t>(rule.rows_tiles)];
-          line(fmt::format(
-              "{} a multiple of {} but {} not, neither below half the tiles' sides ({} and {}): "
-              "variant {} ({}), output rows twice as long (measured faster there on an H200)",
-              across, c.vec, inner, c.tile_in / 2, c.tile_out / 2, rule.rows_tiles,
-              config_text(rows.config)));
-        }
         const auto& oc = std::get<PointwiseConfig>(odd.config);
+        const bool smaller = oc.tile_in * oc.tile_out < c.tile_in * c.tile_out;
+        const std::string rows =
+            smaller ? fmt::format("{} not a multiple of {}", across, c.vec)
+                    : fmt::format("extents of {} or {} not multiples of {}", across, inner, c.vec);
+        const std::string few =
+            smaller ? fmt::format(
+                          ", or ceil({} / {}) x ceil({} / {}) x the other extents < {} x "
+                          "the GPU's SMs (few tiles)",
+                          across, c.tile_in, inner, c.tile_out, bundle::kFewTilesPerSm)
+                    : "";
         line(fmt::format(
-            "{}extents of {} or {} not multiples of {}, or {} below {} or {} below {} (half the "
-            "tiles' sides): variant {} ({}), {} elements a thread where the default's hold {} "
-            "(measured faster there on an H200)",
-            rule.rows_tiles >= 0 ? "else " : "", across, inner, c.vec, across, c.tile_in / 2, inner,
-            c.tile_out / 2, rule.odd_tiles, config_text(odd.config),
-            oc.elements_per_block() / oc.block, c.elements_per_block() / c.block));
+            "{}, or {} below {} or {} below {} (half the tiles' sides){}: variant {} ({}), {} "
+            "elements a thread where the default's hold {} (measured faster there on an H200)",
+            rows, across, c.tile_in / 2, inner, c.tile_out / 2, few, rule.odd_tiles,
+            config_text(odd.config), oc.elements_per_block() / oc.block,
+            c.elements_per_block() / c.block));
+        if (smaller) {
+          line(fmt::format(
+              "  ({} alone not a multiple of {} keeps the default's tiles, whose input rows load "
+              "aligned: measured faster there on an H200)",
+              inner, c.vec));
+        }
       }
     }
   } else if (step.kind == bundle::StepKind::contraction) {
@@ -1124,6 +1131,28 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     } else if (step.row_scan()) {
       line(fmt::format("rows whose length is not a multiple of {} load scalars; {}", step.max_vec,
                        pointers));
+    } else if (step.kind == bundle::StepKind::outer_reduction && !rule.scalar_columns.empty()) {
+      // bundle/rule.h heuristic_variant: each variant the rule may run, its scalar twin.
+      std::set<int> picks{rule.chosen, rule.split, rule.narrow_split, rule.deep_split,
+                          rule.short_split};
+      picks.insert(rule.short_outer.begin(), rule.short_outer.end());
+      picks.insert(rule.fitted_splits.begin(), rule.fitted_splits.end());
+      std::vector<std::string> twins;
+      for (int v : picks) {
+        if (v < 0 || static_cast<size_t>(v) >= rule.scalar_columns.size()) continue;
+        const int t = rule.scalar_columns[static_cast<size_t>(v)];
+        if (t >= 0) twins.push_back(fmt::format("{} -> {}", v, t));
+      }
+      if (!twins.empty()) {
+        line(fmt::format(
+            "rows not a multiple of the variant's vector run its twin of scalar loads, as many "
+            "steps in flight as a 16-byte vector holds elements where one is (a split: the "
+            "default's twin, or the default where it loads scalars, where ceil(rows / its "
+            "columns) >= the GPU's SMs or the split's twin would not split), where the vector "
+            "variant would load them one at a time (measured faster there on an H200): variant {}",
+            fmt::join(twins, ", ")));
+      }
+      line(pointers);
     } else {
       line(pointers);
     }

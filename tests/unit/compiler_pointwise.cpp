@@ -457,7 +457,7 @@ TEST_CASE("tiles of odd or short extents run the smaller tiles", "[compiler]") {
     int64_t elements = 1;
     for (int64_t e : space) elements *= e;
     const int v = bundle::tiled_variant(
-        s, rule, bundle::heuristic_variant(s, rule, elements, 1, h200), space);
+        s, rule, bundle::heuristic_variant(s, rule, elements, 1, h200), space, h200);
     return std::get<PointwiseConfig>(plan->steps[0].variants[static_cast<size_t>(v)].config);
   };
   auto pick = [&](const char* src, std::vector<int64_t> space) {
@@ -470,13 +470,25 @@ TEST_CASE("tiles of odd or short extents run the smaller tiles", "[compiler]") {
   CHECK(pick(keys, {8, 32, 128, 2048}) == Tiles{128, 128});  // aligned
   CHECK(pick(keys, {8, 32, 127, 2048}) == Tiles{128, 128});  // H*D = 4064: aligned
   CHECK(pick(keys, {8, 31, 127, 2048}) == Tiles{64, 64});    // H*D = 3937: odd
-  CHECK(pick(keys, {8, 32, 128, 2047}) == Tiles{64, 128});   // S odd, H*D aligned: rows
-  CHECK(pick(keys, {8, 32, 127, 2047}) == Tiles{64, 128});   // H*D = 4064, S odd: rows
-  CHECK(pick(keys, {8, 31, 127, 2047}) == Tiles{64, 64});    // both odd
-  CHECK(pick(keys, {8, 32, 128, 63}) == Tiles{64, 64});      // S odd and below 64
-  CHECK(pick(keys, {8, 1, 40, 2048}) == Tiles{64, 64});      // H*D = 40 < 64
-  CHECK(pick(keys, {8, 1, 64, 2048}) == Tiles{128, 128});    // H*D = 64: half a tile
-  CHECK(pick(keys, {8, 32, 128, 56}) == Tiles{64, 64});      // S = 56 < 64
+  CHECK(pick(keys, {8, 32, 128, 2047}) == Tiles{128, 128});  // S odd, H*D aligned: rows
+  CHECK(pick(keys, {8, 32, 127, 2047}) == Tiles{128, 128});  // H*D = 4064, S odd: rows
+  // Fewer than 2 tiles of 128 x 128 an SM (132 SMs): 8 x 8 x 2 = 128 tiles, 8 x 24 = 192.
+  CHECK(pick(keys, {2, 16, 64, 1023}) == Tiles{64, 64});    // rows, few tiles
+  CHECK(pick(keys, {2, 16, 64, 1024}) == Tiles{64, 64});    // aligned, few tiles
+  CHECK(pick(keys, {16, 8, 64, 1000}) == Tiles{128, 128});  // 4 x 8 x 16 = 512 tiles
+  const char* bt = "kernel k(x: bf16[N, M]) -> (y: bf16[M, N]) { y[i, j] = x[j, i] }";
+  CHECK(pick(bt, {1000, 3000}) == Tiles{64, 64});
+  CHECK(pick(bt, {3000, 1000}) == Tiles{64, 64});
+  CHECK(pick(bt, {2048, 2048}) == Tiles{64, 64});           // 256 tiles: fewer than 2 x 132
+  CHECK(pick(bt, {2048, 2176}) == Tiles{128, 128});         // 272 tiles
+  CHECK(pick(bt, {8192, 8191}) == Tiles{128, 128});         // rows
+  CHECK(pick(bt, {8191, 8192}) == Tiles{64, 64});           // input rows odd
+  CHECK(pick(keys, {8, 31, 127, 2047}) == Tiles{64, 64});   // both odd
+  CHECK(pick(keys, {8, 32, 128, 63}) == Tiles{64, 64});     // S odd and below 64
+  CHECK(pick(keys, {8, 1, 40, 2048}) == Tiles{64, 64});     // H*D = 40 < 64
+  CHECK(pick(keys, {8, 1, 64, 2048}) == Tiles{64, 64});     // H*D = 64: 128 tiles, few
+  CHECK(pick(keys, {64, 1, 64, 2048}) == Tiles{128, 128});  // H*D = 64: half a tile
+  CHECK(pick(keys, {8, 32, 128, 56}) == Tiles{64, 64});     // S = 56 < 64
   // f32 runs 64 x 64 tiles by default: nothing smaller is chosen. Its odd extents run element
   // by element, where the odd tiles' threads hold half the elements (128 threads, not 64).
   const char* f32 = "kernel k(x: f32[N, M]) -> (y: f32[M, N]) { y[i, j] = x[j, i] }";

@@ -522,9 +522,42 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(bundle::heuristic_variant(step, rule, 64, 128, h200) == rule.short_outer[0]);
   CHECK(bundle::heuristic_variant(step, rule, 64, 127, h200) == rule.chosen);
   CHECK(bundle::heuristic_variant(step, rule, 131 * 32, 512, h200) == rule.short_outer[0]);
-  CHECK(bundle::heuristic_variant(step, rule, 131 * 32 + 1, 512, h200) == rule.short_outer[1]);
-  CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 1, 512, h200) == rule.split);
-  CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 1, 64, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 32 + 4, 512, h200) == rule.short_outer[1]);
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 4, 512, h200) == rule.split);
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 4, 64, h200) == rule.chosen);
+  // Columns not a multiple of the pick's vector: its twin of scalar loads (the same config but
+  // vec 1; a split without one, the narrow scalar split).
+  REQUIRE(rule.scalar_columns.size() == vs.size());
+  auto twin = [&](int v) { return rule.scalar_columns[static_cast<size_t>(v)]; };
+  for (int v : {rule.chosen, rule.short_outer[1], rule.split}) {
+    INFO(v);
+    REQUIRE(twin(v) >= 0);
+    CHECK(vs[static_cast<size_t>(twin(v))].config.at("vec") == 1);
+  }
+  CHECK(twin(rule.short_outer[0]) == -1);  // scalar already
+  CHECK(twin(rule.split) == rule.narrow_scalar_split);
+  auto but_vec = [&](int v) {
+    std::map<std::string, int64_t> c = vs[static_cast<size_t>(v)].config;
+    c.erase("vec");
+    return c;
+  };
+  // The chosen one's twin: 4 steps in flight as a 16-byte vector holds 4 f32.
+  CHECK(but_vec(twin(rule.chosen)) == but_vec(rule.chosen));
+  CHECK(vs[static_cast<size_t>(twin(rule.chosen))].config.at("items") == 4);
+  CHECK(but_vec(twin(rule.short_outer[1])) == but_vec(rule.short_outer[1]));
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 32 + 1, 512, h200) ==
+        twin(rule.short_outer[1]));
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 32 + 2, 512, h200) ==
+        rule.short_outer[1]);  // a multiple of its vec, 2
+  // A split's columns not whole vectors: the default's twin where it has a tile for every SM
+  // (8385 columns of 32: 263 tiles), else the split's.
+  const int64_t twin_cols = vs[static_cast<size_t>(twin(rule.chosen))].elements_per_block;
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 1, 512, h200) == twin(rule.chosen));
+  CHECK(bundle::heuristic_variant(step, rule, 132 * twin_cols - 1, 4096, h200) ==
+        twin(rule.chosen));
+  CHECK(bundle::heuristic_variant(step, rule, 131 * twin_cols - 1, 4096, h200) == twin(rule.split));
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 1, 64, h200) == twin(rule.chosen));
+  CHECK(bundle::heuristic_variant(step, rule, 131 * 64 + 2, 64, h200) == rule.chosen);
   CHECK(bundle::heuristic_variant(step, rule, 65536, 512, h200) == rule.chosen);
   // An explicit choice of variant (Kernel::set_choice) clears the short variants with the split.
   const bundle::StepRule chosen_rule = bundle::pinned_rule(rule, rule.chosen);
@@ -596,6 +629,19 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(hsc.config.at("vec") == 1);
   CHECK(hsc.split.phases > 0);
   CHECK(bundle::heuristic_variant(hs, hr, 7, 1000003, h200) == hr.narrow_scalar_split);
+  // bf16 columns not whole vectors: the default's twin keeps 8 steps in flight (16 bytes a
+  // thread), where its own 4 would be 8 bytes; a split pick runs it where it has a tile for
+  // every SM (20001 columns of 32: 626 tiles).
+  REQUIRE(hr.chosen >= 0);
+  const int htwin = hr.scalar_columns.at(static_cast<size_t>(hr.chosen));
+  REQUIRE(htwin >= 0);
+  const bundle::Variant& ht = hs.variants[static_cast<size_t>(htwin)];
+  CHECK(ht.config.at("vec") == 1);
+  CHECK(ht.config.at("items") == 8);
+  CHECK(hs.variants[static_cast<size_t>(hr.chosen)].config.at("items") == 4);
+  CHECK(ht.config.at("block") == hs.variants[static_cast<size_t>(hr.chosen)].config.at("block"));
+  CHECK(bundle::heuristic_variant(hs, hr, 20001, 6000, h200) == htwin);
+  CHECK(bundle::heuristic_variant(hs, hr, 20000, 6000, h200) == hr.split);
   // Whole vectors: the narrow split while its tiles cover fewer columns than one wide tile
   // (3 x 64 < 256), the wide split from 4 narrow tiles on.
   CHECK(bundle::narrow_split_max_rows(256, 64) == 192);
