@@ -310,14 +310,20 @@ bool contraction_splits(int64_t split, int64_t reduced, int64_t chunk) {
 namespace {
 
 // Whether split variant vi runs here: fewer tiles (blocks of the unsplit kernel) than SMs, the
-// reduced extent at least its min_reduced, each tile worth kSplitMinBlocks+ blocks.
+// reduced extent at least its min_reduced, each tile worth kSplitMinBlocks+ blocks (an outer
+// step's kOuterSplitMinBlocks+, where the reduced extent holds kSplitMinBlocks x
+// kSplitMinChunks chunks).
 bool split_runs(const Step& step, int vi, int64_t rows, int64_t reduced,
                 const DeviceFacts& device) {
   const Variant& sv = step.variants[static_cast<size_t>(vi)];
   const int64_t tiles = ceil_div(rows, std::max<int64_t>(sv.elements_per_block, 1));
+  const bool outer =
+      step.kind == StepKind::outer_reduction &&
+      reduced / std::max<int64_t>(sv.split.chunk, 1) >= int64_t{kSplitMinBlocks} * kSplitMinChunks;
   return tiles < device.sm_count && reduced >= sv.split.min_reduced &&
          split_blocks(tiles, reduced, sv.split.chunk, device.sm_count,
-                      resident_blocks(sv, device)) >= kSplitMinBlocks;
+                      resident_blocks(sv, device)) >=
+             (outer ? kOuterSplitMinBlocks : kSplitMinBlocks);
 }
 
 // heuristic_variant before an outer step's scalar twin.

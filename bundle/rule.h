@@ -44,6 +44,14 @@ int resident_blocks(const Variant& v, const DeviceFacts& device);
 inline constexpr int kSplitBlocksPerSm = 4;
 inline constexpr int kSplitMinChunks = 2;
 inline constexpr int kSplitMinBlocks = 4;
+/// An outer step splits from kOuterSplitMinBlocks blocks a tile where its reduced extent holds
+/// kSplitMinBlocks x kSplitMinChunks chunks: the split runs for fewer tiles than SMs, where the
+/// unsplit default has fewer than two blocks an SM (its tiles hold half the split's columns),
+/// each with 8 KB of loads in flight, and the SM's bandwidth idles. Measured on an H200
+/// (bench/results/2026-12-01-h200-read-flush-rules, calls 1, 4 and 5): bf16 column sums of
+/// 16384 x 32768 took 246.6 us split (3 blocks a tile) against 318.9 unsplit, the layernorm
+/// weight gradient of 8192 x 20000 162.3 against 224.6.
+inline constexpr int kOuterSplitMinBlocks = 2;
 
 /// A row reduction splits only rows that the tier it would run instead (one block of 512
 /// threads a row, looping) walks at least this many bytes of: the inputs read at an element of
@@ -265,18 +273,19 @@ inline int64_t few_rows_sm_divisor(int64_t limit) {
 /// elements_per_block)) are fewer than the SMs; else the split variant (narrow_split for at most
 /// narrow_split_max_rows rows, deep_split instead from kDeepSplitMinReduced on (or the first of
 /// fitted_splits whose tile holds 2 x rows or more, reaches its split.min_reduced and gives its
-/// tile kSplitMinBlocks blocks), short_split up to its limit, narrow_scalar_split for fewer rows
+/// tile enough blocks), short_split up to its limit, narrow_scalar_split for fewer rows
 /// than a tile of split's that are not whole vectors of narrow_split's) when it would have fewer
 /// tiles than SMs, `reduced` reaches its split.min_reduced and the split gives each at least
-/// kSplitMinBlocks blocks; else the tier with the smallest max_reduced >= reduced (the largest tier
-/// when none; of the tiers with that max_reduced, the one with the largest min_rows_per_sm that
-/// rows reach, rows >= min_rows_per_sm * SMs; on rows at most the SMs / few_rows_sm_divisor(that
-/// tier's limit), the variant rule.few_rows gives for that limit, if any), or that tier's odd_rows
-/// twin when it has one and `reduced` is not a multiple of the twin's vec (measured on an H200: a
-/// softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on scalars,
-/// bench/results/2026-11-25-h200-memory-bound); else rule.chosen. An outer step's pick whose
-/// vector does not divide `rows` (the columns) runs its scalar_columns twin where it has one, a
-/// split pick the chosen variant's twin instead where that has SMs' worth of tiles or more
+/// kSplitMinBlocks blocks (an outer step kOuterSplitMinBlocks, where `reduced` holds
+/// kSplitMinBlocks x kSplitMinChunks of its chunks); else the tier with the smallest max_reduced >=
+/// reduced (the largest tier when none; of the tiers with that max_reduced, the one with the
+/// largest min_rows_per_sm that rows reach, rows >= min_rows_per_sm * SMs; on rows at most the SMs
+/// / few_rows_sm_divisor(that tier's limit), the variant rule.few_rows gives for that limit, if
+/// any), or that tier's odd_rows twin when it has one and `reduced` is not a multiple of the twin's
+/// vec (measured on an H200: a softmax of 16384 x 4095 bf16 took 73.7 us shifted against 181.0 on
+/// scalars, bench/results/2026-11-25-h200-memory-bound); else rule.chosen. An outer step's pick
+/// whose vector does not divide `rows` (the columns) runs its scalar_columns twin where it has one,
+/// a split pick the chosen variant's twin instead where that has SMs' worth of tiles or more
 /// (measured on an H200, bench/results/2026-12-01-h200-read-flush-rules, calls 1 and 3: f32
 /// column sums of 6000 x 20001 135.1 us against 489.7 on the vector variant's scalar path, bf16
 /// ones 76.7 against 164.9 on the split's). Staging variants are never chosen

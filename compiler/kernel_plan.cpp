@@ -995,7 +995,9 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
           "each)",
           upto, longer, R,
           int64_t{bundle::kSplitMinBlocks} * bundle::kSplitMinChunks * v.split.chunk,
-          bundle::kSplitMinBlocks, bundle::kSplitMinChunks, v.split.chunk);
+          step.kind == bundle::StepKind::outer_reduction ? bundle::kOuterSplitMinBlocks
+                                                         : bundle::kSplitMinBlocks,
+          bundle::kSplitMinChunks, v.split.chunk);
       line(fmt::format(
           "{}ceil(rows / {}) < the GPU's SMs and {}: variant {} ({}), {} spread over blocks, {} "
           "launches through a workspace{}",

@@ -595,6 +595,28 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   CHECK(bundle::heuristic_variant(step, unfitted, 4, 1 << 20, h200) == rule.deep_split);
   CHECK(bundle::heuristic_variant(step, rule, 2048, 65536, h200) == rule.split);
   CHECK(bundle::heuristic_variant(step, rule, 32768, 4096, h200) == rule.chosen);
+  // An outer step splits from 2 blocks a tile (elsewhere 4), where the reduced extent holds 8
+  // chunks (of 32 here). Every variant at `registers` a thread: 256 threads hold 2 blocks an SM
+  // at 128, 1 at 255; 12800 columns are 100 split tiles.
+  auto at_registers = [&](int registers) {
+    bundle::Step s = step;
+    for (bundle::Variant& v : s.variants) {
+      for (bundle::ArchImage& im : v.images) im.registers = registers;
+    }
+    return s;
+  };
+  const bundle::Step two = at_registers(128), one = at_registers(255);
+  const bundle::StepRule two_rule =
+      bundle::step_rule(two, std::vector<bool>(vs.size(), true), h200);
+  const bundle::StepRule one_rule =
+      bundle::step_rule(one, std::vector<bool>(vs.size(), true), h200);
+  const bundle::Variant& split_v = two.variants[static_cast<size_t>(rule.split)];
+  REQUIRE(bundle::resident_blocks(split_v, h200) == 2);
+  REQUIRE(split_v.split.chunk == 32);
+  CHECK(bundle::heuristic_variant(two, two_rule, 12800, 65536, h200) == rule.split);
+  CHECK(bundle::heuristic_variant(two, two_rule, 12800, 8 * 32, h200) == rule.split);
+  CHECK(bundle::heuristic_variant(two, two_rule, 12800, 8 * 32 - 1, h200) == rule.chosen);
+  CHECK(bundle::heuristic_variant(one, one_rule, 12800, 65536, h200) == rule.chosen);
   // bf16: the narrow split is the 16-byte one over 64 columns, not the scalar split variant
   // over 32 (fewer columns, 2-byte loads).
   bundle::Manifest half =
