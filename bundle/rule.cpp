@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 
@@ -20,6 +21,14 @@ int64_t config_knob(const Variant& v, const char* name, int64_t absent) {
 // only numbers: callers divide by it only when it is above 1.
 int64_t config_vec(const Variant& v) {
   return config_knob(v, "vec", 1);
+}
+
+// A variant's config without the knobs `keys`: the rest of its shape, to find its twins.
+std::map<std::string, int64_t> config_without(const Variant& v,
+                                              std::initializer_list<const char*> keys) {
+  std::map<std::string, int64_t> config = v.config;
+  for (const char* k : keys) config.erase(k);
+  return config;
 }
 
 // A contraction's steps of `chunk` elements over a reduced extent of `reduced` (at least 1).
@@ -142,6 +151,7 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     if (r.odd_tiles < 0 && elements > kOddTileSide * kOddTileSide) {
       r.odd_tiles = find(kOddTileSide, kOddTileSide, kAnyBlock);
     }
+    r.odd_tiles_smaller = r.odd_tiles >= 0 && elements > kOddTileSide * kOddTileSide;
   }
   // Row steps split under their tiers; outer steps have no tiers, only this choice.
   const bool may_split = (!r.tiers.empty() && step.kind != StepKind::pointwise) ||
@@ -174,16 +184,12 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       const auto it = v.config.find("items");
       return it == v.config.end() ? int64_t{1} : it->second;
     };
-    auto but_items = [](std::map<std::string, int64_t> config) {
-      config.erase("items");
-      return config;
-    };
     const Variant& narrow = step.variants[static_cast<size_t>(r.narrow_split)];
-    const std::map<std::string, int64_t> shape = but_items(narrow.config);
+    const std::map<std::string, int64_t> shape = config_without(narrow, {"items"});
     for (size_t vi = 0; vi < step.variants.size() && r.deep_split < 0; ++vi) {
       const Variant& v = step.variants[vi];
       if (loadable[vi] && v.split.phases > 0 && items_of(v) > items_of(narrow) &&
-          but_items(v.config) == shape) {
+          config_without(v, {"items"}) == shape) {
         r.deep_split = static_cast<int>(vi);
       }
     }
@@ -222,10 +228,6 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     r.scalar_columns.assign(step.variants.size(), -1);
     int64_t widest = 1;
     for (const Variant& v : step.variants) widest = std::max(widest, config_vec(v));
-    auto but = [](std::map<std::string, int64_t> config, std::initializer_list<const char*> keys) {
-      for (const char* k : keys) config.erase(k);
-      return config;
-    };
     for (size_t vi = 0; vi < step.variants.size(); ++vi) {
       const Variant& v = step.variants[vi];
       if (config_vec(v) == 1 || v.strided) continue;
@@ -238,7 +240,7 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
           if (loadable[ti] && !t.strided && config_vec(t) == 1 &&
               t.split.phases == v.split.phases && t.split.min_reduced <= v.split.min_reduced &&
               limits && config_knob(t, "items", 1) == items &&
-              but(t.config, {"vec", "items"}) == but(v.config, {"vec", "items"})) {
+              config_without(t, {"vec", "items"}) == config_without(v, {"vec", "items"})) {
             return static_cast<int>(ti);
           }
         }
@@ -372,8 +374,6 @@ int heuristic_pick(const Step& step, const StepRule& rule, int64_t rows, int64_t
     }
   }
   if (rule.split >= 0) {
-    // Whether split variant vi runs here: fewer tiles (blocks of the unsplit kernel) than SMs,
-    // the reduced extent at least its min_reduced, each tile worth kSplitMinBlocks+ blocks.
     auto runs = [&](int vi) { return split_runs(step, vi, rows, reduced, device); };
     int split = rule.split;
     const int64_t tile = step.variants[static_cast<size_t>(split)].elements_per_block;
@@ -502,12 +502,10 @@ int tiled_variant(const Step& step, const StepRule& rule, int variant,
   const int64_t across = extent(step.tile_across), inner = extent(step.tile_inner);
   if (across < 1 || inner < 1) return variant;
   const Variant& chosen = step.variants[static_cast<size_t>(rule.chosen)];
-  const Variant& odd_v = step.variants[static_cast<size_t>(rule.odd_tiles)];
   const int64_t vec = std::max<int64_t>(config_vec(chosen), 1);  // a manifest's config: unchecked
   const int64_t tile_in = std::max<int64_t>(config_knob(chosen, "tile_in", 1), 1);
   const int64_t tile_out = std::max<int64_t>(config_knob(chosen, "tile_out", 1), 1);
-  const bool smaller =
-      config_knob(odd_v, "tile_in", 0) * config_knob(odd_v, "tile_out", 0) < tile_in * tile_out;
+  const bool smaller = rule.odd_tiles_smaller;
   if (across < tile_in / 2 || inner < tile_out / 2 || across % vec != 0) return rule.odd_tiles;
   // Aligned input rows (the innermost extent alone not a multiple of the vector) keep the larger
   // tiles, which run the aligned-rows path; tiles of the same size run odd_tiles' threads.

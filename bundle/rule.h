@@ -162,8 +162,10 @@ struct StepRule {
   // element (Step::tile_elementwise), the first loadable variant with the chosen one's vec,
   // tiles of kOddTileSide on both sides and threads that each hold half the elements a thread of
   // the chosen one holds; else, where the chosen one's tiles are larger, the first with its vec
-  // and those tiles; else -1.
+  // and those tiles; else -1. odd_tiles_smaller: whether they hold fewer elements than the
+  // chosen one's (the latter kind; the former are its size with more threads).
   int odd_tiles = -1;
+  bool odd_tiles_smaller = false;
   // Outer steps: [variant] the loadable variant of its config but for scalar loads (vec 1) and
   // as many steps in flight (items) as the step's widest vector holds elements, else its own
   // items (a split variant without such a twin: narrow_scalar_split), else -1. It runs in the

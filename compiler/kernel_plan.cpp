@@ -864,7 +864,7 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
       if (rule.odd_tiles >= 0) {  // bundle/rule.h tiled_variant
         const PlannedVariant& odd = step.variants[static_cast<size_t>(rule.odd_tiles)];
         const auto& oc = std::get<PointwiseConfig>(odd.config);
-        const bool smaller = oc.tile_in * oc.tile_out < c.tile_in * c.tile_out;
+        const bool smaller = rule.odd_tiles_smaller;
         const std::string rows =
             smaller ? fmt::format("{} not a multiple of {}", across, c.vec)
                     : fmt::format("extents of {} or {} not multiples of {}", across, inner, c.vec);
