@@ -6,7 +6,10 @@
 //     (no clamps, no selects: fewer registers, so more blocks and more loads in flight per
 //     SM), then the rest one step at a time, masked. Vectors of `vec` columns load as one
 //     access; where the rows are not a multiple of vec, each column loads on its own, with
-//     items / vec steps in flight, so that this path sets no more registers than the vector one.
+//     items / vec steps in flight, so that this path sets no more registers than the vector one;
+//     there the columns that do not exist are masked in the whole chunks too, so that the thread
+//     with only some (the last of the rows) walks them like the others: one step at a time it
+//     took R / group dependent loads, and its block (a split's last phase: the grid) waited.
 //  4. Combining (combine_outer): a column's `group` partials are folded in order by one
 //     thread through shared memory, so the result does not depend on timing. Row-level
 //     outputs and the reductions' outputs are stored by the threads of the first row of
@@ -84,7 +87,9 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
       Point p;
       p.o = c.o[v];
       p.r = rc;
-      p.ok = masked ? b_.CreateAnd(c.valid[v], in) : b_.getTrue();
+      p.ok = masked             ? b_.CreateAnd(c.valid[v], in)
+             : !vector && V > 1 ? c.valid[v]  // whole chunks of some columns (step 3)
+                                : b_.getTrue();
       p.slot = v;
       g.pts.push_back(std::move(p));
     }
@@ -104,7 +109,9 @@ std::vector<Value*> ReductionLowering::outer_chunks(const std::vector<int>& pass
   const int64_t chunk = int64_t{Y} * U;
   Value* len = b_.CreateSelect(b_.CreateICmpULT(begin, end), b_.CreateSub(end, begin), i64(0));
   Value* whole = b_.CreateAdd(begin, b_.CreateMul(b_.CreateUDiv(len, i64(chunk)), i64(chunk)));
-  Value* unmasked_end = b_.CreateSelect(c.valid[cfg_.vec - 1], whole, begin, "unmasked.end");
+  // Whole chunks for a thread whose columns all exist (vectors), or any of them (scalars).
+  Value* chunked = vector ? c.valid[cfg_.vec - 1] : c.valid[0];
+  Value* unmasked_end = b_.CreateSelect(chunked, whole, begin, "unmasked.end");
   std::vector<Value*> acc =
       chunk_loop(pass, results, begin, i64(chunk), unmasked_end,
                  [&](Value* base) { return outer_groups(c, base, ty, end, vector, U, false); });

@@ -7,9 +7,12 @@
 // and an infinity in the input must come out as NaN and infinity. Inputs are random; outputs
 // start poisoned.
 //   outer_driver BLOCK ELEMENTS_PER_BLOCK PHASES MAXGRID S M N      (compiled with -DK=1..2)
+//   outer_driver BLOCK ELEMENTS_PER_BLOCK PHASES MAXGRID S B M N    (-DK=3)
 // K=1: colsum (examples/colsum.kiln), s[j] = sum(x[i, j], i), f32.
 // K=2: ln_wgrad_bf16 (examples/reduction_suite.kiln), dw[j] = sum(dy * xhat, i), db[j] =
 //      sum(dy, i), bf16 inputs, two words per column in a workspace record.
+// K=3: mid_mean (examples/reduction_suite.kiln), y[b, j] = mean(x[b, i, j], i), f32: the
+//      columns are (b, j), B x N of them, and a thread's may run from one b into the next.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -35,14 +38,17 @@ float of_bf16(uint16_t h) {
   return from_bits(uint32_t{h} << 16);
 }
 int main(int argc, char** argv) {
-  if (argc != 8) return 2;
+  constexpr int shape_args = K == 3 ? 3 : 2;
+  if (argc != 6 + shape_args) return 2;
   const int block = atoi(argv[1]);
   const long epb = atol(argv[2]);
   const int phases = atoi(argv[3]);
   const long maxgrid = atol(argv[4]), S = atol(argv[5]);
-  const long M = atol(argv[6]), N = atol(argv[7]);
-  const long n = M * N;
-  const long tiles = (N + epb - 1) / epb;
+  const long B = K == 3 ? atol(argv[6]) : 1;
+  const long M = atol(argv[argc - 2]), N = atol(argv[argc - 1]);
+  const long n = B * M * N;
+  const long columns = B * N;  // the reduction's rows
+  const long tiles = (columns + epb - 1) / epb;
   // One output per reduction; the reference takes a(i, j) * b(i, j) for the first (b = 1 for
   // K=1) and a(i, j) for the second.
 #if K == 1
@@ -57,6 +63,18 @@ int main(int argc, char** argv) {
   auto b = [&](long) { return 1.0; };
   extern void kern(float*, float*, long, long) asm("kern");
   extern void kern_split(float*, float*, long, long, int32_t*, long) asm("kern");
+#elif K == 3
+  constexpr int outputs = 1, slots = 1;
+  std::vector<float> x(n);
+  for (auto& v : x) v = rnd();
+  if (M > 7 && columns > 1) {  // a NaN in column 0, an infinity in the last
+    x[5 * N] = NAN;
+    x[(B - 1) * M * N + 6 * N + N - 1] = INFINITY;
+  }
+  auto a = [&](long i) { return double(x[i]); };
+  auto b = [&](long) { return 1.0; };
+  extern void kern(float*, float*, long, long, long) asm("kern");
+  extern void kern_split(float*, float*, long, long, long, int32_t*, long) asm("kern");
 #else
   constexpr int outputs = 2, slots = 2;
   std::vector<uint16_t> dy(n), xh(n);
@@ -68,13 +86,18 @@ int main(int argc, char** argv) {
   extern void kern_split(uint16_t*, uint16_t*, float*, float*, long, long, int32_t*,
                          long) asm("kern");
 #endif
-  std::vector<std::vector<float>> out(outputs, std::vector<float>(N, -1e30f));
+  std::vector<std::vector<float>> out(outputs, std::vector<float>(columns, -1e30f));
   auto call = [&](int32_t* ws, long p) {
 #if K == 1
     if (ws)
       kern_split(x.data(), out[0].data(), M, N, ws, p);
     else
       kern(x.data(), out[0].data(), M, N);
+#elif K == 3
+    if (ws)
+      kern_split(x.data(), out[0].data(), B, M, N, ws, p);
+    else
+      kern(x.data(), out[0].data(), B, M, N);
 #else
     if (ws)
       kern_split(dy.data(), xh.data(), out[0].data(), out[1].data(), M, N, ws, p);
@@ -90,13 +113,15 @@ int main(int argc, char** argv) {
   }
   long bad = 0;
   for (int o = 0; o < outputs; ++o) {
-    for (long j = 0; j < N; ++j) {
+    for (long j = 0; j < columns; ++j) {
       double want = 0, mag = 0;
       for (long i = 0; i < M; ++i) {
-        const double v = o == 0 ? a(i * N + j) * b(i * N + j) : a(i * N + j);
+        const long at = (j / N) * M * N + i * N + j % N;
+        const double v = o == 0 ? a(at) * b(at) : a(at);
         want += v;
         mag += std::fabs(v);
       }
+      if (K == 3) want /= M, mag /= M;
       const double got = out[o][j];
       const bool ok = std::isnan(want)   ? std::isnan(got)
                       : std::isinf(want) ? got == want
