@@ -140,8 +140,14 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
     };
     // Where odd extents run element by element, odd tiles hold half the elements a thread of
     // the chosen variant holds (kOddTileSide).
-    const int64_t block = config_knob(chosen, "block", 0);
-    const int64_t elements = tile(chosen, "tile_in") * tile(chosen, "tile_out");
+    // A manifest's knobs are any int64: a block past a GPU's 1024 threads, tiles whose product
+    // overflows, or sides below 1 count as no tile (elements 0), and the rule runs `chosen`.
+    int64_t block = config_knob(chosen, "block", 0), elements = 0;
+    const int64_t tile_in = tile(chosen, "tile_in"), tile_out = tile(chosen, "tile_out");
+    if (block > 1024 || tile_in < 1 || tile_out < 1 ||
+        __builtin_mul_overflow(tile_in, tile_out, &elements)) {
+      block = elements = 0;
+    }
     if (step.tile_elementwise && block > 0 && elements >= 2 * block &&
         elements % (2 * block) == 0 &&
         kOddTileSide * kOddTileSide % (elements / (2 * block)) == 0) {

@@ -505,6 +505,31 @@ TEST_CASE("tiles of odd or short extents run the smaller tiles", "[compiler]") {
   CHECK(config(add, {1024, 1024}).block == 64);
   CHECK(config(add, {1001, 999}).block == 64);
   CHECK(config(add, {1000, 999}).block == 64);
+  // A manifest's hostile knobs (tiles whose product overflows int64, a block past 1024 threads,
+  // a side of 0): no odd tiles, the chosen variant everywhere, and no overflow on the way.
+  Program p = parse_program(bt);
+  std::unique_ptr<KernelPlan> plan = plan_kernel(p.kernels[0]);
+  const bundle::DeviceFacts h200{132, true};
+  for (const auto& [in, out, block] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{int64_t{1} << 40, int64_t{1} << 40, 128},
+                                                          {128, 128, INT64_MAX},
+                                                          {0, 128, 128},
+                                                          {INT64_MAX, 2, 64}}) {
+    bundle::Step s = manifest_step(*plan, 0, {"sm_90"});
+    auto chosen_it = std::find_if(s.variants.begin(), s.variants.end(),
+                                  [](const bundle::Variant& v) { return v.is_default; });
+    REQUIRE(chosen_it != s.variants.end());
+    bundle::Variant& chosen = *chosen_it;
+    chosen.config["tile_in"] = in;
+    chosen.config["tile_out"] = out;
+    chosen.config["block"] = block;
+    const bundle::StepRule rule =
+        bundle::step_rule(s, std::vector<bool>(s.variants.size(), true), h200);
+    CHECK(rule.odd_tiles == -1);
+    CHECK_FALSE(rule.odd_tiles_smaller);
+    const int64_t space[] = {1001, 999};
+    CHECK(bundle::tiled_variant(s, rule, rule.chosen, space, h200) == rule.chosen);
+  }
 }
 
 TEST_CASE("the tiled config space", "[compiler]") {
