@@ -6,10 +6,11 @@
 //     (no clamps, no selects: fewer registers, so more blocks and more loads in flight per
 //     SM), then the rest one step at a time, masked. Vectors of `vec` columns load as one
 //     access; where the rows are not a multiple of vec, each column loads on its own, with
-//     items / vec steps in flight, so that this path sets no more registers than the vector one;
-//     there the columns that do not exist are masked in the whole chunks too, so that the thread
-//     with only some (the last of the rows) walks them like the others: one step at a time it
-//     took R / group dependent loads, and its block (a split's last phase: the grid) waited.
+//     items / vec steps in flight, so that this path sets no more registers than the vector one.
+//     There the thread with only some of its columns (the last of the rows) walks the whole
+//     chunks like the others, its other columns loading the last row's (clamped) into partials
+//     that are never stored (masked only where the kernel stores elements): one step at a time
+//     it took R / group dependent loads, and its block (a split's last phase: the grid) waited.
 //  4. Combining (combine_outer): a column's `group` partials are folded in order by one
 //     thread through shared memory, so the result does not depend on timing. Row-level
 //     outputs and the reductions' outputs are stored by the threads of the first row of
@@ -70,11 +71,16 @@ ReductionLowering::OuterColumns ReductionLowering::outer_columns(Value* first, V
 
 // The `items` groups of an outer thread's chunk from reduced index `base`: steps base + u *
 // group + ty. Masked, a step at or past `end` (and a column that does not exist) loads a
-// clamped address and folds nothing; unmasked, every step and column exists.
+// clamped address and folds nothing; unmasked, every step exists, and every column but on the
+// scalar path (step 3), where one that does not folds into its partial, never stored.
 std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value* base, Value* ty,
                                                    Value* end, bool vector, int items,
                                                    bool masked) {
   const int Y = cfg_.group, V = cfg_.vec;
+  const bool mask_columns =
+      !vector && V > 1 && std::any_of(prog_.items.begin(), prog_.items.end(), [](const Item& it) {
+        return it.kind == Item::element_store;
+      });
   std::vector<Group> gs(items);
   for (int u = 0; u < items; ++u) {
     Group& g = gs[u];
@@ -87,9 +93,7 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
       Point p;
       p.o = c.o[v];
       p.r = rc;
-      p.ok = masked             ? b_.CreateAnd(c.valid[v], in)
-             : !vector && V > 1 ? c.valid[v]  // whole chunks of some columns (step 3)
-                                : b_.getTrue();
+      p.ok = masked ? b_.CreateAnd(c.valid[v], in) : mask_columns ? c.valid[v] : b_.getTrue();
       p.slot = v;
       g.pts.push_back(std::move(p));
     }
