@@ -270,6 +270,11 @@ std::set<int> suffix_runs(const Program& p) {
   return out;
 }
 
+bool stores_elements(const Program& p) {
+  return std::any_of(p.items.begin(), p.items.end(),
+                     [](const Item& it) { return it.kind == Item::element_store; });
+}
+
 bool is_row_var(const std::string& v) {
   return v.rfind("_o", 0) == 0;
 }

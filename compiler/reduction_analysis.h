@@ -126,6 +126,9 @@ Program canonicalize(const KernelDef& abi, const ScheduledKernel& sk, bool fuse)
 /// read or write.
 std::set<int> suffix_runs(const Program& p);
 
+/// Whether p stores an output at each element (an element store: t[o, r] = f(o, r)).
+bool stores_elements(const Program& p);
+
 /// Whether canonical indices name `v`; whether they name a row dimension (`_o<d>`).
 bool uses(const std::vector<std::string>& idx, const std::string& v);
 bool uses_row(const std::vector<std::string>& idx);

@@ -77,10 +77,7 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
                                                    Value* end, bool vector, int items,
                                                    bool masked) {
   const int Y = cfg_.group, V = cfg_.vec;
-  const bool mask_columns =
-      !vector && V > 1 && std::any_of(prog_.items.begin(), prog_.items.end(), [](const Item& it) {
-        return it.kind == Item::element_store;
-      });
+  const bool mask_columns = !vector && V > 1 && stores_elements(prog_);
   std::vector<Group> gs(items);
   for (int u = 0; u < items; ++u) {
     Group& g = gs[u];

@@ -236,9 +236,7 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, boo
   const auto walks = std::count_if(walked.begin(), walked.end(), [&](const auto& pass) {
     return prog_.items[pass[0]].kind != Item::row_store;
   });
-  const bool writes_row = std::any_of(prog_.items.begin(), prog_.items.end(), [](const Item& it) {
-    return it.kind == Item::element_store && it.param >= 0;
-  });
+  const bool writes_row = stores_elements(prog_);  // (an element store's param is >= 0)
   // A staged path loads plainly: its later walks read shared memory, and its first walk's
   // loads are to be issued together before their stores to shared memory, an order LLVM
   // keeps for loads but not for the hinted loads' inline assembly.
