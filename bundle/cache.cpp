@@ -505,6 +505,8 @@ constexpr std::pair<std::string_view, std::string_view> kKnobs[] = {
      "1: rows whose length is not a multiple of vec take vectors from each row's first "
      "aligned element, with a scalar head and tail"},
     {"stage", "1: a long row's re-read inputs kept in shared memory"},
+    {"prefetch",
+     "1: outer reductions' scalar loads of the next chunk made before the last one is summed"},
     {"tile_in", "tiled pointwise: the tile's extent along the transposed inputs' rows"},
     {"tile_out", "tiled pointwise: the tile's extent along the output's rows"},
     {"tile_m", "contraction: output rows per tile"},

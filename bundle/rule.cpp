@@ -257,6 +257,13 @@ StepRule step_rule(const Step& step, const std::vector<bool>& loadable, const De
       if (t < 0 && v.split.phases > 0) t = r.narrow_scalar_split;
       r.scalar_columns[vi] = t;
     }
+    for (size_t vi = 0; vi < step.variants.size() && r.prefetching < 0; ++vi) {
+      const Variant& v = step.variants[vi];
+      if (loadable[vi] && config_knob(v, "prefetch", 0) == 1 && v.split.phases == 0 &&
+          v.max_reduced == 0 && !v.strided) {
+        r.prefetching = static_cast<int>(vi);
+      }
+    }
   }
   return r;
 }
@@ -541,7 +548,27 @@ int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t
   };
   const std::optional<int64_t> rows = product(space), r = product(reduced);
   if (!rows || !r) return rule.chosen;
-  return tiled_variant(step, rule, heuristic_variant(step, rule, *rows, *r, device), space, device);
+  const int v = heuristic_variant(step, rule, *rows, *r, device);
+  return tiled_variant(step, rule, prefetching_variant(step, rule, v, space, *rows, *r, device),
+                       space, device);
+}
+
+int prefetching_variant(const Step& step, const StepRule& rule, int variant,
+                        std::span<const int64_t> space, int64_t rows, int64_t reduced,
+                        const DeviceFacts& device) {
+  if (step.kind != StepKind::outer_reduction || rule.prefetching < 0 || space.size() < 2 ||
+      variant < 0 || static_cast<size_t>(variant) >= step.variants.size() || rows < 1 ||
+      reduced <= kShortOuterMaxReduced) {
+    return variant;
+  }
+  const Variant& picked = step.variants[static_cast<size_t>(variant)];
+  const int64_t vec = config_vec(picked);
+  if (vec <= 1 || rows % vec != 0 || space.back() % vec == 0 || picked.max_reduced > 0) {
+    return variant;
+  }
+  const int64_t columns =
+      std::max<int64_t>(step.variants[static_cast<size_t>(rule.prefetching)].elements_per_block, 1);
+  return ceil_div(rows, columns) >= device.sm_count ? rule.prefetching : variant;
 }
 
 int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_t reduced) {

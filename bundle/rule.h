@@ -171,6 +171,14 @@ struct StepRule {
   // items (a split variant without such a twin: narrow_scalar_split), else -1. It runs in the
   // variant's place where the columns are not a multiple of its vector (heuristic_variant).
   std::vector<int> scalar_columns;
+  // Outer steps: the first loadable unsplit variant without a limit that prefetches (config
+  // "prefetch": scalar loads, 8 steps in flight, the next chunk's made before the last one's
+  // sums: compiler/config.cpp prefetching_outer_configs), else -1. rule_variant runs it where
+  // the columns span several row dimensions whose product is a multiple of the pick's vector
+  // and whose innermost extent is not (then the pick's own scalar path runs: no twin), the
+  // pick has no limit, the columns are not short, and its tiles are at least the SMs
+  // (prefetching_variant).
+  int prefetching = -1;
 };
 
 /// The tiles' side of StepRule::odd_tiles, which a tiled step runs instead of larger tiles where
@@ -319,6 +327,20 @@ int tiled_variant(const Step& step, const StepRule& rule, int variant,
 /// gives rule.chosen. The runtime (launch::heuristic_for) and `kiln explain` both run this.
 int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t> space,
                  std::span<const int64_t> reduced, const DeviceFacts& device);
+
+/// What the rule runs for an outer step over columns of extents `space` (at least 1 each, `rows`
+/// their product) reducing `reduced` elements, `variant` being heuristic_variant's pick:
+/// rule.prefetching where `space` has two extents or more, the innermost not a multiple of the
+/// pick's vector but `rows` one, the pick has no max_reduced, `reduced` passes
+/// kShortOuterMaxReduced (shorter columns: not measured), and ceil(rows / its
+/// elements_per_block) >= the SMs; else `variant`.
+/// Measured on an H200 (bench/results/2026-12-01-h200-outer-scalar, call 4): means over the
+/// middle axis of [64, 1024, 513] f32 45.4 -> 38.5 us, [16, 4096, 1001] 89.4 -> 68.0, bf16 [8,
+/// 2048, 4097] 86.4 -> 52.4 (the pick: the vector path's scalar loads, items / vec steps of
+/// them in flight).
+int prefetching_variant(const Step& step, const StepRule& rule, int variant,
+                        std::span<const int64_t> space, int64_t rows, int64_t reduced,
+                        const DeviceFacts& device);
 
 /// `variant`'s odd-row twin (StepRule::odd_rows) when it has one and `reduced` is not a
 /// multiple of the twin's vec, else `variant`: what the rule runs for rows of `reduced`

@@ -108,6 +108,7 @@ std::map<std::string, int64_t> ReductionConfig::as_map() const {
   if (stage) m["stage"] = 1;
   if (strided) m["strided"] = 1;
   if (shift) m["shift"] = 1;
+  if (prefetch) m["prefetch"] = 1;
   return m;
 }
 
@@ -307,6 +308,8 @@ std::vector<ReductionConfig> outer_reduction_space(int max_vec) {
   for (const ReductionConfig& c : fitted_outer_split_configs(max_vec)) {
     if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
   }
+  // Last, the same: scalar loads with 8 steps in flight, prefetched (prefetching_outer_configs).
+  for (const ReductionConfig& c : prefetching_outer_configs()) space.push_back(c);
   return space;
 }
 
@@ -365,6 +368,25 @@ std::vector<ReductionConfig> fitted_outer_split_configs(int max_vec) {
     c.group = c.block / across;
     out.push_back(c);
   }
+  return out;
+}
+
+// Measured on an H200 (bench/results/2026-12-01-h200-outer-scalar, calls 1-4): ptxas, asked
+// for 6 blocks of 256 threads an SM (build_image's occupancy hint), issued 2 of the 4 or 8
+// scalar loads of a chunk at a time in some kernels and all of them in others (cuobjdump: the
+// bf16 column sums' 4 steps, the bf16 mean over a middle axis's 8), and the same config ran
+// 2-3x apart (bf16 column sums of 8192 x 32768 443 against 194 us; the mean over [8, 2048,
+// 4097] 146.6 against 75.3). Loading the next chunk before summing the last puts a chunk's
+// loads in flight together: with 8 steps, f32 column sums of 6000 x 20001 179.3 -> 127.7 us
+// (128 threads: 313.7 -> 146.1), the bf16 mean 146.6 -> 52.4, the f32 mean over [64, 1024,
+// 513] 40.3 -> 38.5; but bf16 column sums whose schedule already held 8 in flight 4-10% slower
+// (8192 x 20001 100.5 -> 110.0), and where the registers grew past the hint (128 threads, f32
+// mean over [64, 1024, 513]: 40 -> 70 registers) up to 1.4x slower. So these are variants of
+// their own: the rule runs the first for means over a middle axis whose innermost extent is
+// not a multiple of the vector (bundle/rule.h StepRule::prefetching).
+std::vector<ReductionConfig> prefetching_outer_configs() {
+  std::vector<ReductionConfig> out{{256, 8, 1, 8}, {128, 4, 1, 8}};
+  for (ReductionConfig& c : out) c.prefetch = true;
   return out;
 }
 

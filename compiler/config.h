@@ -126,6 +126,10 @@ struct ReductionConfig {
   // head and tail (compiler/lower/reduction_rows.cpp). The twin of a tier that the rule runs
   // for rows whose length is not a multiple of vec (row_shift_twin).
   bool shift = false;
+  // Outer reductions only, vec 1, not split: each thread loads the next chunk's elements
+  // before it sums the chunk loaded the iteration before (compiler/lower/reduction_outer.cpp),
+  // so that a chunk's `items` loads are in flight together whatever order ptxas gives them.
+  bool prefetch = false;
 
   int64_t capacity() const { return int64_t{group} * vec * items; }
   std::map<std::string, int64_t> as_map() const;
@@ -206,6 +210,9 @@ ReductionConfig deep_outer_split_config(int max_vec);
 /// columns, 16 and 8 f32): for columns that fill at most half of one of these tiles, up to 16
 /// bf16 or 8 f32 (bundle/rule.h StepRule::fitted_splits).
 std::vector<ReductionConfig> fitted_outer_split_configs(int max_vec);
+/// Scalar loads with 8 steps in flight, prefetched a chunk ahead (ReductionConfig::prefetch):
+/// 32 columns over blocks of 256 threads (8 along the reduced index), then of 128 (4).
+std::vector<ReductionConfig> prefetching_outer_configs();
 /// The unsplit variants for short columns (bundle/rule.h kShortOuterMaxReduced): 32 threads
 /// along the reduced index over 32 columns of scalars, then 16 over 32 vectors of 8 bytes
 /// (for columns too many for the first's tiles to be fewer than the SMs).

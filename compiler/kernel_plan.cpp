@@ -1154,6 +1154,18 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
             "variant would load them one at a time (measured faster there on an H200): variant {}",
             fmt::join(twins, ", ")));
       }
+      // bundle/rule.h prefetching_variant.
+      if (rule.prefetching >= 0 && step.space.size() >= 2) {
+        const PlannedVariant& v = step.variants[static_cast<size_t>(rule.prefetching)];
+        line(fmt::format(
+            "rows over {} whose innermost extent is not a multiple of the variant's vector (their "
+            "product is), the variant without a limit of its own: variant {} ({}: scalar loads, "
+            "the next chunk's made before the last one's sums) where {} > {} and ceil(rows / {}) "
+            ">= the GPU's SMs (the vector variant would load them one at a time; measured faster "
+            "there on an H200)",
+            product_text(step.space), rule.prefetching, config_text(v.config),
+            product_text(step.reduced), bundle::kShortOuterMaxReduced, v.elements_per_block));
+      }
       line(pointers);
     } else {
       line(pointers);

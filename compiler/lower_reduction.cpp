@@ -55,6 +55,9 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
   if (cfg_.stage && (shape_ != StepKind::row_reduction || cfg_.split)) {
     throw InternalError("lower_reduction: a staging config of an outer or split kernel");
   }
+  if (cfg_.prefetch && (shape_ != StepKind::outer_reduction || cfg_.split || cfg_.vec != 1)) {
+    throw InternalError("lower_reduction: a prefetching config is outer, scalar and unsplit");
+  }
   // A strided config is scalar and unsplit, or tiles (vectors from the tile only).
   if (cfg_.strided && (cfg_.split || (cfg_.stage ? tile_plan_.regions.empty() : cfg_.vec != 1))) {
     throw InternalError("lower_reduction: a strided config is scalar and unsplit, or tiles");

@@ -323,7 +323,7 @@ std::vector<Value*> ReductionLowering::run_pass(const std::vector<int>& pass,
 std::vector<Value*> ReductionLowering::chunk_loop(
     const std::vector<int>& pass, const std::vector<std::vector<Value*>>& results, Value* begin,
     Value* step, Value* end, llvm::function_ref<std::vector<Group>(Value*)> make_groups,
-    std::vector<Value*> start) {
+    std::vector<Value*> start, bool prefetch) {
   std::vector<Value*> init = start.empty() ? initial(pass) : std::move(start);
   std::vector<Carried> carried;
   for (Value* v : init) carried.push_back({v, "acc"});
@@ -358,13 +358,49 @@ std::vector<Value*> ReductionLowering::chunk_loop(
     for (size_t k = 0; k < compensated.size(); ++k) comp[compensated[k]] = vals[n + k];
     return std::vector<Value*>(vals.begin(), vals.begin() + n);
   };
+  // Prefetching, the loads of the first chunk are made before the loop (when it runs at all),
+  // and each iteration loads the next chunk (the last one its own again, never past `end`)
+  // before it folds the values loaded by the one before: then a chunk's loads are all in
+  // flight together whatever order ptxas gives the instructions of an iteration.
+  Prefetched first;
+  if (prefetch) {
+    BasicBlock* from = b_.GetInsertBlock();
+    BasicBlock* load_first = BasicBlock::Create(ctx_, "prefetch", fn_);
+    BasicBlock* join = BasicBlock::Create(ctx_, "prefetched", fn_);
+    b_.CreateCondBr(b_.CreateICmpULT(begin, end), load_first, join);
+    b_.SetInsertPoint(load_first);
+    std::vector<Group> groups = make_groups(begin);
+    first = prefetched_loads(pass, groups, results);
+    BasicBlock* loaded = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    for (Value* v : first.values) {
+      llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2, "ready");
+      phi->addIncoming(v, loaded);
+      phi->addIncoming(llvm::PoisonValue::get(v->getType()), from);
+      carried.push_back({phi, "ready"});
+    }
+  }
+  const size_t ready_at = n + compensated.size();
   std::vector<Value*> after = counted_loop(
       {"chunk", "chunk.body", "chunk.done", "base"}, begin, end, [&] { return step; }, carried,
       [&](Value* base, const std::vector<Value*>& vals) {
+        std::vector<Value*> next_values;
+        if (prefetch) {
+          Value* next = b_.CreateAdd(base, step);
+          std::vector<Group> upcoming =
+              make_groups(b_.CreateSelect(b_.CreateICmpULT(next, end), next, base));
+          Prefetched loaded = prefetched_loads(pass, upcoming, results);
+          internal_check(loaded.slots == first.slots,
+                         "lower_reduction: a chunk's prefetched loads differ from the first's");
+          next_values = std::move(loaded.values);
+        }
         std::vector<Group> groups = make_groups(base);
+        if (prefetch) install(first, std::span(vals).subspan(ready_at), groups);
         std::vector<Value*> comp;
         std::vector<Value*> acc = run_pass(pass, groups, results, split(vals, comp), &comp);
         for (int i : compensated) acc.push_back(comp[i]);
+        acc.insert(acc.end(), next_values.begin(), next_values.end());
         return acc;
       });
   std::vector<Value*> comp;
@@ -373,6 +409,53 @@ std::vector<Value*> ReductionLowering::chunk_loop(
     if (comp[i]) out[i] = b_.CreateFSub(out[i], comp[i], "compensated");
   }
   return out;
+}
+
+// The loads that folding `pass` over `groups` makes, made now (the arithmetic around them is
+// left dead): Group::loads fills as it always does, and Group::ready with the scalar loads.
+Prefetched ReductionLowering::prefetched_loads(const std::vector<int>& pass,
+                                               std::vector<Group>& groups,
+                                               const std::vector<std::vector<Value*>>& results) {
+  for (Group& g : groups) {
+    g.record = true;
+    for (int i : pass) {
+      const Item& it = prog_.items[i];
+      internal_check(it.kind == Item::reduction, "lower_reduction: prefetching a store's pass");
+      for (Point& p : g.pts) eval(it.value, p, g, results);
+    }
+    g.record = false;
+  }
+  Prefetched out;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    for (const auto& [key, vals] : groups[k].loads) {
+      for (size_t j = 0; j < vals.size(); ++j) {
+        out.slots.push_back({k, key, static_cast<int>(j), true});
+        out.values.push_back(vals[j]);
+      }
+    }
+    for (const auto& [at, v] : groups[k].ready) {
+      out.slots.push_back({k, at.first, at.second, false});
+      out.values.push_back(v);
+    }
+  }
+  return out;
+}
+
+// Puts `values`, loaded as `layout` says, into groups made for the same chunk.
+void ReductionLowering::install(const Prefetched& layout, std::span<Value* const> values,
+                                std::vector<Group>& groups) {
+  internal_check(values.size() == layout.slots.size(), "lower_reduction: prefetched values");
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Prefetched::Slot& s = layout.slots[i];
+    Group& g = groups.at(s.group);
+    if (s.cached) {
+      std::vector<Value*>& vals = g.loads[s.key];
+      if (vals.size() <= static_cast<size_t>(s.at)) vals.resize(s.at + 1);
+      vals[s.at] = values[i];
+    } else {
+      g.ready[{s.key, s.at}] = values[i];
+    }
+  }
 }
 
 // The reduction's value once combined (mean divides by R).
@@ -550,6 +633,10 @@ Value* ReductionLowering::load(const Load& ld, Point& p, Group& g,
   const bool uses_vary = vary_ == kReduced ? uses_reduced(ld.indices) : uses(ld.indices, vary_);
   const bool in_group = !g.pts.empty();  // else p is a row-level point
   const std::string key = load_key(ld);
+  const int at = in_group ? static_cast<int>(&p - &g.pts.front()) : -1;
+  if (in_group && !g.record) {
+    if (auto it = g.ready.find({key, at}); it != g.ready.end()) return it->second;
+  }
   if (tile_kr_ && in_group) {
     if (auto it = tile_plan_.regions.find(key); it != tile_plan_.regions.end()) {
       return load_tiled(it->second, p, g);
@@ -566,7 +653,9 @@ Value* ReductionLowering::load(const Load& ld, Point& p, Group& g,
     if (vals.empty()) vals = {load_scalar(param, ld, g.pts[0])};
     return vals[0];
   }
-  return load_scalar(param, ld, p);
+  Value* v = load_scalar(param, ld, p);
+  if (in_group && g.record) g.ready[{key, at}] = v;
+  return v;
 }
 
 Value* ReductionLowering::load_scalar(int param, const Load& ld, const Point& p) {

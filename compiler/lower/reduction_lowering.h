@@ -14,6 +14,7 @@
 #include <llvm/IR/Module.h>
 
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,24 @@ struct Group {
   bool vector = false;
   bool shifted = false;
   std::map<std::string, std::vector<Value*>> loads;  // by access key: a vector or a scalar
+  // Scalar loads of single points, by access key and point (prefetched_loads): while
+  // `record`, load() notes the loads it emits; else it answers from here.
+  std::map<std::pair<std::string, int>, Value*> ready;
+  bool record = false;
+};
+
+// The loads of a chunk's groups, as prefetched_loads found them: where each came from (group,
+// access key, and the point of a scalar load or the element of a cached one), and the values.
+struct Prefetched {
+  struct Slot {
+    size_t group;
+    std::string key;
+    int at;
+    bool cached;  // Group::loads (vectors, shared scalars); else Group::ready
+    friend bool operator==(const Slot&, const Slot&) = default;
+  };
+  std::vector<Slot> slots;
+  std::vector<Value*> values;
 };
 
 // reduction_math.h's arithmetic on f32 LLVM values.
@@ -136,7 +155,11 @@ class ReductionLowering {
                                  const std::vector<std::vector<Value*>>& results, Value* begin,
                                  Value* step, Value* end,
                                  llvm::function_ref<std::vector<Group>(Value*)> make_groups,
-                                 std::vector<Value*> start = {});
+                                 std::vector<Value*> start = {}, bool prefetch = false);
+  Prefetched prefetched_loads(const std::vector<int>& pass, std::vector<Group>& groups,
+                              const std::vector<std::vector<Value*>>& results);
+  static void install(const Prefetched& layout, std::span<Value* const> values,
+                      std::vector<Group>& groups);
   Value* finish(int item, Value* v);
   // Stores.
   void store_reductions(const std::vector<int>& pass, const Point& p,

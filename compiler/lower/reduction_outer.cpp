@@ -113,9 +113,15 @@ std::vector<Value*> ReductionLowering::outer_chunks(const std::vector<int>& pass
   // Whole chunks for a thread whose columns all exist (vectors), or any of them (scalars).
   Value* chunked = vector ? c.valid[cfg_.vec - 1] : c.valid[0];
   Value* unmasked_end = b_.CreateSelect(chunked, whole, begin, "unmasked.end");
-  std::vector<Value*> acc =
-      chunk_loop(pass, results, begin, i64(chunk), unmasked_end,
-                 [&](Value* base) { return outer_groups(c, base, ty, end, vector, U, false); });
+  // A prefetching config loads each whole chunk an iteration ahead (chunk_loop): ptxas then
+  // cannot let a chunk's loads wait on its sums (compiler/config.cpp prefetching_outer_configs).
+  // Not where the pass stores elements (its stores would need the chunk's masks).
+  const bool prefetch = cfg_.prefetch && std::all_of(pass.begin(), pass.end(), [&](int i) {
+                          return prog_.items[i].kind == Item::reduction;
+                        });
+  std::vector<Value*> acc = chunk_loop(
+      pass, results, begin, i64(chunk), unmasked_end,
+      [&](Value* base) { return outer_groups(c, base, ty, end, vector, U, false); }, {}, prefetch);
   // A thread none of whose columns exists folds nothing (its partials are never stored).
   Value* masked_end = b_.CreateSelect(c.valid[0], end, unmasked_end, "masked.end");
   return chunk_loop(

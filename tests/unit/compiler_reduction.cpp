@@ -433,18 +433,26 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
     }
     CHECK(split == 3);
   }
-  // Outer reductions split the reduced extent of a block's columns: the last ten variants,
-  // a record word per column of the block, chunks of group x items of the reduced index.
+  // Outer reductions split the reduced extent of a block's columns: the ten variants before
+  // the last two (the prefetching ones), a record word per column of the block, chunks of
+  // group x items of the reduced index.
   bundle::Manifest cols =
       compile_text("kernel c(x: f32[M, N]) -> (s: f32[N]) { s[j] = sum(x[i, j], i) }");
   const std::vector<bundle::Variant>& vs = cols.kernels[0].steps[0].variants;
   constexpr size_t kSplits = 10;
   constexpr size_t kFitted = 2;  // the last two: the deep split's blocks, 4 and 2 across
-  REQUIRE(vs.size() > kSplits);
-  for (size_t i = 0; i < vs.size(); ++i) {
+  constexpr size_t kPrefetching = 2;
+  REQUIRE(vs.size() > kSplits + kPrefetching);
+  const size_t n = vs.size() - kPrefetching;  // the splits end here
+  for (size_t i = n; i < vs.size(); ++i) {
+    CHECK(vs[i].config == prefetching_outer_configs()[i - n].as_map());
+    CHECK(vs[i].split.phases == 0);
+    CHECK(vs[i].align_bytes == 1);
+  }
+  for (size_t i = 0; i < n; ++i) {
     const bundle::Variant& v = vs[i];
     INFO(v.entry);
-    CHECK((v.split.phases > 0) == (i + kSplits >= vs.size()));
+    CHECK((v.split.phases > 0) == (i + kSplits >= n));
     if (v.split.phases == 0) continue;
     CHECK(!v.is_default);
     CHECK(v.split.phases == 2);
@@ -453,12 +461,12 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
     CHECK(v.elements_per_block == v.config.at("block") / v.config.at("group") * v.config.at("vec"));
     CHECK(v.split.chunk == v.config.at("group") * v.config.at("items"));
     // The fitted ones run from the deep split's reduced extent on, the others at any.
-    CHECK(v.split.min_reduced == (i + kFitted >= vs.size() ? bundle::kDeepSplitMinReduced : 0));
+    CHECK(v.split.min_reduced == (i + kFitted >= n ? bundle::kDeepSplitMinReduced : 0));
   }
   // The first two are the rule's: 16-byte loads over 128 columns (f32), then over 32 for
   // fewer columns than that.
-  const bundle::Variant& wide = vs[vs.size() - kSplits];
-  const bundle::Variant& narrow = vs[vs.size() - kSplits + 1];
+  const bundle::Variant& wide = vs[n - kSplits];
+  const bundle::Variant& narrow = vs[n - kSplits + 1];
   CHECK(wide.config == default_outer_split_config(4).as_map());
   CHECK(narrow.config == narrow_outer_split_config(4).as_map());
   CHECK(wide.elements_per_block == 128);
@@ -466,12 +474,12 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   const bundle::Step& step = cols.kernels[0].steps[0];
   const bundle::DeviceFacts h200{132, true};
   const bundle::StepRule rule = bundle::step_rule(step, std::vector<bool>(vs.size(), true), h200);
-  CHECK(rule.split == static_cast<int>(vs.size() - kSplits));
+  CHECK(rule.split == static_cast<int>(n - kSplits));
   CHECK(rule.narrow_split == rule.split + 1);
   // The deep split (after the others: earlier ids stay) is the narrow one with 16 steps in
   // flight; after it, the same blocks with 4 and 2 threads along the rows (16 and 8 f32
   // columns), fewest columns first in fitted_splits.
-  const size_t deep_id = vs.size() - kFitted - 1;
+  const size_t deep_id = n - kFitted - 1;
   const bundle::Variant& deep = vs[deep_id];
   CHECK(rule.deep_split == static_cast<int>(deep_id));
   CHECK(deep.config == deep_outer_split_config(4).as_map());
@@ -480,8 +488,8 @@ TEST_CASE("split variants: one launch per reduction pass and one to finish",
   REQUIRE(rule.fitted_splits.size() == kFitted);
   const bundle::Variant& f8 = vs[static_cast<size_t>(rule.fitted_splits[0])];
   const bundle::Variant& f16 = vs[static_cast<size_t>(rule.fitted_splits[1])];
-  CHECK(rule.fitted_splits[0] == static_cast<int>(vs.size() - 1));
-  CHECK(rule.fitted_splits[1] == static_cast<int>(vs.size() - 2));
+  CHECK(rule.fitted_splits[0] == static_cast<int>(n - 1));
+  CHECK(rule.fitted_splits[1] == static_cast<int>(n - 2));
   CHECK(f8.config == fitted_outer_split_configs(4)[1].as_map());
   CHECK(f16.config == fitted_outer_split_configs(4)[0].as_map());
   CHECK(f8.elements_per_block == 8);
@@ -1256,6 +1264,55 @@ TEST_CASE("a cubin's own records give its registers and local frame, as ptxas re
   CHECK(f.registers == tight->registers);
   CHECK(f.frame_bytes > 0);
   CHECK_FALSE(cubin_facts("not an ELF file", v.entry).found);
+}
+
+TEST_CASE("means over a middle axis whose innermost extent is not whole vectors run prefetching",
+          "[compiler][reduction]") {
+  bundle::Manifest m = compile_text(
+      "kernel m(x: f32[B, M, N]) -> (y: f32[B, N]) { y[b, j] = sum(x[b, i, j], i) / M }");
+  const bundle::Step& step = m.kernels[0].steps[0];
+  const bundle::DeviceFacts h200{132, true};
+  const bundle::StepRule rule =
+      bundle::step_rule(step, std::vector<bool>(step.variants.size(), true), h200);
+  REQUIRE(rule.prefetching >= 0);
+  const bundle::Variant& p = step.variants[static_cast<size_t>(rule.prefetching)];
+  CHECK(p.config == prefetching_outer_configs()[0].as_map());
+  CHECK(p.elements_per_block == 32);
+  auto pick = [&](const bundle::StepRule& r, std::vector<int64_t> space, int64_t reduced) {
+    const int64_t red[] = {reduced};
+    return bundle::rule_variant(step, r, space, red, h200);
+  };
+  auto vec_of = [&](int v) { return step.variants[static_cast<size_t>(v)].config.at("vec"); };
+  // 64 x 513 columns: a multiple of every vector, the innermost extent of none.
+  CHECK(pick(rule, {64, 513}, 1024) == rule.prefetching);
+  CHECK(pick(rule, {16, 1001}, 4096) == rule.prefetching);
+  // Whole vectors in the innermost extent: the rule as before.
+  const int aligned = pick(rule, {64, 512}, 1024);
+  CHECK(aligned != rule.prefetching);
+  CHECK(vec_of(aligned) > 1);
+  // Columns not a multiple of the vector: the pick's scalar twin, as before.
+  const int odd = pick(rule, {63, 513}, 1024);
+  CHECK(odd != rule.prefetching);
+  CHECK(vec_of(odd) == 1);
+  // Fewer of its tiles than SMs (4 x 1025 columns: 129 tiles of 32): the rule's split.
+  const int few = pick(rule, {4, 1025}, 8192);
+  CHECK(few != rule.prefetching);
+  CHECK(step.variants[static_cast<size_t>(few)].split.phases > 0);
+  // Short columns (up to kShortOuterMaxReduced): the rule as before (not measured there).
+  CHECK(pick(rule, {64, 513}, bundle::kShortOuterMaxReduced) != rule.prefetching);
+  CHECK(pick(rule, {64, 513}, bundle::kShortOuterMaxReduced + 1) == rule.prefetching);
+  // One row dimension: the innermost extent is the columns' product (the twin's case).
+  CHECK(pick(rule, {20001}, 6000) != rule.prefetching);
+  // A variant chosen explicitly stays chosen; without the variant, the rule as before.
+  CHECK(pick(bundle::pinned_rule(rule, rule.chosen), {64, 513}, 1024) == rule.chosen);
+  std::vector<bool> without(step.variants.size(), true);
+  without[static_cast<size_t>(rule.prefetching)] = false;
+  const bundle::StepRule plain = bundle::step_rule(step, without, h200);
+  CHECK(plain.prefetching == rule.prefetching + 1);  // the one of 128 threads
+  without[static_cast<size_t>(plain.prefetching)] = false;
+  const bundle::StepRule none = bundle::step_rule(step, without, h200);
+  CHECK(none.prefetching == -1);
+  CHECK(vec_of(pick(none, {64, 513}, 1024)) > 1);
 }
 
 }  // namespace kiln
