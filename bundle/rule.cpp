@@ -23,6 +23,12 @@ int64_t config_vec(const Variant& v) {
   return config_knob(v, "vec", 1);
 }
 
+// The tiles (blocks of the unsplit grid) of `v` over `rows`: ceil(rows / its elements per
+// block), a manifest's elements_per_block below 1 (unchecked here) counting as 1.
+int64_t tiles_of(const Variant& v, int64_t rows) {
+  return ceil_div(rows, std::max<int64_t>(v.elements_per_block, 1));
+}
+
 // A variant's config without the knobs `keys`: the rest of its shape, to find its twins.
 std::map<std::string, int64_t> config_without(const Variant& v,
                                               std::initializer_list<const char*> keys) {
@@ -331,7 +337,7 @@ namespace {
 bool split_runs(const Step& step, int vi, int64_t rows, int64_t reduced,
                 const DeviceFacts& device) {
   const Variant& sv = step.variants[static_cast<size_t>(vi)];
-  const int64_t tiles = ceil_div(rows, std::max<int64_t>(sv.elements_per_block, 1));
+  const int64_t tiles = tiles_of(sv, rows);
   const bool outer =
       step.kind == StepKind::outer_reduction &&
       reduced / std::max<int64_t>(sv.split.chunk, 1) >= int64_t{kSplitMinBlocks} * kSplitMinChunks;
@@ -358,9 +364,7 @@ int heuristic_pick(const Step& step, const StepRule& rule, int64_t rows, int64_t
     // x 4096 21.8 against 29.7, 128 x 4096 x 4096 23.2 against 29.5, 512^3, 256 x 4096 x 4096, a
     // batch of 4 512 x 512 x 1024), slower where it does not (4096 x 512 x 4096 40.1 against
     // 31.7, 1536 x 1024 x 2048, 2048 x 1024 x 1024).
-    auto tiles = [&](int v) {
-      return ceil_div(rows, step.variants[static_cast<size_t>(v)].elements_per_block);
-    };
+    auto tiles = [&](int v) { return tiles_of(step.variants[static_cast<size_t>(v)], rows); };
     if (2 * tiles(rule.chosen) >= device.sm_count) return rule.chosen;
     if (rule.contraction_split >= 0) {
       const Variant& sv = step.variants[static_cast<size_t>(rule.contraction_split)];
@@ -380,8 +384,7 @@ int heuristic_pick(const Step& step, const StepRule& rule, int64_t rows, int64_t
   if (step.kind == StepKind::outer_reduction && reduced >= kShortOuterMinReduced) {
     for (int v : rule.short_outer) {
       const Variant& sv = step.variants[static_cast<size_t>(v)];
-      if (reduced <= sv.max_reduced &&
-          ceil_div(rows, std::max<int64_t>(sv.elements_per_block, 1)) < device.sm_count) {
+      if (reduced <= sv.max_reduced && tiles_of(sv, rows) < device.sm_count) {
         return v;
       }
     }
@@ -469,9 +472,7 @@ int heuristic_variant(const Step& step, const StepRule& rule, int64_t rows, int6
                   : rule.scalar_columns[static_cast<size_t>(rule.chosen)];
   }
   if (unsplit >= 0 &&
-      ceil_div(rows, std::max<int64_t>(
-                         step.variants[static_cast<size_t>(unsplit)].elements_per_block, 1)) >=
-          device.sm_count) {
+      tiles_of(step.variants[static_cast<size_t>(unsplit)], rows) >= device.sm_count) {
     return unsplit;
   }
   if (twin >= 0 && split_runs(step, twin, rows, reduced, device)) return twin;
@@ -566,9 +567,9 @@ int prefetching_variant(const Step& step, const StepRule& rule, int variant,
   if (vec <= 1 || rows % vec != 0 || space.back() % vec == 0 || picked.max_reduced > 0) {
     return variant;
   }
-  const int64_t columns =
-      std::max<int64_t>(step.variants[static_cast<size_t>(rule.prefetching)].elements_per_block, 1);
-  return ceil_div(rows, columns) >= device.sm_count ? rule.prefetching : variant;
+  return tiles_of(step.variants[static_cast<size_t>(rule.prefetching)], rows) >= device.sm_count
+             ? rule.prefetching
+             : variant;
 }
 
 int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_t reduced) {

@@ -334,10 +334,10 @@ int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t
 /// pick's vector but `rows` one, the pick has no max_reduced, `reduced` passes
 /// kShortOuterMaxReduced (shorter columns: not measured), and ceil(rows / its
 /// elements_per_block) >= the SMs; else `variant`.
-/// Measured on an H200 (bench/results/2026-12-01-h200-outer-scalar, call 4): means over the
-/// middle axis of [64, 1024, 513] f32 45.4 -> 38.5 us, [16, 4096, 1001] 89.4 -> 68.0, bf16 [8,
-/// 2048, 4097] 86.4 -> 52.4 (the pick: the vector path's scalar loads, items / vec steps of
-/// them in flight).
+/// Measured on an H200 (bench/results/2026-12-01-h200-outer-scalar, call 5, against the pick:
+/// the vector path's scalar loads, items / vec steps of them in flight): 12 of 16 means, maxima
+/// and sums over middle axes 1.09-1.85x faster (f32 means over [64, 1024, 513] 45.2 -> 38.5 us,
+/// [16, 4096, 1001] 88.5 -> 65.7, bf16 [8, 2048, 4097] 87.4 -> 52.3), three 1-3.5% slower.
 int prefetching_variant(const Step& step, const StepRule& rule, int variant,
                         std::span<const int64_t> space, int64_t rows, int64_t reduced,
                         const DeviceFacts& device);
