@@ -544,24 +544,64 @@ Value* ReductionLowering::coordinate(const std::string& var, const Point& p) {
     return p.r;
   }
   internal_check(var != kFolded, "lower_reduction: the coordinate of a folded index");
+  const int m = static_cast<int>(reduced_extents_.size());
   if (const int a = suffix_start(var); a >= 0) {
     // The trailing run of reduced indices a ..: r % (R_a * .. * R_{m-1}).
     internal_check(p.r != nullptr, "lower_reduction: reduced index at row level");
+    if (!p.axes.empty()) {  // c_{m-1} + c_{m-2} R_{m-1} + .. + c_a (R_{a+1} .. R_{m-1})
+      Value* run = p.axes[static_cast<size_t>(m - 1)];
+      for (int k = m - 2; k >= a; --k) {
+        run = b_.CreateAdd(run, b_.CreateMul(p.axes[static_cast<size_t>(k)], suffix_[k + 1]));
+      }
+      return run;
+    }
     return b_.CreateSub(p.r, b_.CreateMul(divide(p.r, a), suffix_[static_cast<size_t>(a)]),
                         "r.run");
   }
   if (var.rfind("_a", 0) == 0) {
-    // Reduced index a of several: (r / (R_{a+1} * .. * R_{m-1})) % R_a, the remainder as
-    // r / S_{a+1} - R_a (r / S_a) (S_a = R_a S_{a+1}).
     internal_check(p.r != nullptr, "lower_reduction: reduced index at row level");
     const int a = std::stoi(var.substr(2));
-    const int m = static_cast<int>(reduced_extents_.size());
-    Value* q = a + 1 < m ? divide(p.r, a + 1) : p.r;
-    if (a == 0) return q;
-    return b_.CreateSub(q, b_.CreateMul(divide(p.r, a), reduced_extents_[static_cast<size_t>(a)]),
-                        "r.axis");
+    if (!p.axes.empty()) return p.axes.at(static_cast<size_t>(a));
+    return axis_of(p.r, a);
   }
   return p.o.at(std::stoi(var.substr(2)));
+}
+
+// Reduced index a of several at flat index r: (r / (R_{a+1} * .. * R_{m-1})) % R_a, the
+// remainder as r / S_{a+1} - R_a (r / S_a) (S_a = R_a S_{a+1}).
+Value* ReductionLowering::axis_of(Value* r, int a) {
+  const int m = static_cast<int>(reduced_extents_.size());
+  Value* q = a + 1 < m ? divide(r, a + 1) : r;
+  if (a == 0) return q;
+  return b_.CreateSub(q, b_.CreateMul(divide(r, a), reduced_extents_[static_cast<size_t>(a)]),
+                      "r.axis");
+}
+
+std::vector<Value*> ReductionLowering::axes_of(Value* r) {
+  std::vector<Value*> c;
+  for (size_t a = 0; a < reduced_extents_.size(); ++a) c.push_back(axis_of(r, static_cast<int>(a)));
+  return c;
+}
+
+// Each coordinate and each of k's is below its extent (k's outermost aside), so a sum with
+// the carry in is below twice the extent: one subtraction brings it back. The outermost takes
+// the last carry as it is: the steps stay inside the reduction.
+Stepped ReductionLowering::step_axes(const std::vector<Value*>& c, const std::vector<Value*>& k) {
+  Stepped out{std::vector<Value*>(c.size()), std::vector<Value*>(c.size())};
+  Value* carry = nullptr;
+  for (size_t a = c.size(); a-- > 0;) {
+    Value* s = b_.CreateAdd(c[a], k[a], "axis.step");
+    if (carry) s = b_.CreateAdd(s, carry);
+    if (a == 0) {
+      out.axes[a] = s;
+      break;
+    }
+    Value* wraps = b_.CreateICmpUGE(s, reduced_extents_[a], "axis.wraps");
+    out.axes[a] = b_.CreateSelect(wraps, b_.CreateSub(s, reduced_extents_[a]), s);
+    out.wraps[a] = wraps;
+    carry = b_.CreateZExt(wraps, b_.getInt64Ty());
+  }
+  return out;
 }
 
 Value* ReductionLowering::divide(Value* n, int a) {
@@ -581,9 +621,21 @@ std::vector<std::string> ReductionLowering::unfolded(const std::vector<std::stri
   return out;
 }
 
-// Element offset (i64) of tensor `t` (an abi parameter) at `indices` for point p.
+std::string ReductionLowering::offset_key(const std::string& tensor,
+                                          const std::vector<std::string>& idx) {
+  std::string key = tensor;
+  for (const std::string& i : idx) key += "," + i;
+  return key;
+}
+
+// Element offset (i64) of tensor `t` (an abi parameter) at `indices` for point p: a sum of
+// its coordinates times strides (or the strides a strided variant is given).
 Value* ReductionLowering::offset_of(int param, const std::vector<std::string>& indices,
                                     const Point& p) {
+  if (!p.offsets.empty()) {
+    auto it = p.offsets.find(offset_key(params_[param]->name, indices));
+    if (it != p.offsets.end()) return it->second;
+  }
   if (cfg_.strided && params_[param]->strided) {  // a strided variant: through the strides
     std::vector<Value*> coords;
     for (const std::string& v : unfolded(indices)) coords.push_back(coordinate(v, p));

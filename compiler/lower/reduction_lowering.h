@@ -48,6 +48,28 @@ struct Point {
   Value* ok = nullptr;    // i1
   int slot = 0;           // which of the thread's rows it belongs to (outer: 0..vec-1)
   ValueMemo memo;
+  // With several reduced indices, their coordinates (i64, outermost first) where the point's
+  // were stepped from another's (step_axes); empty: coordinate() divides r.
+  std::vector<Value*> axes;
+  // Inputs' element offsets at the point, by offset_key, where they were stepped from another
+  // point's (outer_groups); offset_of computes the others.
+  std::map<std::string, Value*> offsets;
+};
+
+// Reduced coordinates stepped from others (step_axes), and for each index but the outermost
+// whether it wrapped (i1; null for the outermost).
+struct Stepped {
+  std::vector<Value*> axes, wraps;
+};
+
+// How an input's element offset changes over a step of the reduced coordinates (the offset is
+// linear in them: offset_of): by `step` for the step's own coordinates, and by wrap[a] more
+// where index a wraps (one less of R_a, one more of index a - 1).
+struct OffsetStep {
+  int param;
+  std::vector<std::string> indices;
+  Value* step;
+  std::vector<Value*> wrap;
 };
 
 // `vec` points whose `vary` coordinate is consecutive; `shared` when all their other
@@ -176,6 +198,14 @@ class ReductionLowering {
   /// n / suffix_[a] for 0 <= n < 2^50 (a flat reduced index), by Emitter::divmod: a few
   /// instructions where a 64-bit division is about 70.
   Value* divide(Value* n, int a);
+  /// The coordinates of each reduced index at flat index r (i64), outermost first, by
+  /// division.
+  std::vector<Value*> axes_of(Value* r);
+  Value* axis_of(Value* r, int a);
+  /// Coordinates `c` (axes_of) advanced by the flat steps whose coordinates are `k`: a
+  /// mixed-radix addition, one carry at most per index, no division.
+  Stepped step_axes(const std::vector<Value*>& c, const std::vector<Value*>& k);
+  static std::string offset_key(const std::string& tensor, const std::vector<std::string>& idx);
   /// Canonical indices with folded runs (kFolded .. _r, kFolded .. _s<a>) spelled out as the
   /// reduced indices `_a<k>` they hold: for strided accesses, one coordinate per dimension.
   std::vector<std::string> unfolded(const std::vector<std::string>& indices) const;
@@ -259,6 +289,7 @@ class ReductionLowering {
   OuterColumns outer_columns(Value* first, Value* tx, bool vector);
   std::vector<Group> outer_groups(const OuterColumns& c, Value* base, Value* ty, Value* end,
                                   bool vector, int items, bool masked);
+  void plan_offset_steps();
   std::vector<Value*> outer_chunks(const std::vector<int>& pass,
                                    const std::vector<std::vector<Value*>>& results,
                                    const OuterColumns& c, Value* ty, Value* begin, Value* end,
@@ -312,6 +343,10 @@ class ReductionLowering {
   // divisor, both computed once in the entry block for divide().
   std::vector<Value*> suffix_;
   std::vector<Divisor> suffix_div_;
+  // Outer kernels with several reduced indices: the coordinates of `group` flat steps, the
+  // distance between a thread's steps in a chunk (outer_groups).
+  std::vector<Value*> group_axes_;
+  std::map<std::string, OffsetStep> offset_steps_;  // by offset_key: plan_offset_steps
   Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *rows_ = nullptr, *R_ = nullptr;
   Value *workspace_ = nullptr, *phase_ = nullptr;  // split kernels
   BasicBlock* exit_ = nullptr;

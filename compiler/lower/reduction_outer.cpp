@@ -18,6 +18,7 @@
 // Split outer kernels (few columns) are in reduction_split.cpp.
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "compiler/lower/reduction_lowering.h"
 
@@ -69,6 +70,44 @@ ReductionLowering::OuterColumns ReductionLowering::outer_columns(Value* first, V
   return c;
 }
 
+// The inputs an outer kernel over several reduced indices reads, and how the element offset of
+// each changes over `group` steps of the reduced index (group_axes_): from the offset's
+// coefficient of each reduced coordinate, its offset at that coordinate 1 and every other 0.
+// Computed once, where the kernel starts.
+void ReductionLowering::plan_offset_steps() {
+  const size_t m = reduced_extents_.size();
+  std::set<const ExprNode*> seen;
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (!seen.insert(e.ptr().get()).second) return;
+    const Load* ld = e.as<Load>();
+    if (!ld) return for_each_child(e, walk);
+    const int param = param_of(ld->tensor);
+    const std::string key = offset_key(ld->tensor, ld->indices);
+    if (param < 0 || params_[param]->role != TensorRole::input || !uses_reduced(ld->indices) ||
+        offset_steps_.count(key)) {
+      return;
+    }
+    std::vector<Value*> coef(m);
+    for (size_t a = 0; a < m; ++a) {
+      Point unit;
+      unit.o.assign(rank_, i64(0));
+      unit.axes.assign(m, i64(0));
+      unit.axes[a] = i64(1);
+      unit.r = suffix_[a + 1];
+      coef[a] = offset_of(param, ld->indices, unit);
+    }
+    OffsetStep os{param, ld->indices, i64(0), std::vector<Value*>(m)};
+    for (size_t a = 0; a < m; ++a) {
+      os.step = b_.CreateAdd(os.step, b_.CreateMul(group_axes_[a], coef[a]));
+      if (a > 0) os.wrap[a] = b_.CreateSub(coef[a - 1], b_.CreateMul(reduced_extents_[a], coef[a]));
+    }
+    offset_steps_.emplace(key, std::move(os));
+  };
+  for (const Item& it : prog_.items) {
+    if (it.kind != Item::row_store) walk(it.value);
+  }
+}
+
 // The `items` groups of an outer thread's chunk from reduced index `base`: steps base + u *
 // group + ty. Masked, a step at or past `end` (and a column that does not exist) loads a
 // clamped address and folds nothing; unmasked, every step exists, and every column but on the
@@ -79,6 +118,14 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
   const int Y = cfg_.group, V = cfg_.vec;
   const bool mask_columns = !vector && V > 1 && stores_elements(prog_);
   std::vector<Group> gs(items);
+  // Unmasked steps over several reduced indices take their coordinates from the chunk's first
+  // step's, stepped `group` at a time (step_axes), and so do the inputs' offsets
+  // (plan_offset_steps), where dividing each step's flat index and multiplying its coordinates
+  // made the kernel bound by its index arithmetic (bench/results/2026-12-01-h200-outer-scalar,
+  // call 6: about 44 instructions a load).
+  const bool stepping = !masked && !group_axes_.empty();
+  Stepped st;
+  std::vector<std::map<std::string, Value*>> offsets(V);  // per column, the last step's
   for (int u = 0; u < items; ++u) {
     Group& g = gs[u];
     g.shared = vector || V == 1;
@@ -86,10 +133,29 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
     Value* r = b_.CreateAdd(base, b_.CreateAdd(i64(int64_t{u} * Y), ty), "r");
     Value* in = masked ? b_.CreateICmpULT(r, end) : b_.getTrue();
     Value* rc = masked ? b_.CreateSelect(in, r, b_.CreateSub(R_, i64(1))) : r;
+    std::map<std::string, Value*> moved;  // each input's offset change from the last step
+    if (stepping) {
+      st = u == 0 ? Stepped{axes_of(r), {}} : step_axes(st.axes, group_axes_);
+      for (const auto& [key, os] : offset_steps_) {
+        if (u == 0) continue;
+        Value* d = os.step;
+        for (size_t a = 1; a < os.wrap.size(); ++a) {
+          d = b_.CreateAdd(d, b_.CreateSelect(st.wraps[a], os.wrap[a], i64(0)));
+        }
+        moved[key] = d;
+      }
+    }
     for (int v = 0; v < V; ++v) {
       Point p;
       p.o = c.o[v];
       p.r = rc;
+      p.axes = st.axes;
+      for (const auto& [key, os] : offset_steps_) {
+        if (!stepping) break;
+        Value*& off = offsets[v][key];
+        off = u == 0 ? offset_of(os.param, os.indices, p) : b_.CreateAdd(off, moved[key], "off");
+        p.offsets[key] = off;
+      }
       p.ok = masked ? b_.CreateAnd(c.valid[v], in) : mask_columns ? c.valid[v] : b_.getTrue();
       p.slot = v;
       g.pts.push_back(std::move(p));

@@ -759,7 +759,9 @@ void ReductionLowering::copy_walk(const StagePlan::Region& reg, const std::vecto
   Value* along_r = stride_arg(reg.load.tensor, unfolded(reg.load.indices).size() - 1);
   const llvm::Align align(std::min<int64_t>(16, vt->getPrimitiveSizeInBits() / 8));
   auto address = [&](Value* r) {
-    Point p{o, r, nullptr, 0, {}};
+    Point p;
+    p.o = o;
+    p.r = r;
     return em_.element_ptr(ptrs_[param], t, offset_of(param, reg.load.indices, p));
   };
   auto iteration = [&](Value* at, bool masked) {

@@ -8,11 +8,14 @@
 // start poisoned.
 //   outer_driver BLOCK ELEMENTS_PER_BLOCK PHASES MAXGRID S M N      (compiled with -DK=1..2)
 //   outer_driver BLOCK ELEMENTS_PER_BLOCK PHASES MAXGRID S B M N    (-DK=3)
+//   outer_driver BLOCK ELEMENTS_PER_BLOCK PHASES MAXGRID S B C H W  (-DK=4)
 // K=1: colsum (examples/colsum.kiln), s[j] = sum(x[i, j], i), f32.
 // K=2: ln_wgrad_bf16 (examples/reduction_suite.kiln), dw[j] = sum(dy * xhat, i), db[j] =
 //      sum(dy, i), bf16 inputs, two words per column in a workspace record.
 // K=3: mid_mean (examples/reduction_suite.kiln), y[b, j] = mean(x[b, i, j], i), f32: the
 //      columns are (b, j), B x N of them, and a thread's may run from one b into the next.
+// K=4: sum_bh (examples/spatial_mean.kiln), y[c, w] = sum(x[b, c, h, w], b, h), f32: two
+//      reduced indices apart, whose coordinates a chunk steps from its first (step_axes).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -38,16 +41,24 @@ float of_bf16(uint16_t h) {
   return from_bits(uint32_t{h} << 16);
 }
 int main(int argc, char** argv) {
-  constexpr int shape_args = K == 3 ? 3 : 2;
+  constexpr int shape_args = K == 4 ? 4 : K == 3 ? 3 : 2;
   if (argc != 6 + shape_args) return 2;
   const int block = atoi(argv[1]);
   const long epb = atol(argv[2]);
   const int phases = atoi(argv[3]);
   const long maxgrid = atol(argv[4]), S = atol(argv[5]);
-  const long B = K == 3 ? atol(argv[6]) : 1;
-  const long M = atol(argv[argc - 2]), N = atol(argv[argc - 1]);
+  const long B = K >= 3 ? atol(argv[6]) : 1;
+  // K=4: M is C x H, columns C x W, steps B x H (Hs: H; else 1).
+  const long Hs = K == 4 ? atol(argv[8]) : 1;
+  const long M = K == 4 ? atol(argv[7]) * Hs : atol(argv[argc - 2]), N = atol(argv[argc - 1]);
   const long n = B * M * N;
-  const long columns = B * N;  // the reduction's rows
+  const long columns = K == 4 ? M / Hs * N : B * N;  // the reduction's rows
+  const long steps = K == 4 ? B * Hs : M;            // the reduced index's
+  // Where step i of column j is.
+  auto element = [&](long j, long i) {
+    if (K == 4) return ((i / Hs) * M + (j / N) * Hs + i % Hs) * N + j % N;
+    return (j / N) * M * N + i * N + j % N;
+  };
   const long tiles = (columns + epb - 1) / epb;
   // One output per reduction; the reference takes a(i, j) * b(i, j) for the first (b = 1 for
   // K=1) and a(i, j) for the second.
@@ -63,18 +74,23 @@ int main(int argc, char** argv) {
   auto b = [&](long) { return 1.0; };
   extern void kern(float*, float*, long, long) asm("kern");
   extern void kern_split(float*, float*, long, long, int32_t*, long) asm("kern");
-#elif K == 3
+#elif K == 3 || K == 4
   constexpr int outputs = 1, slots = 1;
   std::vector<float> x(n);
   for (auto& v : x) v = rnd();
-  if (M > 7 && columns > 1) {  // a NaN in column 0, an infinity in the last
-    x[5 * N] = NAN;
-    x[(B - 1) * M * N + 6 * N + N - 1] = INFINITY;
+  if (steps > 7 && columns > 1) {  // a NaN in column 0, an infinity in the last
+    x[element(0, 5)] = NAN;
+    x[element(columns - 1, 6)] = INFINITY;
   }
   auto a = [&](long i) { return double(x[i]); };
   auto b = [&](long) { return 1.0; };
+#if K == 3
   extern void kern(float*, float*, long, long, long) asm("kern");
   extern void kern_split(float*, float*, long, long, long, int32_t*, long) asm("kern");
+#else
+  extern void kern(float*, float*, long, long, long, long) asm("kern");
+  extern void kern_split(float*, float*, long, long, long, long, int32_t*, long) asm("kern");
+#endif
 #else
   constexpr int outputs = 2, slots = 2;
   std::vector<uint16_t> dy(n), xh(n);
@@ -98,6 +114,11 @@ int main(int argc, char** argv) {
       kern_split(x.data(), out[0].data(), B, M, N, ws, p);
     else
       kern(x.data(), out[0].data(), B, M, N);
+#elif K == 4
+    if (ws)
+      kern_split(x.data(), out[0].data(), B, M / Hs, Hs, N, ws, p);
+    else
+      kern(x.data(), out[0].data(), B, M / Hs, Hs, N);
 #else
     if (ws)
       kern_split(dy.data(), xh.data(), out[0].data(), out[1].data(), M, N, ws, p);
@@ -115,8 +136,8 @@ int main(int argc, char** argv) {
   for (int o = 0; o < outputs; ++o) {
     for (long j = 0; j < columns; ++j) {
       double want = 0, mag = 0;
-      for (long i = 0; i < M; ++i) {
-        const long at = (j / N) * M * N + i * N + j % N;
+      for (long i = 0; i < steps; ++i) {
+        const long at = element(j, i);
         const double v = o == 0 ? a(at) * b(at) : a(at);
         want += v;
         mag += std::fabs(v);
