@@ -116,8 +116,9 @@ struct BuiltImage {
 // whole (call 3, 8192^2 f32 -> bf16 102.4 -> 104.1 us; the others within 1%). So do row and
 // outer reductions: the cross-entropy's default (several rows a block) lost, 495.6 -> 528.7
 // us, and build_image's occupancy hint (below) already gives the row kernels the registers it
-// measured best. Contractions choose by their PTX (assemble_cubin: wgmma and setmaxnreg need a
-// whole program).
+// measured best (an outer prefetching config may be assembled whole there:
+// whole_program_fits_more). Contractions choose by their PTX (assemble_cubin: wgmma and setmaxnreg
+// need a whole program).
 Assembly assembly_for(const AnyConfig& cfg) {
   const auto* pc = std::get_if<PointwiseConfig>(&cfg);
   return (pc && !pc->tiled()) || std::holds_alternative<ScanConfig>(cfg) ? Assembly::whole_program
@@ -126,14 +127,15 @@ Assembly assembly_for(const AnyConfig& cfg) {
 
 // `blocks_per_sm` > 0 asks ptxas to fit that many blocks on an SM (require_blocks_per_sm).
 BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
-                            const std::string& arch, bool assemble, int blocks_per_sm) {
+                            const std::string& arch, bool assemble, int blocks_per_sm,
+                            Assembly how) {
   BuiltImage out;
   llvm::LLVMContext ctx;
   llvm::Module m(entry, ctx);
   lower_step(m, step, cfg, arch, entry, &out.layout);
   if (blocks_per_sm > 0) require_blocks_per_sm(m, entry, blocks_per_sm);
   out.ptx = emit_ptx(m, arch);
-  if (assemble) out.cubin = assemble_cubin(out.ptx, arch, entry, assembly_for(cfg));
+  if (assemble) out.cubin = assemble_cubin(out.ptx, arch, entry, how);
   return out;
 }
 
@@ -174,11 +176,58 @@ bool wants_occupancy_hint(const StepPlan& step, const AnyConfig& cfg) {
          rows_per_block(StepKind::row_reduction, *rc) == 1 && !rc->stage;
 }
 
+// The image of a reduction or pointwise config assembled `how`, with the occupancy hint where
+// it applies (above).
+BuiltImage hinted_image(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
+                        const std::string& arch, bool assemble, int threads, Assembly how) {
+  BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, 0, how);
+  if (!out.cubin.ok() || !wants_occupancy_hint(step, cfg)) return out;
+  const int target = kTargetThreads / threads;
+  const int blocks = blocks_by_registers(target_facts(arch), out.cubin->registers, threads);
+  if (target <= blocks) return out;
+  // Outer kernels: the target, else one block more than ptxas's choice.
+  std::vector<int> tries{target};
+  if (step.kind == StepKind::outer_reduction && blocks + 1 < target) tries.push_back(blocks + 1);
+  for (int t : tries) {
+    BuiltImage hinted = build_image_once(step, cfg, entry, arch, assemble, t, how);
+    if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 && hinted.cubin->registers > 0 &&
+        hinted.cubin->registers < out.cubin->registers) {
+      return hinted;
+    }
+  }
+  return out;
+}
+
+// A prefetching outer config (its loads in flight by construction, whatever ptxas's schedule:
+// compiler/config.cpp prefetching_outer_configs) is assembled as a whole program too, and that
+// image kept where it fits twice the blocks per SM or more. Over reduced indices apart (an
+// offset stepped per index) ptxas as nvJitLink runs it took 108-120 registers, 2 blocks of 256
+// threads, where whole it took 64, 4 blocks: measured on an H200, the sums and maxima over b and h
+// of [8, 64, 128, 511] f32 59.7 -> 46.6 us and 59.2 -> 46.9, [4, 32, 512, 1001] 110.1 -> 83.9.
+// Where the whole program only adds blocks (a mean over a middle axis: 64 -> 40 registers, 4 ->
+// 6 blocks) it was as often slower ([64, 1024, 513] 38.1 -> 43.5 us: 1026 tiles, a second wave
+// of 234 blocks) as faster ([24, 2048, 1001] bf16 47.1 -> 35.8: 751 tiles in one wave), and
+// over every outer config, not only these, the whole program was slower as often (bf16 column
+// sums of 8191 x 8193, the rule's v14, 79.2 -> 117.3 us; ptxas issued its loads two at a time:
+// bench/results/2026-12-01-h200-outer-scalar, call 1) (bench/results/
+// 2026-12-01-h200-stepped-axes, call 2).
+bool whole_program_fits_more(const BuiltImage& relocatable, const BuiltImage& whole,
+                             const std::string& arch, int threads) {
+  if (!relocatable.cubin.ok() || !whole.cubin.ok() || whole.cubin->spill_bytes > 0 ||
+      whole.cubin->registers <= 0 || relocatable.cubin->registers <= 0) {
+    return false;
+  }
+  const TargetFacts& facts = target_facts(arch);
+  return blocks_by_registers(facts, whole.cubin->registers, threads) >=
+         2 * blocks_by_registers(facts, relocatable.cubin->registers, threads);
+}
+
 BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
                        const std::string& arch, bool assemble, int threads) {
   // A contraction's persistent grid counts on its blocks per SM fitting (registers).
   if (const auto* cc = std::get_if<ContractionConfig>(&cfg)) {
-    BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, cc->ctas_per_sm);
+    BuiltImage out =
+        build_image_once(step, cfg, entry, arch, assemble, cc->ctas_per_sm, assembly_for(cfg));
     // Not shipped even as PTX (a driver would JIT it into the same hang): a compiler bug.
     if (out.cubin.ok() && out.ptx.find("setmaxnreg.") != std::string::npos &&
         out.cubin->registers * cc->threads() < specialized_register_pool(*cc)) {
@@ -189,20 +238,13 @@ BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::st
     }
     return out;
   }
-  BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, 0);
-  if (!out.cubin.ok() || !wants_occupancy_hint(step, cfg)) return out;
-  const int target = kTargetThreads / threads;
-  const int blocks = blocks_by_registers(target_facts(arch), out.cubin->registers, threads);
-  if (target <= blocks) return out;
-  // Outer kernels: the target, else one block more than ptxas's choice.
-  std::vector<int> tries{target};
-  if (step.kind == StepKind::outer_reduction && blocks + 1 < target) tries.push_back(blocks + 1);
-  for (int t : tries) {
-    BuiltImage hinted = build_image_once(step, cfg, entry, arch, assemble, t);
-    if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 && hinted.cubin->registers > 0 &&
-        hinted.cubin->registers < out.cubin->registers) {
-      return hinted;
-    }
+  const Assembly how = assembly_for(cfg);
+  BuiltImage out = hinted_image(step, cfg, entry, arch, assemble, threads, how);
+  const auto* rc = std::get_if<ReductionConfig>(&cfg);
+  if (rc && rc->prefetch && how != Assembly::whole_program && assemble) {
+    BuiltImage whole =
+        hinted_image(step, cfg, entry, arch, assemble, threads, Assembly::whole_program);
+    if (whole_program_fits_more(out, whole, arch, threads)) return whole;
   }
   return out;
 }

@@ -18,6 +18,7 @@
 #include "compiler/kernel_plan.h"
 #include "compiler/lower_reduction.h"
 #include "compiler/schedule.h"
+#include "compiler/target.h"
 #include "compiler/toolkit.h"
 #include "ir/text.h"
 #include "tests/unit/test_support.h"
@@ -1313,6 +1314,45 @@ TEST_CASE("means over a middle axis whose innermost extent is not whole vectors 
   const bundle::StepRule none = bundle::step_rule(step, without, h200);
   CHECK(none.prefetching == -1);
   CHECK(vec_of(pick(none, {64, 513}, 1024)) > 1);
+}
+
+// build_image assembles a prefetching outer config as a whole program too and keeps that image
+// where it fits twice the blocks per SM (compiler/compile.cpp whole_program_fits_more): over
+// reduced indices apart, ptxas as nvJitLink runs it (relocatable code) took 108-120 registers
+// where the whole program took 64 (toolkit 13.0, sm_90). Every prefetching image fits at least
+// the blocks its PTX fits assembled relocatable, and at least one of sum_bh's is the whole
+// program's.
+TEST_CASE("reduction: prefetching outer images keep a whole program that fits twice the blocks",
+          "[reduction]") {
+  Program p = parse_program(
+      "kernel sum_bh(x: f32[B, C, H, W]) -> (y: f32[C, W]) {\n"
+      "  y[c, w] = sum(x[b, c, h, w], b, h)\n}\n");
+  const std::optional<CompiledBundle> compiled = testing::compile_with_cubins(p, {"sm_90"});
+  if (!compiled) return;
+  const TargetFacts& t = target_facts("sm_90");
+  auto blocks = [&](int registers, int threads) {
+    const int per_warp =
+        (registers * 32 + t.register_granule - 1) / t.register_granule * t.register_granule;
+    return t.registers_per_sm / (per_warp * (threads / 32));
+  };
+  int prefetching = 0, whole = 0;
+  for (const bundle::Variant& v : compiled->manifest.kernels.at(0).steps.at(0).variants) {
+    if (!v.config.count("prefetch")) continue;
+    ++prefetching;
+    const bundle::ArchImage& im = v.images.at(0);
+    const std::string& ptx = compiled->files.at(im.ptx);
+    Result<Cubin> separate = assemble_cubin(ptx, "sm_90", v.entry, Assembly::separate);
+    Result<Cubin> program = assemble_cubin(ptx, "sm_90", v.entry, Assembly::whole_program);
+    REQUIRE(separate.ok());
+    REQUIRE(program.ok());
+    INFO(v.entry << ": shipped " << im.registers << ", relocatable " << separate->registers
+                 << ", whole " << program->registers);
+    CHECK(im.spill_bytes == 0);
+    CHECK(blocks(im.registers, v.block_threads) >= blocks(separate->registers, v.block_threads));
+    whole += im.registers == program->registers && im.registers < separate->registers;
+  }
+  CHECK(prefetching == 2);
+  CHECK(whole >= 1);
 }
 
 }  // namespace kiln
