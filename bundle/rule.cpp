@@ -549,9 +549,10 @@ int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t
   };
   const std::optional<int64_t> rows = product(space), r = product(reduced);
   if (!rows || !r) return rule.chosen;
-  const int v = heuristic_variant(step, rule, *rows, *r, device);
-  return tiled_variant(step, rule, prefetching_variant(step, rule, v, space, *rows, *r, device),
-                       space, device);
+  int v = heuristic_variant(step, rule, *rows, *r, device);
+  v = prefetching_variant(step, rule, v, space, *rows, *r, device);
+  v = few_tiles_variant(step, rule, v, *rows, *r, device);
+  return tiled_variant(step, rule, v, space, device);
 }
 
 int prefetching_variant(const Step& step, const StepRule& rule, int variant,
@@ -570,6 +571,25 @@ int prefetching_variant(const Step& step, const StepRule& rule, int variant,
   return tiles_of(step.variants[static_cast<size_t>(rule.prefetching)], rows) >= device.sm_count
              ? rule.prefetching
              : variant;
+}
+
+int few_tiles_variant(const Step& step, const StepRule& rule, int variant, int64_t rows,
+                      int64_t reduced, const DeviceFacts& device) {
+  if (step.kind != StepKind::outer_reduction || rule.deep_split < 0 || rule.chosen < 0 ||
+      variant < 0 || variant == rule.chosen || rows < 1 || reduced <= kShortOuterMaxReduced ||
+      static_cast<size_t>(variant) >= step.variants.size() ||
+      static_cast<size_t>(rule.chosen) >= step.variants.size()) {
+    return variant;
+  }
+  const Variant& v = step.variants[static_cast<size_t>(variant)];
+  const bool stands_in = variant == rule.prefetching ||
+                         std::find(rule.scalar_columns.begin(), rule.scalar_columns.end(),
+                                   variant) != rule.scalar_columns.end();
+  if (!stands_in || v.split.phases > 0 || config_vec(v) > 1 || v.max_reduced > 0 ||
+      config_vec(step.variants[static_cast<size_t>(rule.chosen)]) <= 1) {
+    return variant;
+  }
+  return tiles_of(v, rows) < 2 * int64_t{std::max(device.sm_count, 1)} ? rule.deep_split : variant;
 }
 
 int odd_rows_variant(const Step& step, const StepRule& rule, int variant, int64_t reduced) {

@@ -323,8 +323,9 @@ int tiled_variant(const Step& step, const StepRule& rule, int variant,
 
 /// The variant the rule runs for `step` at one shape, `space` and `reduced` being the extents of
 /// its space and of its reduced dimensions (none: 1): heuristic_variant on their products, then
-/// tiled_variant for a tiled step. An extent below 1 or a product past int64 (unchecked input)
-/// gives rule.chosen. The runtime (launch::heuristic_for) and `kiln explain` both run this.
+/// prefetching_variant and few_tiles_variant for an outer step, tiled_variant for a tiled step. An
+/// extent below 1 or a product past int64 (unchecked input) gives rule.chosen. The runtime
+/// (launch::heuristic_for) and `kiln explain` both run this.
 int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t> space,
                  std::span<const int64_t> reduced, const DeviceFacts& device);
 
@@ -341,6 +342,23 @@ int rule_variant(const Step& step, const StepRule& rule, std::span<const int64_t
 int prefetching_variant(const Step& step, const StepRule& rule, int variant,
                         std::span<const int64_t> space, int64_t rows, int64_t reduced,
                         const DeviceFacts& device);
+
+/// What the rule runs for an outer step in place of `variant` (prefetching_variant's result):
+/// rule.deep_split where `variant` is an unsplit scalar variant standing in for the vector pick
+/// (its scalar twin, or rule.prefetching: the columns are not whole vectors), its tiles,
+/// ceil(rows / elements_per_block), are fewer than twice the SMs, and `reduced` passes
+/// kShortOuterMaxReduced; else `variant`. There the unsplit kernel runs one block of 256
+/// threads an SM (two at most), each walking the whole reduction, and the deep split (16 steps
+/// in flight, its scalar path, the reduction spread over 2+ blocks a tile) was the fastest or
+/// within 10% of it. Measured on an H200 (bench/results/2026-12-01-h200-stepped-axes, call 5:
+/// every variant at 12 shapes of 128 to 400 tiles): at 132 to 250 tiles the split 1.2-5.9x
+/// faster at all 8 (f32 means over [6, 8192, 705] 131.8 -> 44.1 us and [4, 4096, 1057] 43.5 ->
+/// 26.9, bf16 [4, 8192, 1057] 287.9 -> 48.8, sums over b and h of [2, 128, 1000, 33] 29.5 ->
+/// 20.9), at 256-257 tiles 7% slower and 2% faster, from 396 tiles slower (not run there).
+/// Call 6, the rule at 16 shapes, 8 new: 15 faster, 1.01-5.7x (f32 column sums of 100000 x 4223
+/// 1477 -> 453 us), the bias gradient at 256 tiles 7% slower.
+int few_tiles_variant(const Step& step, const StepRule& rule, int variant, int64_t rows,
+                      int64_t reduced, const DeviceFacts& device);
 
 /// `variant`'s odd-row twin (StepRule::odd_rows) when it has one and `reduced` is not a
 /// multiple of the twin's vec, else `variant`: what the rule runs for rows of `reduced`

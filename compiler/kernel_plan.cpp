@@ -1166,6 +1166,22 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
             product_text(step.space), rule.prefetching, config_text(v.config),
             product_text(step.reduced), bundle::kShortOuterMaxReduced, v.elements_per_block));
       }
+      // bundle/rule.h few_tiles_variant.
+      const auto* chosen = rule.chosen >= 0
+                               ? std::get_if<ReductionConfig>(
+                                     &step.variants[static_cast<size_t>(rule.chosen)].config)
+                               : nullptr;
+      if (rule.deep_split >= 0 && chosen && chosen->vec > 1) {
+        const PlannedVariant& v = step.variants[static_cast<size_t>(rule.deep_split)];
+        line(fmt::format(
+            "an unsplit scalar variant standing in for the vector one (a twin above, or the "
+            "prefetching variant) where ceil(rows / its columns) < twice the GPU's SMs and {} > {} "
+            "(one block of 256 threads an SM would walk all of {}): variant {} ({}), {} spread "
+            "over blocks, its scalar loads where the rows are not whole vectors (measured faster "
+            "there on an H200)",
+            product_text(step.reduced), bundle::kShortOuterMaxReduced, product_text(step.reduced),
+            rule.deep_split, config_text(v.config), product_text(step.reduced)));
+      }
       line(pointers);
     } else {
       line(pointers);
