@@ -446,20 +446,19 @@ SplitPlan plan_split(const Program& p) {
   return s;
 }
 
-// The key of a load among a group's loads: its tensor and canonical indices.
-std::string load_key(const Load& ld) {
-  std::string key = ld.tensor;
-  for (const auto& i : ld.indices) key += "," + i;
+std::string load_key(const std::string& tensor, const std::vector<std::string>& indices) {
+  std::string key = tensor;
+  for (const auto& i : indices) key += "," + i;
   return key;
 }
 
-namespace {
+std::string load_key(const Load& ld) {
+  return load_key(ld.tensor, ld.indices);
+}
 
-// Calls f(load, its parameter's index in `params`) for each load of an input in `e` whose node
-// is not in `seen` (a node the DAG shares, once), adding the nodes it walks to `seen`.
-template <class F>
 void for_each_input_load(const Expr& e, const std::vector<const TensorDecl*>& params,
-                         std::set<const ExprNode*>& seen, F&& f) {
+                         std::set<const ExprNode*>& seen,
+                         const std::function<void(const Load&, int)>& f) {
   std::function<void(const Expr&)> walk = [&](const Expr& x) {
     if (!seen.insert(x.ptr().get()).second) return;
     if (const Load* ld = x.as<Load>()) {
@@ -474,6 +473,8 @@ void for_each_input_load(const Expr& e, const std::vector<const TensorDecl*>& pa
   };
   walk(e);
 }
+
+namespace {
 
 // The loads, by load key, of the inputs (the strided ones only with `strided_only`) at an
 // element of the row (x[o.., r]: canonical indices ending in the reduced one) in the values

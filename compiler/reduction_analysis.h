@@ -6,6 +6,7 @@
 // the tools (shapes, widths, passes, sizes); the rest is for the emitters (compiler/lower/).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -183,6 +184,13 @@ std::vector<std::pair<int, const Load*>> row_invariant_loads(
 
 /// The key of a load among a group's loads: its tensor and canonical indices.
 std::string load_key(const Load& ld);
+std::string load_key(const std::string& tensor, const std::vector<std::string>& indices);
+
+/// Calls f(load, its parameter's index in `params`) for each load of an input in `e` whose node
+/// is not in `seen` (a node the DAG shares, once), adding the nodes it walks to `seen`.
+void for_each_input_load(const Expr& e, const std::vector<const TensorDecl*>& params,
+                         std::set<const ExprNode*>& seen,
+                         const std::function<void(const Load&, int)>& f);
 
 }  // namespace reduction
 }  // namespace kiln

@@ -621,19 +621,12 @@ std::vector<std::string> ReductionLowering::unfolded(const std::vector<std::stri
   return out;
 }
 
-std::string ReductionLowering::offset_key(const std::string& tensor,
-                                          const std::vector<std::string>& idx) {
-  std::string key = tensor;
-  for (const std::string& i : idx) key += "," + i;
-  return key;
-}
-
 // Element offset (i64) of tensor `t` (an abi parameter) at `indices` for point p: a sum of
 // its coordinates times strides (or the strides a strided variant is given).
 Value* ReductionLowering::offset_of(int param, const std::vector<std::string>& indices,
                                     const Point& p) {
   if (!p.offsets.empty()) {
-    auto it = p.offsets.find(offset_key(params_[param]->name, indices));
+    auto it = p.offsets.find(load_key(params_[param]->name, indices));
     if (it != p.offsets.end()) return it->second;
   }
   if (cfg_.strided && params_[param]->strided) {  // a strided variant: through the strides

@@ -51,7 +51,7 @@ struct Point {
   // With several reduced indices, their coordinates (i64, outermost first) where the point's
   // were stepped from another's (step_axes); empty: coordinate() divides r.
   std::vector<Value*> axes;
-  // Inputs' element offsets at the point, by offset_key, where they were stepped from another
+  // Inputs' element offsets at the point, by load_key, where they were stepped from another
   // point's (outer_groups); offset_of computes the others.
   std::map<std::string, Value*> offsets;
 };
@@ -205,7 +205,6 @@ class ReductionLowering {
   /// Coordinates `c` (axes_of) advanced by the flat steps whose coordinates are `k`: a
   /// mixed-radix addition, one carry at most per index, no division.
   Stepped step_axes(const std::vector<Value*>& c, const std::vector<Value*>& k);
-  static std::string offset_key(const std::string& tensor, const std::vector<std::string>& idx);
   /// Canonical indices with folded runs (kFolded .. _r, kFolded .. _s<a>) spelled out as the
   /// reduced indices `_a<k>` they hold: for strided accesses, one coordinate per dimension.
   std::vector<std::string> unfolded(const std::vector<std::string>& indices) const;
@@ -346,7 +345,7 @@ class ReductionLowering {
   // Outer kernels with several reduced indices: the coordinates of `group` flat steps, the
   // distance between a thread's steps in a chunk (outer_groups).
   std::vector<Value*> group_axes_;
-  std::map<std::string, OffsetStep> offset_steps_;  // by offset_key: plan_offset_steps
+  std::map<std::string, OffsetStep> offset_steps_;  // by load_key: plan_offset_steps
   Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *rows_ = nullptr, *R_ = nullptr;
   Value *workspace_ = nullptr, *phase_ = nullptr;  // split kernels
   BasicBlock* exit_ = nullptr;

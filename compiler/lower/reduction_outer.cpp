@@ -77,16 +77,9 @@ ReductionLowering::OuterColumns ReductionLowering::outer_columns(Value* first, V
 void ReductionLowering::plan_offset_steps() {
   const size_t m = reduced_extents_.size();
   std::set<const ExprNode*> seen;
-  std::function<void(const Expr&)> walk = [&](const Expr& e) {
-    if (!seen.insert(e.ptr().get()).second) return;
-    const Load* ld = e.as<Load>();
-    if (!ld) return for_each_child(e, walk);
-    const int param = param_of(ld->tensor);
-    const std::string key = offset_key(ld->tensor, ld->indices);
-    if (param < 0 || params_[param]->role != TensorRole::input || !uses_reduced(ld->indices) ||
-        offset_steps_.count(key)) {
-      return;
-    }
+  auto plan = [&](const Load& ld, int param) {
+    const std::string key = load_key(ld);
+    if (!uses_reduced(ld.indices) || offset_steps_.count(key)) return;
     std::vector<Value*> coef(m);
     for (size_t a = 0; a < m; ++a) {
       Point unit;
@@ -94,9 +87,9 @@ void ReductionLowering::plan_offset_steps() {
       unit.axes.assign(m, i64(0));
       unit.axes[a] = i64(1);
       unit.r = suffix_[a + 1];
-      coef[a] = offset_of(param, ld->indices, unit);
+      coef[a] = offset_of(param, ld.indices, unit);
     }
-    OffsetStep os{param, ld->indices, i64(0), std::vector<Value*>(m)};
+    OffsetStep os{param, ld.indices, i64(0), std::vector<Value*>(m)};
     for (size_t a = 0; a < m; ++a) {
       os.step = b_.CreateAdd(os.step, b_.CreateMul(group_axes_[a], coef[a]));
       if (a > 0) os.wrap[a] = b_.CreateSub(coef[a - 1], b_.CreateMul(reduced_extents_[a], coef[a]));
@@ -104,7 +97,7 @@ void ReductionLowering::plan_offset_steps() {
     offset_steps_.emplace(key, std::move(os));
   };
   for (const Item& it : prog_.items) {
-    if (it.kind != Item::row_store) walk(it.value);
+    if (it.kind != Item::row_store) for_each_input_load(it.value, params_, seen, plan);
   }
 }
 
@@ -134,10 +127,10 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
     Value* in = masked ? b_.CreateICmpULT(r, end) : b_.getTrue();
     Value* rc = masked ? b_.CreateSelect(in, r, b_.CreateSub(R_, i64(1))) : r;
     std::map<std::string, Value*> moved;  // each input's offset change from the last step
-    if (stepping) {
-      st = u == 0 ? Stepped{axes_of(r), {}} : step_axes(st.axes, group_axes_);
+    if (stepping && u == 0) st = Stepped{axes_of(r), {}};
+    if (stepping && u > 0) {
+      st = step_axes(st.axes, group_axes_);
       for (const auto& [key, os] : offset_steps_) {
-        if (u == 0) continue;
         Value* d = os.step;
         for (size_t a = 1; a < os.wrap.size(); ++a) {
           d = b_.CreateAdd(d, b_.CreateSelect(st.wraps[a], os.wrap[a], i64(0)));
@@ -150,11 +143,12 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
       p.o = c.o[v];
       p.r = rc;
       p.axes = st.axes;
-      for (const auto& [key, os] : offset_steps_) {
-        if (!stepping) break;
-        Value*& off = offsets[v][key];
-        off = u == 0 ? offset_of(os.param, os.indices, p) : b_.CreateAdd(off, moved[key], "off");
-        p.offsets[key] = off;
+      if (stepping) {
+        for (const auto& [key, os] : offset_steps_) {
+          Value*& off = offsets[v][key];
+          off = u == 0 ? offset_of(os.param, os.indices, p) : b_.CreateAdd(off, moved[key], "off");
+          p.offsets[key] = off;
+        }
       }
       p.ok = masked ? b_.CreateAnd(c.valid[v], in) : mask_columns ? c.valid[v] : b_.getTrue();
       p.slot = v;
