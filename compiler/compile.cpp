@@ -25,6 +25,7 @@
 #include "compiler/lower_reduction.h"
 #include "compiler/lower_scan.h"
 #include "compiler/plan.h"
+#include "compiler/reduction_analysis.h"
 #include "compiler/schedule.h"
 #include "compiler/target.h"
 #include "compiler/toolkit.h"
@@ -222,6 +223,28 @@ bool whole_program_fits_more(const BuiltImage& relocatable, const BuiltImage& wh
          2 * blocks_by_registers(facts, relocatable.cubin->registers, threads);
 }
 
+// A row kernel of one row a block over reduced indices apart whose offsets it steps
+// (steps_reduced_axes: compiler/lower/reduction_rows.cpp row_groups) and whose relocatable
+// image, hinted, still holds fewer than kTargetThreads per SM is assembled as a whole program
+// too, and that image kept where it fits twice the blocks (whole_program_fits_more). There
+// nvJitLink's ptxas took 72-80 registers where the whole program took 32-40 (per-channel sums
+// and variances of NCHW, 512 threads: 1 block per SM against 3) and the hint, asking for 40,
+// spilled: per-channel sums of [128, 64, 56, 56] f32 56.7 -> 32.0 us (the rule's split variant,
+// which it ran again), bf16 variances of [64, 256, 56, 56] 42.5 -> 37.4. Not over one reduced
+// index: there the same fallback made an f32 softmax of 4096 x 32768 (v30: 86 -> 64
+// registers, 1 -> 2 blocks an SM) 1.06x slower, the other row kernels of the suite level
+// (bench/results/2026-12-01-h200-row-steps, calls 1, 2 and 4).
+bool row_image_below_target(const StepPlan& step, const AnyConfig& cfg, const BuiltImage& out,
+                            const std::string& arch, int threads) {
+  if (step.kind != StepKind::row_reduction || !wants_occupancy_hint(step, cfg) || !out.cubin.ok() ||
+      out.cubin->registers <= 0 || step.sk == nullptr || step.abi == nullptr ||
+      !steps_reduced_axes(*step.abi, *step.sk)) {
+    return false;
+  }
+  return blocks_by_registers(target_facts(arch), out.cubin->registers, threads) <
+         kTargetThreads / threads;
+}
+
 BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
                        const std::string& arch, bool assemble, int threads) {
   // A contraction's persistent grid counts on its blocks per SM fitting (registers).
@@ -241,7 +264,8 @@ BuiltImage build_image(const StepPlan& step, const AnyConfig& cfg, const std::st
   const Assembly how = assembly_for(cfg);
   BuiltImage out = hinted_image(step, cfg, entry, arch, assemble, threads, how);
   const auto* rc = std::get_if<ReductionConfig>(&cfg);
-  if (rc && rc->prefetch && how != Assembly::whole_program && assemble) {
+  if (rc && how != Assembly::whole_program && assemble &&
+      (rc->prefetch || row_image_below_target(step, cfg, out, arch, threads))) {
     BuiltImage whole =
         hinted_image(step, cfg, entry, arch, assemble, threads, Assembly::whole_program);
     if (whole_program_fits_more(out, whole, arch, threads)) return whole;

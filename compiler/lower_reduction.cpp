@@ -93,10 +93,7 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
   R_ = suffix_[0];  // the whole product
   // (An empty reduction divides nothing: its divisor, read as 1, is never used.)
   for (Value* d : suffix_) suffix_div_.push_back(em_.divisor(d));
-  if (shape_ == StepKind::outer_reduction && m > 1) {
-    group_axes_ = axes_of(i64(cfg_.group));
-    plan_offset_steps();
-  }
+  if (shape_ == StepKind::outer_reduction) group_steps_ = axis_steps(cfg_.group);
   exit_ = BasicBlock::Create(ctx_, "exit", fn_);
 
   const int V = cfg_.vec;

@@ -446,6 +446,20 @@ SplitPlan plan_split(const Program& p) {
   return s;
 }
 
+bool divides_reduced(const Program& p, const std::vector<const TensorDecl*>& params) {
+  bool divides = false;
+  std::set<const ExprNode*> seen;
+  for (const Item& it : p.items) {
+    if (it.kind == Item::row_store) continue;
+    for_each_input_load(it.value, params, seen, [&](const Load& ld, int) {
+      for (const std::string& v : ld.indices) {
+        divides = divides || suffix_start(v) >= 0 || v.rfind("_a", 0) == 0;
+      }
+    });
+  }
+  return divides;
+}
+
 std::string load_key(const std::string& tensor, const std::vector<std::string>& indices) {
   std::string key = tensor;
   for (const auto& i : indices) key += "," + i;
@@ -631,6 +645,12 @@ int64_t row_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk) {
 bool reads_row_invariant_inputs(const KernelDef& abi, const ScheduledKernel& sk) {
   if (sk.kind != StepKind::row_reduction) return false;
   return !reduction::row_invariant_loads(canonicalize(abi, sk, false), abi.params()).empty();
+}
+
+bool steps_reduced_axes(const KernelDef& abi, const ScheduledKernel& sk) {
+  if (sk.kind != StepKind::row_reduction && sk.kind != StepKind::outer_reduction) return false;
+  return sk.reduced.size() > 1 &&
+         reduction::divides_reduced(canonicalize(abi, sk, false), abi.params());
 }
 
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {

@@ -56,6 +56,12 @@ struct TileShape {
 };
 TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk);
 
+/// Whether reduction `sk` (over several indices) reads an input at coordinates of the reduced
+/// indices other than the flat index (`_s<a>`, `_a<a>`: reduction::divides_reduced), whose
+/// offsets its looped and split rows and outer kernels step rather than divide
+/// (lower/reduction_rows.cpp row_groups). False for other kinds.
+bool steps_reduced_axes(const KernelDef& abi, const ScheduledKernel& sk);
+
 /// The bytes row reduction `sk` reads from its inputs at an element of a row (each input read
 /// as x[o.., r] counted once, whatever the passes): a row's bytes are R times this. 0 when it
 /// reads no input along the row, and for other kinds.
@@ -181,6 +187,11 @@ inline constexpr int64_t kTileRowAlign = 128;
 /// and the plan gives their steps wider blocks for few rows (config.h row_few_rows_config).
 std::vector<std::pair<int, const Load*>> row_invariant_loads(
     const Program& p, const std::vector<const TensorDecl*>& params);
+
+/// Whether an input of p is read at coordinates of the reduced indices other than the flat
+/// index (`_s<a>`, `_a<a>`): each is divided out of it (or stepped). A tensor that holds every
+/// reduced index as one run reads the flat index as it is.
+bool divides_reduced(const Program& p, const std::vector<const TensorDecl*>& params);
 
 /// The key of a load among a group's loads: its tensor and canonical indices.
 std::string load_key(const Load& ld);

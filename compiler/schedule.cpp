@@ -890,8 +890,9 @@ class Scheduler {
               : fmt::format(
                     "{} as one flat index of {} (the general path: the tensors it walks do not "
                     "hold {} as one run, so their indices are recomputed from the flat one: by "
-                    "division at each step of a row kernel, at a chunk's first step of an outer "
-                    "kernel, whose other steps, and the inputs' offsets, are stepped by additions; "
+                    "division at each element of a row held on chip, at the first element of "
+                    "each chunk of a looped or split row and of an outer kernel, whose other "
+                    "elements, and the inputs' offsets, are stepped by additions; "
                     "where a tensor's innermost indices are the last of them, in "
                     "order, it is read in vectors along that run when its length is a multiple "
                     "of the vector, else an element at a time)",

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "compiler/lower/reduction_lowering.h"
 #include "compiler/reduction_math.h"
@@ -602,6 +603,53 @@ Stepped ReductionLowering::step_axes(const std::vector<Value*>& c, const std::ve
     carry = b_.CreateZExt(wraps, b_.getInt64Ty());
   }
   return out;
+}
+
+// The inputs a kernel over several reduced indices reads, and how the element offset of each
+// changes over `distance` (the coordinates of a flat step, axes_of): from the offset's
+// coefficient of each reduced coordinate, its offset at that coordinate 1 and every other 0.
+std::map<std::string, OffsetStep> ReductionLowering::plan_offset_steps(
+    const std::vector<Value*>& distance) {
+  const size_t m = reduced_extents_.size();
+  std::map<std::string, OffsetStep> steps;
+  std::set<const ExprNode*> seen;
+  auto plan = [&](const Load& ld, int param) {
+    const std::string key = load_key(ld);
+    if (!uses_reduced(ld.indices) || steps.count(key)) return;
+    std::vector<Value*> coef(m);
+    for (size_t a = 0; a < m; ++a) {
+      Point unit;
+      unit.o.assign(rank_, i64(0));
+      unit.axes.assign(m, i64(0));
+      unit.axes[a] = i64(1);
+      unit.r = suffix_[a + 1];
+      coef[a] = offset_of(param, ld.indices, unit);
+    }
+    OffsetStep os{param, ld.indices, i64(0), std::vector<Value*>(m)};
+    for (size_t a = 0; a < m; ++a) {
+      os.step = b_.CreateAdd(os.step, b_.CreateMul(distance[a], coef[a]));
+      if (a > 0) os.wrap[a] = b_.CreateSub(coef[a - 1], b_.CreateMul(reduced_extents_[a], coef[a]));
+    }
+    steps.emplace(key, std::move(os));
+  };
+  for (const Item& it : prog_.items) {
+    if (it.kind != Item::row_store) for_each_input_load(it.value, params_, seen, plan);
+  }
+  return steps;
+}
+
+AxisSteps ReductionLowering::axis_steps(int64_t distance) {
+  // Only where an input's offset divides: reads of the flat index alone add it as it is.
+  if (reduced_extents_.size() < 2 || !divides_reduced(prog_, params_)) return {};
+  AxisSteps s;
+  if (distance == 1) {  // the innermost coordinate's step, known without dividing
+    s.axes.assign(reduced_extents_.size(), i64(0));
+    s.axes.back() = i64(1);
+  } else {
+    s.axes = axes_of(i64(distance));
+  }
+  s.offsets = plan_offset_steps(s.axes);
+  return s;
 }
 
 Value* ReductionLowering::divide(Value* n, int a) {

@@ -72,6 +72,14 @@ struct OffsetStep {
   std::vector<Value*> wrap;
 };
 
+// How points over several reduced indices a fixed flat distance apart step from one to the
+// next: the distance's coordinates (axes_of) and each input's offset step by load_key
+// (plan_offset_steps). Empty axes: no stepping (one reduced index).
+struct AxisSteps {
+  std::vector<Value*> axes;
+  std::map<std::string, OffsetStep> offsets;
+};
+
 // `vec` points whose `vary` coordinate is consecutive; `shared` when all their other
 // coordinates are equal, `vector` when the first is a multiple of vec (16-byte accesses).
 // `shifted` (row kernels, rows whose length is not a multiple of vec): the vector starts at a
@@ -232,11 +240,22 @@ class ReductionLowering {
   // elements `threads` apart per group: elements at or past `limit` are out of range (they
   // load a clamped, valid address and contribute nothing), as are all when !valid. With a
   // `shift` (i64), the vectors start `shift` elements later (shifted groups).
+  // With `steps` (RowSteps), each point takes its coordinates and the inputs' offsets from
+  // the point before it (step_axes), not by division.
+  struct RowSteps {
+    AxisSteps group, point;  // threads x vec flat indices (a group's first point from the
+                             // group before), and 1 (a point from the one before)
+  };
   struct Walk {
     int items, threads, vec;
     bool vector;
     Value* shift = nullptr;
+    const RowSteps* steps = nullptr;
   };
+  /// The steps of a walk of `threads` x `vec` flat indices a group, emitted here; empty (no
+  /// stepping) for a held row, which divides once per element and keeps no offsets across its
+  /// passes, and where the kernel has one reduced index.
+  RowSteps row_steps(int64_t threads_by_vec, bool held);
   void branch_rows(Value* fits, Value* vec_ok);
   void branch_staged();
   void emit_rows(bool persistent, bool vector, bool staged = false, bool shifted = false);
@@ -288,7 +307,10 @@ class ReductionLowering {
   OuterColumns outer_columns(Value* first, Value* tx, bool vector);
   std::vector<Group> outer_groups(const OuterColumns& c, Value* base, Value* ty, Value* end,
                                   bool vector, int items, bool masked);
-  void plan_offset_steps();
+  std::map<std::string, OffsetStep> plan_offset_steps(const std::vector<Value*>& distance);
+  /// The steps of `distance` flat reduced indices (AxisSteps), emitted here; none where the
+  /// kernel has one reduced index.
+  AxisSteps axis_steps(int64_t distance);
   std::vector<Value*> outer_chunks(const std::vector<int>& pass,
                                    const std::vector<std::vector<Value*>>& results,
                                    const OuterColumns& c, Value* ty, Value* begin, Value* end,
@@ -342,10 +364,9 @@ class ReductionLowering {
   // divisor, both computed once in the entry block for divide().
   std::vector<Value*> suffix_;
   std::vector<Divisor> suffix_div_;
-  // Outer kernels with several reduced indices: the coordinates of `group` flat steps, the
+  // Outer kernels with several reduced indices: the steps of `group` flat indices, the
   // distance between a thread's steps in a chunk (outer_groups).
-  std::vector<Value*> group_axes_;
-  std::map<std::string, OffsetStep> offset_steps_;  // by load_key: plan_offset_steps
+  AxisSteps group_steps_;
   Value *tid_ = nullptr, *bid_ = nullptr, *nblocks_ = nullptr, *rows_ = nullptr, *R_ = nullptr;
   Value *workspace_ = nullptr, *phase_ = nullptr;  // split kernels
   BasicBlock* exit_ = nullptr;

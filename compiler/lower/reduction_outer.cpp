@@ -70,37 +70,6 @@ ReductionLowering::OuterColumns ReductionLowering::outer_columns(Value* first, V
   return c;
 }
 
-// The inputs an outer kernel over several reduced indices reads, and how the element offset of
-// each changes over `group` steps of the reduced index (group_axes_): from the offset's
-// coefficient of each reduced coordinate, its offset at that coordinate 1 and every other 0.
-// Computed once, where the kernel starts.
-void ReductionLowering::plan_offset_steps() {
-  const size_t m = reduced_extents_.size();
-  std::set<const ExprNode*> seen;
-  auto plan = [&](const Load& ld, int param) {
-    const std::string key = load_key(ld);
-    if (!uses_reduced(ld.indices) || offset_steps_.count(key)) return;
-    std::vector<Value*> coef(m);
-    for (size_t a = 0; a < m; ++a) {
-      Point unit;
-      unit.o.assign(rank_, i64(0));
-      unit.axes.assign(m, i64(0));
-      unit.axes[a] = i64(1);
-      unit.r = suffix_[a + 1];
-      coef[a] = offset_of(param, ld.indices, unit);
-    }
-    OffsetStep os{param, ld.indices, i64(0), std::vector<Value*>(m)};
-    for (size_t a = 0; a < m; ++a) {
-      os.step = b_.CreateAdd(os.step, b_.CreateMul(group_axes_[a], coef[a]));
-      if (a > 0) os.wrap[a] = b_.CreateSub(coef[a - 1], b_.CreateMul(reduced_extents_[a], coef[a]));
-    }
-    offset_steps_.emplace(key, std::move(os));
-  };
-  for (const Item& it : prog_.items) {
-    if (it.kind != Item::row_store) for_each_input_load(it.value, params_, seen, plan);
-  }
-}
-
 // The `items` groups of an outer thread's chunk from reduced index `base`: steps base + u *
 // group + ty. Masked, a step at or past `end` (and a column that does not exist) loads a
 // clamped address and folds nothing; unmasked, every step exists, and every column but on the
@@ -113,10 +82,10 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
   std::vector<Group> gs(items);
   // Unmasked steps over several reduced indices take their coordinates from the chunk's first
   // step's, stepped `group` at a time (step_axes), and so do the inputs' offsets
-  // (plan_offset_steps), where dividing each step's flat index and multiplying its coordinates
+  // (axis_steps), where dividing each step's flat index and multiplying its coordinates
   // made the kernel bound by its index arithmetic (bench/results/2026-12-01-h200-outer-scalar,
   // call 6: about 44 instructions a load).
-  const bool stepping = !masked && !group_axes_.empty();
+  const bool stepping = !masked && !group_steps_.axes.empty();
   Stepped st;
   std::vector<std::map<std::string, Value*>> offsets(V);  // per column, the last step's
   for (int u = 0; u < items; ++u) {
@@ -129,8 +98,8 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
     std::map<std::string, Value*> moved;  // each input's offset change from the last step
     if (stepping && u == 0) st = Stepped{axes_of(r), {}};
     if (stepping && u > 0) {
-      st = step_axes(st.axes, group_axes_);
-      for (const auto& [key, os] : offset_steps_) {
+      st = step_axes(st.axes, group_steps_.axes);
+      for (const auto& [key, os] : group_steps_.offsets) {
         Value* d = os.step;
         for (size_t a = 1; a < os.wrap.size(); ++a) {
           d = b_.CreateAdd(d, b_.CreateSelect(st.wraps[a], os.wrap[a], i64(0)));
@@ -144,7 +113,7 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
       p.r = rc;
       p.axes = st.axes;
       if (stepping) {
-        for (const auto& [key, os] : offset_steps_) {
+        for (const auto& [key, os] : group_steps_.offsets) {
           Value*& off = offsets[v][key];
           off = u == 0 ? offset_of(os.param, os.indices, p) : b_.CreateAdd(off, moved[key], "off");
           p.offsets[key] = off;

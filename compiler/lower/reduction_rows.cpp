@@ -212,9 +212,10 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, boo
   // A shifted row (step 4): its body of whole vectors, then its edges.
   const ShiftedRow body = shifted ? shifted_row(rowc) : ShiftedRow{nullptr, R_, R_};
   Value *shift = body.shift, *body_end = body.body_end, *walked_to = body.walked;
+  const RowSteps steps = row_steps(int64_t{T} * V, persistent);
   auto make_groups = [&](Value* base) {
     std::vector<Group> gs =
-        row_groups(base, body_end, {G, T, V, vector && V > 1, shift}, lane, valid, o);
+        row_groups(base, body_end, {G, T, V, vector && V > 1, shift, &steps}, lane, valid, o);
     if (staged) stage_groups(gs);
     if (shifted && !persistent) {  // the edges, with the first chunk
       gs.push_back(
@@ -293,6 +294,17 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
   Value* from = w.shift ? b_.CreateAdd(w.shift, base) : base;
   // A vector ends at or before limit: the row's end, or a shifted row's body_end.
   Value* last_vector = w.vector ? b_.CreateSub(w.shift ? limit : R_, i64(w.vec)) : nullptr;
+  // Over several reduced indices the first point divides its flat index into coordinates and
+  // every other point's are stepped from the point before (step_axes: a group's first from the
+  // group before, the others from their neighbour), and so are the inputs' offsets, where
+  // dividing at every vector made the kernel bound by its index arithmetic (per-channel sums of
+  // [64, 256, 56, 56] f32: about 68 instructions a warp's vectors, 1 block of 512 threads an
+  // SM; bench/results/2026-11-25-h200-multiaxis and 2026-12-01-h200-row-steps). A point out
+  // of range reads the first point's (valid) element, as its clamped self would read a valid
+  // one. Coordinates and offsets nothing reads are not emitted (LLVM drops them).
+  const bool stepping = w.steps && !w.steps->group.axes.empty();
+  Stepped head, at;  // the coordinates of the last group's first point, of the last point
+  std::map<std::string, Value*> head_off, at_off, first;  // their offsets; the first point's
   for (int c = 0; c < w.items; ++c) {
     Group& g = gs[c];
     g.shared = true;
@@ -309,12 +321,41 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
       p.o = o;
       Value* r = b_.CreateAdd(start, i64(v));
       p.ok = g.vector ? vec_ok : b_.CreateAnd(valid, b_.CreateICmpULT(r, limit));
+      Value* inside = g.vector ? start_in : b_.CreateICmpULT(r, R_);
       p.r = g.vector ? b_.CreateAdd(start_c, i64(v))
-                     : b_.CreateSelect(b_.CreateICmpULT(r, R_), r, b_.CreateSub(R_, i64(1)));
+                     : b_.CreateSelect(inside, r, b_.CreateSub(R_, i64(1)));
+      if (stepping) {
+        const bool origin = c == 0 && v == 0;
+        const AxisSteps& by = v == 0 ? w.steps->group : w.steps->point;
+        std::map<std::string, Value*>& from_off = v == 0 ? head_off : at_off;
+        at = origin ? Stepped{axes_of(p.r), {}} : step_axes((v == 0 ? head : at).axes, by.axes);
+        p.axes = at.axes;
+        for (const auto& [key, os] : by.offsets) {
+          Value* off;
+          if (origin) {
+            off = first[key] = offset_of(os.param, os.indices, p);
+          } else {
+            off = from_off.at(key);
+            for (size_t a = 1; a < os.wrap.size(); ++a) {
+              off = b_.CreateAdd(off, b_.CreateSelect(at.wraps[a], os.wrap[a], i64(0)));
+            }
+            off = b_.CreateAdd(off, os.step, "off");
+          }
+          at_off[key] = off;
+          if (v == 0) head_off[key] = off;
+          p.offsets[key] = origin ? off : b_.CreateSelect(inside, off, first.at(key));
+        }
+        if (v == 0) head = at;
+      }
       g.pts.push_back(std::move(p));
     }
   }
   return gs;
+}
+
+ReductionLowering::RowSteps ReductionLowering::row_steps(int64_t threads_by_vec, bool held) {
+  if (held) return {};
+  return {axis_steps(threads_by_vec), axis_steps(1)};
 }
 
 ReductionLowering::ShiftedRow ReductionLowering::shifted_row(Value* row) {

@@ -104,10 +104,13 @@ void ReductionLowering::emit_split(Value* vec_ok) {
       Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), i64(chunk), "begin");
       Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
       end = b_.CreateSelect(b_.CreateICmpULT(end, walked), end, walked, "end");
+      const RowSteps steps = row_steps(int64_t{T} * V, false);
       auto make_groups = [&](Value* base) {
-        if (!shifted) return row_groups(base, end, {G, T, V, vector && V > 1}, tid_, valid, o);
-        std::vector<Group> gs =
-            row_groups(base, b_.CreateAdd(shift, end), {G, T, V, true, shift}, tid_, valid, o);
+        if (!shifted) {
+          return row_groups(base, end, {G, T, V, vector && V > 1, nullptr, &steps}, tid_, valid, o);
+        }
+        std::vector<Group> gs = row_groups(base, b_.CreateAdd(shift, end),
+                                           {G, T, V, true, shift, &steps}, tid_, valid, o);
         gs.push_back(row_edges(shift, body_end,
                                b_.CreateAnd(first_slice, b_.CreateICmpEQ(base, begin)), tid_, valid,
                                o));

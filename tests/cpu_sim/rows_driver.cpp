@@ -18,8 +18,6 @@
 // before lead_last launches one.
 //   rows_driver BLOCK ELEMENTS_PER_BLOCK M N [LAYOUT [PHASES SLOTS S LEAD]]
 //   (compiled with -DK=1..8: K names the kernel)
-#include <sys/mman.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +31,7 @@
 
 using sim::bits;
 using sim::from_bits;
+using sim::guarded;
 extern "C" float sim_ex2(float x) {
   return exp2f(x);
 }
@@ -41,19 +40,6 @@ extern "C" float __nv_rsqrtf(float x) {
 }
 extern "C" float __nv_logf(float x) {
   return logf(x);
-}
-
-// n elements of type E between two pages that fault, the last 16 bytes before the second.
-template <class E>
-static E* guarded(long n) {
-  const long page = 4096, bytes = (n * long(sizeof(E)) + 15) / 16 * 16;
-  const long pages = (bytes + page - 1) / page + 2;
-  char* base = static_cast<char*>(
-      mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  if (base == MAP_FAILED) abort();
-  mprotect(base, page, PROT_NONE);
-  mprotect(base + (pages - 1) * page, page, PROT_NONE);
-  return reinterpret_cast<E*>(base + (pages - 1) * page - bytes);
 }
 
 #define SOFTMAX (K <= 2)

@@ -1,7 +1,8 @@
 // The GPU's threads for the CPU simulation (tests/cpu_sim/*_driver.cpp): a block's threads are
 // fibers (glibc's ucontext) on the one host thread, blocks run one after another. Each driver
 // includes this header once; it defines the functions the lowered kernels call (to_host.py):
-// sim_tid, sim_ctaid, sim_nctaid, sim_barrier (bar.sync), the warp shuffles and sim_nanosleep.
+// sim_tid, sim_ctaid, sim_nctaid, sim_barrier (bar.sync), the warp shuffles and sim_nanosleep;
+// and guarded(n), the drivers' buffers between pages that fault.
 //
 // 1. launch(grid, block, f) runs f on `block` fibers for each block of the grid.
 // 2. A fiber runs until it waits: at the block's barrier, at its warp's (each shuffle waits
@@ -165,6 +166,20 @@ inline uint32_t shuffle(uint32_t v, int src_lane, bool keep) {
   const uint32_t r = keep ? v : slots[src_lane & 31];
   wait(bar);
   return r;
+}
+
+// n elements of type E between two pages that fault, the last 16 bytes before the second: a
+// whole vector read past the end or an access before the start faults.
+template <class E>
+E* guarded(long n) {
+  const long page = 4096, bytes = (n * long(sizeof(E)) + 15) / 16 * 16;
+  const long pages = (bytes + page - 1) / page + 2;
+  char* base = static_cast<char*>(
+      mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (base == MAP_FAILED) abort();
+  mprotect(base, page, PROT_NONE);
+  mprotect(base + (pages - 1) * page, page, PROT_NONE);
+  return reinterpret_cast<E*>(base + (pages - 1) * page - bytes);
 }
 
 inline uint32_t bits(float f) {

@@ -1354,6 +1354,34 @@ TEST_CASE("scalar outer picks over fewer tiles than twice the SMs run the deep s
 // where the whole program took 64 (toolkit 13.0, sm_90). Every prefetching image fits at least
 // the blocks its PTX fits assembled relocatable, and at least one of sum_bh's is the whole
 // program's.
+namespace {
+
+// Blocks of `threads` an sm_90 SM holds at `registers` a thread.
+int sm90_blocks(int registers, int threads) {
+  const TargetFacts& t = target_facts("sm_90");
+  const int per_warp =
+      (registers * 32 + t.register_granule - 1) / t.register_granule * t.register_granule;
+  return t.registers_per_sm / (per_warp * (threads / 32));
+}
+
+// A variant's shipped sm_90 image and its PTX assembled both ways (compiler/compile.cpp
+// build_image keeps one of them).
+struct Assemblies {
+  const bundle::ArchImage& shipped;
+  Cubin separate, whole;
+};
+Assemblies assemble_both(const CompiledBundle& b, const bundle::Variant& v) {
+  const bundle::ArchImage& im = v.images.at(0);
+  const std::string& ptx = b.files.at(im.ptx);
+  Result<Cubin> separate = assemble_cubin(ptx, "sm_90", v.entry, Assembly::separate);
+  Result<Cubin> program = assemble_cubin(ptx, "sm_90", v.entry, Assembly::whole_program);
+  REQUIRE(separate.ok());
+  REQUIRE(program.ok());
+  return {im, *separate, *program};
+}
+
+}  // namespace
+
 TEST_CASE("reduction: prefetching outer images keep a whole program that fits twice the blocks",
           "[reduction]") {
   Program p = parse_program(
@@ -1361,29 +1389,46 @@ TEST_CASE("reduction: prefetching outer images keep a whole program that fits tw
       "  y[c, w] = sum(x[b, c, h, w], b, h)\n}\n");
   const std::optional<CompiledBundle> compiled = testing::compile_with_cubins(p, {"sm_90"});
   if (!compiled) return;
-  const TargetFacts& t = target_facts("sm_90");
-  auto blocks = [&](int registers, int threads) {
-    const int per_warp =
-        (registers * 32 + t.register_granule - 1) / t.register_granule * t.register_granule;
-    return t.registers_per_sm / (per_warp * (threads / 32));
-  };
   int prefetching = 0, whole = 0;
   for (const bundle::Variant& v : compiled->manifest.kernels.at(0).steps.at(0).variants) {
     if (!v.config.count("prefetch")) continue;
     ++prefetching;
-    const bundle::ArchImage& im = v.images.at(0);
-    const std::string& ptx = compiled->files.at(im.ptx);
-    Result<Cubin> separate = assemble_cubin(ptx, "sm_90", v.entry, Assembly::separate);
-    Result<Cubin> program = assemble_cubin(ptx, "sm_90", v.entry, Assembly::whole_program);
-    REQUIRE(separate.ok());
-    REQUIRE(program.ok());
-    INFO(v.entry << ": shipped " << im.registers << ", relocatable " << separate->registers
-                 << ", whole " << program->registers);
-    CHECK(im.spill_bytes == 0);
-    CHECK(blocks(im.registers, v.block_threads) >= blocks(separate->registers, v.block_threads));
-    whole += im.registers == program->registers && im.registers < separate->registers;
+    const Assemblies a = assemble_both(*compiled, v);
+    INFO(v.entry << ": shipped " << a.shipped.registers << ", relocatable " << a.separate.registers
+                 << ", whole " << a.whole.registers);
+    CHECK(a.shipped.spill_bytes == 0);
+    CHECK(sm90_blocks(a.shipped.registers, v.block_threads) >=
+          sm90_blocks(a.separate.registers, v.block_threads));
+    whole += a.shipped.registers == a.whole.registers && a.shipped.registers < a.separate.registers;
   }
   CHECK(prefetching == 2);
+  CHECK(whole >= 1);
+}
+
+TEST_CASE(
+    "reduction: row images below the occupancy target keep a whole program that fits "
+    "twice the blocks",
+    "[reduction]") {
+  Program p = parse_program(
+      "kernel channel_sums(x: f32[N, C, H, W]) -> (s: f32[C], q: f32[C]) {\n"
+      "  s[c] = sum(x[n, c, h, w], n, h, w)\n"
+      "  q[c] = sum(x[n, c, h, w] * x[n, c, h, w], n, h, w)\n}\n");
+  const std::optional<CompiledBundle> compiled = testing::compile_with_cubins(p, {"sm_90"});
+  if (!compiled) return;
+  int whole = 0;
+  for (const bundle::Variant& v : compiled->manifest.kernels.at(0).steps.at(0).variants) {
+    const Assemblies a = assemble_both(*compiled, v);
+    const int shipped = sm90_blocks(a.shipped.registers, v.block_threads);
+    const int separate = sm90_blocks(a.separate.registers, v.block_threads);
+    INFO(v.entry << ": shipped " << a.shipped.registers << ", relocatable " << a.separate.registers
+                 << ", whole " << a.whole.registers);
+    CHECK(a.shipped.spill_bytes == 0);
+    // One row a block (block == group): the image fits as many blocks as nvJitLink's or more.
+    if (v.config.at("block") == v.config.at("group") && !v.config.count("stage")) {
+      CHECK(shipped >= separate);
+    }
+    whole += a.shipped.registers == a.whole.registers && shipped >= 2 * separate;
+  }
   CHECK(whole >= 1);
 }
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 48, device call 2: call 1 again with each bundle's one-row-a-block row kernels
+# assembled as a whole program too where nvJitLink's image holds fewer threads than the target,
+# that image kept where it fits twice the blocks (compiler/compile.cpp row_image_below_target):
+# bB by main at 42c9ae6, bN (vector paths stepped) and bS (scalar paths too) by this build. The
+# default variant at 16 cases, 50 launches, the three interleaved, two rounds; every variant
+# at 7 of them (call 1's sweep printed no times: it read the wrong column).
+set -uo pipefail
+W=/tmp/w2; source bench/device_setup.sh
+D=bench/results/2026-12-01-h200-row-steps
+t0=$(date +%s); el() { echo "($(( $(date +%s) - t0 )) s)"; }
+pack() { tar czf $OUT/call2.tgz -C $W $(cd $W && ls *.txt *.json 2>/dev/null) 2>/dev/null; }
+tar xJf .carry/exp.tar.xz -C $W
+run1() { timeout 60 $K run $W/exp/$1 $2 --shape $3 --variant default --reps 50 --no-check --copy-baseline 2>&1 | grep -E '^ *v[0-9]+' | awk '{print $1, $(NF-3), $NF "%"}' | head -1; }
+CASES="channel_sums:N=64,C=256,H=56,W=56 channel_sums:N=32,C=64,H=28,W=28 channel_sums:N=8,C=512,H=14,W=14
+channel_sums:N=128,C=64,H=56,W=56 channel_sums:N=256,C=32,H=32,W=32 channel_sums:N=4,C=3,H=224,W=224
+channel_sums:N=128,C=128,H=17,W=17 channel_sums:N=64,C=512,H=7,W=7
+channel_var_bf16:N=64,C=256,H=56,W=56 channel_var_bf16:N=32,C=128,H=28,W=28
+channel_var_bf16:N=128,C=64,H=56,W=56 channel_var_bf16:N=64,C=128,H=17,W=17
+channel_mean_bf16:N=64,C=256,L=3136 channel_mean_bf16:N=512,C=64,L=256 channel_mean_bf16:N=16,C=512,L=3001
+diag_sums:N=16,C=256,H=32,W=32"
+{
+for round in 1 2; do
+  for c in $CASES; do
+    k=${c%%:*}; s=${c#*:}
+    echo "round $round | $k $s | B $(run1 bB $k $s) | N $(run1 bN $k $s) | S $(run1 bS $k $s)"
+  done
+done
+} | tee $W/ab.txt
+echo "ab $(el)"; pack
+{
+for c in channel_sums:N=64,C=256,H=56,W=56 channel_sums:N=128,C=64,H=56,W=56 channel_sums:N=128,C=128,H=17,W=17 \
+         channel_var_bf16:N=64,C=256,H=56,W=56 channel_var_bf16:N=64,C=128,H=17,W=17 \
+         channel_mean_bf16:N=64,C=256,L=3136 diag_sums:N=16,C=256,H=32,W=32; do
+  k=${c%%:*}; s=${c#*:}
+  for b in bB bN bS; do
+    echo "== $b $k $s"
+    timeout 120 $K run $W/exp/$b $k --shape $s --variant all --reps 20 --no-check 2>&1 | grep -E '^ *v[0-9]+' | awk '{print $1, $(NF-2)}' | tr '\n' ' '; echo
+  done
+done
+} > $W/sweep.txt 2>&1
+echo "sweep $(el)"; pack
