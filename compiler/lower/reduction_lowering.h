@@ -30,6 +30,8 @@ using llvm::Value;
 
 // Elements per iteration of a thread's scalar accesses in a vectorized variant (emit_rows).
 inline constexpr int kUnalignedItems = 4;
+// The same where a row over several reduced indices steps its points' offsets (row_groups).
+inline constexpr int kSteppedItems = 8;
 // Elements per iteration of a thread's loads through the strides when a tile does not fit.
 inline constexpr int kStridedItems = 8;
 // 16-byte vectors in flight per thread when a tile's copy reads columns (copy_columns).
@@ -252,6 +254,10 @@ class ReductionLowering {
     Value* shift = nullptr;
     const RowSteps* steps = nullptr;
   };
+  /// Elements per iteration of a thread's scalar accesses in a vectorized variant (rows not a
+  /// multiple of vec): kUnalignedItems, or 8 through the strides or where the (not `held`)
+  /// row's offsets are stepped.
+  int scalar_items(bool held) const;
   /// The steps of a walk of `threads` x `vec` flat indices a group, emitted here; empty (no
   /// stepping) for a held row, which divides once per element and keeps no offsets across its
   /// passes, and where the kernel has one reduced index.

@@ -190,11 +190,7 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, boo
   const bool unaligned = !vector && cfg_.vec > 1;
   const int T = cfg_.group, V = unaligned ? 1 : cfg_.vec;
   const int64_t rpb = cfg_.block / T;
-  // A tile's fallback (rows through the strides) keeps 8 in flight, as the scalar strided
-  // variant did (block=128 group=32 items=8: 811 us where 4 took 990 on an H200 for rows of
-  // 16384 bf16, bench/results/2026-11-26-h200-strided-tile).
-  const int G =
-      unaligned ? (cfg_.strided && !tile_pitch_ ? kStridedItems : kUnalignedItems) : cfg_.items;
+  const int G = unaligned ? scalar_items(persistent) : cfg_.items;
   Value* lane = b_.CreateAnd(tid_, i64(T - 1), "lane");
   Value* grp = b_.CreateUDiv(tid_, i64(T), "grp");
   // The grid covers the rows (see the manifest's contract): no loop over rows, so no
@@ -351,6 +347,18 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
     }
   }
   return gs;
+}
+
+// A tile's fallback (rows through the strides) keeps 8 in flight, as the scalar strided
+// variant did (block=128 group=32 items=8: 811 us where 4 took 990 on an H200 for rows of
+// 16384 bf16, bench/results/2026-11-26-h200-strided-tile). So does a looped or split row whose
+// offsets row_groups steps (a trailing run of the reduced indices not a multiple of the vector:
+// 7 x 7, 17 x 17, 49): on an H200 per-channel sums of [128, 128, 17, 17] f32 20.8 -> 19.5 us,
+// [16, 64, 35, 35] 13.3 -> 12.0, bf16 means over [32, 768, 49] 8.9 -> 8.1, [8, 256, 1001]
+// 10.0 -> 9.0, the others level (bench/results/2026-12-01-h200-row-steps, call 5).
+int ReductionLowering::scalar_items(bool held) const {
+  if (cfg_.strided && !tile_pitch_) return kStridedItems;
+  return !held && divides_reduced(prog_, params_) ? kSteppedItems : kUnalignedItems;
 }
 
 ReductionLowering::RowSteps ReductionLowering::row_steps(int64_t threads_by_vec, bool held) {

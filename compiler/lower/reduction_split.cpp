@@ -94,7 +94,7 @@ void ReductionLowering::emit_split(Value* vec_ok) {
     // vec (emit_rows' step 4) is what the slices share; slice 0's first chunk takes the edges.
     auto walk = [&](bool vector, bool shifted = false) {
       const bool unaligned = !vector && cfg_.vec > 1;
-      const int V = unaligned ? 1 : cfg_.vec, G = unaligned ? kUnalignedItems : cfg_.items;
+      const int V = unaligned ? 1 : cfg_.vec, G = unaligned ? scalar_items(false) : cfg_.items;
       const int64_t chunk = int64_t{T} * V * G;
       const ShiftedRow body = shifted ? shifted_row(rowc) : ShiftedRow{nullptr, R_, R_};
       Value *shift = body.shift, *walked = body.walked, *body_end = body.body_end;
