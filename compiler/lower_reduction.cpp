@@ -36,6 +36,7 @@ ReductionLowering::ReductionLowering(llvm::Module& m, const KernelDef& abi,
       params_(abi.params()),
       symbols_(abi.symbols()),
       prog_(canonicalize(abi, sk, cfg.fuse)),
+      divides_(divides_reduced(prog_, params_)),
       stage_plan_(plan_stage(prog_, params_)),
       tile_plan_(cfg.strided && cfg.stage ? plan_tile(prog_, params_) : StagePlan{}) {
   rank_ = static_cast<int>(sk.space.size());

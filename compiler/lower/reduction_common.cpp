@@ -640,7 +640,7 @@ std::map<std::string, OffsetStep> ReductionLowering::plan_offset_steps(
 
 AxisSteps ReductionLowering::axis_steps(int64_t distance) {
   // Only where an input's offset divides: reads of the flat index alone add it as it is.
-  if (reduced_extents_.size() < 2 || !divides_reduced(prog_, params_)) return {};
+  if (reduced_extents_.size() < 2 || !divides_) return {};
   AxisSteps s;
   if (distance == 1) {  // the innermost coordinate's step, known without dividing
     s.axes.assign(reduced_extents_.size(), i64(0));

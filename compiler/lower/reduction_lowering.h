@@ -315,7 +315,7 @@ class ReductionLowering {
                                   bool vector, int items, bool masked);
   std::map<std::string, OffsetStep> plan_offset_steps(const std::vector<Value*>& distance);
   /// The steps of `distance` flat reduced indices (AxisSteps), emitted here; none where the
-  /// kernel has one reduced index.
+  /// kernel has one reduced index or no input's offset divides (divides_).
   AxisSteps axis_steps(int64_t distance);
   std::vector<Value*> outer_chunks(const std::vector<int>& pass,
                                    const std::vector<std::vector<Value*>>& results,
@@ -351,6 +351,10 @@ class ReductionLowering {
   std::vector<const TensorDecl*> params_;
   std::vector<std::string> symbols_;
   Program prog_;
+  // Whether an input's offset divides the flat reduced index (reduction::divides_reduced): the
+  // kernel steps its coordinates and offsets (axis_steps) and its stepped scalar path keeps
+  // kSteppedItems loads in flight (scalar_items).
+  bool divides_ = false;
   StagePlan stage_plan_;
   StagePlan tile_plan_;  // a strided variant's tile (cfg.strided && cfg.stage): plan_tile
   int rank_ = 0;

@@ -358,7 +358,7 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
 // 10.0 -> 9.0, the others level (bench/results/2026-12-01-h200-row-steps, call 5).
 int ReductionLowering::scalar_items(bool held) const {
   if (cfg_.strided && !tile_pitch_) return kStridedItems;
-  return !held && divides_reduced(prog_, params_) ? kSteppedItems : kUnalignedItems;
+  return !held && divides_ ? kSteppedItems : kUnalignedItems;
 }
 
 ReductionLowering::RowSteps ReductionLowering::row_steps(int64_t threads_by_vec, bool held) {
