@@ -26,20 +26,12 @@
 
 #include "sim_threads.h"
 
-using sim::bits;
-using sim::from_bits;
 using sim::guarded;
+using sim::of_bf16;
+using sim::to_bf16;
 std::mt19937 rng(11);
 float rnd() {
   return std::uniform_real_distribution<float>(-2, 2)(rng);
-}
-uint16_t to_bf16(float f) {  // round to nearest even (no NaN inputs here)
-  const uint32_t b = bits(f);
-  if (std::isnan(f)) return 0x7fc0;
-  return static_cast<uint16_t>((b + 0x7fff + ((b >> 16) & 1)) >> 16);
-}
-float of_bf16(uint16_t h) {
-  return from_bits(uint32_t(h) << 16);
 }
 
 int main(int argc, char** argv) {

@@ -2,7 +2,7 @@
 // fibers (glibc's ucontext) on the one host thread, blocks run one after another. Each driver
 // includes this header once; it defines the functions the lowered kernels call (to_host.py):
 // sim_tid, sim_ctaid, sim_nctaid, sim_barrier (bar.sync), the warp shuffles and sim_nanosleep;
-// and guarded(n), the drivers' buffers between pages that fault.
+// and guarded(n), the drivers' buffers between pages that fault, and bf16 conversions.
 //
 // 1. launch(grid, block, f) runs f on `block` fibers for each block of the grid.
 // 2. A fiber runs until it waits: at the block's barrier, at its warp's (each shuffle waits
@@ -191,6 +191,16 @@ inline float from_bits(uint32_t b) {
   float f;
   memcpy(&f, &b, 4);
   return f;
+}
+
+// f32 to bf16, rounded to nearest even (a NaN stays a NaN), and back.
+inline uint16_t to_bf16(float f) {
+  if (f != f) return 0x7fc0;
+  const uint32_t b = bits(f);
+  return static_cast<uint16_t>((b + 0x7fff + ((b >> 16) & 1)) >> 16);
+}
+inline float of_bf16(uint16_t h) {
+  return from_bits(uint32_t{h} << 16);
 }
 
 }  // namespace sim
