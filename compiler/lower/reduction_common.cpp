@@ -191,56 +191,52 @@ std::vector<Value*> ReductionLowering::initial(const std::vector<int>& pass) {
 }
 
 // Folds value(p, g) of every in-range point of `groups`, in order, into acc[slot] with op;
-// compensated (Kahan) where comp[slot] is given and not null (run_pass).
+// compensated (Kahan) where comp[slot] is given and not null (run_pass, a chunk of a loop).
+// Where comp is given, a chunk's points are combined plainly, in order, per slot, and the
+// chunk's result enters the accumulator once, a sum's compensated: compensating every point
+// cost 6 instructions an element where this costs about 1. In outer kernels that made bf16
+// column sums issue-bound (on an H200, 1048576 x 64 read DRAM at 69% of its peak with the SMs
+// 55% busy, bench/results/2026-11-27-h200-few-columns, call 1); in looped rows whose reduced
+// indices lie apart each of a chunk's 8 scalars went through two compensated sums
+// (batchnorm's statistics over runs of 7 x 7: about 75 instructions an element, issue-bound,
+// bench/results/2026-12-01-h200-row-steps, call 7). The plain sum's rounding is that of
+// `items x vec` additions of the chunk's own terms, within a level of the tolerance's tree
+// (docs/testing.md); the compensation still spans the chunks. (A pairwise tree per column
+// raised the registers of the default outer variants more.)
 void ReductionLowering::fold(ReduceOp op, DType t, std::vector<Group>& groups, Value** acc,
                              llvm::function_ref<Value*(Point&, Group&)> value, Value** comp) {
   const int S = accumulators_per_reduction();
+  std::vector<Value*> part(S, nullptr);  // a chunk's slot so far
   auto into = [&](int slot, Value* v) {
-    Value*& a = acc[slot];
-    Value** c = comp && comp[slot] ? &comp[slot] : nullptr;
-    if (!c) {
-      a = em_.combine(op, a, v);
-      return;
+    if (comp) {
+      part[slot] = part[slot] ? em_.combine(op, part[slot], v) : v;
+    } else {
+      acc[slot] = em_.combine(op, acc[slot], v);
     }
-    reduction_math::kahan_add(math_, a, *c, v);
   };
-  if (comp && shape_ == StepKind::outer_reduction) {
-    // An outer thread's chunk holds `items` steps of each of its columns: each column's
-    // steps are summed plainly, in order, and the chunk's sum enters the compensated sum
-    // once. Compensating every step, as below, cost 8 instructions per element
-    // where this costs about 1, and made bf16 column sums issue-bound: on an H200, 1048576 x 64
-    // read DRAM at 69% of its peak with the SMs 55% busy (bench/results/
-    // 2026-11-27-h200-few-columns, call 1). The plain sum's rounding is that of `items`
-    // additions of the chunk's own terms; the compensation still spans the chunks. (A
-    // pairwise tree per column raised the registers of the default outer variants more.)
-    std::vector<Value*> part(S, nullptr);
-    for (Group& g : groups) {
-      for (Point& p : g.pts) {
-        const int slot = S > 1 ? p.slot : 0;
-        Value* v = b_.CreateSelect(p.ok, value(p, g), em_.identity(op, t));
-        part[slot] = part[slot] ? em_.combine(op, part[slot], v) : v;
-      }
-    }
-    for (int slot = 0; slot < S; ++slot) {
-      if (part[slot]) into(slot, part[slot]);
-    }
-    return;
-  }
   for (Group& g : groups) {
     const bool one_mask = S == 1 && std::all_of(g.pts.begin(), g.pts.end(), [&](const Point& p) {
                             return p.ok == g.pts[0].ok;
                           });
     if (one_mask) {  // a vector in range as a whole: fold it, then mask once
-      Value* part = nullptr;
+      Value* whole = nullptr;
       for (Point& p : g.pts) {
         Value* v = value(p, g);
-        part = part ? em_.combine(op, part, v) : v;
+        whole = whole ? em_.combine(op, whole, v) : v;
       }
-      into(0, b_.CreateSelect(g.pts[0].ok, part, em_.identity(op, t)));
+      into(0, b_.CreateSelect(g.pts[0].ok, whole, em_.identity(op, t)));
       continue;
     }
     for (Point& p : g.pts) {
       into(S > 1 ? p.slot : 0, b_.CreateSelect(p.ok, value(p, g), em_.identity(op, t)));
+    }
+  }
+  for (int slot = 0; slot < S; ++slot) {
+    if (!part[slot]) continue;
+    if (comp[slot]) {
+      reduction_math::kahan_add(math_, acc[slot], comp[slot], part[slot]);
+    } else {
+      acc[slot] = em_.combine(op, acc[slot], part[slot]);
     }
   }
 }
