@@ -12,6 +12,7 @@
 #include "bundle/rule.h"
 #include "compiler/codegen.h"
 #include "compiler/lower_contraction.h"
+#include "compiler/reduction_analysis.h"
 #include "ir/text.h"
 
 namespace kiln {
@@ -1219,6 +1220,11 @@ std::string print_plan(const KernelPlan& plan) {
     }
     if (st.sk && !st.sk->flattening.empty()) {
       out += fmt::format("  reduction over {}\n", st.sk->flattening);
+      if (st.abi) {
+        if (std::string s = stepped_axes_text(*st.abi, *st.sk); !s.empty()) {
+          out += fmt::format("  stepped coordinates: {}\n", s);
+        }
+      }
     }
     if (st.kind == bundle::StepKind::row_reduction) {
       out += fmt::format("  passes: held={} looped={}\n", st.passes.held, st.passes.looped);

@@ -94,6 +94,17 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
   R_ = suffix_[0];  // the whole product
   // (An empty reduction divides nothing: its divisor, read as 1, is never used.)
   for (Value* d : suffix_) suffix_div_.push_back(em_.divisor(d));
+  if (cfg_.strided) {
+    for (int a = 0; a < static_cast<int>(m); ++a) step_groups_.emplace_back(a, a);
+  } else {
+    step_groups_ = stepped_axis_groups(prog_, params_, sk_.reduced);
+  }
+  for (const auto& [first, last] : step_groups_) {
+    Value* e = reduced_extents_[static_cast<size_t>(first)];
+    for (int a = first + 1; a <= last; ++a)
+      e = b_.CreateMul(e, reduced_extents_[static_cast<size_t>(a)]);
+    step_extents_.push_back(e);
+  }
   if (shape_ == StepKind::outer_reduction) group_steps_ = axis_steps(cfg_.group);
   exit_ = BasicBlock::Create(ctx_, "exit", fn_);
 

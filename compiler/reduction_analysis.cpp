@@ -460,6 +460,77 @@ bool divides_reduced(const Program& p, const std::vector<const TensorDecl*>& par
   return divides;
 }
 
+namespace {
+
+// Whether a contiguous tensor of `shape` read at canonical `idx` changes its offset by
+// R_a times as much for a step of reduced index a - 1 as for a step of a (0 for both counts):
+// then a - 1 and a step as one (stepped_axis_groups).
+bool reads_as_one(const std::vector<std::string>& idx, const std::vector<Dim>& shape,
+                  const std::vector<Dim>& reduced, int a) {
+  if (uses(idx, kReduced)) return true;  // every reduced index, as one run
+  int run = -1;                          // the start of a trailing run `_s<run>`
+  size_t run_at = 0;                     // its first position (kFolded, .., _s<run>)
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (const int b = suffix_start(idx[i]); b >= 0) {
+      run = b;
+      run_at = i + 1 - (reduced.size() - static_cast<size_t>(b));
+    }
+  }
+  if (run >= 0 && a - 1 >= run) return true;
+  std::vector<size_t> lo, hi;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (idx[i] == reduced_axis_var(a - 1)) lo.push_back(i);
+    if (idx[i] == reduced_axis_var(a)) hi.push_back(i);
+  }
+  const bool a_in_run = run >= 0 && a >= run;
+  if (lo.empty()) return hi.empty() && !a_in_run;
+  if (lo.size() != 1) return false;
+  const size_t next = lo[0] + 1;
+  if (next >= shape.size() || !(shape[next] == reduced[static_cast<size_t>(a)])) return false;
+  return a_in_run ? run == a && next == run_at : hi.size() == 1 && hi[0] == next;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, int>> stepped_axis_groups(const Program& p,
+                                                     const std::vector<const TensorDecl*>& params,
+                                                     const std::vector<Dim>& reduced) {
+  const int m = static_cast<int>(reduced.size());
+  std::vector<bool> joins(static_cast<size_t>(std::max(m, 1)), m > 1);  // joins[a]: a - 1, a
+  joins[0] = false;
+  bool coordinates = stores_elements(p);
+  std::set<const ExprNode*> seen;
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (!seen.insert(e.ptr().get()).second) return;
+    if (const IndexRef* r = e.as<IndexRef>(); r && is_reduced(r->name)) coordinates = true;
+    for_each_child(e, walk);
+  };
+  for (const Item& it : p.items) {
+    if (it.value.defined()) walk(it.value);
+  }
+  if (coordinates) std::fill(joins.begin(), joins.end(), false);
+  std::set<const ExprNode*> loads;
+  for (const Item& it : p.items) {
+    if (it.kind == Item::row_store || !it.value.defined()) continue;
+    for_each_input_load(it.value, params, loads, [&](const Load& ld, int param) {
+      for (int a = 1; a < m; ++a) {
+        const auto u = static_cast<size_t>(a);
+        joins[u] = joins[u] &&
+                   reads_as_one(ld.indices, params[static_cast<size_t>(param)]->shape, reduced, a);
+      }
+    });
+  }
+  std::vector<std::pair<int, int>> groups;
+  for (int a = 0; a < m; ++a) {
+    if (a > 0 && joins[static_cast<size_t>(a)]) {
+      groups.back().second = a;
+    } else {
+      groups.emplace_back(a, a);
+    }
+  }
+  return groups;
+}
+
 std::string load_key(const std::string& tensor, const std::vector<std::string>& indices) {
   std::string key = tensor;
   for (const auto& i : indices) key += "," + i;
@@ -651,6 +722,35 @@ bool steps_reduced_axes(const KernelDef& abi, const ScheduledKernel& sk) {
   if (sk.kind != StepKind::row_reduction && sk.kind != StepKind::outer_reduction) return false;
   return sk.reduced.size() > 1 &&
          reduction::divides_reduced(canonicalize(abi, sk, false), abi.params());
+}
+
+std::string stepped_axes_text(const KernelDef& abi, const ScheduledKernel& sk) {
+  if (!steps_reduced_axes(abi, sk)) return "";
+  const std::vector<std::pair<int, int>> groups =
+      reduction::stepped_axis_groups(canonicalize(abi, sk, false), abi.params(), sk.reduced);
+  if (groups.size() == sk.reduced.size()) return "";
+  std::vector<std::string> coords, joined;
+  for (const auto& [first, last] : groups) {
+    const std::vector<Dim> dims(sk.reduced.begin() + first, sk.reduced.begin() + last + 1);
+    coords.push_back(product_text(dims));
+    if (first < last) {  // "H and W", "H, W and D"
+      std::vector<std::string> names;
+      for (const Dim& d : dims) names.push_back(product_text({d}));
+      const std::string last_name = names.back();
+      names.pop_back();
+      joined.push_back(fmt::format("{} and {}", fmt::join(names, ", "), last_name));
+    }
+  }
+  const std::vector<const TensorDecl*> params = abi.params();
+  const bool strided =
+      std::any_of(params.begin(), params.end(), [](const TensorDecl* t) { return t->strided; });
+  return fmt::format(
+      "{} ({} as one: every tensor it walks reads them as one run, so one wrap a point where "
+      "each index would wrap{})",
+      fmt::join(coords, ", "), fmt::join(joined, "; "),
+      strided ? "; its strided variants, whose offsets come from the launch's strides, step "
+                "each"
+              : "");
 }
 
 SplitShape split_shape(const KernelDef& abi, const ScheduledKernel& sk) {

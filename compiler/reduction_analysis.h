@@ -62,6 +62,11 @@ TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk);
 /// (lower/reduction_rows.cpp row_groups). False for other kinds.
 bool steps_reduced_axes(const KernelDef& abi, const ScheduledKernel& sk);
 
+/// Where such a kernel steps some reduced indices as one coordinate
+/// (reduction::stepped_axis_groups), what it steps, for `kiln explain` and the plan: "N, H*W
+/// (H and W as one: ...)"; empty where it steps each index (or does not step).
+std::string stepped_axes_text(const KernelDef& abi, const ScheduledKernel& sk);
+
 /// The bytes row reduction `sk` reads from its inputs at an element of a row (each input read
 /// as x[o.., r] counted once, whatever the passes): a row's bytes are R times this. 0 when it
 /// reads no input along the row, and for other kinds.
@@ -192,6 +197,18 @@ std::vector<std::pair<int, const Load*>> row_invariant_loads(
 /// index (`_s<a>`, `_a<a>`): each is divided out of it (or stepped). A tensor that holds every
 /// reduced index as one run reads the flat index as it is.
 bool divides_reduced(const Program& p, const std::vector<const TensorDecl*>& params);
+
+/// The reduced indices of a kernel that steps them (lower/reduction_common.cpp step_axes) in
+/// groups of consecutive ones, [first, last] each, in order: a group steps as one coordinate,
+/// whose wrap is the only one among its indices that changes any input's offset. Indices a - 1
+/// and a share a group when every input reads them as one run (the flat index or a trailing
+/// run `_s<b>` holding both; `_a<a-1>` just before `_a<a>` or before a run starting at a,
+/// over a dimension of a's extent; or neither), no element is stored at the reduced indices
+/// and no expression reads their coordinates (those come from each index's own). So
+/// batchnorm's x[n, c, h, w] steps (n, h * w): one wrap a point, not two.
+std::vector<std::pair<int, int>> stepped_axis_groups(const Program& p,
+                                                     const std::vector<const TensorDecl*>& params,
+                                                     const std::vector<Dim>& reduced);
 
 /// The key of a load among a group's loads: its tensor and canonical indices.
 std::string load_key(const Load& ld);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "compiler/lower_contraction.h"
+#include "compiler/reduction_analysis.h"
 
 namespace kiln {
 namespace {
@@ -183,6 +184,11 @@ std::string explain_kernel(const KernelDef& k, const SymbolValues& sizes,
                              product_text(st.reduced))
                : fmt::format(" over {}", dims_text(st.space));
     out += fmt::format(", {} variant(s)\n", st.variants.size());
+    if (st.sk && st.abi) {
+      if (std::string s = stepped_axes_text(*st.abi, *st.sk); !s.empty()) {
+        out += fmt::format("    its points step the coordinates {}\n", s);
+      }
+    }
     out += explain_rule(*plan, si, "    ");
     ExplainedStep e = explain_step(*plan, si, sizes, device);
     if (e.variant >= 0) {

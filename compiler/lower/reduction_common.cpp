@@ -575,8 +575,21 @@ Value* ReductionLowering::axis_of(Value* r, int a) {
 }
 
 std::vector<Value*> ReductionLowering::axes_of(Value* r) {
+  if (!joined_axes()) {
+    std::vector<Value*> c;
+    for (size_t a = 0; a < reduced_extents_.size(); ++a) {
+      c.push_back(axis_of(r, static_cast<int>(a)));
+    }
+    return c;
+  }
+  // Group [f, l]: (r / S_{l+1}) % E, the remainder as r / S_{l+1} - E (r / S_f).
+  const int m = static_cast<int>(reduced_extents_.size());
   std::vector<Value*> c;
-  for (size_t a = 0; a < reduced_extents_.size(); ++a) c.push_back(axis_of(r, static_cast<int>(a)));
+  for (size_t g = 0; g < step_groups_.size(); ++g) {
+    const auto [first, last] = step_groups_[g];
+    Value* q = last + 1 < m ? divide(r, last + 1) : r;
+    c.push_back(g == 0 ? q : b_.CreateSub(q, b_.CreateMul(divide(r, first), step_extents_[g])));
+  }
   return c;
 }
 
@@ -593,8 +606,8 @@ Stepped ReductionLowering::step_axes(const std::vector<Value*>& c, const std::ve
       out.axes[a] = s;
       break;
     }
-    Value* wraps = b_.CreateICmpUGE(s, reduced_extents_[a], "axis.wraps");
-    out.axes[a] = b_.CreateSelect(wraps, b_.CreateSub(s, reduced_extents_[a]), s);
+    Value* wraps = b_.CreateICmpUGE(s, step_extents_[a], "axis.wraps");
+    out.axes[a] = b_.CreateSelect(wraps, b_.CreateSub(s, step_extents_[a]), s);
     out.wraps[a] = wraps;
     carry = b_.CreateZExt(wraps, b_.getInt64Ty());
   }
@@ -606,25 +619,28 @@ Stepped ReductionLowering::step_axes(const std::vector<Value*>& c, const std::ve
 // coefficient of each reduced coordinate, its offset at that coordinate 1 and every other 0.
 std::map<std::string, OffsetStep> ReductionLowering::plan_offset_steps(
     const std::vector<Value*>& distance) {
-  const size_t m = reduced_extents_.size();
+  const size_t m = reduced_extents_.size(), n = step_groups_.size();
   std::map<std::string, OffsetStep> steps;
   std::set<const ExprNode*> seen;
   auto plan = [&](const Load& ld, int param) {
     const std::string key = load_key(ld);
     if (!uses_reduced(ld.indices) || steps.count(key)) return;
-    std::vector<Value*> coef(m);
-    for (size_t a = 0; a < m; ++a) {
+    // A group's coefficient is its innermost index's: the others' are that times the
+    // extents after them (reduction::stepped_axis_groups).
+    std::vector<Value*> coef(n);
+    for (size_t g = 0; g < n; ++g) {
+      const auto a = static_cast<size_t>(step_groups_[g].second);
       Point unit;
       unit.o.assign(rank_, i64(0));
       unit.axes.assign(m, i64(0));
       unit.axes[a] = i64(1);
       unit.r = suffix_[a + 1];
-      coef[a] = offset_of(param, ld.indices, unit);
+      coef[g] = offset_of(param, ld.indices, unit);
     }
-    OffsetStep os{param, ld.indices, i64(0), std::vector<Value*>(m)};
-    for (size_t a = 0; a < m; ++a) {
-      os.step = b_.CreateAdd(os.step, b_.CreateMul(distance[a], coef[a]));
-      if (a > 0) os.wrap[a] = b_.CreateSub(coef[a - 1], b_.CreateMul(reduced_extents_[a], coef[a]));
+    OffsetStep os{param, ld.indices, i64(0), std::vector<Value*>(n)};
+    for (size_t g = 0; g < n; ++g) {
+      os.step = b_.CreateAdd(os.step, b_.CreateMul(distance[g], coef[g]));
+      if (g > 0) os.wrap[g] = b_.CreateSub(coef[g - 1], b_.CreateMul(step_extents_[g], coef[g]));
     }
     steps.emplace(key, std::move(os));
   };
@@ -639,7 +655,7 @@ AxisSteps ReductionLowering::axis_steps(int64_t distance) {
   if (reduced_extents_.size() < 2 || !divides_) return {};
   AxisSteps s;
   if (distance == 1) {  // the innermost coordinate's step, known without dividing
-    s.axes.assign(reduced_extents_.size(), i64(0));
+    s.axes.assign(step_groups_.size(), i64(0));
     s.axes.back() = i64(1);
   } else {
     s.axes = axes_of(i64(distance));

@@ -208,12 +208,16 @@ class ReductionLowering {
   /// n / suffix_[a] for 0 <= n < 2^50 (a flat reduced index), by Emitter::divmod: a few
   /// instructions where a 64-bit division is about 70.
   Value* divide(Value* n, int a);
-  /// The coordinates of each reduced index at flat index r (i64), outermost first, by
-  /// division.
+  /// The coordinates at flat index r (i64) that a kernel steps, outermost first, by division:
+  /// one per group of reduced indices (step_groups_).
   std::vector<Value*> axes_of(Value* r);
   Value* axis_of(Value* r, int a);
+  /// Whether some stepped coordinate is several reduced indices' (step_groups_): then a
+  /// point's Point::axes stay empty, coordinate() dividing where asked (nothing is, by
+  /// reduction::stepped_axis_groups' conditions, but a chunk's first offsets).
+  bool joined_axes() const { return step_groups_.size() < reduced_extents_.size(); }
   /// Coordinates `c` (axes_of) advanced by the flat steps whose coordinates are `k`: a
-  /// mixed-radix addition, one carry at most per index, no division.
+  /// mixed-radix addition over step_extents_, one carry at most per coordinate, no division.
   Stepped step_axes(const std::vector<Value*>& c, const std::vector<Value*>& k);
   /// Canonical indices with folded runs (kFolded .. _r, kFolded .. _s<a>) spelled out as the
   /// reduced indices `_a<k>` they hold: for strided accesses, one coordinate per dimension.
@@ -374,6 +378,11 @@ class ReductionLowering {
   // divisor, both computed once in the entry block for divide().
   std::vector<Value*> suffix_;
   std::vector<Divisor> suffix_div_;
+  // The reduced indices stepped as one coordinate each ([first, last]:
+  // reduction::stepped_axis_groups; one index each in a strided variant, whose offsets come
+  // from launch strides) and each group's extent, the product of its indices'.
+  std::vector<std::pair<int, int>> step_groups_;
+  std::vector<Value*> step_extents_;
   // Outer kernels with several reduced indices: the steps of `group` flat indices, the
   // distance between a thread's steps in a chunk (outer_groups).
   AxisSteps group_steps_;

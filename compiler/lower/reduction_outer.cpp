@@ -111,7 +111,7 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
       Point p;
       p.o = c.o[v];
       p.r = rc;
-      p.axes = st.axes;
+      if (!joined_axes()) p.axes = st.axes;
       if (stepping) {
         for (const auto& [key, os] : group_steps_.offsets) {
           Value*& off = offsets[v][key];

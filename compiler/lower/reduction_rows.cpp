@@ -325,7 +325,7 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
         const AxisSteps& by = v == 0 ? w.steps->group : w.steps->point;
         std::map<std::string, Value*>& from_off = v == 0 ? head_off : at_off;
         at = origin ? Stepped{axes_of(p.r), {}} : step_axes((v == 0 ? head : at).axes, by.axes);
-        p.axes = at.axes;
+        if (!joined_axes()) p.axes = at.axes;
         for (const auto& [key, os] : by.offsets) {
           Value* off;
           if (origin) {

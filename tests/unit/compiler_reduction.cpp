@@ -17,6 +17,7 @@
 #include "compiler/config.h"
 #include "compiler/kernel_plan.h"
 #include "compiler/lower_reduction.h"
+#include "compiler/reduction_analysis.h"
 #include "compiler/schedule.h"
 #include "compiler/target.h"
 #include "compiler/toolkit.h"
@@ -877,6 +878,42 @@ TEST_CASE("rows that are not whole vectors run their tier's shifting twin",
   REQUIRE_FALSE(parsed.ok());
   CHECK_THAT(parsed.message(), Catch::Contains("odd_rows: expected another variant of a row "
                                                "reduction step with config shift 1"));
+}
+
+TEST_CASE("reduced indices every input reads as one run step as one coordinate",
+          "[compiler][reduction]") {
+  auto stepped = [](const std::string& body, const std::string& params,
+                    const std::string& outs = "s: f32[C]") {
+    Program p =
+        parse_program(fmt::format("kernel k({}) -> ({}) {{\n  {}\n}}\n", params, outs, body));
+    REQUIRE(p.kernels.size() == 1);
+    Schedule s = schedule_kernel(p.kernels[0]);
+    REQUIRE(s.kernels.size() == 1);
+    return stepped_axes_text(p.kernels[0], s.kernels[0]);
+  };
+  const std::string x = "x: f32[N, C, H, W]";
+  // Batchnorm's statistics: (n, h * w), one wrap a point.
+  CHECK(stepped("s[c] = sum(x[n, c, h, w], n, h, w)", x).starts_with("N, H*W (H and W as one"));
+  // A weight over the run, its indices adjacent and in order, reads it as one run too.
+  CHECK(stepped("s[c] = sum(x[n, c, h, w] * g[h, w], n, h, w)", x + ", g: f32[H, W]")
+            .starts_with("N, H*W (H and W as one"));
+  CHECK(stepped("s[c] = sum(x[n, c, h, w, d], n, h, w, d)", "x: f32[N, C, H, W, D]")
+            .starts_with("N, H*W*D (H, W and D as one"));
+  // Not joined: a tensor reads w again elsewhere (its offset wraps at w), a weight reads h
+  // alone, the run is read transposed, an index is a value, or elements are stored at the
+  // reduced indices (their offsets come from each index's coordinate).
+  CHECK(stepped("s[c] = sum(x[n, c, h, w] * t[w, c, h, w], n, h, w)", x + ", t: f32[W, C, H, W]")
+            .empty());
+  CHECK(stepped("s[c] = sum(x[n, c, h, w] * g[h], n, h, w)", x + ", g: f32[H]").empty());
+  CHECK(stepped("s[c] = sum(x[n, c, h, w] * g[w, h], n, h, w)", x + ", g: f32[W, H]").empty());
+  CHECK(stepped("s[c] = sum(x[n, c, h, w] * f32(h), n, h, w)", x).empty());
+  CHECK(stepped("m[c] = mean(x[n, c, h, w], n, h, w)\n  y[n, c, h, w] = x[n, c, h, w] - m[c]", x,
+                "y: f32[N, C, H, W]")
+            .empty());
+  // Indices that are not neighbours in the tensor, and one reduced index over a run: nothing
+  // to join.
+  CHECK(stepped("s[c, h] = sum(x[n, c, h, w], n, w)", x, "s: f32[C, H]").empty());
+  CHECK(stepped("s[n, c] = sum(x[n, c, h, w], h, w)", x, "s: f32[N, C]").empty());
 }
 
 TEST_CASE("a split grid is one wave of the blocks an SM holds", "[compiler][reduction]") {
