@@ -574,15 +574,9 @@ Value* ReductionLowering::axis_of(Value* r, int a) {
                       "r.axis");
 }
 
+// Group [f, l]: (r / S_{l+1}) % E, the remainder as r / S_{l+1} - E (r / S_f); a group of one
+// index is axis_of's.
 std::vector<Value*> ReductionLowering::axes_of(Value* r) {
-  if (!joined_axes()) {
-    std::vector<Value*> c;
-    for (size_t a = 0; a < reduced_extents_.size(); ++a) {
-      c.push_back(axis_of(r, static_cast<int>(a)));
-    }
-    return c;
-  }
-  // Group [f, l]: (r / S_{l+1}) % E, the remainder as r / S_{l+1} - E (r / S_f).
   const int m = static_cast<int>(reduced_extents_.size());
   std::vector<Value*> c;
   for (size_t g = 0; g < step_groups_.size(); ++g) {
