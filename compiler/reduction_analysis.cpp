@@ -724,6 +724,12 @@ bool steps_reduced_axes(const KernelDef& abi, const ScheduledKernel& sk) {
          reduction::divides_reduced(canonicalize(abi, sk, false), abi.params());
 }
 
+std::vector<int> vector_runs(const KernelDef& abi, const ScheduledKernel& sk) {
+  if (sk.kind != StepKind::row_reduction) return {};
+  const std::set<int> runs = reduction::suffix_runs(canonicalize(abi, sk, false));
+  return {runs.begin(), runs.end()};
+}
+
 std::string stepped_axes_text(const KernelDef& abi, const ScheduledKernel& sk) {
   if (!steps_reduced_axes(abi, sk)) return "";
   const std::vector<std::pair<int, int>> groups =

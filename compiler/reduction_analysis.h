@@ -62,6 +62,12 @@ TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk);
 /// (lower/reduction_rows.cpp row_groups). False for other kinds.
 bool steps_reduced_axes(const KernelDef& abi, const ScheduledKernel& sk);
 
+/// The reduced indices that start the trailing runs a row reduction's vectors stay inside
+/// (suffix_runs of its program): its rows walk vectors only where R and the length of each
+/// such run (the product of the reduced extents from it on) are multiples of the vector
+/// (compiler/lower_reduction.cpp); `kiln explain` reads the same. Empty for other kinds.
+std::vector<int> vector_runs(const KernelDef& abi, const ScheduledKernel& sk);
+
 /// Where such a kernel steps some reduced indices as one coordinate
 /// (reduction::stepped_axis_groups), what it steps, for `kiln explain` and the plan: "N, H*W
 /// (H and W as one: ...)"; empty where it steps each index (or does not step).
@@ -80,6 +86,13 @@ bool reads_row_invariant_inputs(const KernelDef& abi, const ScheduledKernel& sk)
 int64_t rows_per_block(StepKind kind, const ReductionConfig& cfg);
 
 namespace reduction {
+
+// Elements per iteration of a thread's scalar accesses in a vectorized row variant (rows, or
+// their trailing runs, not a multiple of vec; compiler/lower/reduction_rows.cpp emit_rows), and
+// the same where a looped row over several reduced indices steps its points' offsets
+// (steps_reduced_axes). `kiln explain` counts a looped row's scalar chunks with them.
+inline constexpr int kUnalignedItems = 4;
+inline constexpr int kSteppedItems = 8;
 
 /// The canonical name of the reduced index, and of row dimension d (`_o<d>`). A reduction
 /// over several indices runs as one flat index `_r` of R elements (their product, the first

@@ -114,28 +114,43 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
     return out;
   }
   // Whether the row runs on vectors: a shifting variant (config.h ReductionConfig::shift) every
-  // row of 2 x vec or more, any other a row of whole vectors.
+  // row of 2 x vec or more, any other a row of whole vectors whose trailing runs of the reduced
+  // indices (reduction::vector_runs) are whole vectors too. A row held on chip walks vectors.
   const bool whole = *reduced % c.vec == 0;
-  const bool vectors = c.shift ? *reduced >= 2 * c.vec : whole;
+  std::string broken_run;  // a run that is not a multiple of vec
+  for (int a : vector_runs(*step.abi, *step.sk)) {
+    const std::vector<Dim> run(step.reduced.begin() + a, step.reduced.end());
+    if (*product(run, sizes) % c.vec != 0) broken_run = product_text(run);
+  }
+  const bool vectors = c.shift ? *reduced >= 2 * c.vec : whole && broken_run.empty();
   std::string loads;
   if (!vectors) {
-    loads = fmt::format(" (scalar loads: {} is {})", R,
-                        whole ? fmt::format("shorter than {}", 2 * c.vec)
-                              : fmt::format("not a multiple of {}", c.vec));
+    loads = fmt::format(" (scalar loads: {})",
+                        !whole    ? fmt::format("{} is not a multiple of {}", R, c.vec)
+                        : c.shift ? fmt::format("{} is shorter than {}", R, 2 * c.vec)
+                                  : fmt::format("each row's runs of {} elements are not a "
+                                                "multiple of {}",
+                                                broken_run, c.vec));
   } else if (!whole) {
     loads = fmt::format(
         " (shifted rows: {} is not a multiple of {}; vectors between each row's scalar head and "
         "tail)",
         R, c.vec);
   }
-  if (*reduced <= c.capacity() && (!c.shift || vectors)) {
+  // A looped row of scalars in a vectorized variant takes its own chunks (emit_rows).
+  const int64_t chunk = vectors || c.vec == 1
+                            ? c.capacity()
+                            : int64_t{c.group} * (steps_reduced_axes(*step.abi, *step.sk)
+                                                      ? reduction::kSteppedItems
+                                                      : reduction::kUnalignedItems);
+  if (*reduced <= c.capacity() && (c.vec == 1 || vectors)) {
     out.how = fmt::format("the row on chip, {} pass(es) over it, {} block(s){}", step.passes.held,
                           blocks, loads);
   } else {
-    out.how = fmt::format(
-        "loops over the row in chunks of {}{}, {} pass(es), {} block(s){}", c.capacity(),
-        c.fuse ? fmt::format(" fused ({})", fmt::join(step.passes.fused, "; ")) : "",
-        c.fuse ? step.passes.looped : step.passes.held, blocks, loads);
+    out.how =
+        fmt::format("loops over the row in chunks of {}{}, {} pass(es), {} block(s){}", chunk,
+                    c.fuse ? fmt::format(" fused ({})", fmt::join(step.passes.fused, "; ")) : "",
+                    c.fuse ? step.passes.looped : step.passes.held, blocks, loads);
   }
   return out;
 }

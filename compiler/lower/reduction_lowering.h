@@ -28,10 +28,7 @@ using llvm::BasicBlock;
 using llvm::Type;
 using llvm::Value;
 
-// Elements per iteration of a thread's scalar accesses in a vectorized variant (emit_rows).
-inline constexpr int kUnalignedItems = 4;
-// The same where a row over several reduced indices steps its points' offsets (row_groups).
-inline constexpr int kSteppedItems = 8;
+// kUnalignedItems and kSteppedItems: compiler/reduction_analysis.h.
 // Elements per iteration of a thread's loads through the strides when a tile does not fit.
 inline constexpr int kStridedItems = 8;
 // 16-byte vectors in flight per thread when a tile's copy reads columns (copy_columns).

@@ -173,6 +173,26 @@ TEST_CASE("explain's text says what runs, and how, at given sizes", "[plan][expl
   CHECK_THAT(rule, !Catch::Contains("runs:"));
 }
 
+TEST_CASE("explain says a row whose trailing runs are not whole vectors loops in scalars",
+          "[plan][explain]") {
+  // Batchnorm's sums over n, h, w of x[n, c, h, w]: the row's vectors stay inside each run of
+  // H x W elements (reduction::vector_runs), so a run of 49 takes the looped scalar path, in
+  // chunks of the group's threads x kSteppedItems, even where the row fits on chip.
+  Program p = parse_program(read_example("spatial_mean"));
+  const KernelDef* k = nullptr;
+  for (const KernelDef& d : p.kernels) k = d.name == "channel_sums" ? &d : k;
+  REQUIRE(k != nullptr);
+  const launch::DeviceFacts h200{132, true};
+  auto how = [&](int64_t H, int64_t W) {
+    return explain_kernel(*k, {{"N", 64}, {"C", 512}, {"H", H}, {"W", W}}, h200);
+  };
+  CHECK_THAT(how(7, 7), Catch::Contains("loops over the row in chunks of 1024, 1 pass(es), 512 "
+                                        "block(s) (scalar loads: each row's runs of H*W elements "
+                                        "are not a multiple of 4)"));
+  CHECK_THAT(how(9, 9), Catch::Contains("loops over the row in chunks of 2048"));
+  CHECK_THAT(how(8, 8), Catch::Contains("the row on chip, 1 pass(es) over it, 512 block(s)\n"));
+}
+
 TEST_CASE("looped single-pass rows run 128 threads per row from 8 rows per SM", "[plan][explain]") {
   Program p = parse_program(read_example("logsumexp"));
   const KernelDef& k = p.kernels[0];
