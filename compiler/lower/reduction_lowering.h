@@ -249,11 +249,14 @@ class ReductionLowering {
     AxisSteps group, point;  // threads x vec flat indices (a group's first point from the
                              // group before), and 1 (a point from the one before)
   };
+  // `whole`: every point of the chunk is in the row (a whole chunk, walk_chunks) and the
+  // row exists: no point is masked, clamped or compared with `limit`.
   struct Walk {
     int items, threads, vec;
     bool vector;
     Value* shift = nullptr;
     const RowSteps* steps = nullptr;
+    bool whole = false;
   };
   /// Elements per iteration of a thread's scalar accesses in a vectorized variant (rows not a
   /// multiple of vec): kUnalignedItems, or 8 through the strides or where the (not `held`)
@@ -263,6 +266,15 @@ class ReductionLowering {
   /// stepping) for a held row, which divides once per element and keeps no offsets across its
   /// passes, and where the kernel has one reduced index.
   RowSteps row_steps(int64_t threads_by_vec, bool held);
+  /// The accumulators of `pass` over a row's chunks [begin, end) (begin a multiple of `chunk`
+  /// from the row's start): in a kernel that steps its offsets (divides_), for a pass that
+  /// stores no elements, its whole chunks with make_groups(base, true), unmasked, where the
+  /// row exists (`valid`), then the rest (less than a chunk); else every chunk, masked, with
+  /// make_groups(base, false).
+  std::vector<Value*> walk_chunks(const std::vector<int>& pass,
+                                  const std::vector<std::vector<Value*>>& results, Value* begin,
+                                  int64_t chunk, Value* end, Value* valid,
+                                  llvm::function_ref<std::vector<Group>(Value*, bool)> make_groups);
   void branch_rows(Value* fits, Value* vec_ok);
   void branch_staged();
   void emit_rows(bool persistent, bool vector, bool staged = false, bool shifted = false);
@@ -285,6 +297,7 @@ class ReductionLowering {
                                  Value* grp, const std::vector<Value*>& partial);
   void rematerialize(std::vector<Group>& groups, int pass);
   Value* opaque_copy(Value* v, int tag);
+  Value* opaque_index(Value* v);
   void prefetch(std::vector<Group>& groups);
   void prefetch_weights();
   void stage_groups(std::vector<Group>& groups);

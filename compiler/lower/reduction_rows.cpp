@@ -209,13 +209,16 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, boo
   const ShiftedRow body = shifted ? shifted_row(rowc) : ShiftedRow{nullptr, R_, R_};
   Value *shift = body.shift, *body_end = body.body_end, *walked_to = body.walked;
   const RowSteps steps = row_steps(int64_t{T} * V, persistent);
-  auto make_groups = [&](Value* base) {
-    std::vector<Group> gs =
-        row_groups(base, body_end, {G, T, V, vector && V > 1, shift, &steps}, lane, valid, o);
+  // A whole chunk (walk_chunks) is walked only where the row exists: its points' `valid` is
+  // true.
+  auto make_groups = [&](Value* base, bool whole = false) {
+    Value* exists = whole ? b_.getTrue() : valid;
+    std::vector<Group> gs = row_groups(
+        base, body_end, {G, T, V, vector && V > 1, shift, &steps, whole}, lane, exists, o);
     if (staged) stage_groups(gs);
     if (shifted && !persistent) {  // the edges, with the first chunk
       gs.push_back(
-          row_edges(shift, body_end, b_.CreateICmpEQ(base, i64(0), "edges"), lane, valid, o));
+          row_edges(shift, body_end, b_.CreateICmpEQ(base, i64(0), "edges"), lane, exists, o));
     }
     return gs;
   };
@@ -271,7 +274,8 @@ void ReductionLowering::emit_rows(bool persistent, bool vector, bool staged, boo
       partial = run_pass(pass, held, results, initial(pass));
       if (shifted) held.pop_back();
     } else {
-      partial = chunk_loop(pass, results, i64(0), i64(int64_t{T} * V * G), walked_to, make_groups);
+      partial =
+          walk_chunks(pass, results, i64(0), int64_t{T} * V * G, walked_to, valid, make_groups);
     }
     partial =
         combine_rows(states_of(pass), partial, lane, grp, slot_base(passes, static_cast<int>(pi)));
@@ -309,17 +313,29 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
     Value* start = b_.CreateAdd(
         from, b_.CreateMul(b_.CreateAdd(i64(int64_t{c} * w.threads), lane), i64(w.vec)), "r0");
     // A vector (limit - start a multiple of vec) is in range as a whole or not at all.
-    Value* start_in = g.vector ? b_.CreateICmpULT(start, limit) : nullptr;
-    Value* vec_ok = g.vector ? b_.CreateAnd(valid, start_in) : nullptr;
-    Value* start_c = g.vector ? b_.CreateSelect(start_in, start, last_vector) : nullptr;
+    const bool check = g.vector && !w.whole;
+    Value* start_in = check ? b_.CreateICmpULT(start, limit) : nullptr;
+    Value* vec_ok = check ? b_.CreateAnd(valid, start_in) : valid;
+    Value* start_c = check ? b_.CreateSelect(start_in, start, last_vector) : start;
     for (int v = 0; v < w.vec; ++v) {
       Point p;
       p.o = o;
       Value* r = b_.CreateAdd(start, i64(v));
-      p.ok = g.vector ? vec_ok : b_.CreateAnd(valid, b_.CreateICmpULT(r, limit));
-      Value* inside = g.vector ? start_in : b_.CreateICmpULT(r, R_);
-      p.r = g.vector ? b_.CreateAdd(start_c, i64(v))
-                     : b_.CreateSelect(inside, r, b_.CreateSub(R_, i64(1)));
+      // `inside`: the point is an element of the row (else it reads the row's last, or with
+      // steps the chunk's first point's); null in a whole chunk, where every point is.
+      Value* inside = nullptr;
+      if (w.whole) {
+        p.ok = valid;
+        p.r = c == 0 && v == 0 && stepping ? opaque_index(r) : r;
+      } else if (g.vector) {
+        p.ok = vec_ok;
+        inside = start_in;
+        p.r = b_.CreateAdd(start_c, i64(v));
+      } else {
+        p.ok = b_.CreateAnd(valid, b_.CreateICmpULT(r, limit));
+        inside = b_.CreateICmpULT(r, R_);
+        p.r = b_.CreateSelect(inside, r, b_.CreateSub(R_, i64(1)));
+      }
       if (stepping) {
         const bool origin = c == 0 && v == 0;
         const AxisSteps& by = v == 0 ? w.steps->group : w.steps->point;
@@ -336,10 +352,11 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
               off = b_.CreateAdd(off, b_.CreateSelect(at.wraps[a], os.wrap[a], i64(0)));
             }
             off = b_.CreateAdd(off, os.step, "off");
+            if (w.whole) off = opaque_index(off);
           }
           at_off[key] = off;
           if (v == 0) head_off[key] = off;
-          p.offsets[key] = origin ? off : b_.CreateSelect(inside, off, first.at(key));
+          p.offsets[key] = origin || !inside ? off : b_.CreateSelect(inside, off, first.at(key));
         }
         if (v == 0) head = at;
       }
@@ -364,6 +381,38 @@ int ReductionLowering::scalar_items(bool held) const {
 ReductionLowering::RowSteps ReductionLowering::row_steps(int64_t threads_by_vec, bool held) {
   if (held) return {};
   return {axis_steps(threads_by_vec), axis_steps(1)};
+}
+
+// Whole chunks as the outer kernels walk them (outer_chunks), where a row steps its points'
+// offsets (several reduced indices apart: divides_): a looped row of 64 x 7 x 7 f32 elements
+// (batchnorm's sums over N, H, W) spent about a third of a point's instructions on its range
+// test, its clamps and its masks (v5's loop: 175 -> 129 PTX instructions for 8 points). On an
+// H200 (bench/results/2026-12-02-h200-whole-chunks, call 3) such kernels took 0.76-0.98 of
+// their time: per-channel sums of [64, 512, 7, 7] 8.9 -> 8.4 us (Nsight Compute: 2.40M ->
+// 1.87M warp instructions), of [128, 128, 17, 17] 16.0 -> 13.7, bf16 means over
+// [16, 512, 3001] 42.7 -> 32.5. Elsewhere a chunk's masks cost little and taking them away
+// cost more: unmasked, nvJitLink gave the kernels of the other rows more registers (call 2:
+// a bf16 softmax's 64-thread tier 40 -> 47, its held rows of 1024 33.3 -> 35.0 us; the split
+// row sum of 2^26 f32 40 -> 51, 65.0 -> 66.7 us; call 3, scalar walks only: a looped f32 row
+// sum of 1024 x 65536 62.9 -> 63.7). Nor a pass that stores elements: unconditional, its
+// stores let ptxas load a whole chunk's inputs ahead of them, and a kernel's registers are
+// those of its hungriest path, the held row's too (call 1: an f32 layernorm's shifted 64-thread
+// tier, held at rows of 1023, 77 -> 120 registers, 39.1 -> 44.5 us).
+std::vector<Value*> ReductionLowering::walk_chunks(
+    const std::vector<int>& pass, const std::vector<std::vector<Value*>>& results, Value* begin,
+    int64_t chunk, Value* end, Value* valid,
+    llvm::function_ref<std::vector<Group>(Value*, bool)> make_groups) {
+  auto masked = [&](Value* base) { return make_groups(base, false); };
+  if (!divides_ || std::any_of(pass.begin(), pass.end(),
+                               [&](int i) { return prog_.items[i].kind == Item::element_store; })) {
+    return chunk_loop(pass, results, begin, i64(chunk), end, masked);
+  }
+  Value* len = b_.CreateSelect(b_.CreateICmpULT(begin, end), b_.CreateSub(end, begin), i64(0));
+  Value* whole = b_.CreateAdd(begin, b_.CreateMul(b_.CreateUDiv(len, i64(chunk)), i64(chunk)));
+  Value* whole_end = b_.CreateSelect(valid, whole, begin, "whole.end");
+  std::vector<Value*> acc = chunk_loop(pass, results, begin, i64(chunk), whole_end,
+                                       [&](Value* base) { return make_groups(base, true); });
+  return chunk_loop(pass, results, whole_end, i64(chunk), end, masked, acc);
 }
 
 ReductionLowering::ShiftedRow ReductionLowering::shifted_row(Value* row) {
@@ -552,6 +601,18 @@ Value* ReductionLowering::opaque_copy(Value* v, int tag) {
     out = b_.CreateInsertElement(out, b_.CreateCall(asm_fn, {b_.CreateExtractElement(x, i)}), i);
   }
   return b_.CreateBitCast(out, t);
+}
+
+// v (i64) through a PTX mov: equal to v, but opaque to LLVM, which then cannot rewrite a
+// whole chunk's stepped offsets and coordinates from the chunk's first (without the masks'
+// selects between them, it did: each point's offset recomputed from the division, 64-bit
+// multiplies and sums growing with the point's place, 187 PTX instructions a loop of 8 points
+// where the masked loop took 175 and the stepped one takes 129).
+Value* ReductionLowering::opaque_index(Value* v) {
+  auto* fty = llvm::FunctionType::get(b_.getInt64Ty(), {b_.getInt64Ty()}, false);
+  auto* asm_fn = llvm::InlineAsm::get(fty, "mov.b64 $0, $1; // stepped", "=l,l",
+                                      /*hasSideEffects=*/false);
+  return b_.CreateCall(asm_fn, {v});
 }
 
 // Issues every load of the row's own elements for `groups` now (persistent rows): the loads

@@ -105,22 +105,25 @@ void ReductionLowering::emit_split(Value* vec_ok) {
       Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
       end = b_.CreateSelect(b_.CreateICmpULT(end, walked), end, walked, "end");
       const RowSteps steps = row_steps(int64_t{T} * V, false);
-      auto make_groups = [&](Value* base) {
+      // A whole chunk (walk_chunks) is walked only where the row exists.
+      auto make_groups = [&](Value* base, bool whole) {
+        Value* exists = whole ? b_.getTrue() : valid;
         if (!shifted) {
-          return row_groups(base, end, {G, T, V, vector && V > 1, nullptr, &steps}, tid_, valid, o);
+          return row_groups(base, end, {G, T, V, vector && V > 1, nullptr, &steps, whole}, tid_,
+                            exists, o);
         }
         std::vector<Group> gs = row_groups(base, b_.CreateAdd(shift, end),
-                                           {G, T, V, true, shift, &steps}, tid_, valid, o);
+                                           {G, T, V, true, shift, &steps, whole}, tid_, exists, o);
         gs.push_back(row_edges(shift, body_end,
-                               b_.CreateAnd(first_slice, b_.CreateICmpEQ(base, begin)), tid_, valid,
-                               o));
+                               b_.CreateAnd(first_slice, b_.CreateICmpEQ(base, begin)), tid_,
+                               exists, o));
         return gs;
       };
       for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
         const std::vector<int>& pass = prog_.passes[pi];
         if (plan.phase_of[pi] != k || prog_.items[pass[0]].kind == Item::row_store) continue;
         std::vector<Value*> partial =
-            chunk_loop(pass, results, begin, i64(chunk), end, make_groups);
+            walk_chunks(pass, results, begin, chunk, end, valid, make_groups);
         std::vector<int> reds = reductions_of(pass);
         if (reds.empty()) continue;
         // prog_.passes never fuse (step 3): one accumulator per reduction, as a record has.

@@ -53,6 +53,7 @@ for pattern, repl in [
          "call i32 @sim_mov32("),
         (r'call i64 asm sideeffect "mov\.b64 \$0, \$1; // per tile", "=l,l"\(',
          "call i64 @sim_mov64("),
+        (r'call i64 asm "mov\.b64 \$0, \$1; // stepped", "=l,l"\(', "call i64 @sim_mov64("),
         (r'call i32 asm "shf\.r\.wrap\.b32 \$0, \$1, \$2, \$3;", "=r,r,r,r"\(',
          "call i32 @sim_shf_r_wrap("),
         (r'call i32 asm "mov\.u32 \$0, %dynamic_smem_size;", "=r"\(\)', f"add i32 {smem}, 0"),
