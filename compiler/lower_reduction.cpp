@@ -116,7 +116,7 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
     // Vectors along a trailing run of the reduced indices (reduction_analysis.h) stay inside
     // it when its length is a multiple of vec too.
     if (shape_ == StepKind::row_reduction) {
-      for (int a : vector_runs(abi_, sk_)) {
+      for (int a : suffix_runs(prog_)) {
         vec_ok = b_.CreateAnd(
             vec_ok,
             b_.CreateICmpEQ(b_.CreateURem(suffix_[static_cast<size_t>(a)], i64(V)), i64(0)));

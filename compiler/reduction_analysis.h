@@ -63,9 +63,10 @@ TileShape tile_shape(const KernelDef& abi, const ScheduledKernel& sk);
 bool steps_reduced_axes(const KernelDef& abi, const ScheduledKernel& sk);
 
 /// The reduced indices that start the trailing runs a row reduction's vectors stay inside
-/// (suffix_runs of its program): its rows walk vectors only where R and the length of each
-/// such run (the product of the reduced extents from it on) are multiples of the vector
-/// (compiler/lower_reduction.cpp); `kiln explain` reads the same. Empty for other kinds.
+/// (reduction::suffix_runs of its program, which the lowering reads from the program it
+/// already holds): its rows walk vectors only where R and the length of each such run (the
+/// product of the reduced extents from it on) are multiples of the vector
+/// (compiler/lower_reduction.cpp), as `kiln explain` says. Empty for other kinds.
 std::vector<int> vector_runs(const KernelDef& abi, const ScheduledKernel& sk);
 
 /// Where such a kernel steps some reduced indices as one coordinate
@@ -93,6 +94,10 @@ namespace reduction {
 // (steps_reduced_axes). `kiln explain` counts a looped row's scalar chunks with them.
 inline constexpr int kUnalignedItems = 4;
 inline constexpr int kSteppedItems = 8;
+/// A looped (not held) row's scalar walk in a vectorized variant, by whether it steps.
+inline int looped_scalar_items(bool steps) {
+  return steps ? kSteppedItems : kUnalignedItems;
+}
 
 /// The canonical name of the reduced index, and of row dimension d (`_o<d>`). A reduction
 /// over several indices runs as one flat index `_r` of R elements (their product, the first

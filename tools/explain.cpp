@@ -140,9 +140,8 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
   // A looped row of scalars in a vectorized variant takes its own chunks (emit_rows).
   const int64_t chunk = vectors || c.vec == 1
                             ? c.capacity()
-                            : int64_t{c.group} * (steps_reduced_axes(*step.abi, *step.sk)
-                                                      ? reduction::kSteppedItems
-                                                      : reduction::kUnalignedItems);
+                            : int64_t{c.group} * reduction::looped_scalar_items(
+                                                     steps_reduced_axes(*step.abi, *step.sk));
   if (*reduced <= c.capacity() && (c.vec == 1 || vectors)) {
     out.how = fmt::format("the row on chip, {} pass(es) over it, {} block(s){}", step.passes.held,
                           blocks, loads);

@@ -68,6 +68,12 @@ std::vector<Value*> ReductionLowering::counted_loop(
   return test == Test::top ? std::vector<Value*>(phis.begin(), phis.end()) : next;
 }
 
+Value* ReductionLowering::whole_chunks_end(Value* begin, Value* end, int64_t chunk, Value* walks) {
+  Value* len = b_.CreateSelect(b_.CreateICmpULT(begin, end), b_.CreateSub(end, begin), i64(0));
+  Value* whole = b_.CreateAdd(begin, b_.CreateMul(b_.CreateUDiv(len, i64(chunk)), i64(chunk)));
+  return b_.CreateSelect(walks, whole, begin, "unmasked.end");
+}
+
 // Row coordinates of flat row `row` (i64), outermost first.
 std::vector<Value*> ReductionLowering::coords_of(Value* row) {
   std::vector<Value*> o(rank_);

@@ -152,6 +152,8 @@ class ReductionLowering {
   // ---- reduction_common.cpp ------------------------------------------------------------
   // Structure.
   void branch2(Value* cond, llvm::function_ref<void(bool)> body);
+  // The end of the whole chunks of `chunk` steps in [begin, end), or begin where !`walks`.
+  Value* whole_chunks_end(Value* begin, Value* end, int64_t chunk, Value* walks);
   std::vector<Value*> counted_loop(
       const LoopNames& names, Value* begin, Value* end, llvm::function_ref<Value*()> step,
       const std::vector<Carried>& carried,

@@ -137,11 +137,9 @@ std::vector<Value*> ReductionLowering::outer_chunks(const std::vector<int>& pass
   const int Y = cfg_.group;
   const int U = vector || cfg_.vec == 1 ? cfg_.items : std::max(1, cfg_.items / cfg_.vec);
   const int64_t chunk = int64_t{Y} * U;
-  Value* len = b_.CreateSelect(b_.CreateICmpULT(begin, end), b_.CreateSub(end, begin), i64(0));
-  Value* whole = b_.CreateAdd(begin, b_.CreateMul(b_.CreateUDiv(len, i64(chunk)), i64(chunk)));
   // Whole chunks for a thread whose columns all exist (vectors), or any of them (scalars).
-  Value* chunked = vector ? c.valid[cfg_.vec - 1] : c.valid[0];
-  Value* unmasked_end = b_.CreateSelect(chunked, whole, begin, "unmasked.end");
+  Value* unmasked_end =
+      whole_chunks_end(begin, end, chunk, vector ? c.valid[cfg_.vec - 1] : c.valid[0]);
   // A prefetching config loads each whole chunk an iteration ahead (chunk_loop): ptxas then
   // cannot let a chunk's loads wait on its sums (compiler/config.cpp prefetching_outer_configs).
   // Not where the pass stores elements (its stores would need the chunk's masks).

@@ -375,7 +375,7 @@ std::vector<Group> ReductionLowering::row_groups(Value* base, Value* limit, Walk
 // 10.0 -> 9.0, the others level (bench/results/2026-12-01-h200-row-steps, call 5).
 int ReductionLowering::scalar_items(bool held) const {
   if (cfg_.strided && !tile_pitch_) return kStridedItems;
-  return !held && divides_ ? kSteppedItems : kUnalignedItems;
+  return held ? kUnalignedItems : looped_scalar_items(divides_);
 }
 
 ReductionLowering::RowSteps ReductionLowering::row_steps(int64_t threads_by_vec, bool held) {
@@ -407,9 +407,7 @@ std::vector<Value*> ReductionLowering::walk_chunks(
                                [&](int i) { return prog_.items[i].kind == Item::element_store; })) {
     return chunk_loop(pass, results, begin, i64(chunk), end, masked);
   }
-  Value* len = b_.CreateSelect(b_.CreateICmpULT(begin, end), b_.CreateSub(end, begin), i64(0));
-  Value* whole = b_.CreateAdd(begin, b_.CreateMul(b_.CreateUDiv(len, i64(chunk)), i64(chunk)));
-  Value* whole_end = b_.CreateSelect(valid, whole, begin, "whole.end");
+  Value* whole_end = whole_chunks_end(begin, end, chunk, valid);
   std::vector<Value*> acc = chunk_loop(pass, results, begin, i64(chunk), whole_end,
                                        [&](Value* base) { return make_groups(base, true); });
   return chunk_loop(pass, results, whole_end, i64(chunk), end, masked, acc);
