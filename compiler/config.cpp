@@ -130,16 +130,30 @@ ReductionConfig row_config(int group, int vec, int items, int block = 0) {
 // per thread win once registers stay low (bf16 layernorm of 4096: 128 threads x 32 elements
 // 140.4 us, 256 x 16 148.5 us, 512 x 8 255.6 us; softmax of 8192: 256 x 32 69.7 us, 512 x 16
 // 78.1 us). 1024 threads x 32 elements would spill (64 registers at most).
+// Spread tiers (rows that one pass reads and whose elements nothing stores, of 4-byte
+// vectors: StepPlan::spread_tiers): the rows of 1025 .. 8192 on twice the threads with 16
+// elements each (128 .. 512 threads), the same limits. Measured on an H200
+// (bench/results/2026-12-02-h200-spread-rows, calls 1 and 3): f32 sums, maxima and dot products
+// of rows of 1500, 3000 and 6000 at 264 to 16896 rows took 0.82-0.99 of the packed tier's time
+// at all 54 shapes (sums of 264 x 1500 5.6 -> 4.8 us, 16896 x 1500 27.4 -> 26.2, maxima of
+// 4224 x 6000 27.3 -> 26.2); at 12000 (512 -> 1024 threads) 0.91-1.08, so the 16384 tier stays.
+// Where the row is read twice or stored, or its elements are 2 bytes, spreading was level or
+// slower: f32 means and variances 0.98-1.06 (1.25-1.73 at 12000), f32 softmax 0.94-1.06, bf16
+// sums 1.00-1.23, bf16 softmax and layernorm 0.91-1.36.
 constexpr int kLargestTierGroup = 512;
 constexpr int kManyRowsGroup = 128;
-bool is_tier(const ReductionConfig& c, int max_vec) {
+bool is_tier(const ReductionConfig& c, int max_vec, bool spread) {
   const int items = tier_items(max_vec);
   if (c.split || c.fuse || c.stage || c.shift || c.vec != max_vec ||
       c.block != std::max(c.group, 128)) {
     return false;
   }
-  return (c.group <= 64 && c.items == items) ||
-         (c.group >= 64 && c.group <= kLargestTierGroup && c.items == 2 * items);
+  if (c.group <= 64 && c.items == items) return true;  // rows of up to 1024
+  if (spread) {
+    return (c.group >= 128 && c.group <= kLargestTierGroup && c.items == items) ||
+           (c.group == kLargestTierGroup && c.items == 2 * items);
+  }
+  return c.group >= 64 && c.group <= kLargestTierGroup && c.items == 2 * items;
 }
 
 }  // namespace
@@ -200,8 +214,9 @@ std::vector<ReductionConfig> staged_row_configs(int max_vec) {
   return out;
 }
 
-int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, LoopedFusion looped) {
-  if (!c.fuse) return is_tier(c, max_vec) ? c.capacity() : 0;
+int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, LoopedFusion looped,
+                            bool spread) {
+  if (!c.fuse) return is_tier(c, max_vec, spread) ? c.capacity() : 0;
   // Measured on an H200 (bench/results/2026-11-21-h200-reductions-run5.log, D): looped rows
   // of 65536, mean_var 132.3 -> 82.4 us and logsumexp 131.1 -> 73.9 us fused (one pass),
   // but softmax 101.3 -> 105.3 us and layernorm 108.4 -> 111.0 us (two passes either way).
@@ -211,7 +226,7 @@ int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec, LoopedFusion 
   // 65536 357.2 against 342.0; 1.28x faster at 2048 x 131072); layernorm level or slower.
   ReductionConfig unfused = c;
   unfused.fuse = false;
-  if (looped == LoopedFusion::none || !is_tier(unfused, max_vec)) return 0;
+  if (looped == LoopedFusion::none || !is_tier(unfused, max_vec, spread)) return 0;
   if (c.group != kLargestTierGroup && (c.group != kManyRowsGroup || looped != LoopedFusion::many)) {
     return 0;
   }
@@ -231,8 +246,8 @@ int64_t row_many_rows_per_sm(const ReductionConfig& c, int max_vec, LoopedFusion
 }
 
 std::optional<ReductionConfig> row_shift_twin(const ReductionConfig& c, int max_vec,
-                                              LoopedFusion looped) {
-  if (c.vec == 1 || c.shift || c.strided || row_heuristic_limit(c, max_vec, looped) == 0) {
+                                              LoopedFusion looped, bool spread) {
+  if (c.vec == 1 || c.shift || c.strided || row_heuristic_limit(c, max_vec, looped, spread) == 0) {
     return std::nullopt;
   }
   ReductionConfig twin = c;

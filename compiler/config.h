@@ -137,7 +137,7 @@ struct ReductionConfig {
 };
 
 /// Row reductions: the heuristic's tiers (one row per 8 .. 64 threads with 16 elements per
-/// thread, then 64 .. 512 threads with 32; see row_heuristic_limit), variants with other
+/// thread, then 64 .. 512 threads with 32, or spread; see row_heuristic_limit), variants with other
 /// splits, scalar variants for pointers that are not 16-byte aligned, the split variants,
 /// and, for a kernel whose looped rows can fuse (`fusable`), a fused copy of every variant
 /// that is not split, after all the others (the unfused variants keep their places).
@@ -153,9 +153,10 @@ enum class LoopedFusion { none, largest, many };
 /// the largest tier loop; unless `looped` is none, the fused copy of the largest tier is the
 /// tier for every longer row (limit INT64_MAX), and with `many` the fused copy of the
 /// 128-thread tier too (row_many_rows_per_sm); shorter rows, which stay on chip and never
-/// fuse, keep the unfused tiers.
+/// fuse, keep the unfused tiers. With `spread` (StepPlan::spread_tiers) the tiers of 2048 ..
+/// 8192 are 128 .. 512 threads with 16 elements each, not 64 .. 256 with 32.
 int64_t row_heuristic_limit(const ReductionConfig& c, int max_vec,
-                            LoopedFusion looped = LoopedFusion::none);
+                            LoopedFusion looped = LoopedFusion::none, bool spread = false);
 /// The rows per SM from which a tier replaces the others of its limit (bundle/rule.h), or 0:
 /// the fused 128-thread tier of LoopedFusion::many, from kManyRowsPerSm rows per SM.
 int64_t row_many_rows_per_sm(const ReductionConfig& c, int max_vec, LoopedFusion looped);
@@ -179,7 +180,7 @@ std::vector<ReductionConfig> staged_row_configs(int max_vec);
 /// The shifting twin of row config `c` (ReductionConfig::shift), or nullopt when it has none:
 /// every heuristic tier (row_heuristic_limit > 0) with vec > 1 has one.
 std::optional<ReductionConfig> row_shift_twin(const ReductionConfig& c, int max_vec,
-                                              LoopedFusion looped);
+                                              LoopedFusion looped, bool spread = false);
 /// The variant that replaces heuristic tier `c` (unfused, 64+ threads a row: rows of 1024
 /// elements or more) on few rows, at most one block per SM (bundle/rule.h), in a kernel whose
 /// element stores read an input that is the same for every row (a norm's weight:

@@ -197,7 +197,8 @@ void plan_variants(StepPlan& step) {
       for (const ReductionConfig& c : rows) space.push_back(c);
       // The tiers' shifting twins, then the staging variants: the ids of the row space stay.
       for (size_t i = 0; i < rows.size(); ++i) {
-        if (auto twin = row_shift_twin(rows[i], step.max_vec, step.looped_fusion())) {
+        if (auto twin =
+                row_shift_twin(rows[i], step.max_vec, step.looped_fusion(), step.spread_tiers())) {
           twins.emplace_back(i, space.size());
           space.push_back(*twin);
         }
@@ -211,7 +212,8 @@ void plan_variants(StepPlan& step) {
         std::set<size_t> with_twin;  // few-rows variants whose twin is in the space
         for (size_t i = 0; i < rows.size(); ++i) {
           const std::optional<ReductionConfig> few = row_few_rows_config(rows[i], step.max_vec);
-          if (!few || row_shift_twin(rows[i], step.max_vec, step.looped_fusion()) == std::nullopt)
+          if (!few || row_shift_twin(rows[i], step.max_vec, step.looped_fusion(),
+                                     step.spread_tiers()) == std::nullopt)
             continue;
           const auto at =
               static_cast<size_t>(std::find(rows.begin(), rows.end(), *few) - rows.begin());
@@ -422,6 +424,11 @@ int StepPlan::looping_passes() const {
   return looped_fusion() != LoopedFusion::none ? passes.looped : passes.held;
 }
 
+bool StepPlan::spread_tiers() const {
+  return kind == bundle::StepKind::row_reduction && max_vec == 4 && passes.held == 1 &&
+         !passes.stores_elements;
+}
+
 LoopedFusion StepPlan::looped_fusion() const {
   if (passes.fused.empty()) return LoopedFusion::none;
   if (passes.looped == 1) return LoopedFusion::many;
@@ -480,7 +487,7 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
   v.block_threads = c.block;
   v.elements_per_block = rows_per_block(step.kind, c);
   if (row && !c.strided) {
-    v.max_reduced = row_heuristic_limit(c, step.max_vec, step.looped_fusion());
+    v.max_reduced = row_heuristic_limit(c, step.max_vec, step.looped_fusion(), step.spread_tiers());
     v.min_rows_per_sm = row_many_rows_per_sm(c, step.max_vec, step.looped_fusion());
   }
   // Outer steps: the variants the rule runs for short columns carry their limit (bundle/rule.h).
@@ -1074,6 +1081,12 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
       line(fmt::format("{}variant {} ({}): {} columns per block, {} x {} steps of {} in flight",
                        sv >= 0 ? "  " : "", step.default_variant, config_text(def.config),
                        def.elements_per_block, c.group, c.items, R));
+    }
+    if (step.spread_tiers() && !tiers.empty()) {
+      line(fmt::format(
+          "{}(one pass over the row, no element stores, 4-byte vectors: rows of 1025 .. 8192 "
+          "spread over twice the threads with 16 elements each, measured faster)",
+          sv >= 0 ? "  " : ""));
     }
     for (size_t t = 0; t < tiers.size(); ++t) {
       const auto [limit, vi] = tiers[t];

@@ -121,6 +121,9 @@ struct StepPlan {
   /// one pass, `largest` for two passes whose fusions are all online max+sum over elements of
   /// 4 bytes or more (max_vec <= 4), else `none`.
   LoopedFusion looped_fusion() const;
+  /// Row reductions whose tiers of 2048 .. 8192 are spread (config.h row_heuristic_limit): one
+  /// pass over the row, no element stores, 4-byte vectors of 4 (f32 and 32-bit integers).
+  bool spread_tiers() const;
   /// Row reductions: the passes over a row of the tier the rule runs for rows too long to hold
   /// (the fused tier's passes.looped unless looped_fusion() is none, else passes.held).
   int looping_passes() const;

@@ -682,6 +682,7 @@ RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk) {
     }));
   };
   RowPasses out{walks(p.passes), walks(p.looped), {}};
+  out.stores_elements = stores_elements(p);
   for (const Item& it : p.items) {
     if (it.fusion == Fusion::none) continue;
     out.welford = out.welford || it.fusion != Fusion::online;

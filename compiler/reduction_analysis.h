@@ -39,6 +39,7 @@ struct RowPasses {
   int held = 0, looped = 0;
   std::vector<std::string> fused;
   bool welford = false;  // some fusion is a Welford mean+variance (else all are online max+sum)
+  bool stores_elements = false;  // some statement stores an output at each element of a row
 };
 RowPasses row_passes(const KernelDef& abi, const ScheduledKernel& sk);
 

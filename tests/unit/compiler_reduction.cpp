@@ -162,17 +162,72 @@ TEST_CASE("a reduction and an unrelated pointwise output are two steps of one ke
 
 TEST_CASE("row reduction tiers cover row lengths without gaps", "[compiler][reduction]") {
   for (int max_vec : {4, 8}) {
-    std::vector<ReductionConfig> space = row_reduction_space(max_vec);
-    std::vector<int64_t> limits;
-    for (const ReductionConfig& c : space) {
-      CHECK(c.block % c.group == 0);
-      CHECK(c.block <= 1024);
-      if (int64_t l = row_heuristic_limit(c, max_vec); l > 0) limits.push_back(l);
+    for (bool spread : {false, true}) {
+      std::vector<ReductionConfig> space = row_reduction_space(max_vec);
+      std::vector<int64_t> limits;
+      for (const ReductionConfig& c : space) {
+        CHECK(c.block % c.group == 0);
+        CHECK(c.block <= 1024);
+        const int64_t l = row_heuristic_limit(c, max_vec, LoopedFusion::none, spread);
+        if (l == 0) continue;
+        limits.push_back(l);
+        // Rows of 2048 .. 8192: 64 .. 256 threads with 32 elements each, or spread over twice
+        // the threads with 16; the others the same either way.
+        const int64_t elements = int64_t{c.vec} * c.items;
+        if (l >= 2048 && l <= 8192) {
+          CHECK(elements == (spread ? 16 : 32));
+        } else {
+          CHECK(l == row_heuristic_limit(c, max_vec));
+        }
+        CHECK(row_shift_twin(c, max_vec, LoopedFusion::none, spread).has_value());
+      }
+      std::sort(limits.begin(), limits.end());
+      REQUIRE(limits.size() == 8);
+      CHECK(limits.front() == 128);
+      for (size_t i = 1; i < limits.size(); ++i) CHECK(limits[i] == 2 * limits[i - 1]);
     }
-    std::sort(limits.begin(), limits.end());
-    REQUIRE(!limits.empty());
-    for (size_t i = 1; i < limits.size(); ++i) CHECK(limits[i] == 2 * limits[i - 1]);
+    const std::vector<ReductionConfig> space = row_reduction_space(max_vec);
     CHECK(std::count(space.begin(), space.end(), default_row_config(max_vec)) == 1);
+  }
+}
+
+TEST_CASE("rows that one pass reads and nothing stores per element, of f32, spread their tiers",
+          "[compiler][reduction]") {
+  auto tiers_of = [](const char* spec) {
+    std::unique_ptr<KernelPlan> plan = plan_kernel(parse_program(spec).kernels[0]);
+    REQUIRE(plan->steps.size() == 1);
+    const StepPlan& step = plan->steps[0];
+    std::map<int64_t, int> groups;  // tier limit -> threads a row
+    for (const PlannedVariant& v : step.variants) {
+      if (v.max_reduced > 0 && v.max_reduced <= 16384) {
+        groups[v.max_reduced] = std::get<ReductionConfig>(v.config).group;
+      }
+    }
+    return std::pair{step.spread_tiers(), groups};
+  };
+  const std::map<int64_t, int> packed{{128, 8},   {256, 16},   {512, 32},   {1024, 64},
+                                      {2048, 64}, {4096, 128}, {8192, 256}, {16384, 512}};
+  const std::map<int64_t, int> spread{{128, 8},    {256, 16},   {512, 32},   {1024, 64},
+                                      {2048, 128}, {4096, 256}, {8192, 512}, {16384, 512}};
+  // One pass, row-level stores only: sums, a dot product of two rows, two sums at once.
+  for (const char* spec :
+       {"kernel k(x: f32[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }",
+        "kernel k(x: f32[M, N], y: f32[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j] * y[i, j], j) "
+        "}",
+        "kernel k(x: i32[M, N]) -> (s: i32[M], t: i32[M]) {\n s[i] = max(x[i, j], j)\n"
+        " t[i] = sum(x[i, j], j)\n}"}) {
+    INFO(spec);
+    CHECK(tiers_of(spec) == std::pair{true, spread});
+  }
+  // Two passes, an element store, 2-byte elements: packed.
+  for (const char* spec :
+       {"kernel k(x: f32[M, N]) -> (m: f32[M], v: f32[M]) {\n m[i] = mean(x[i, j], j)\n"
+        " v[i] = mean((x[i, j] - m[i]) * (x[i, j] - m[i]), j)\n}",
+        "kernel k(x: f32[M, N]) -> (y: f32[M, N]) {\n s[i] = sum(x[i, j], j)\n"
+        " y[i, j] = x[i, j] / s[i]\n}",
+        "kernel k(x: bf16[M, N]) -> (s: f32[M]) { s[i] = sum(x[i, j], j) }"}) {
+    INFO(spec);
+    CHECK(tiers_of(spec) == std::pair{false, packed});
   }
 }
 
@@ -1446,10 +1501,12 @@ TEST_CASE(
     "reduction: row images below the occupancy target keep a whole program that fits "
     "twice the blocks",
     "[reduction]") {
+  // Batchnorm's statistics, two passes over each channel (one-pass f32 rows are spread, and
+  // their tiers of 16 elements a thread fit their blocks either way).
   Program p = parse_program(
-      "kernel channel_sums(x: f32[N, C, H, W]) -> (s: f32[C], q: f32[C]) {\n"
-      "  s[c] = sum(x[n, c, h, w], n, h, w)\n"
-      "  q[c] = sum(x[n, c, h, w] * x[n, c, h, w], n, h, w)\n}\n");
+      "kernel channel_var(x: f32[N, C, H, W]) -> (m: f32[C], v: f32[C]) {\n"
+      "  m[c] = mean(x[n, c, h, w], n, h, w)\n"
+      "  v[c] = mean((x[n, c, h, w] - m[c]) * (x[n, c, h, w] - m[c]), n, h, w)\n}\n");
   const std::optional<CompiledBundle> compiled = testing::compile_with_cubins(p, {"sm_90"});
   if (!compiled) return;
   int whole = 0;
@@ -1459,7 +1516,9 @@ TEST_CASE(
     const int separate = sm90_blocks(a.separate.registers, v.block_threads);
     INFO(v.entry << ": shipped " << a.shipped.registers << ", relocatable " << a.separate.registers
                  << ", whole " << a.whole.registers);
-    CHECK(a.shipped.spill_bytes == 0);
+    // 1024 threads hold 64 registers at most (the register file): the split variant of that
+    // block (the tuner's) spills 72 bytes there, nvJitLink's image as much.
+    if (v.block_threads < 1024) CHECK(a.shipped.spill_bytes == 0);
     // One row a block (block == group): the image fits as many blocks as nvJitLink's or more.
     if (v.config.at("block") == v.config.at("group") && !v.config.count("stage")) {
       CHECK(shipped >= separate);
