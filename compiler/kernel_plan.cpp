@@ -1084,8 +1084,8 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     }
     if (step.spread_tiers() && !tiers.empty()) {
       line(fmt::format(
-          "{}(one pass over the row, no element stores, 4-byte vectors: rows of 1025 .. 8192 "
-          "spread over twice the threads with 16 elements each, measured faster)",
+          "{}(spread tiers: one pass over the row, no element stores, 4-byte vectors; twice "
+          "the threads a row with half the elements each, measured faster)",
           sv >= 0 ? "  " : ""));
     }
     for (size_t t = 0; t < tiers.size(); ++t) {

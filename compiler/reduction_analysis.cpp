@@ -50,6 +50,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "compiler/plan.h"
@@ -719,10 +720,25 @@ bool reads_row_invariant_inputs(const KernelDef& abi, const ScheduledKernel& sk)
   return !reduction::row_invariant_loads(canonicalize(abi, sk, false), abi.params()).empty();
 }
 
+namespace {
+
+// The canonical program of `sk` where it steps its points' offsets (steps_reduced_axes), else
+// nullopt.
+std::optional<reduction::Program> stepping_program(const KernelDef& abi,
+                                                   const ScheduledKernel& sk) {
+  if ((sk.kind != StepKind::row_reduction && sk.kind != StepKind::outer_reduction) ||
+      sk.reduced.size() < 2) {
+    return std::nullopt;
+  }
+  reduction::Program p = canonicalize(abi, sk, false);
+  if (!reduction::divides_reduced(p, abi.params())) return std::nullopt;
+  return p;
+}
+
+}  // namespace
+
 bool steps_reduced_axes(const KernelDef& abi, const ScheduledKernel& sk) {
-  if (sk.kind != StepKind::row_reduction && sk.kind != StepKind::outer_reduction) return false;
-  return sk.reduced.size() > 1 &&
-         reduction::divides_reduced(canonicalize(abi, sk, false), abi.params());
+  return stepping_program(abi, sk).has_value();
 }
 
 std::vector<int> vector_runs(const KernelDef& abi, const ScheduledKernel& sk) {
@@ -732,9 +748,10 @@ std::vector<int> vector_runs(const KernelDef& abi, const ScheduledKernel& sk) {
 }
 
 std::string stepped_axes_text(const KernelDef& abi, const ScheduledKernel& sk) {
-  if (!steps_reduced_axes(abi, sk)) return "";
+  const std::optional<reduction::Program> p = stepping_program(abi, sk);
+  if (!p) return "";
   const std::vector<std::pair<int, int>> groups =
-      reduction::stepped_axis_groups(canonicalize(abi, sk, false), abi.params(), sk.reduced);
+      reduction::stepped_axis_groups(*p, abi.params(), sk.reduced);
   if (groups.size() == sk.reduced.size()) return "";
   std::vector<std::string> coords, joined;
   for (const auto& [first, last] : groups) {
