@@ -208,12 +208,13 @@ void plan_variants(StepPlan& step) {
       }
       // The variants that replace tiers on few rows (a row space config each), and their own
       // shifting twins last: the ids before them stay.
+      // (Their element stores read the invariant input, so their tiers are never spread.)
       if (step.reads_row_invariant) {
+        internal_check(!step.spread_tiers(), "plan: a step with few-rows variants spreads");
         std::set<size_t> with_twin;  // few-rows variants whose twin is in the space
         for (size_t i = 0; i < rows.size(); ++i) {
           const std::optional<ReductionConfig> few = row_few_rows_config(rows[i], step.max_vec);
-          if (!few || row_shift_twin(rows[i], step.max_vec, step.looped_fusion(),
-                                     step.spread_tiers()) == std::nullopt)
+          if (!few || row_shift_twin(rows[i], step.max_vec, step.looped_fusion()) == std::nullopt)
             continue;
           const auto at =
               static_cast<size_t>(std::find(rows.begin(), rows.end(), *few) - rows.begin());
