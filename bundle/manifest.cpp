@@ -550,14 +550,19 @@ Step read_step(const Obj& o, const KernelInfo& k) {
            "the space");
     }
   }
-  // A general entry belongs to a pointwise variant that neither tiles nor reads strides.
+  // A general entry belongs to a pointwise variant that neither tiles nor reads strides, or
+  // to an outer reduction variant that does not read strides, with any rows.
   for (size_t i = 0; i < s.variants.size(); ++i) {
     const Variant& v = s.variants[i];
     if (v.general.entry.empty()) continue;
-    if (s.kind != StepKind::pointwise || v.strided || v.config.count("tile_in") > 0) {
+    const bool pointwise =
+        s.kind == StepKind::pointwise && !v.strided && v.config.count("tile_in") == 0;
+    const bool outer =
+        s.kind == StepKind::outer_reduction && !v.strided && v.general.row_multiple == 0;
+    if (!pointwise && !outer) {
       fail(key_path(index_path(o.at("variants"), i), "general"),
            "expected a general entry only on a pointwise variant that neither tiles nor is "
-           "strided");
+           "strided, or on an outer reduction variant that is not strided, with any rows");
     }
   }
   // A map fallback is another variant of the step, one without maps.
@@ -668,6 +673,12 @@ Manifest read_top(const Json& j) {
 }
 
 }  // namespace
+
+int64_t launch_elements(int64_t rows, int64_t reduced, int64_t workspace_bytes) {
+  int64_t n = 0;
+  if (__builtin_mul_overflow(rows, reduced, &n)) return std::numeric_limits<int64_t>::max();
+  return std::max(n, workspace_bytes / 4);
+}
 
 bool runs_general(const GeneralForm& g, int64_t elements, int64_t inner) {
   if (g.entry.empty()) return false;

@@ -124,17 +124,18 @@ namespace kiln::bundle {
 // strided inputs, version 9 strided variants that tile (stage.row_align), version 10 clusters
 // (tile.cluster), version 11 pointwise variants with a general entry (Variant::general),
 // version 12 tensor maps that store an output (TensorMapInfo::store), version 13 split
-// contraction variants (split-K).
+// contraction variants (split-K), version 14 outer reduction variants with a general entry.
 // Bundles before version 3 are refused (recompile them): a version 2 reader would launch a split
-// variant as a plain one. A version 3 to 12 bundle reads as a version 13 one without what came
+// variant as a plain one. A version 3 to 13 bundle reads as a version 14 one without what came
 // later; an older reader refuses a newer version (a version 4 reader would launch a contraction's
 // persistent kernel without its shared memory, a version 5 one without its tensor maps, a version
 // 6 one would pass a scalar's value as a pointer, a version 7 one would launch an entry without
 // its strides, a version 8 one would give a tile too little shared memory, a version 9 one would
 // launch a cluster's blocks alone, a version 10 one would launch an entry that holds only the
 // row-aligned 32-bit form on any shape, a version 11 one would encode an f32 output's map as
-// 16-bit elements, a version 12 one refuses a split contraction variant as malformed).
-inline constexpr int kFormatVersion = 13;
+// 16-bit elements, a version 12 one refuses a split contraction variant as malformed, a version
+// 13 one an outer reduction variant with a general entry).
+inline constexpr int kFormatVersion = 14;
 inline constexpr int kMaxClusterBlocks = 8;  // the portable cluster size
 inline constexpr int kOldestFormatVersion = 3;
 inline constexpr int64_t kMaxGridX = 2147483647;
@@ -235,21 +236,28 @@ struct TileInfo {
   friend bool operator==(const TileInfo&, const TileInfo&) = default;
 };
 
-/// A pointwise variant's second entry (format 11), for the launches its own entry does not
-/// serve. The variant's entry computes its element indices in 32 bits and, when row_multiple > 0,
-/// reads vectors that never cross a row: it may only run when the step has at most 2^31 - 1
-/// elements and its innermost extent is a multiple of row_multiple. Every other launch runs
-/// `entry`, which is correct for every launch (its code for the launches above is the
-/// slower general form): one kernel holding both forms took the registers of its costliest
-/// path, one that never ran on those shapes (compiler/lower_pointwise.cpp).
+/// A pointwise variant's (format 11) or an outer reduction variant's (format 14) second entry,
+/// for the launches its own entry does not serve. The variant's entry computes its element
+/// indices in 32 bits and, when row_multiple > 0, reads vectors that never cross a row: it may
+/// only run when the launch has at most 2^31 - 1 elements (launch_elements) and its innermost
+/// extent is a multiple of row_multiple. Every other launch runs `entry`, which is correct for
+/// every launch (its code for the launches above is the slower general form): one kernel
+/// holding both forms took the registers of its costliest path, one that never ran on those
+/// shapes (compiler/lower_pointwise.cpp).
 struct GeneralForm {
   std::string entry;         // empty: the variant's entry serves every launch
   int64_t row_multiple = 0;  // 0: any innermost extent
   friend bool operator==(const GeneralForm&, const GeneralForm&) = default;
 };
 
-/// Whether a launch of a step with `elements` elements whose innermost extent is `inner` runs
-/// the variant's general entry.
+/// What bounds a launch's 32-bit indices (GeneralForm): a pointwise step's `rows` (its
+/// elements); a reduction's rows x `reduced` elements, every offset into its tensors being
+/// below that, and the 32-bit words of a split's `workspace_bytes`, whichever is larger
+/// (INT64_MAX where the product overflows).
+int64_t launch_elements(int64_t rows, int64_t reduced, int64_t workspace_bytes);
+
+/// Whether a launch of `elements` elements (launch_elements) whose innermost extent is `inner`
+/// runs the variant's general entry.
 bool runs_general(const GeneralForm& g, int64_t elements, int64_t inner);
 
 struct Variant {

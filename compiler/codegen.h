@@ -23,8 +23,8 @@ namespace kiln {
 struct VariantLayout {
   int align_bytes = 1;              // required alignment of the pointers below
   std::vector<int> aligned_params;  // params read or written with vectors
-  // A pointwise variant's second entry and the row multiple its own entry needs
-  // (bundle::GeneralForm); empty when the entry serves every launch.
+  // A pointwise or outer reduction variant's second entry and the row multiple its own entry
+  // needs (bundle::GeneralForm); empty when the entry serves every launch.
   std::string general_entry;
   int row_multiple = 0;
 };
@@ -39,7 +39,7 @@ int max_vector_width(const KernelDef& k, const PointwiseStep& step);
 /// or uses an index variable's value.
 bool has_row_aligned_form(const PointwiseStep& step);
 
-/// The name of the general entry (bundle::GeneralForm) of the pointwise variant whose entry is
+/// The name of the general entry (bundle::GeneralForm) of the variant whose entry is
 /// `entry`: one spelling for the lowering that emits it, the plan that names it in the
 /// manifest, and the compiler that keeps new variants' names free.
 std::string general_entry_name(const std::string& entry);

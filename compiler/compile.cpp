@@ -126,15 +126,17 @@ Assembly assembly_for(const AnyConfig& cfg) {
                                                                          : Assembly::separate;
 }
 
-// `blocks_per_sm` > 0 asks ptxas to fit that many blocks on an SM (require_blocks_per_sm).
+// `blocks_per_sm` > 0 asks ptxas to fit that many blocks on an SM (require_blocks_per_sm),
+// `general_blocks` > 0 as many of the variant's general entry (bundle::GeneralForm).
 BuiltImage build_image_once(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
-                            const std::string& arch, bool assemble, int blocks_per_sm,
-                            Assembly how) {
+                            const std::string& arch, bool assemble, int blocks_per_sm, Assembly how,
+                            int general_blocks = 0) {
   BuiltImage out;
   llvm::LLVMContext ctx;
   llvm::Module m(entry, ctx);
   lower_step(m, step, cfg, arch, entry, &out.layout);
   if (blocks_per_sm > 0) require_blocks_per_sm(m, entry, blocks_per_sm);
+  if (general_blocks > 0) require_blocks_per_sm(m, out.layout.general_entry, general_blocks);
   out.ptx = emit_ptx(m, arch);
   if (assemble) out.cubin = assemble_cubin(out.ptx, arch, entry, how);
   return out;
@@ -178,21 +180,55 @@ bool wants_occupancy_hint(const StepPlan& step, const AnyConfig& cfg) {
 }
 
 // The image of a reduction or pointwise config assembled `how`, with the occupancy hint where
-// it applies (above).
+// it applies (above). A variant's general entry (an outer kernel's 64-bit one, for launches
+// past 2^31 - 1 elements: bundle::GeneralForm) has registers of its own, often more (sums over
+// b and h of [B, C, H, W]: 40 against 111), so it is hinted by them, after the own entry, and
+// kept the same way: no spills (no more than unhinted, in the general entry), fewer registers
+// in the one hinted.
 BuiltImage hinted_image(const StepPlan& step, const AnyConfig& cfg, const std::string& entry,
                         const std::string& arch, bool assemble, int threads, Assembly how) {
   BuiltImage out = build_image_once(step, cfg, entry, arch, assemble, 0, how);
   if (!out.cubin.ok() || !wants_occupancy_hint(step, cfg)) return out;
+  const TargetFacts& facts = target_facts(arch);
   const int target = kTargetThreads / threads;
-  const int blocks = blocks_by_registers(target_facts(arch), out.cubin->registers, threads);
-  if (target <= blocks) return out;
   // Outer kernels: the target, else one block more than ptxas's choice.
-  std::vector<int> tries{target};
-  if (step.kind == StepKind::outer_reduction && blocks + 1 < target) tries.push_back(blocks + 1);
-  for (int t : tries) {
+  auto tries = [&](int registers) {
+    const int blocks = blocks_by_registers(facts, registers, threads);
+    std::vector<int> t;
+    if (target > blocks) t.push_back(target);
+    if (target > blocks && step.kind == StepKind::outer_reduction && blocks + 1 < target) {
+      t.push_back(blocks + 1);
+    }
+    return t;
+  };
+  const std::string& general = out.layout.general_entry;
+  auto general_facts = [&](const BuiltImage& im) {
+    return general.empty() ? CubinFacts{} : cubin_facts(im.cubin->bytes, general);
+  };
+  // The general entry may spill unhinted (a 512-thread block caps it at 128 registers): a
+  // hint must not make it spill more.
+  const CubinFacts unhinted = general_facts(out);
+  auto general_fine = [&](const BuiltImage& im) {
+    const CubinFacts f = general_facts(im);
+    return general.empty() || (f.found && f.frame_bytes <= unhinted.frame_bytes);
+  };
+  int own_hint = 0;
+  for (int t : tries(out.cubin->registers)) {
     BuiltImage hinted = build_image_once(step, cfg, entry, arch, assemble, t, how);
     if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 && hinted.cubin->registers > 0 &&
-        hinted.cubin->registers < out.cubin->registers) {
+        hinted.cubin->registers < out.cubin->registers && general_fine(hinted)) {
+      out = std::move(hinted);
+      own_hint = t;
+      break;
+    }
+  }
+  const CubinFacts before = general_facts(out);
+  if (!before.found || before.registers <= 0) return out;
+  for (int t : tries(before.registers)) {
+    BuiltImage hinted = build_image_once(step, cfg, entry, arch, assemble, own_hint, how, t);
+    if (hinted.cubin.ok() && hinted.cubin->spill_bytes == 0 &&
+        hinted.cubin->registers == out.cubin->registers && general_fine(hinted) &&
+        general_facts(hinted).registers < before.registers) {
       return hinted;
     }
   }

@@ -485,6 +485,7 @@ PlannedVariant plan_variant(const StepPlan& step, const AnyConfig& config) {
   const auto& c = std::get<ReductionConfig>(config);
   const bool row = step.kind == bundle::StepKind::row_reduction;
   v.strided = c.strided;
+  v.general = has_index32_entry(step.kind, c);
   v.block_threads = c.block;
   v.elements_per_block = rows_per_block(step.kind, c);
   if (row && !c.strided) {
@@ -1201,6 +1202,13 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
     } else {
       line(pointers);
     }
+  }
+  if (step.kind == bundle::StepKind::outer_reduction) {
+    line(fmt::format(
+        "each variant{} has two entries: its own computes indices and offsets in 32 bits, for "
+        "launches of at most 2^31 - 1 rows x {} elements (and a split's workspace words); its "
+        "general one, in 64 bits, runs every other launch",
+        step.strided_variant >= 0 ? " but the strided one" : "", product_text(step.reduced)));
   }
   return out;
 }

@@ -55,8 +55,9 @@ struct PlannedVariant {
   bundle::TileInfo tile;           // contraction variants (m > 0)
   bool strided = false;            // the step's strided variant (StepPlan::strided_variant)
   int odd_rows = -1;  // a row tier's shifting twin for rows that are not whole vectors (rule.h)
-  // A flat pointwise variant's general entry (bundle::GeneralForm) and the row multiple its
-  // own entry needs (0: any rows).
+  // A flat pointwise variant's or an outer reduction variant's general entry
+  // (bundle::GeneralForm; has_index32_entry) and the row multiple its own entry needs (0: any
+  // rows).
   bool general = false;
   int row_multiple = 0;
 };

@@ -23,7 +23,8 @@ namespace kiln {
 namespace reduction {
 
 ReductionLowering::ReductionLowering(llvm::Module& m, const KernelDef& abi,
-                                     const ScheduledKernel& sk, const ReductionConfig& cfg)
+                                     const ScheduledKernel& sk, const ReductionConfig& cfg,
+                                     bool index32)
     : m_(m),
       ctx_(m.getContext()),
       b_(ctx_),
@@ -33,12 +34,15 @@ ReductionLowering::ReductionLowering(llvm::Module& m, const KernelDef& abi,
       sk_(sk),
       cfg_(cfg),
       shape_(sk.kind),
+      ix_(index32 ? b_.getInt32Ty() : b_.getInt64Ty()),
       params_(abi.params()),
       symbols_(abi.symbols()),
       prog_(canonicalize(abi, sk, cfg.fuse)),
       divides_(divides_reduced(prog_, params_)),
       stage_plan_(plan_stage(prog_, params_)),
       tile_plan_(cfg.strided && cfg.stage ? plan_tile(prog_, params_) : StagePlan{}) {
+  internal_check(!index32 || (shape_ == StepKind::outer_reduction && !cfg.strided),
+                 "lower_reduction: 32-bit indices in a row kernel or a strided variant");
   rank_ = static_cast<int>(sk.space.size());
   vary_ = shape_ == StepKind::row_reduction ? kReduced : row_var(rank_ - 1);
 }
@@ -69,24 +73,28 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
     em_.min_blocks_per_sm(fn_, blocks);
   }
   for (size_t i = 0; i < params_.size(); ++i) ptrs_.push_back(fn_->getArg(i));
-  for (size_t i = 0; i < symbols_.size(); ++i) syms_.push_back(fn_->getArg(params_.size() + i));
   if (cfg_.split) {
     workspace_ = fn_->getArg(params_.size() + symbols_.size());
     phase_ = fn_->getArg(params_.size() + symbols_.size() + 1);
   }
   b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", fn_));
   make_shared_memory();
-  tid_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
-  bid_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
-  nblocks_ = em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
-  rows_ = i64(1);
+  // The symbols' and the special registers' values in the index type: 64-bit arguments,
+  // truncated where the entry computes in 32 bits (its launches' extents are below 2^31).
+  for (size_t i = 0; i < symbols_.size(); ++i) {
+    syms_.push_back(b_.CreateTrunc(fn_->getArg(params_.size() + i), ix_));
+  }
+  tid_ = b_.CreateTrunc(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), ix_);
+  bid_ = b_.CreateTrunc(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ix_);
+  nblocks_ = b_.CreateTrunc(em_.sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ix_);
+  rows_ = ix(1);
   for (const Dim& d : sk_.space) {
     row_extents_.push_back(dim_value(d));
     rows_ = b_.CreateMul(rows_, row_extents_.back(), "rows");
   }
   for (const Dim& d : sk_.reduced) reduced_extents_.push_back(dim_value(d));
   const size_t m = reduced_extents_.size();
-  suffix_.assign(m + 1, i64(1));
+  suffix_.assign(m + 1, ix(1));
   for (size_t a = m; a-- > 0;) {
     suffix_[a] =
         a + 1 == m ? reduced_extents_[a] : b_.CreateMul(reduced_extents_[a], suffix_[a + 1]);
@@ -112,14 +120,13 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
   Value* vec_ok = b_.getFalse();
   if (V > 1) {
     Value* along = shape_ == StepKind::row_reduction ? R_ : row_extents_.back();
-    vec_ok = b_.CreateICmpEQ(b_.CreateURem(along, i64(V)), i64(0), "vec.ok");
+    vec_ok = b_.CreateICmpEQ(b_.CreateURem(along, ix(V)), ix(0), "vec.ok");
     // Vectors along a trailing run of the reduced indices (reduction_analysis.h) stay inside
     // it when its length is a multiple of vec too.
     if (shape_ == StepKind::row_reduction) {
       for (int a : suffix_runs(prog_)) {
         vec_ok = b_.CreateAnd(
-            vec_ok,
-            b_.CreateICmpEQ(b_.CreateURem(suffix_[static_cast<size_t>(a)], i64(V)), i64(0)));
+            vec_ok, b_.CreateICmpEQ(b_.CreateURem(suffix_[static_cast<size_t>(a)], ix(V)), ix(0)));
       }
     }
   }
@@ -128,7 +135,7 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
   } else if (cfg_.split) {
     emit_split(vec_ok);
   } else if (shape_ == StepKind::row_reduction) {
-    Value* fits = b_.CreateICmpULE(R_, i64(cfg_.capacity()), "fits");
+    Value* fits = b_.CreateICmpULE(R_, ix(cfg_.capacity()), "fits");
     branch_rows(fits, vec_ok);
   } else {
     branch2(vec_ok, [&](bool vector) { emit_outer(vector); });
@@ -143,7 +150,20 @@ void ReductionLowering::run(const std::string& entry, VariantLayout* layout) {
 void lower_reduction(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
                      const ReductionConfig& cfg, const std::string& entry, VariantLayout* layout) {
   internal_check(!sk.reduced.empty(), "lower_reduction: not a reduction kernel");
-  reduction::ReductionLowering(m, abi, sk, cfg).run(entry, layout);
+  if (!has_index32_entry(sk.kind, cfg)) {
+    reduction::ReductionLowering(m, abi, sk, cfg).run(entry, layout);
+    return;
+  }
+  // Two kernels (bundle::GeneralForm): the entry in 32-bit indices, the general one in 64.
+  // One kernel holding both would take the registers of the costlier (lower_pointwise.cpp).
+  VariantLayout own, general;
+  reduction::ReductionLowering(m, abi, sk, cfg, true).run(entry, &own);
+  reduction::ReductionLowering(m, abi, sk, cfg, false).run(general_entry_name(entry), &general);
+  internal_check(
+      own.align_bytes == general.align_bytes && own.aligned_params == general.aligned_params,
+      "lower_reduction: the entries' alignment needs differ");
+  own.general_entry = general_entry_name(entry);
+  if (layout) *layout = own;
 }
 
 }  // namespace kiln

@@ -699,6 +699,10 @@ int64_t rows_per_block(StepKind shape, const ReductionConfig& cfg) {
   return int64_t{cfg.block / cfg.group} * cfg.vec;
 }
 
+bool has_index32_entry(StepKind kind, const ReductionConfig& cfg) {
+  return kind == StepKind::outer_reduction && !cfg.strided;
+}
+
 int64_t stage_bytes_per_element(const KernelDef& abi, const ScheduledKernel& sk) {
   if (sk.kind != StepKind::row_reduction) return 0;
   return plan_stage(canonicalize(abi, sk, false), abi.params()).bytes_per_element;

@@ -87,6 +87,15 @@ bool reads_row_invariant_inputs(const KernelDef& abi, const ScheduledKernel& sk)
 /// Rows (elements of sk.space) one block covers.
 int64_t rows_per_block(StepKind kind, const ReductionConfig& cfg);
 
+/// Whether a variant of a reduction step of `kind` with `cfg` has two entries (lower_reduction,
+/// bundle::GeneralForm): its own computing indices, extents and offsets in 32 bits, for
+/// launches of at most 2^31 - 1 rows x reduced elements (and workspace words), and a general
+/// one in 64 bits for every launch. Outer kernels that do not read through launch strides:
+/// the index arithmetic of a chunk's steps is what bounds them over reduced indices apart
+/// (bench/results/2026-12-01-h200-stepped-axes, call 4), and a 64-bit add, compare or select
+/// is two instructions.
+bool has_index32_entry(StepKind kind, const ReductionConfig& cfg);
+
 namespace reduction {
 
 // Elements per iteration of a thread's scalar accesses in a vectorized row variant (rows, or

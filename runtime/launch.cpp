@@ -449,10 +449,12 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
           bundle::stage_bytes(var->stage, r, max_dynamic_smem[s][static_cast<size_t>(v)]));
     }
     l.variant = v;
-    // A pointwise variant's entry serves launches of at most 2^31 - 1 elements whose rows are
-    // a multiple of its vectors; its general entry every other (manifest.h).
+    // A variant's own entry serves launches of at most 2^31 - 1 elements (a reduction's rows x
+    // reduced and workspace words) whose rows are a multiple of its row multiple; its general
+    // entry every other (manifest.h).
     const int64_t inner = enc.spaces[s].empty() ? 1 : extent(enc.spaces[s].back(), symbols);
-    l.general = bundle::runs_general(var->general, n, inner);
+    l.general =
+        bundle::runs_general(var->general, bundle::launch_elements(n, r, l.workspace_bytes), inner);
     l.grid = static_cast<unsigned>(std::min(blocks, bundle::kMaxGridX));
     l.block = static_cast<unsigned>(var->block_threads);
     workspace = std::max(workspace, l.workspace_bytes);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "compiler/lower_contraction.h"
 #include "compiler/reduction_analysis.h"
@@ -49,14 +50,17 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
   const int resident =
       bundle::resident_blocks(bs.variants[static_cast<size_t>(out.variant)], device);
   const int64_t blocks = bundle::ceil_div(*rows, v.elements_per_block);
+  // Which of a variant's two entries (bundle::GeneralForm) a launch of `elements` runs.
+  const bundle::GeneralForm& g = bs.variants[static_cast<size_t>(out.variant)].general;
+  const int64_t inner = step.space.empty() ? 1 : product({step.space.back()}, sizes).value_or(1);
+  auto entry = [&](int64_t elements) -> std::string {
+    if (g.entry.empty()) return "";
+    if (bundle::runs_general(g, elements, inner)) return "; its general entry (64-bit indices)";
+    return "; its own entry (32-bit indices)";
+  };
   if (step.kind == bundle::StepKind::pointwise) {
-    const bundle::GeneralForm& g = bs.variants[static_cast<size_t>(out.variant)].general;
-    const int64_t inner = step.space.empty() ? 1 : product({step.space.back()}, sizes).value_or(1);
     out.how = fmt::format("{} element(s) per block, {} block(s) (the grid loops past {}){}",
-                          v.elements_per_block, blocks, bundle::kMaxGridX,
-                          g.entry.empty()                         ? ""
-                          : bundle::runs_general(g, *rows, inner) ? "; its general entry"
-                                                                  : "; its own entry");
+                          v.elements_per_block, blocks, bundle::kMaxGridX, entry(*rows));
     return out;
   }
   if (step.kind == bundle::StepKind::contraction) {
@@ -101,16 +105,24 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
   if (v.split.phases > 0) {
     const int64_t per_tile =
         bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count, resident);
+    // The workspace as runtime/launch.cpp sizes it; overflowing, the general entry's.
+    int64_t grid = 0, workspace = 0;
+    if (__builtin_mul_overflow(blocks, per_tile, &grid) ||
+        __builtin_mul_overflow(grid, v.elements_per_block * v.split.slots * 4, &workspace)) {
+      workspace = std::numeric_limits<int64_t>::max();
+    }
     out.how = fmt::format(
         "split: {} tile(s) of {} row(s), each over {} blocks walking {} in chunks of {}, {} "
-        "launches through a workspace{}",
+        "launches through a workspace{}{}",
         blocks, v.elements_per_block, per_tile, R, v.split.chunk, v.split.phases,
-        v.split.lead_last ? " (the last, which only stores, one block per row)" : "");
+        v.split.lead_last ? " (the last, which only stores, one block per row)" : "",
+        entry(bundle::launch_elements(*rows, *reduced, workspace)));
     return out;
   }
   if (step.kind == bundle::StepKind::outer_reduction) {
-    out.how = fmt::format("{} row(s) per block, {} block(s); {} x {} steps of {} in flight",
-                          v.elements_per_block, blocks, c.group, c.items, R);
+    out.how = fmt::format("{} row(s) per block, {} block(s); {} x {} steps of {} in flight{}",
+                          v.elements_per_block, blocks, c.group, c.items, R,
+                          entry(bundle::launch_elements(*rows, *reduced, 0)));
     return out;
   }
   // Whether the row runs on vectors: a shifting variant (config.h ReductionConfig::shift) every

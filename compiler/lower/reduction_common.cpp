@@ -43,7 +43,7 @@ std::vector<Value*> ReductionLowering::counted_loop(
   BasicBlock* done = exit ? exit : BasicBlock::Create(ctx_, names.done, fn_);
   b_.CreateBr(header);
   b_.SetInsertPoint(header);
-  llvm::PHINode* index = b_.CreatePHI(b_.getInt64Ty(), 2, names.index);
+  llvm::PHINode* index = b_.CreatePHI(begin->getType(), 2, names.index);
   index->addIncoming(begin, pre);
   std::vector<llvm::PHINode*> phis;
   for (const Carried& c : carried) {
@@ -69,12 +69,12 @@ std::vector<Value*> ReductionLowering::counted_loop(
 }
 
 Value* ReductionLowering::whole_chunks_end(Value* begin, Value* end, int64_t chunk, Value* walks) {
-  Value* len = b_.CreateSelect(b_.CreateICmpULT(begin, end), b_.CreateSub(end, begin), i64(0));
-  Value* whole = b_.CreateAdd(begin, b_.CreateMul(b_.CreateUDiv(len, i64(chunk)), i64(chunk)));
+  Value* len = b_.CreateSelect(b_.CreateICmpULT(begin, end), b_.CreateSub(end, begin), ix(0));
+  Value* whole = b_.CreateAdd(begin, b_.CreateMul(b_.CreateUDiv(len, ix(chunk)), ix(chunk)));
   return b_.CreateSelect(walks, whole, begin, "unmasked.end");
 }
 
-// Row coordinates of flat row `row` (i64), outermost first.
+// Row coordinates of flat row `row` (ix_), outermost first.
 std::vector<Value*> ReductionLowering::coords_of(Value* row) {
   std::vector<Value*> o(rank_);
   Value* q = row;
@@ -609,7 +609,7 @@ Stepped ReductionLowering::step_axes(const std::vector<Value*>& c, const std::ve
     Value* wraps = b_.CreateICmpUGE(s, step_extents_[a], "axis.wraps");
     out.axes[a] = b_.CreateSelect(wraps, b_.CreateSub(s, step_extents_[a]), s);
     out.wraps[a] = wraps;
-    carry = b_.CreateZExt(wraps, b_.getInt64Ty());
+    carry = b_.CreateZExt(wraps, ix_);
   }
   return out;
 }
@@ -631,13 +631,13 @@ std::map<std::string, OffsetStep> ReductionLowering::plan_offset_steps(
     for (size_t g = 0; g < n; ++g) {
       const auto a = static_cast<size_t>(step_groups_[g].second);
       Point unit;
-      unit.o.assign(rank_, i64(0));
-      unit.axes.assign(m, i64(0));
-      unit.axes[a] = i64(1);
+      unit.o.assign(rank_, ix(0));
+      unit.axes.assign(m, ix(0));
+      unit.axes[a] = ix(1);
       unit.r = suffix_[a + 1];
       coef[g] = offset_of(param, ld.indices, unit);
     }
-    OffsetStep os{param, ld.indices, i64(0), std::vector<Value*>(n)};
+    OffsetStep os{param, ld.indices, ix(0), std::vector<Value*>(n)};
     for (size_t g = 0; g < n; ++g) {
       os.step = b_.CreateAdd(os.step, b_.CreateMul(distance[g], coef[g]));
       if (g > 0) os.wrap[g] = b_.CreateSub(coef[g - 1], b_.CreateMul(step_extents_[g], coef[g]));
@@ -655,10 +655,10 @@ AxisSteps ReductionLowering::axis_steps(int64_t distance) {
   if (reduced_extents_.size() < 2 || !divides_) return {};
   AxisSteps s;
   if (distance == 1) {  // the innermost coordinate's step, known without dividing
-    s.axes.assign(step_groups_.size(), i64(0));
-    s.axes.back() = i64(1);
+    s.axes.assign(step_groups_.size(), ix(0));
+    s.axes.back() = ix(1);
   } else {
-    s.axes = axes_of(i64(distance));
+    s.axes = axes_of(ix(distance));
   }
   s.offsets = plan_offset_steps(s.axes);
   return s;
@@ -681,7 +681,7 @@ std::vector<std::string> ReductionLowering::unfolded(const std::vector<std::stri
   return out;
 }
 
-// Element offset (i64) of tensor `t` (an abi parameter) at `indices` for point p: a sum of
+// Element offset (ix_) of tensor `t` (an abi parameter) at `indices` for point p: a sum of
 // its coordinates times strides (or the strides a strided variant is given).
 Value* ReductionLowering::offset_of(int param, const std::vector<std::string>& indices,
                                     const Point& p) {
@@ -697,7 +697,7 @@ Value* ReductionLowering::offset_of(int param, const std::vector<std::string>& i
     return off;
   }
   const std::vector<Dim>& shape = params_[param]->shape;
-  Value* off = i64(0);
+  Value* off = ix(0);
   Value* stride = nullptr;
   for (int d = static_cast<int>(indices.size()) - 1; d >= 0; --d) {
     // A folded position is part of the flat reduced index after it (reduction_analysis.h).
@@ -834,7 +834,7 @@ void ReductionLowering::note_aligned(int param, DType t) {
 }
 
 Value* ReductionLowering::dim_value(const Dim& d) {
-  if (d.is_fixed()) return i64(d.value());
+  if (d.is_fixed()) return ix(d.value());
   auto it = std::find(symbols_.begin(), symbols_.end(), d.name());
   internal_check(it != symbols_.end(), "lower_reduction: unknown symbol");
   return syms_[it - symbols_.begin()];

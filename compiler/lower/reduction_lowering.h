@@ -42,12 +42,12 @@ inline constexpr int kFoldAhead = 4;
 // One element being computed: clamped (always valid) coordinates for loads, and whether it
 // is really in range.
 struct Point {
-  std::vector<Value*> o;  // row coordinates (i64)
-  Value* r = nullptr;     // reduced coordinate (i64); null at row level
+  std::vector<Value*> o;  // row coordinates (ix_)
+  Value* r = nullptr;     // reduced coordinate (ix_); null at row level
   Value* ok = nullptr;    // i1
   int slot = 0;           // which of the thread's rows it belongs to (outer: 0..vec-1)
   ValueMemo memo;
-  // With several reduced indices, their coordinates (i64, outermost first) where the point's
+  // With several reduced indices, their coordinates (ix_, outermost first) where the point's
   // were stepped from another's (step_axes); empty: coordinate() divides r.
   std::vector<Value*> axes;
   // Inputs' element offsets at the point, by load_key, where they were stepped from another
@@ -129,8 +129,10 @@ struct IrMath {
 
 class ReductionLowering {
  public:
+  /// `index32`: the kernel's indices, extents and offsets are 32-bit (an outer kernel's own
+  /// entry, for launches whose every offset is below 2^31: lower_reduction); else 64-bit.
   ReductionLowering(llvm::Module& m, const KernelDef& abi, const ScheduledKernel& sk,
-                    const ReductionConfig& cfg);
+                    const ReductionConfig& cfg, bool index32 = false);
   /// Emits kernel `entry` into the module; sets *layout (when given) to its parameters' needs.
   void run(const std::string& entry, VariantLayout* layout);
 
@@ -207,7 +209,7 @@ class ReductionLowering {
   /// n / suffix_[a] for 0 <= n < 2^50 (a flat reduced index), by Emitter::divmod: a few
   /// instructions where a 64-bit division is about 70.
   Value* divide(Value* n, int a);
-  /// The coordinates at flat index r (i64) that a kernel steps, outermost first, by division:
+  /// The coordinates at flat index r (ix_) that a kernel steps, outermost first, by division:
   /// one per group of reduced indices (step_groups_).
   std::vector<Value*> axes_of(Value* r);
   Value* axis_of(Value* r, int a);
@@ -230,6 +232,9 @@ class ReductionLowering {
   bool aligned_with_row(int param, const std::vector<std::string>& indices) const;
   void note_aligned(int param, DType t);
   // The GPU's pieces.
+  /// A constant of the kernel's index type (ix_); i64 for what is 64-bit in every kernel (a
+  /// split's phase argument, byte addresses).
+  Value* ix(int64_t v) { return llvm::ConstantInt::get(ix_, v); }
   Value* i64(int64_t v) { return b_.getInt64(v); }
   Value* dim_value(const Dim& d);
   Value* shuffle_xor(Value* v, int offset);
@@ -364,6 +369,9 @@ class ReductionLowering {
   const ScheduledKernel& sk_;
   ReductionConfig cfg_;
   StepKind shape_;  // row_reduction or outer_reduction
+  // The type of indices, extents and element offsets: i32 or i64 (the constructor's index32).
+  // Row kernels (reduction_rows.cpp) are 64-bit only.
+  Type* ix_ = nullptr;
   std::vector<const TensorDecl*> params_;
   std::vector<std::string> symbols_;
   Program prog_;

@@ -27,10 +27,10 @@ namespace kiln::reduction {
 // The block-uniform loop of an outer kernel over its row groups: calls body(first row of
 // the block) and ends in exit_. (Row kernels do not loop: the grid covers their rows.)
 void ReductionLowering::block_loop(int64_t per_block, llvm::function_ref<void(Value*)> body) {
-  Value* start = b_.CreateMul(bid_, i64(per_block));
+  Value* start = b_.CreateMul(bid_, ix(per_block));
   counted_loop(
       {"rows", "row", nullptr, "first"}, start, rows_,
-      [&] { return b_.CreateMul(nblocks_, i64(per_block)); }, {},
+      [&] { return b_.CreateMul(nblocks_, ix(per_block)); }, {},
       [&](Value* first, const std::vector<Value*>&) {
         body(first);
         return std::vector<Value*>{};
@@ -44,19 +44,19 @@ ReductionLowering::OuterColumns ReductionLowering::outer_columns(Value* first, V
   OuterColumns c;
   c.valid.resize(V);
   c.o.resize(V);
-  Value* col0 = b_.CreateAdd(first, b_.CreateMul(tx, i64(V)), "col0");
-  Value* last = b_.CreateSub(rows_, i64(1));
+  Value* col0 = b_.CreateAdd(first, b_.CreateMul(tx, ix(V)), "col0");
+  Value* last = b_.CreateSub(rows_, ix(1));
   if (vector && V > 1) {
-    Value* c0 = b_.CreateSelect(b_.CreateICmpULT(col0, rows_), col0, b_.CreateSub(rows_, i64(V)));
+    Value* c0 = b_.CreateSelect(b_.CreateICmpULT(col0, rows_), col0, b_.CreateSub(rows_, ix(V)));
     std::vector<Value*> base = coords_of(c0);
     for (int v = 0; v < V; ++v) {
-      c.valid[v] = b_.CreateICmpULT(b_.CreateAdd(col0, i64(v)), rows_);
+      c.valid[v] = b_.CreateICmpULT(b_.CreateAdd(col0, ix(v)), rows_);
       c.o[v] = base;
-      c.o[v][rank_ - 1] = b_.CreateAdd(base[rank_ - 1], i64(v));
+      c.o[v][rank_ - 1] = b_.CreateAdd(base[rank_ - 1], ix(v));
     }
   } else {
     for (int v = 0; v < V; ++v) {
-      Value* col = b_.CreateAdd(col0, i64(v));
+      Value* col = b_.CreateAdd(col0, ix(v));
       c.valid[v] = b_.CreateICmpULT(col, rows_);
       c.o[v] = coords_of(b_.CreateSelect(c.valid[v], col, last));
     }
@@ -92,9 +92,9 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
     Group& g = gs[u];
     g.shared = vector || V == 1;
     g.vector = vector && V > 1;
-    Value* r = b_.CreateAdd(base, b_.CreateAdd(i64(int64_t{u} * Y), ty), "r");
+    Value* r = b_.CreateAdd(base, b_.CreateAdd(ix(int64_t{u} * Y), ty), "r");
     Value* in = masked ? b_.CreateICmpULT(r, end) : b_.getTrue();
-    Value* rc = masked ? b_.CreateSelect(in, r, b_.CreateSub(R_, i64(1))) : r;
+    Value* rc = masked ? b_.CreateSelect(in, r, b_.CreateSub(R_, ix(1))) : r;
     std::map<std::string, Value*> moved;  // each input's offset change from the last step
     if (stepping && u == 0) st = Stepped{axes_of(r), {}};
     if (stepping && u > 0) {
@@ -102,7 +102,7 @@ std::vector<Group> ReductionLowering::outer_groups(const OuterColumns& c, Value*
       for (const auto& [key, os] : group_steps_.offsets) {
         Value* d = os.step;
         for (size_t a = 1; a < os.wrap.size(); ++a) {
-          d = b_.CreateAdd(d, b_.CreateSelect(st.wraps[a], os.wrap[a], i64(0)));
+          d = b_.CreateAdd(d, b_.CreateSelect(st.wraps[a], os.wrap[a], ix(0)));
         }
         moved[key] = d;
       }
@@ -147,20 +147,20 @@ std::vector<Value*> ReductionLowering::outer_chunks(const std::vector<int>& pass
                           return prog_.items[i].kind == Item::reduction;
                         });
   std::vector<Value*> acc = chunk_loop(
-      pass, results, begin, i64(chunk), unmasked_end,
+      pass, results, begin, ix(chunk), unmasked_end,
       [&](Value* base) { return outer_groups(c, base, ty, end, vector, U, false); }, {}, prefetch);
   // A thread none of whose columns exists folds nothing (its partials are never stored).
   Value* masked_end = b_.CreateSelect(c.valid[0], end, unmasked_end, "masked.end");
   return chunk_loop(
-      pass, results, unmasked_end, i64(Y), masked_end,
+      pass, results, unmasked_end, ix(Y), masked_end,
       [&](Value* base) { return outer_groups(c, base, ty, end, vector, 1, true); }, acc);
 }
 
 void ReductionLowering::emit_outer(bool vector) {
   const int Y = cfg_.group, V = cfg_.vec;
   const int X = cfg_.block / Y;
-  Value* tx = b_.CreateURem(tid_, i64(X), "tx");
-  Value* ty = b_.CreateUDiv(tid_, i64(X), "ty");
+  Value* tx = b_.CreateURem(tid_, ix(X), "tx");
+  Value* ty = b_.CreateUDiv(tid_, ix(X), "ty");
   block_loop(int64_t{X} * V, [&](Value* first) {
     OuterColumns c = outer_columns(first, tx, vector);
     std::vector<std::vector<Value*>> results(prog_.items.size());
@@ -168,15 +168,15 @@ void ReductionLowering::emit_outer(bool vector) {
       if (prog_.items[pass[0]].kind == Item::row_store) {
         for (int v = 0; v < V; ++v) {
           store_row_item(prog_.items[pass[0]], c.points[v], results,
-                         b_.CreateAnd(c.valid[v], b_.CreateICmpEQ(ty, i64(0))));
+                         b_.CreateAnd(c.valid[v], b_.CreateICmpEQ(ty, ix(0))));
         }
         continue;
       }
-      std::vector<Value*> partial = outer_chunks(pass, results, c, ty, i64(0), R_, vector);
+      std::vector<Value*> partial = outer_chunks(pass, results, c, ty, ix(0), R_, vector);
       combine_outer(reductions_of(pass), partial, tx, ty, results, true);
       for (int v = 0; v < V; ++v) {
         store_reductions(pass, c.points[v], results,
-                         b_.CreateAnd(c.valid[v], b_.CreateICmpEQ(ty, i64(0))));
+                         b_.CreateAnd(c.valid[v], b_.CreateICmpEQ(ty, ix(0))));
       }
     }
   });
@@ -195,39 +195,41 @@ void ReductionLowering::combine_outer(const std::vector<int>& reds,
   for (size_t k = 0; k < reds.size(); ++k) {
     const Item& it = prog_.items[reds[k]];
     Type* t = partial[k * V]->getType();
-    for (int v = 0; v < V; ++v) {  // partials: [Y][X * V]
-      Value* slot = b_.CreateAdd(b_.CreateMul(ty, i64(X * V)),
-                                 b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v)));
-      store_shared(slot, partial[k * V + v]);
+    // partials: [Y][X * V]. Without wrapping (a slot is below block x vec), so that LLVM sees
+    // a thread's V words as consecutive and stores them as one vector, in 32-bit indices too.
+    Value* own = b_.CreateAdd(b_.CreateMul(ty, ix(X * V), "", true, true),
+                              b_.CreateMul(tx, ix(V), "", true, true), "", true, true);
+    for (int v = 0; v < V; ++v) {
+      store_shared(b_.CreateAdd(own, ix(v), "", true, true), partial[k * V + v]);
     }
     barrier();
     for (int v = 0; v < V; ++v) {
       BasicBlock* fold = BasicBlock::Create(ctx_, "fold", fn_);
       BasicBlock* next = BasicBlock::Create(ctx_, "folded", fn_);
-      b_.CreateCondBr(b_.CreateICmpEQ(ty, i64(v % Y)), fold, next);
+      b_.CreateCondBr(b_.CreateICmpEQ(ty, ix(v % Y)), fold, next);
       b_.SetInsertPoint(fold);
-      Value* column = b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v));
+      Value* column = b_.CreateAdd(b_.CreateMul(tx, ix(V)), ix(v));
       // A loop, not unrolled: unrolled, LLVM hoists every fold's loads out of its branch.
       Value* first = load_shared(column, t);
       Value* last = counted_loop(
-          {"fold.y", nullptr, "fold.done", "y"}, i64(1), i64(Y), [&] { return i64(1); },
+          {"fold.y", nullptr, "fold.done", "y"}, ix(1), ix(Y), [&] { return ix(1); },
           {{first, "fold"}},
           [&](Value* y, const std::vector<Value*>& acc) {
-            Value* x = load_shared(b_.CreateAdd(b_.CreateMul(y, i64(X * V)), column), t);
+            Value* x = load_shared(b_.CreateAdd(b_.CreateMul(y, ix(X * V)), column), t);
             return std::vector<Value*>{em_.combine(it.op, acc[0], x)};
           },
           Test::bottom)[0];
       llvm::PHINode* total = b_.CreatePHI(t, 1, "folded");
       total->addIncoming(last, b_.GetInsertBlock()->getSinglePredecessor());
-      store_shared(b_.CreateAdd(i64(folded), column), finished ? finish(reds[k], total) : total);
+      store_shared(b_.CreateAdd(ix(folded), column), finished ? finish(reds[k], total) : total);
       b_.CreateBr(next);
       b_.SetInsertPoint(next);
     }
     barrier();
     std::vector<Value*> out;
     for (int v = 0; v < V; ++v) {
-      Value* column = b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v));
-      out.push_back(load_shared(b_.CreateAdd(i64(folded), column), t));
+      Value* column = b_.CreateAdd(b_.CreateMul(tx, ix(V)), ix(v));
+      out.push_back(load_shared(b_.CreateAdd(ix(folded), column), t));
     }
     results[reds[k]] = out;
   }

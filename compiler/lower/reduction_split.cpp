@@ -38,7 +38,7 @@ void ReductionLowering::emit_split(Value* vec_ok) {
   Value* row = b_.CreateUDiv(bid_, S, "row");
   Value* slice = b_.CreateURem(bid_, S, "slice");
   Value* valid = b_.CreateICmpULT(row, rows_, "valid");
-  Value* rowc = b_.CreateSelect(valid, row, b_.CreateSub(rows_, i64(1)));
+  Value* rowc = b_.CreateSelect(valid, row, b_.CreateSub(rows_, ix(1)));
   std::vector<Value*> o = coords_of(rowc);
   // The row's records: S of them, but where the runtime launches the store-only last phase
   // one block per row (manifest.h, split.lead_last) it passes the S of the phases before in
@@ -48,11 +48,11 @@ void ReductionLowering::emit_split(Value* vec_ok) {
   if (plan.last_only_stores) {
     Value* passed = b_.CreateLShr(phase_, i64(32), "passed.S");
     phase = b_.CreateAnd(phase_, i64(0xffffffff), "phase");
-    records = b_.CreateSelect(b_.CreateICmpEQ(passed, i64(0)), S, passed, "records");
+    records = b_.CreateSelect(b_.CreateICmpEQ(passed, ix(0)), S, passed, "records");
   }
   Value* record0 = b_.CreateMul(rowc, records, "record0");  // the row's first record
-  Value* leader = b_.CreateAnd(valid, b_.CreateICmpEQ(tid_, i64(0)));
-  Value* first_slice = b_.CreateICmpEQ(slice, i64(0), "first.slice");
+  Value* leader = b_.CreateAnd(valid, b_.CreateICmpEQ(tid_, ix(0)));
+  Value* first_slice = b_.CreateICmpEQ(slice, ix(0), "first.slice");
   Value* row_leader = b_.CreateAnd(leader, first_slice, "row.leader");
   Point row_point;
   row_point.o = o;
@@ -99,10 +99,10 @@ void ReductionLowering::emit_split(Value* vec_ok) {
       const ShiftedRow body = shifted ? shifted_row(rowc) : ShiftedRow{nullptr, R_, R_};
       Value *shift = body.shift, *walked = body.walked, *body_end = body.body_end;
       // ceil(ceil(walked / S) / chunk) chunks per slice
-      Value* per_block = b_.CreateUDiv(b_.CreateAdd(walked, b_.CreateSub(S, i64(1))), S);
-      Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, i64(chunk - 1)), i64(chunk));
-      Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), i64(chunk), "begin");
-      Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
+      Value* per_block = b_.CreateUDiv(b_.CreateAdd(walked, b_.CreateSub(S, ix(1))), S);
+      Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, ix(chunk - 1)), ix(chunk));
+      Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), ix(chunk), "begin");
+      Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, ix(chunk)));
       end = b_.CreateSelect(b_.CreateICmpULT(end, walked), end, walked, "end");
       const RowSteps steps = row_steps(int64_t{T} * V, false);
       // A whole chunk (walk_chunks) is walked only where the row exists.
@@ -127,7 +127,7 @@ void ReductionLowering::emit_split(Value* vec_ok) {
         std::vector<int> reds = reductions_of(pass);
         if (reds.empty()) continue;
         // prog_.passes never fuse (step 3): one accumulator per reduction, as a record has.
-        partial = combine_rows(states_of(pass), partial, tid_, i64(0), plan.slots * W);
+        partial = combine_rows(states_of(pass), partial, tid_, ix(0), plan.slots * W);
         Value* record = b_.CreateAdd(record0, slice);
         for (size_t j = 0; j < reds.size(); ++j) {
           store_record(leader, record, plan, reds[j], partial[j]);
@@ -143,7 +143,7 @@ void ReductionLowering::emit_split(Value* vec_ok) {
           b_.CreateBr(exit_);
           return;
         }
-        branch2(b_.CreateICmpUGE(R_, i64(2 * cfg_.vec), "shift.ok"), [&](bool shift) {
+        branch2(b_.CreateICmpUGE(R_, ix(2 * cfg_.vec), "shift.ok"), [&](bool shift) {
           walk(shift, shift);
           b_.CreateBr(exit_);
         });
@@ -170,9 +170,9 @@ void ReductionLowering::walk_to_exit(Value* vec_ok, llvm::function_ref<void(bool
   });
 }
 
-// The workspace word of reduction `item` in record `record` (i64).
+// The workspace word of reduction `item` in record `record` (ix_).
 Value* ReductionLowering::record_word(Value* record, const SplitPlan& plan, int item) {
-  Value* word = b_.CreateAdd(b_.CreateMul(record, i64(plan.slots)), i64(plan.slot_of.at(item)));
+  Value* word = b_.CreateAdd(b_.CreateMul(record, ix(plan.slots)), ix(plan.slot_of.at(item)));
   return em_.element_ptr(workspace_, DType::i32, word);
 }
 
@@ -200,13 +200,13 @@ std::vector<Value*> ReductionLowering::fold_loop(const std::vector<int>& done, i
     }
   }
   return counted_loop(
-      {"fold", "fold.body", "fold.done", "j"}, first, end, [&] { return i64(stride * ahead); },
+      {"fold", "fold.body", "fold.done", "j"}, first, end, [&] { return ix(stride * ahead); },
       folded,
       [&](Value* j, const std::vector<Value*>& accs) {
         // Records past `end` load the iteration's first (which exists) and fold nothing.
         std::vector<Value*> in(ahead), at(ahead);
         for (int u = 0; u < ahead; ++u) {
-          Value* ju = b_.CreateAdd(j, i64(stride * u));
+          Value* ju = b_.CreateAdd(j, ix(stride * u));
           in[u] = u == 0 ? b_.getTrue() : b_.CreateICmpULT(ju, end);
           at[u] = u == 0 ? j : b_.CreateSelect(in[u], ju, j);
         }
@@ -241,7 +241,7 @@ void ReductionLowering::fold_records(const std::vector<int>& done, const SplitPl
   });
   std::vector<std::vector<int>> alone;  // records hold plain reductions, never a state
   for (int r : done) alone.push_back({r});
-  std::vector<Value*> partial = combine_rows(alone, accs, tid_, i64(0), 0);
+  std::vector<Value*> partial = combine_rows(alone, accs, tid_, ix(0), 0);
   for (size_t i = 0; i < done.size(); ++i) results[done[i]] = {finish(done[i], partial[i])};
 }
 
@@ -257,23 +257,23 @@ void ReductionLowering::fold_columns(const std::vector<int>& done, int phase, co
                                      Value* tile_ok) {
   const int64_t XV = int64_t{cfg_.block / cfg_.group} * cfg_.vec;
   const int64_t warps = cfg_.block / 32;
-  Value* lane = b_.CreateAnd(tid_, i64(31), "lane");
-  Value* warp = b_.CreateAdd(b_.CreateMul(slice, i64(warps)), b_.CreateLShr(tid_, i64(5)), "warp");
+  Value* lane = b_.CreateAnd(tid_, ix(31), "lane");
+  Value* warp = b_.CreateAdd(b_.CreateMul(slice, ix(warps)), b_.CreateLShr(tid_, ix(5)), "warp");
   // The tile's columns that exist (records hold words for them only).
   Value* left = b_.CreateSub(rows_, first);
   Value* end = b_.CreateSelect(
-      tile_ok, b_.CreateSelect(b_.CreateICmpULT(left, i64(XV)), left, i64(XV)), i64(0), "end");
+      tile_ok, b_.CreateSelect(b_.CreateICmpULT(left, ix(XV)), left, ix(XV)), ix(0), "end");
   counted_loop(
       {"column", "column.body", "columns.done", "c"}, warp, end,
-      [&] { return b_.CreateMul(S, i64(warps)); }, {},
+      [&] { return b_.CreateMul(S, ix(warps)); }, {},
       [&](Value* c, const std::vector<Value*>&) {
         std::vector<Value*> accs = fold_loop(
             done, 1, lane, 32, S,
             [&](Value* j, size_t a) {
               Value* record = b_.CreateAdd(record0, j);
               Value* w = b_.CreateAdd(
-                  b_.CreateMul(b_.CreateAdd(b_.CreateMul(record, i64(XV)), c), i64(plan.slots)),
-                  i64(plan.slot_of.at(done[a])));
+                  b_.CreateMul(b_.CreateAdd(b_.CreateMul(record, ix(XV)), c), ix(plan.slots)),
+                  ix(plan.slot_of.at(done[a])));
               return em_.element_ptr(workspace_, DType::i32, w);
             },
             kFoldAhead);
@@ -288,7 +288,7 @@ void ReductionLowering::fold_columns(const std::vector<int>& done, int phase, co
         Point p;
         p.o = coords_of(b_.CreateAdd(first, c));
         p.ok = b_.getTrue();
-        Value* lead = b_.CreateICmpEQ(lane, i64(0));
+        Value* lead = b_.CreateICmpEQ(lane, ix(0));
         for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
           const std::vector<int>& pass = prog_.passes[pi];
           if (plan.phase_of[pi] == phase - 1) store_reductions(pass, p, results, lead);
@@ -312,25 +312,25 @@ void ReductionLowering::emit_outer_split(Value* vec_ok) {
   const int X = cfg_.block / Y;
   const int64_t XV = int64_t{X} * V;  // columns per tile
   const int64_t chunk = int64_t{Y} * U;
-  Value* tx = b_.CreateURem(tid_, i64(X), "tx");
-  Value* ty = b_.CreateUDiv(tid_, i64(X), "ty");
-  Value* tiles = b_.CreateUDiv(b_.CreateAdd(rows_, i64(XV - 1)), i64(XV), "tiles");
+  Value* tx = b_.CreateURem(tid_, ix(X), "tx");
+  Value* ty = b_.CreateUDiv(tid_, ix(X), "ty");
+  Value* tiles = b_.CreateUDiv(b_.CreateAdd(rows_, ix(XV - 1)), ix(XV), "tiles");
   Value* S = b_.CreateUDiv(nblocks_, tiles, "S");
   Value* tile = b_.CreateUDiv(bid_, S, "tile");
   Value* slice = b_.CreateURem(bid_, S, "slice");
   Value* tile_ok = b_.CreateICmpULT(tile, tiles, "tile.ok");
-  Value* tilec = b_.CreateSelect(tile_ok, tile, i64(0));
-  Value* first = b_.CreateMul(tilec, i64(XV), "first");
+  Value* tilec = b_.CreateSelect(tile_ok, tile, ix(0));
+  Value* first = b_.CreateMul(tilec, ix(XV), "first");
   Value* record0 = b_.CreateMul(tilec, S, "record0");  // the tile's first record
-  Value* lead = b_.CreateAnd(tile_ok, b_.CreateICmpEQ(ty, i64(0)));
-  Value* tile_lead = b_.CreateAnd(lead, b_.CreateICmpEQ(slice, i64(0)), "tile.leader");
+  Value* lead = b_.CreateAnd(tile_ok, b_.CreateICmpEQ(ty, ix(0)));
+  Value* tile_lead = b_.CreateAnd(lead, b_.CreateICmpEQ(slice, ix(0)), "tile.leader");
   // The word of reduction `item` for column `v` of this thread in record `record`, or for
   // the record's first column unless `exists`.
   auto word = [&](Value* record, int v, int item, Value* exists) {
-    Value* column = b_.CreateSelect(exists, b_.CreateAdd(b_.CreateMul(tx, i64(V)), i64(v)), i64(0));
+    Value* column = b_.CreateSelect(exists, b_.CreateAdd(b_.CreateMul(tx, ix(V)), ix(v)), ix(0));
     Value* w = b_.CreateAdd(
-        b_.CreateMul(b_.CreateAdd(b_.CreateMul(record, i64(XV)), column), i64(plan.slots)),
-        i64(plan.slot_of.at(item)));
+        b_.CreateMul(b_.CreateAdd(b_.CreateMul(record, ix(XV)), column), ix(plan.slots)),
+        ix(plan.slot_of.at(item)));
     return em_.element_ptr(workspace_, DType::i32, w);
   };
   for (int k = 0; k < plan.phases; ++k) {
@@ -381,10 +381,10 @@ void ReductionLowering::emit_outer_split(Value* vec_ok) {
         }
       }
       // ceil(ceil(R / S) / chunk) chunks per slice
-      Value* per_block = b_.CreateUDiv(b_.CreateAdd(R_, b_.CreateSub(S, i64(1))), S);
-      Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, i64(chunk - 1)), i64(chunk));
-      Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), i64(chunk), "begin");
-      Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, i64(chunk)));
+      Value* per_block = b_.CreateUDiv(b_.CreateAdd(R_, b_.CreateSub(S, ix(1))), S);
+      Value* chunks = b_.CreateUDiv(b_.CreateAdd(per_block, ix(chunk - 1)), ix(chunk));
+      Value* begin = b_.CreateMul(b_.CreateMul(slice, chunks), ix(chunk), "begin");
+      Value* end = b_.CreateAdd(begin, b_.CreateMul(chunks, ix(chunk)));
       end = b_.CreateSelect(b_.CreateICmpULT(end, R_), end, R_, "end");
       for (size_t pi = 0; pi < prog_.passes.size(); ++pi) {
         const std::vector<int>& pass = prog_.passes[pi];

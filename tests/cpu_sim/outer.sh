@@ -12,7 +12,9 @@
 # both extents are odd, even or below the vector); examples/spatial_mean.kiln's sum_bh too, over
 # two reduced indices apart (b and h of [B, C, H, W]), whose chunks step each step's coordinates
 # from the first's: H of 1, below the threads along the reduction (several carries in one step)
-# and above it. No GPU: this checks the
+# and above it. Each variant's own entry computes in 32 bits (lower_reduction.cpp
+# has_index32_entry) and runs at every shape; its general entry, in 64 bits, the one that serves
+# launches past 2^31 - 1 elements, runs at the first two and the last. No GPU: this checks the
 # kernels' logic (unmasked chunks and masked tails, combines, workspace records, phases), not
 # their speed.
 #   tests/cpu_sim/outer.sh DUMP LLC CXX OUT_DIR SUITE_SPEC
@@ -44,8 +46,17 @@ check() {
     if ((phases > 0)) && ! r=$("$out/outer_sim" "$block" "$epb" "$phases" 2 37 $few); then
       echo "FAIL $kernel v$v S=37 [$few]: $r"; fail=1
     fi
+    # The general entry (64-bit indices) at the first two shapes and the last.
+    sim_build "$out/outer_driver$K.o" "$s" "$kernel" $v "$out/outer_sim" --general
+    for shape in "$1" "$2" "${!#}"; do
+      for S in $splits; do
+        if ! r=$("$out/outer_sim" "$block" "$epb" "$phases" 2 "$S" $shape); then
+          echo "FAIL $kernel v$v (general entry) S=$S [$shape]: $r"; fail=1
+        fi
+      done
+    done
   done
-  echo "$kernel: $n variants checked at $# shapes"
+  echo "$kernel: $n variants checked at $# shapes, their general entries at 3"
 }
 check 1 "$colsum_spec" colsum "1 1" "9 1" "37 5" "130 257" "75 1024" "1 9" "2 1001" "33 8"
 check 2 "$spec" ln_wgrad_bf16 "1 1" "37 3" "130 200" "41 520" "41 523" "2 17" "1 1001"

@@ -99,7 +99,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
 
   Json j = Json::parse(text);
   CHECK(j["format"] == "kiln-bundle");
-  CHECK(j["version"] == 13);
+  CHECK(j["version"] == 14);
   const Json& k = j["kernels"][0];
   CHECK(k["params"][0]["shape"] == Json::array({"M", "N"}));
   CHECK(k["params"][1]["shape"] == Json::array({128}));
@@ -108,7 +108,7 @@ TEST_CASE("manifest round-trips through JSON", "[runtime]") {
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin"] == "softmax_v1.sm_90.cubin");
   CHECK(k["steps"][0]["variants"][1]["images"][1]["cubin_hash"] == "fedcba9876543211");
   CHECK(k["steps"][0]["variants"][1]["images"][0]["cubin_hash"] == "");
-  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 13,", 0) == 0);
+  CHECK(text.rfind("{\n  \"format\": \"kiln-bundle\",\n  \"version\": 14,", 0) == 0);
 }
 
 TEST_CASE("manifest fields may come in any order and unknown fields are ignored", "[runtime]") {
@@ -250,17 +250,17 @@ TEST_CASE("manifest kernels: params, symbols and shapes", "[runtime]") {
 }
 
 TEST_CASE("manifest top level: format, version and hostile JSON", "[runtime]") {
-  CHECK(error_after([](Json& j) { j["version"] = 14; }) ==
-        "bundle/manifest.json: version: unsupported format version 14 (this runtime reads "
-        "versions 3 to 13)");
+  CHECK(error_after([](Json& j) { j["version"] = 15; }) ==
+        "bundle/manifest.json: version: unsupported format version 15 (this runtime reads "
+        "versions 3 to 14)");
   // Version 1 had no image hashes, version 2 no split variants: such a bundle is compiled
   // again, never loaded unchecked.
   CHECK(error_after([](Json& j) { j["version"] = 1; }) ==
         "bundle/manifest.json: version: unsupported format version 1 (this runtime reads "
-        "versions 3 to 13; recompile the bundle)");
+        "versions 3 to 14; recompile the bundle)");
   CHECK(error_after([](Json& j) { j["version"] = 2; }) ==
         "bundle/manifest.json: version: unsupported format version 2 (this runtime reads "
-        "versions 3 to 13; recompile the bundle)");
+        "versions 3 to 14; recompile the bundle)");
   // Version 3 had no buffers: it reads as version 4 without them.
   Json v3 = sample_json();
   v3["version"] = 3;
@@ -690,11 +690,31 @@ TEST_CASE("manifest: pointwise general entries (format 11) round-trip and are ch
           j["kernels"][0]["steps"][0]["kind"] = "scan";
         }).find(g1 + ": expected a general entry only on a pointwise variant") !=
         std::string::npos);
+  // Format 14: an outer reduction variant's (32-bit indices in its own entry, any rows).
+  Manifest outer = sample();
+  outer.kernels[0].steps[0].kind = StepKind::outer_reduction;
+  outer.kernels[0].steps[0].variants[1].general = {"softmax_s0_v1_general", 0};
+  Result<Manifest> outer_back = parse_manifest(to_json(outer), kOrigin);
+  REQUIRE(outer_back.ok());
+  CHECK(*outer_back == outer);
+  const std::string why =
+      ": expected a general entry only on a pointwise variant that neither tiles nor is strided, "
+      "or on an outer reduction variant that is not strided, with any rows";
+  for (const char* kind : {"outer_reduction", "row_reduction"}) {
+    CHECK(error_after([&](Json& j) {
+            with_general(j, {{"entry", "g"}, {"row_multiple", 4}});
+            j["kernels"][0]["steps"][0]["kind"] = kind;
+          }) == g1 + why);
+  }
+  CHECK(error_after([&](Json& j) {
+          with_general(j, {{"entry", "g"}, {"row_multiple", 0}});
+          j["kernels"][0]["steps"][0]["kind"] = "row_reduction";
+        }) == g1 + why);
 }
 
 TEST_CASE(
-    "a launch runs a pointwise variant's general entry past 32-bit indices or on rows "
-    "that are not a multiple of its vectors",
+    "a launch runs a variant's general entry past 32-bit indices (a reduction's rows x reduced "
+    "or workspace words) or on rows that are not a multiple of its vectors",
     "[runtime]") {
   const GeneralForm none;
   CHECK_FALSE(runs_general(none, int64_t{1} << 40, 3));
@@ -706,6 +726,16 @@ TEST_CASE(
   const GeneralForm any{"e_general", 0};
   CHECK_FALSE(runs_general(any, 4095, 4095));
   CHECK(runs_general(any, 2147483648, 1));
+  // A reduction's elements: rows x reduced, or its workspace's 32-bit words, whichever is more.
+  CHECK(launch_elements(7, 1, 0) == 7);
+  CHECK(launch_elements(65536, 32768, 0) == 2147483648);
+  CHECK(launch_elements(65535, 32768, 0) == 2147450880);
+  CHECK(launch_elements(3, 5, 4 * 2147483648LL) == 2147483648);
+  CHECK(launch_elements(int64_t{1} << 40, int64_t{1} << 40, 0) ==
+        std::numeric_limits<int64_t>::max());
+  CHECK_FALSE(runs_general(any, launch_elements(65535, 32768, 4096), 1));
+  CHECK(runs_general(any, launch_elements(65536, 32768, 0), 1));
+  CHECK(runs_general(any, launch_elements(16, 16, 4 * 2147483648LL), 1));
 }
 
 TEST_CASE("manifest: strided inputs and variants (format 8) round-trip, older bundles have none",
