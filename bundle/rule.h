@@ -344,9 +344,10 @@ int prefetching_variant(const Step& step, const StepRule& rule, int variant,
                         const DeviceFacts& device);
 
 /// What the rule runs for an outer step in place of `variant` (prefetching_variant's result):
-/// rule.deep_split where `variant` is an unsplit scalar variant standing in for the vector pick
-/// (its scalar twin, or rule.prefetching: the columns are not whole vectors), its tiles,
-/// ceil(rows / elements_per_block), are fewer than twice the SMs, and `reduced` passes
+/// the deep split's scalar twin (rule.scalar_columns; rule.deep_split where it has none) where
+/// `variant` is an unsplit scalar variant standing in for the vector pick (its scalar twin, or
+/// rule.prefetching: the columns are not whole vectors), its tiles, ceil(rows /
+/// elements_per_block), are fewer than twice the SMs, and `reduced` passes
 /// kShortOuterMaxReduced; else `variant`. There the unsplit kernel runs one block of 256
 /// threads an SM (two at most), each walking the whole reduction, and the deep split (16 steps
 /// in flight, its scalar path, the reduction spread over 2+ blocks a tile) was the fastest or
@@ -356,7 +357,12 @@ int prefetching_variant(const Step& step, const StepRule& rule, int variant,
 /// 26.9, bf16 [4, 8192, 1057] 287.9 -> 48.8, sums over b and h of [2, 128, 1000, 33] 29.5 ->
 /// 20.9), at 256-257 tiles 7% slower and 2% faster, from 396 tiles slower (not run there).
 /// Call 6, the rule at 16 shapes, 8 new: 15 faster, 1.01-5.7x (f32 column sums of 100000 x 4223
-/// 1477 -> 453 us), the bias gradient at 256 tiles 7% slower.
+/// 1477 -> 453 us), the bias gradient at 256 tiles 7% slower. The twin, not the deep split's own
+/// scalar path: with 32-bit indices in the variants' own entries (compiler/lower_reduction.cpp)
+/// the deep split's scalar path took 1.1-1.8x the twin's time at all 5 shapes measured, and the
+/// twin 0.70-0.96x the time the deep split took with 64-bit ones (bench/results/
+/// 2026-12-02-h200-index32, call 3: bf16 column sums of 8191 x 8193 63.3 -> 51.2 us, the bias
+/// gradient of [8, 12, 512, 513] 39.0 -> 28.5, a bf16 mean over [4, 8192, 1057] 48.3 -> 34.0).
 int few_tiles_variant(const Step& step, const StepRule& rule, int variant, int64_t rows,
                       int64_t reduced, const DeviceFacts& device);
 

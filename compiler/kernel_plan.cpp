@@ -1188,15 +1188,22 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                                      &step.variants[static_cast<size_t>(rule.chosen)].config)
                                : nullptr;
       if (rule.deep_split >= 0 && chosen && chosen->vec > 1) {
-        const PlannedVariant& v = step.variants[static_cast<size_t>(rule.deep_split)];
+        const auto d = static_cast<size_t>(rule.deep_split);
+        const int runs = d < rule.scalar_columns.size() && rule.scalar_columns[d] >= 0
+                             ? rule.scalar_columns[d]
+                             : rule.deep_split;
+        const PlannedVariant& v = step.variants[static_cast<size_t>(runs)];
         line(fmt::format(
             "an unsplit scalar variant standing in for the vector one (a twin above, or the "
             "prefetching variant) where ceil(rows / its columns) < twice the GPU's SMs and {} > {} "
             "(one block of 256 threads an SM would walk all of {}): variant {} ({}), {} spread "
-            "over blocks, its scalar loads where the rows are not whole vectors (measured faster "
-            "there on an H200)",
+            "over blocks{} (measured faster there on an H200)",
             product_text(step.reduced), bundle::kShortOuterMaxReduced, product_text(step.reduced),
-            rule.deep_split, config_text(v.config), product_text(step.reduced)));
+            runs, config_text(v.config), product_text(step.reduced),
+            runs == rule.deep_split
+                ? ", its scalar loads where the rows are not whole vectors"
+                : fmt::format(", the scalar twin of the deep split (variant {})",
+                              rule.deep_split)));
       }
       line(pointers);
     } else {

@@ -1409,9 +1409,9 @@ TEST_CASE("means over a middle axis whose innermost extent is not whole vectors 
 }
 
 // Where the pick's scalar stand-in (its twin, or the prefetching variant) has fewer tiles than
-// twice the SMs over a long reduction, the rule runs the deep split (bundle/rule.h
+// twice the SMs over a long reduction, the rule runs the deep split's scalar twin (bundle/rule.h
 // few_tiles_variant).
-TEST_CASE("scalar outer picks over fewer tiles than twice the SMs run the deep split",
+TEST_CASE("scalar outer picks over fewer tiles than twice the SMs run the deep split's twin",
           "[compiler][reduction]") {
   bundle::Manifest m = compile_text(
       "kernel m(x: f32[B, M, N]) -> (y: f32[B, N]) { y[b, j] = sum(x[b, i, j], i) / M }");
@@ -1421,20 +1421,27 @@ TEST_CASE("scalar outer picks over fewer tiles than twice the SMs run the deep s
       bundle::step_rule(step, std::vector<bool>(step.variants.size(), true), h200);
   REQUIRE(rule.deep_split >= 0);
   REQUIRE(rule.prefetching >= 0);
+  // The deep split's twin: the same split, scalar loads.
+  const int twin = rule.scalar_columns.at(static_cast<size_t>(rule.deep_split));
+  REQUIRE(twin >= 0);
+  const bundle::Variant& tv = step.variants[static_cast<size_t>(twin)];
+  CHECK(tv.split.phases > 0);
+  CHECK(tv.config.at("vec") == 1);
   auto pick = [&](const bundle::StepRule& r, std::vector<int64_t> space, int64_t reduced) {
     const int64_t red[] = {reduced};
     return bundle::rule_variant(step, r, space, red, h200);
   };
   // The prefetching variant's case (whole vectors of columns, an odd innermost extent): 4 x 1057
   // columns are 133 tiles of 32, 8 x 999 250; 8 x 1057, 265, keep it.
-  CHECK(pick(rule, {4, 1057}, 4096) == rule.deep_split);
-  CHECK(pick(rule, {8, 999}, 8192) == rule.deep_split);
+  CHECK(pick(rule, {4, 1057}, 4096) == twin);
+  CHECK(pick(rule, {8, 999}, 8192) == twin);
   CHECK(pick(rule, {8, 1057}, 8192) == rule.prefetching);
   // The scalar twin's case (6 x 705 columns, not whole vectors): 133 tiles.
-  CHECK(pick(rule, {6, 705}, 8192) == rule.deep_split);
-  CHECK(pick(rule, {6, 70500}, 8192) != rule.deep_split);
+  CHECK(pick(rule, {6, 705}, 8192) == twin);
+  CHECK(pick(rule, {6, 70500}, 8192) != twin);
   // Short columns (up to kShortOuterMaxReduced) and whole vectors: the rule as before.
-  CHECK(pick(rule, {4, 1057}, bundle::kShortOuterMaxReduced) != rule.deep_split);
+  CHECK(pick(rule, {4, 1057}, bundle::kShortOuterMaxReduced) != twin);
+  CHECK(pick(rule, {4, 1056}, 8192) != twin);
   CHECK(pick(rule, {4, 1056}, 8192) != rule.deep_split);
   // A variant chosen explicitly stays chosen.
   CHECK(pick(bundle::pinned_rule(rule, rule.chosen), {4, 1057}, 4096) == rule.chosen);
