@@ -680,6 +680,16 @@ int64_t launch_elements(int64_t rows, int64_t reduced, int64_t workspace_bytes) 
   return std::max(n, workspace_bytes / 4);
 }
 
+std::optional<int64_t> split_workspace_bytes(int64_t blocks, int64_t elements_per_block,
+                                             int slots) {
+  int64_t record_bytes = 0, bytes = 0;
+  if (__builtin_mul_overflow(elements_per_block, int64_t{slots} * 4, &record_bytes) ||
+      __builtin_mul_overflow(blocks, record_bytes, &bytes)) {
+    return std::nullopt;
+  }
+  return bytes;
+}
+
 bool runs_general(const GeneralForm& g, int64_t elements, int64_t inner) {
   if (g.entry.empty()) return false;
   return elements > std::numeric_limits<int32_t>::max() ||

@@ -256,6 +256,11 @@ struct GeneralForm {
 /// (INT64_MAX where the product overflows).
 int64_t launch_elements(int64_t rows, int64_t reduced, int64_t workspace_bytes);
 
+/// The bytes of a split launch's workspace (SplitInfo) over `blocks` blocks of
+/// `elements_per_block` rows: a record of `slots` 4-byte words per row of a block; nullopt
+/// where that overflows int64.
+std::optional<int64_t> split_workspace_bytes(int64_t blocks, int64_t elements_per_block, int slots);
+
 /// Whether a launch of `elements` elements (launch_elements) whose innermost extent is `inner`
 /// runs the variant's general entry.
 bool runs_general(const GeneralForm& g, int64_t elements, int64_t inner);

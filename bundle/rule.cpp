@@ -589,10 +589,14 @@ int few_tiles_variant(const Step& step, const StepRule& rule, int variant, int64
       config_vec(step.variants[static_cast<size_t>(rule.chosen)]) <= 1) {
     return variant;
   }
-  if (tiles_of(v, rows) >= 2 * int64_t{std::max(device.sm_count, 1)}) return variant;
-  // The stand-in's columns are not whole vectors, so neither are the deep split's: its twin of
-  // scalar loads where it has one.
-  const size_t d = static_cast<size_t>(rule.deep_split);
+  return tiles_of(v, rows) < 2 * int64_t{std::max(device.sm_count, 1)} ? few_tiles_pick(rule)
+                                                                       : variant;
+}
+
+// The stand-in's columns are not whole vectors, so neither are the deep split's: its twin of
+// scalar loads where it has one.
+int few_tiles_pick(const StepRule& rule) {
+  const auto d = static_cast<size_t>(rule.deep_split);
   return d < rule.scalar_columns.size() && rule.scalar_columns[d] >= 0 ? rule.scalar_columns[d]
                                                                        : rule.deep_split;
 }

@@ -365,6 +365,9 @@ int prefetching_variant(const Step& step, const StepRule& rule, int variant,
 /// gradient of [8, 12, 512, 513] 39.0 -> 28.5, a bf16 mean over [4, 8192, 1057] 48.3 -> 34.0).
 int few_tiles_variant(const Step& step, const StepRule& rule, int variant, int64_t rows,
                       int64_t reduced, const DeviceFacts& device);
+/// The variant few_tiles_variant runs where it takes one: the deep split's scalar twin, or
+/// rule.deep_split where it has none.
+int few_tiles_pick(const StepRule& rule);
 
 /// `variant`'s odd-row twin (StepRule::odd_rows) when it has one and `reduced` is not a
 /// multiple of the twin's vec, else `variant`: what the rule runs for rows of `reduced`

@@ -1188,10 +1188,7 @@ std::string explain_rule(const KernelPlan& plan, size_t si, const std::string& i
                                      &step.variants[static_cast<size_t>(rule.chosen)].config)
                                : nullptr;
       if (rule.deep_split >= 0 && chosen && chosen->vec > 1) {
-        const auto d = static_cast<size_t>(rule.deep_split);
-        const int runs = d < rule.scalar_columns.size() && rule.scalar_columns[d] >= 0
-                             ? rule.scalar_columns[d]
-                             : rule.deep_split;
+        const int runs = bundle::few_tiles_pick(rule);
         const PlannedVariant& v = step.variants[static_cast<size_t>(runs)];
         line(fmt::format(
             "an unsplit scalar variant standing in for the vector one (a twin above, or the "

@@ -41,7 +41,7 @@ ReductionLowering::ReductionLowering(llvm::Module& m, const KernelDef& abi,
       divides_(divides_reduced(prog_, params_)),
       stage_plan_(plan_stage(prog_, params_)),
       tile_plan_(cfg.strided && cfg.stage ? plan_tile(prog_, params_) : StagePlan{}) {
-  internal_check(!index32 || (shape_ == StepKind::outer_reduction && !cfg.strided),
+  internal_check(!index32 || has_index32_entry(shape_, cfg),
                  "lower_reduction: 32-bit indices in a row kernel or a strided variant");
   rank_ = static_cast<int>(sk.space.size());
   vary_ = shape_ == StepKind::row_reduction ? kReduced : row_var(rank_ - 1);

@@ -427,14 +427,14 @@ Status lay_out(const KernelInfo& info, const EncodedKernel& enc, std::span<const
                              bundle::resident_blocks(*var, device));
       blocks *= per_tile;
       if (var->split.lead_last) l.lead_split = per_tile;
-      int64_t record_bytes = 0;
-      if (__builtin_mul_overflow(var->elements_per_block, int64_t{var->split.slots} * 4,
-                                 &record_bytes) ||
-          __builtin_mul_overflow(blocks, record_bytes, &l.workspace_bytes)) {
+      const std::optional<int64_t> bytes =
+          bundle::split_workspace_bytes(blocks, var->elements_per_block, var->split.slots);
+      if (!bytes) {
         return Status::error(fmt::format(
             "{}: step {} ({}): the split workspace of {} blocks of {} rows overflows int64 bytes",
             info.name, s, step.name, blocks, var->elements_per_block));
       }
+      l.workspace_bytes = *bytes;
       l.phases = var->split.phases;
     }
     if (step.kind == bundle::StepKind::row_reduction && blocks > bundle::kMaxGridX) {

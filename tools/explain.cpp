@@ -106,11 +106,12 @@ ExplainedStep explain_step(const KernelPlan& plan, size_t si, const SymbolValues
     const int64_t per_tile =
         bundle::split_blocks(blocks, *reduced, v.split.chunk, device.sm_count, resident);
     // The workspace as runtime/launch.cpp sizes it; overflowing, the general entry's.
-    int64_t grid = 0, workspace = 0;
-    if (__builtin_mul_overflow(blocks, per_tile, &grid) ||
-        __builtin_mul_overflow(grid, v.elements_per_block * v.split.slots * 4, &workspace)) {
-      workspace = std::numeric_limits<int64_t>::max();
-    }
+    int64_t grid = 0;
+    const std::optional<int64_t> bytes =
+        __builtin_mul_overflow(blocks, per_tile, &grid)
+            ? std::nullopt
+            : bundle::split_workspace_bytes(grid, v.elements_per_block, v.split.slots);
+    const int64_t workspace = bytes.value_or(std::numeric_limits<int64_t>::max());
     out.how = fmt::format(
         "split: {} tile(s) of {} row(s), each over {} blocks walking {} in chunks of {}, {} "
         "launches through a workspace{}{}",

@@ -48,7 +48,7 @@ void ReductionLowering::emit_split(Value* vec_ok) {
   if (plan.last_only_stores) {
     Value* passed = b_.CreateLShr(phase_, i64(32), "passed.S");
     phase = b_.CreateAnd(phase_, i64(0xffffffff), "phase");
-    records = b_.CreateSelect(b_.CreateICmpEQ(passed, ix(0)), S, passed, "records");
+    records = b_.CreateSelect(b_.CreateICmpEQ(passed, i64(0)), S, passed, "records");
   }
   Value* record0 = b_.CreateMul(rowc, records, "record0");  // the row's first record
   Value* leader = b_.CreateAnd(valid, b_.CreateICmpEQ(tid_, ix(0)));

@@ -30,15 +30,20 @@ check() {
     local block epb phases
     sim_build "$out/outer_driver$K.o" "$s" "$kernel" $v "$out/outer_sim"
     read -r block epb phases _ <<< "$sim_stats"
-    local splits=1 shape S
+    local splits=1
     ((phases > 0)) && splits="1 5"
-    for shape in "$@"; do
-      for S in $splits; do
-        if ! r=$("$out/outer_sim" "$block" "$epb" "$phases" 2 "$S" $shape); then
-          echo "FAIL $kernel v$v S=$S [$shape]: $r"; fail=1
-        fi
+    # run LABEL SHAPES...: the built entry at each shape, split over each of $splits.
+    run() {
+      local label=$1 shape S; shift
+      for shape in "$@"; do
+        for S in $splits; do
+          if ! r=$("$out/outer_sim" "$block" "$epb" "$phases" 2 "$S" $shape); then
+            echo "FAIL $kernel v$v$label S=$S [$shape]: $r"; fail=1
+          fi
+        done
       done
-    done
+    }
+    run "" "$@"
     # More records than a warp has lanes for the last phase's column fold.
     local few="1500 3"
     ((K == 3)) && few="2 1500 3"
@@ -48,13 +53,7 @@ check() {
     fi
     # The general entry (64-bit indices) at the first two shapes and the last.
     sim_build "$out/outer_driver$K.o" "$s" "$kernel" $v "$out/outer_sim" --general
-    for shape in "$1" "$2" "${!#}"; do
-      for S in $splits; do
-        if ! r=$("$out/outer_sim" "$block" "$epb" "$phases" 2 "$S" $shape); then
-          echo "FAIL $kernel v$v (general entry) S=$S [$shape]: $r"; fail=1
-        fi
-      done
-    done
+    run " (general entry)" "$1" "$2" "${!#}"
   done
   echo "$kernel: $n variants checked at $# shapes, their general entries at 3"
 }
